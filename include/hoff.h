@@ -1,0 +1,279 @@
+/* hoff.h — the public API of hoff, a CUDA allocator that keeps activations
+ * inside a device-memory budget. Every function is thread safe unless noted. */
+#ifndef HOFF_H
+#define HOFF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define HOFF_API __attribute__((visibility("default")))
+#else
+#define HOFF_API
+#endif
+
+#define HOFF_VERSION_MAJOR 0
+#define HOFF_VERSION_MINOR 1
+#define HOFF_VERSION_PATCH 0
+
+/* ---------------------------------------------------------------------------
+ * Configuration.  One table of options (see hoff-config(7)); each is a field
+ * here and an environment variable HOFF_<NAME>.  Sizes accept K/M/G/T.
+ * ------------------------------------------------------------------------- */
+
+#define HOFF_CONFIG_VERSION 1
+
+enum hoff_backend_kind {
+    HOFF_BACKEND_AUTO = 0, /* cuda where a GPU is present, else sim */
+    HOFF_BACKEND_SIM = 1,
+    HOFF_BACKEND_CUDA = 2,
+};
+
+enum hoff_log_level {
+    HOFF_LOG_OFF = 0,
+    HOFF_LOG_ERROR = 1,
+    HOFF_LOG_WARN = 2,
+    HOFF_LOG_INFO = 3,
+    HOFF_LOG_DEBUG = 4,
+};
+
+enum hoff_sim_protect {
+    HOFF_SIM_POISON = 0,  /* non-resident bytes are overwritten with 0xDB */
+    HOFF_SIM_PROTECT = 1, /* ...and mprotect()ed: a stray access crashes */
+};
+
+struct hoff_config {
+    uint32_t version;              /* HOFF_CONFIG_VERSION */
+    uint32_t size;                 /* sizeof(struct hoff_config) */
+    int backend;                   /* enum hoff_backend_kind  (HOFF_BACKEND) */
+    int device;                    /* CUDA device ordinal     (HOFF_DEVICE) */
+    uint64_t budget_bytes;         /* resident offload bytes; 0 = no limit (HOFF_BUDGET) */
+    uint64_t host_cap_bytes;       /* host-tier bytes; 0 = no limit (HOFF_HOST_CAP) */
+    uint64_t managed_min_bytes;    /* in-step allocations >= this are offload
+                                      candidates (HOFF_MANAGED_MIN) */
+    uint64_t oversub_margin_bytes; /* device bytes kept free (HOFF_OVERSUB_MARGIN) */
+    int oversubscribe;             /* 1 = allow mapping more managed memory than
+                                      the device has free (HOFF_OVERSUBSCRIBE) */
+    int log_level;                 /* enum hoff_log_level     (HOFF_LOG_LEVEL) */
+    uint64_t sim_device_bytes;     /* sim device capacity     (HOFF_SIM_DEVICE) */
+    double sim_h2d_gbps;           /* sim H2D copy engine, GB/s (HOFF_SIM_H2D_GBPS) */
+    double sim_d2h_gbps;           /* sim D2H copy engine, GB/s (HOFF_SIM_D2H_GBPS) */
+    uint64_t sim_latency_ns;       /* sim per-call latency    (HOFF_SIM_LATENCY) */
+    double sim_fault_gbps;         /* sim demand-paging rate  (HOFF_SIM_FAULT_GBPS) */
+    uint64_t sim_fault_ns;         /* sim cost of one fault   (HOFF_SIM_FAULT_NS) */
+    int sim_protect;               /* enum hoff_sim_protect   (HOFF_SIM_PROTECT) */
+    int issue_queue_depth;         /* issuing-thread queue slots (HOFF_QUEUE_DEPTH) */
+};
+
+/* Fill cfg with the defaults (no environment). */
+HOFF_API void hoff_config_init(struct hoff_config *cfg);
+
+/* Set one option by name ("budget", "sim_h2d_gbps", ... case-insensitive;
+ * "HOFF_BUDGET" is accepted too).  On error returns -EINVAL (bad value) or
+ * -ENOENT (no such option) and, if err != NULL, writes a message naming the
+ * option and the accepted form. */
+HOFF_API int hoff_config_set(struct hoff_config *cfg, const char *name,
+                             const char *value, char *err, size_t errlen);
+
+/* Apply every HOFF_* variable of the environment.  Same errors as
+ * hoff_config_set; an unknown HOFF_* variable is an error too, except the
+ * ones other parts of hoff read (HOFF_LIBRARY, HOFF_STATS, ...). */
+HOFF_API int hoff_config_from_env(struct hoff_config *cfg, char *err,
+                                  size_t errlen);
+
+/* Write the value of an option as text (the form hoff_config_set accepts). */
+HOFF_API int hoff_config_get(const struct hoff_config *cfg, const char *name,
+                             char *buf, size_t len);
+
+/* Number of options and the name/description of option i (for tools). */
+HOFF_API int hoff_config_count(void);
+HOFF_API const char *hoff_config_name(int i);
+HOFF_API const char *hoff_config_help(int i);
+
+/* ---------------------------------------------------------------------------
+ * Context.
+ * ------------------------------------------------------------------------- */
+
+typedef struct hoff_ctx hoff_ctx;
+
+/* A stream: a cudaStream_t on the cuda backend, any value on sim (NULL is the
+ * default stream).  Blocks freed on a stream are reused at once on that
+ * stream and on others only once the stream has passed the free. */
+typedef void *hoff_stream;
+
+/* Create a context.  cfg == NULL means defaults plus the environment; a cfg
+ * given is taken as is (call hoff_config_from_env yourself to layer the
+ * environment on it).  Returns 0 or -errno (-EINVAL bad config, -ENODEV no
+ * usable backend, -ENOMEM). */
+HOFF_API int hoff_init(hoff_ctx **ctx, const struct hoff_config *cfg);
+
+/* Wait for every transfer, release all memory and destroy the context.
+ * Blocks still allocated are released too (and counted as leaked). */
+HOFF_API int hoff_shutdown(hoff_ctx *ctx);
+
+/* The backend in use: "sim" or "cuda". */
+HOFF_API const char *hoff_backend_name(const hoff_ctx *ctx);
+
+/* The message of the last failed call on this thread (never NULL). */
+HOFF_API const char *hoff_last_error(void);
+
+/* ---------------------------------------------------------------------------
+ * Allocation.
+ * ------------------------------------------------------------------------- */
+
+enum hoff_alloc_flags {
+    HOFF_ALLOC_AUTO = 0,    /* the pool is chosen by the rules in hoff_malloc(3) */
+    HOFF_ALLOC_DEVICE = 1,  /* plain device pool: never offloaded */
+    HOFF_ALLOC_MANAGED = 2, /* managed pool: an offload candidate */
+};
+
+/* Allocate size bytes for use on stream.  Returns NULL on failure (errno and
+ * hoff_last_error() say why) after releasing cached memory and retrying. */
+HOFF_API void *hoff_malloc(hoff_ctx *ctx, size_t size, hoff_stream stream);
+HOFF_API void *hoff_malloc_flags(hoff_ctx *ctx, size_t size,
+                                 hoff_stream stream, unsigned flags);
+
+/* Free ptr, last used on stream.  -EINVAL if ptr is not a live hoff block. */
+HOFF_API int hoff_free(hoff_ctx *ctx, void *ptr, hoff_stream stream);
+
+/* Usable size of a live block (>= the size asked for), 0 if not a block. */
+HOFF_API size_t hoff_block_size(hoff_ctx *ctx, const void *ptr);
+
+/* Return every cached, unused block to the backend. */
+HOFF_API int hoff_empty_cache(hoff_ctx *ctx);
+
+/* ---------------------------------------------------------------------------
+ * Residency: where an offload candidate's bytes are.
+ * ------------------------------------------------------------------------- */
+
+enum hoff_residency {
+    HOFF_RES_DEVICE = 0,
+    HOFF_RES_EVICTING = 1,
+    HOFF_RES_HOST = 2,
+    HOFF_RES_PREFETCHING = 3,
+    HOFF_RES_DISCARDED = 4, /* released: not resident, contents undefined */
+    HOFF_RES_SPILLING = 5,  /* NVMe tier (reserved) */
+    HOFF_RES_NVME = 6,
+    HOFF_RES_RESTORING = 7,
+};
+
+/* Queue an eviction (device -> host) of the block holding ptr, ordered after
+ * the work already queued on stream.  Never blocks on the transfer.
+ * -EALREADY if it is not on the device, -EPERM for a device-pool block or one
+ * allocated inside a region, -EINVAL if ptr is not a block. */
+HOFF_API int hoff_evict(hoff_ctx *ctx, void *ptr, hoff_stream stream);
+
+/* Queue a prefetch (host -> device), ordered after the work on stream; work
+ * queued on stream afterwards sees the bytes.  -EALREADY if resident,
+ * -ENOSPC if it would exceed the budget and nothing can be evicted. */
+HOFF_API int hoff_prefetch(hoff_ctx *ctx, void *ptr, hoff_stream stream);
+
+/* Release: the block's contents are dead until next written; its device
+ * pages are dropped without a copy. */
+HOFF_API int hoff_discard(hoff_ctx *ctx, void *ptr, hoff_stream stream);
+
+/* Mark an access (from framework hooks, or before host code touches a block
+ * on sim).  A block that is not resident is paged in: a fault, counted,
+ * with its stall.  write != 0 for a write. */
+HOFF_API int hoff_access(hoff_ctx *ctx, void *ptr, int write, hoff_stream stream);
+
+/* Current residency of the block holding ptr, or -EINVAL. */
+HOFF_API int hoff_residency(hoff_ctx *ctx, const void *ptr);
+
+/* Wait until every queued transfer has completed. */
+HOFF_API int hoff_sync(hoff_ctx *ctx);
+
+/* ---------------------------------------------------------------------------
+ * Step and region marks.
+ * ------------------------------------------------------------------------- */
+
+/* A training step.  Without marks hoff is a plain caching allocator. */
+HOFF_API int hoff_step_begin(hoff_ctx *ctx);
+HOFF_API int hoff_step_end(hoff_ctx *ctx);
+
+/* A region: allocations inside are never offloaded (RFC skip_offload).
+ * Regions nest. */
+HOFF_API int hoff_region_begin(hoff_ctx *ctx);
+HOFF_API int hoff_region_end(hoff_ctx *ctx);
+
+/* sim only: the compute stream runs for ns of virtual time.  -ENOTSUP on a
+ * real backend. */
+HOFF_API int hoff_sim_compute(hoff_ctx *ctx, hoff_stream stream, uint64_t ns);
+
+/* ---------------------------------------------------------------------------
+ * Statistics: one versioned struct (hoff_stats(3)).
+ * ------------------------------------------------------------------------- */
+
+#define HOFF_STATS_VERSION 1
+
+/* X(name, description) for every counter, all uint64_t. */
+#define HOFF_STATS_FIELDS(X)                                                   \
+    X(budget_bytes, "device budget for resident offload bytes (0 = none)")     \
+    X(resident_bytes, "offload bytes resident on the device now")              \
+    X(peak_resident_bytes, "highest resident_bytes seen")                      \
+    X(device_pool_bytes, "bytes mapped by the plain device pool")              \
+    X(managed_pool_bytes, "bytes mapped by the managed pool")                  \
+    X(device_in_use_bytes, "device-pool bytes handed out")                     \
+    X(managed_in_use_bytes, "managed-pool bytes handed out")                   \
+    X(host_bytes, "offload bytes on the host tier now")                        \
+    X(peak_host_bytes, "highest host_bytes seen")                              \
+    X(allocs, "successful allocations")                                        \
+    X(frees, "frees")                                                          \
+    X(cache_hits, "allocations served from the cache")                         \
+    X(cache_misses, "allocations that mapped new memory")                      \
+    X(cross_stream_reuses, "blocks reused on a stream other than their free's")\
+    X(alloc_failures, "allocations that returned NULL")                        \
+    X(cache_flushes, "times cached memory was released")                       \
+    X(evictions, "evictions completed")                                        \
+    X(bytes_evicted, "bytes moved device -> host")                             \
+    X(prefetches, "prefetches completed")                                      \
+    X(bytes_prefetched, "bytes moved host -> device")                          \
+    X(discards, "blocks released without a copy")                              \
+    X(faults, "blocks paged in on demand")                                     \
+    X(bytes_faulted, "bytes paged in on demand")                               \
+    X(late_prefetches, "blocks used before their prefetch completed")         \
+    X(stall_ns, "time compute waited on transfers (sim, or measured)")         \
+    X(budget_evictions, "evictions forced to stay within the budget")          \
+    X(budget_overruns, "events at which resident bytes exceeded the budget")   \
+    X(oversub_refusals, "managed maps refused by the oversubscription guard")  \
+    X(transfer_errors, "transfers that failed and kept the data in place")     \
+    X(queue_depth_max, "deepest the issuing queue has been")                   \
+    X(steps, "completed steps")                                                \
+    X(last_step_ns, "duration of the last step")                               \
+    X(live_blocks, "blocks allocated now")
+
+struct hoff_stats {
+    uint32_t version; /* HOFF_STATS_VERSION */
+    uint32_t size;    /* sizeof(struct hoff_stats) */
+#define HOFF_STATS_X_(name, desc) uint64_t name;
+    HOFF_STATS_FIELDS(HOFF_STATS_X_)
+#undef HOFF_STATS_X_
+};
+
+/* Snapshot the counters. */
+HOFF_API int hoff_stats_get(hoff_ctx *ctx, struct hoff_stats *out);
+
+/* Write the counters as one JSON object into buf (NUL-terminated).  Returns
+ * the length the full object needs (excluding the NUL), like snprintf, or
+ * -errno. */
+HOFF_API int hoff_stats_json(hoff_ctx *ctx, char *buf, size_t len);
+
+/* Format a stats struct as JSON without a context (for tools). */
+HOFF_API int hoff_stats_format_json(const struct hoff_stats *st, char *buf,
+                                    size_t len);
+
+/* ---------------------------------------------------------------------------
+ * Errors.
+ * ------------------------------------------------------------------------- */
+
+/* Text for a -errno returned by hoff (hoff's own meaning where it differs). */
+HOFF_API const char *hoff_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HOFF_H */

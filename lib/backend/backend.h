@@ -1,0 +1,104 @@
+/* backend.h — the table of functions every backend (sim, cuda) implements.
+ * Threading: a backend is shared by the calling threads and the issuing thread; each op is thread safe. */
+#ifndef HOFF_BACKEND_H
+#define HOFF_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hoff.h"
+
+/* 2 MiB: the driver's migration unit; managed blocks are multiples of it. */
+#define HOFF__MANAGED_GRAIN ((size_t)2 << 20)
+/* Device-pool allocations are multiples of this. */
+#define HOFF__DEVICE_GRAIN ((size_t)512)
+
+typedef struct hoff__event hoff__event; /* defined by each backend */
+struct hoff__backend;
+
+/* Every op returns 0 or -errno unless said otherwise.  "after" may be NULL
+ * (no ordering); "done" may be NULL (nobody waits). */
+struct hoff__backend_ops {
+    const char *name;
+    void (*close)(struct hoff__backend *be);
+
+    /* Device memory: what is free and the total, in bytes. */
+    int (*mem_info)(struct hoff__backend *be, uint64_t *free_b, uint64_t *total_b);
+
+    /* Plain device memory (size a multiple of HOFF__DEVICE_GRAIN). */
+    int (*dev_alloc)(struct hoff__backend *be, size_t size, void **out);
+    int (*dev_free)(struct hoff__backend *be, void *p, size_t size);
+
+    /* Managed memory: size a multiple of HOFF__MANAGED_GRAIN, the result
+     * aligned to it.  A new mapping is resident on the device, contents
+     * undefined.  managed_free takes the exact (p, size) of a mapping. */
+    int (*managed_alloc)(struct hoff__backend *be, size_t size, void **out);
+    int (*managed_free)(struct hoff__backend *be, void *p, size_t size);
+
+    /* Events: points on a stream's timeline. */
+    int (*event_create)(struct hoff__backend *be, hoff__event **out);
+    void (*event_destroy)(struct hoff__backend *be, hoff__event *ev);
+    int (*event_record)(struct hoff__backend *be, hoff__event *ev, hoff_stream s);
+    /* 0 when complete, -EAGAIN while pending, -errno on error. */
+    int (*event_query)(struct hoff__backend *be, hoff__event *ev);
+    /* Host waits for ev (sim: the virtual clock advances to it). */
+    int (*event_sync)(struct hoff__backend *be, hoff__event *ev);
+    /* Later work on stream s waits for ev (sim: the stall is added to s). */
+    int (*stream_wait)(struct hoff__backend *be, hoff_stream s, hoff__event *ev);
+
+    /* Transfers of a whole managed mapping (p, size as from managed_alloc),
+     * called only from the issuing thread.  Each waits for "after", runs on
+     * the backend's copy stream for its direction, and records "done" when
+     * complete.  evict: device -> host (prefetch to a host location and
+     * advise); prefetch: host -> device; discard: drop the device pages
+     * without a copy (contents undefined afterwards). */
+    int (*evict)(struct hoff__backend *be, void *p, size_t size,
+                 hoff__event *after, hoff__event *done);
+    int (*prefetch)(struct hoff__backend *be, void *p, size_t size,
+                    hoff__event *after, hoff__event *done);
+    int (*discard)(struct hoff__backend *be, void *p, size_t size,
+                   hoff__event *after, hoff__event *done);
+
+    /* A mapping that is not resident is used by work on stream s: page it in
+     * now (on demand).  *stall_ns gets the time s waited (sim; 0 on cuda, where
+     * the driver does this by itself and the op only keeps its books). */
+    int (*fault)(struct hoff__backend *be, void *p, size_t size, hoff_stream s,
+                 uint64_t *stall_ns);
+    /* Make a discarded mapping resident again with undefined contents. */
+    int (*populate)(struct hoff__backend *be, void *p, size_t size);
+
+    /* Copy n bytes between host memory and any hoff memory (tests, tools);
+     * synchronous. */
+    int (*memcpy)(struct hoff__backend *be, void *dst, const void *src, size_t n);
+
+    /* Wait for everything on every stream and copy engine. */
+    int (*sync)(struct hoff__backend *be);
+    /* Nanoseconds on the backend's clock (sim: virtual, cuda: CLOCK_MONOTONIC). */
+    uint64_t (*clock_ns)(struct hoff__backend *be);
+    /* sim: compute on s for ns of virtual time.  cuda: -ENOTSUP. */
+    int (*compute)(struct hoff__backend *be, hoff_stream s, uint64_t ns);
+};
+
+struct hoff__backend {
+    const struct hoff__backend_ops *ops;
+};
+
+/* Open a backend.  -ENODEV where it cannot run (no GPU, or built without
+ * CUDA: hoff__backend_open_cuda then always fails with -ENODEV). */
+int hoff__backend_open_sim(const struct hoff_config *cfg, struct hoff__backend **out);
+int hoff__backend_open_cuda(const struct hoff_config *cfg, struct hoff__backend **out);
+
+/* sim only: counters for tests and reports (zero on other backends). */
+struct hoff__sim_counters {
+    uint64_t now_ns;          /* virtual clock */
+    uint64_t d2h_busy_until;  /* D2H copy engine free from */
+    uint64_t h2d_busy_until;  /* H2D copy engine free from */
+    uint64_t device_used;     /* dev pool + resident managed bytes */
+    uint64_t peak_device_used;
+    uint64_t bytes_d2h, bytes_h2d, bytes_faulted;
+    uint64_t faults, fault_stall_ns, wait_stall_ns;
+    uint64_t over_capacity;   /* times device_used exceeded capacity */
+};
+int hoff__sim_counters(struct hoff__backend *be, struct hoff__sim_counters *out);
+
+#endif

@@ -1,0 +1,45 @@
+/* core.h — logging, the thread's last error, and size parsing shared by every module.
+ * Threading: all functions are thread safe; the last error is thread-local. */
+#ifndef HOFF_CORE_H
+#define HOFF_CORE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hoff.h"
+
+#if defined(__GNUC__)
+#define HOFF__PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define HOFF__PRINTF(a, b)
+#endif
+
+/* Process-wide log level (the last context created sets it). */
+void hoff__log_set_level(int level);
+int hoff__log_get_level(void);
+/* Log to stderr as "hoff: LEVEL: message\n" when level <= the log level. */
+void hoff__log(int level, const char *fmt, ...) HOFF__PRINTF(2, 3);
+/* Log once per call site: pass a static int flag. */
+#define HOFF__LOG_ONCE(level, ...)                                             \
+    do {                                                                       \
+        static int hoff__once_;                                                \
+        if (!__atomic_exchange_n(&hoff__once_, 1, __ATOMIC_RELAXED))           \
+            hoff__log((level), __VA_ARGS__);                                   \
+    } while (0)
+
+/* Record the thread's last error message (read by hoff_last_error) and
+ * return err (a -errno) so callers can write: return hoff__error(-EINVAL, ...). */
+int hoff__error(int err, const char *fmt, ...) HOFF__PRINTF(2, 3);
+
+/* "4096", "64K", "1.5G", "2MiB", "3 GB" -> bytes (powers of 1024).  -EINVAL
+ * on anything else, -ERANGE on overflow. */
+int hoff__parse_size(const char *s, uint64_t *out);
+/* Bytes as a short human string ("1.5 GiB") into buf. */
+const char *hoff__fmt_size(uint64_t bytes, char *buf, size_t len);
+
+static inline uint64_t hoff__align_up(uint64_t v, uint64_t a) {
+    return (v + a - 1) / a * a;
+}
+
+#endif

@@ -1,0 +1,47 @@
+/* error.c — error texts (hoff_strerror) and the calling thread's last error message.
+ * Threading: the last error is thread-local; everything else is constant. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/core.h"
+
+static _Thread_local char last_error[512];
+
+int hoff__error(int err, const char *fmt, ...) {
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    hoff__log(HOFF_LOG_DEBUG, "%s (%s)", last_error, hoff_strerror(err));
+    return err;
+}
+
+HOFF_API const char *hoff_last_error(void) {
+    return last_error[0] ? last_error : "no error";
+}
+
+HOFF_API const char *hoff_strerror(int err) {
+    switch (err) {
+    case 0: return "success";
+    case -EINVAL: return "invalid argument (see hoff_last_error() for which)";
+    case -ENOENT: return "no such option";
+    case -ENOMEM: return "out of memory (device, host or a pool limit)";
+    case -ENODEV: return "backend unavailable (no GPU, or built without CUDA)";
+    case -EALREADY: return "block already in the requested residency";
+    case -EPERM: return "block is not an offload candidate (device pool or region)";
+    case -EBUSY: return "a transfer of this block is in flight";
+    case -ENOSPC: return "the device budget cannot hold this block";
+    case -ENOTSUP: return "not supported by this backend";
+    case -ESHUTDOWN: return "context is shutting down";
+    case -EOVERFLOW: return "refused: would oversubscribe device memory";
+    case -EIO: return "transfer or I/O error; the data stayed where it was";
+    default:
+        if (err < 0)
+            return strerror(-err);
+        return "unknown error";
+    }
+}
