@@ -112,7 +112,7 @@ typedef void *hoff_stream;
 HOFF_API int hoff_init(hoff_ctx **ctx, const struct hoff_config *cfg);
 
 /* Wait for every transfer, release all memory and destroy the context.
- * Blocks still allocated are released too (and counted as leaked). */
+ * Blocks still allocated are released too (and logged as a leak). */
 HOFF_API int hoff_shutdown(hoff_ctx *ctx);
 
 /* The backend in use: "sim" or "cuda". */

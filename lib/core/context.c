@@ -1,0 +1,475 @@
+/* context.c — the public API's entry points: context life cycle, allocation, residency actions, marks and stats.
+ * Threading: every entry point takes ctx->lock (one lock per context: the pools, table and residency share it). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/context.h"
+#include "core/core.h"
+#include "core/options.h"
+#include "mem/guard.h"
+
+#define LOCK(ctx) pthread_mutex_lock(&(ctx)->lock)
+#define UNLOCK(ctx) pthread_mutex_unlock(&(ctx)->lock)
+
+static int open_backend(struct hoff_ctx *ctx) {
+    int rc;
+
+    switch (ctx->cfg.backend) {
+    case HOFF_BACKEND_SIM:
+        return hoff__backend_open_sim(&ctx->cfg, &ctx->be);
+    case HOFF_BACKEND_CUDA:
+        return hoff__backend_open_cuda(&ctx->cfg, &ctx->be);
+    default:
+        rc = hoff__backend_open_cuda(&ctx->cfg, &ctx->be);
+        if (rc == 0)
+            return 0;
+        hoff__log(HOFF_LOG_INFO, "no usable GPU (%s): using the sim backend", hoff_last_error());
+        return hoff__backend_open_sim(&ctx->cfg, &ctx->be);
+    }
+}
+
+HOFF_API int hoff_init(hoff_ctx **out, const struct hoff_config *cfg) {
+    struct hoff_ctx *ctx;
+    char err[512];
+    int rc;
+
+    if (!out)
+        return hoff__error(-EINVAL, "hoff_init: ctx must not be NULL");
+    *out = NULL;
+    ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return hoff__error(-ENOMEM, "hoff_init: out of host memory");
+    if (cfg) {
+        if (cfg->version != HOFF_CONFIG_VERSION || cfg->size != sizeof *cfg) {
+            free(ctx);
+            return hoff__error(-EINVAL, "hoff_init: config version %u size %u, this library expects "
+                               "version %d size %zu (call hoff_config_init)",
+                               cfg->version, cfg->size, HOFF_CONFIG_VERSION, sizeof *cfg);
+        }
+        ctx->cfg = *cfg;
+    } else {
+        hoff_config_init(&ctx->cfg);
+        rc = hoff_config_from_env(&ctx->cfg, err, sizeof err);
+        if (rc) {
+            hoff__log(HOFF_LOG_ERROR, "%s", err);
+            free(ctx);
+            return hoff__error(rc, "%s", err);
+        }
+    }
+    rc = hoff__config_validate(&ctx->cfg, err, sizeof err);
+    if (rc) {
+        hoff__log(HOFF_LOG_ERROR, "%s", err);
+        free(ctx);
+        return hoff__error(rc, "%s", err);
+    }
+    hoff__log_set_level(ctx->cfg.log_level);
+    pthread_mutex_init(&ctx->lock, NULL);
+    pthread_mutex_init(&ctx->done_lock, NULL);
+    pthread_cond_init(&ctx->done_cond, NULL);
+    if ((rc = open_backend(ctx)) != 0)
+        goto fail;
+    if ((rc = hoff__guard_init(ctx)) != 0)
+        goto fail_be;
+    if ((rc = hoff__bt_init(&ctx->table, 1024)) != 0)
+        goto fail_be;
+    hoff__pool_init(&ctx->pools[HOFF__POOL_DEVICE], HOFF__POOL_DEVICE, ctx->be, NULL, NULL);
+    hoff__pool_init(&ctx->pools[HOFF__POOL_MANAGED], HOFF__POOL_MANAGED, ctx->be, hoff__guard_check, ctx);
+    rc = hoff__issuer_start(&ctx->issuer, ctx->be, (size_t)ctx->cfg.issue_queue_depth,
+                            hoff__res_cmd_done, ctx);
+    if (rc) {
+        hoff__error(rc, "cannot start the issuing thread");
+        goto fail_bt;
+    }
+    ctx->st.version = HOFF_STATS_VERSION;
+    ctx->st.size = sizeof ctx->st;
+    ctx->st.budget_bytes = ctx->cfg.budget_bytes;
+    hoff__log(HOFF_LOG_INFO, "context ready: backend %s, budget %llu bytes", ctx->be->ops->name,
+              (unsigned long long)ctx->cfg.budget_bytes);
+    *out = ctx;
+    return 0;
+fail_bt:
+    hoff__bt_destroy(&ctx->table);
+fail_be:
+    ctx->be->ops->close(ctx->be);
+fail:
+    pthread_cond_destroy(&ctx->done_cond);
+    pthread_mutex_destroy(&ctx->done_lock);
+    pthread_mutex_destroy(&ctx->lock);
+    free(ctx);
+    return rc;
+}
+
+static void count_leak(const void *key, void *val, void *arg) {
+    struct hoff__block *b = val;
+    struct hoff_ctx *ctx = arg;
+
+    (void)key;
+    if (b->pool == HOFF__POOL_MANAGED && hoff__res_on_free(ctx, b) == 0)
+        return; /* cannot happen after wait_all */
+    hoff__pool_put(&ctx->pools[b->pool], b, b->stream);
+}
+
+HOFF_API int hoff_shutdown(hoff_ctx *ctx) {
+    size_t leaked;
+
+    if (!ctx)
+        return -EINVAL;
+    LOCK(ctx);
+    ctx->shutting_down = 1;
+    hoff__res_wait_all(ctx);
+    UNLOCK(ctx);
+    hoff__issuer_stop(ctx->issuer);
+    LOCK(ctx);
+    hoff__res_wait_all(ctx);
+    ctx->be->ops->sync(ctx->be);
+    leaked = ctx->table.count;
+    if (leaked)
+        hoff__log(HOFF_LOG_WARN, "shutdown with %zu blocks still allocated; releasing them", leaked);
+    hoff__bt_foreach(&ctx->table, count_leak, ctx);
+    hoff__pool_destroy(&ctx->pools[HOFF__POOL_DEVICE]);
+    hoff__pool_destroy(&ctx->pools[HOFF__POOL_MANAGED]);
+    hoff__bt_destroy(&ctx->table);
+    ctx->be->ops->close(ctx->be);
+    UNLOCK(ctx);
+    pthread_cond_destroy(&ctx->done_cond);
+    pthread_mutex_destroy(&ctx->done_lock);
+    pthread_mutex_destroy(&ctx->lock);
+    free(ctx);
+    return 0;
+}
+
+HOFF_API const char *hoff_backend_name(const hoff_ctx *ctx) {
+    return ctx && ctx->be ? ctx->be->ops->name : "none";
+}
+
+/* --- allocation ------------------------------------------------------------ */
+
+static int choose_pool(const struct hoff_ctx *ctx, size_t size, unsigned flags) {
+    if (flags & HOFF_ALLOC_DEVICE)
+        return HOFF__POOL_DEVICE;
+    if (flags & HOFF_ALLOC_MANAGED)
+        return HOFF__POOL_MANAGED;
+    if (ctx->in_step && !ctx->region_depth && size >= ctx->cfg.managed_min_bytes)
+        return HOFF__POOL_MANAGED;
+    return HOFF__POOL_DEVICE;
+}
+
+/* Out of memory: wait for the device, release every cached block, retry. */
+static struct hoff__block *get_after_flush(struct hoff_ctx *ctx, struct hoff__pool *p, int cls,
+                                           hoff_stream s, int *err) {
+    struct hoff__block *b;
+
+    hoff__res_wait_all(ctx);
+    ctx->be->ops->sync(ctx->be);
+    hoff__pool_fence_all(&ctx->pools[0]);
+    hoff__pool_fence_all(&ctx->pools[1]);
+    b = hoff__pool_get(p, cls, s, err); /* a fenced cached block of the class */
+    if (b)
+        return b;
+    hoff__pool_trim(&ctx->pools[0]);
+    hoff__pool_trim(&ctx->pools[1]);
+    ctx->st.cache_flushes++;
+    return hoff__pool_get(p, cls, s, err);
+}
+
+HOFF_API void *hoff_malloc_flags(hoff_ctx *ctx, size_t size, hoff_stream stream, unsigned flags) {
+    struct hoff__block *b;
+    struct hoff__pool *p;
+    int kind, cls, err;
+
+    if (!ctx || (flags & ~3u) || flags == 3u) {
+        errno = EINVAL;
+        hoff__error(-EINVAL, "hoff_malloc: %s", ctx ? "flags must be AUTO, DEVICE or MANAGED" : "NULL context");
+        return NULL;
+    }
+    LOCK(ctx);
+    kind = choose_pool(ctx, size, flags);
+    p = &ctx->pools[kind];
+    cls = hoff__pool_class(p, size);
+    if (cls < 0) {
+        UNLOCK(ctx);
+        errno = ENOMEM;
+        hoff__error(-ENOMEM, "hoff_malloc: %zu bytes is more than the largest block (%zu)", size,
+                    (size_t)HOFF__SIZECLASS_MAX_BYTES);
+        return NULL;
+    }
+    if (ctx->res.inf_head)
+        hoff__res_poll(ctx);
+    b = hoff__pool_get(p, cls, stream, &err);
+    if (!b && (err == -ENOMEM || err == -EOVERFLOW))
+        b = get_after_flush(ctx, p, cls, stream, &err);
+    if (!b)
+        goto fail;
+    b->req = size;
+    b->seq = ++ctx->alloc_seq;
+    if (kind == HOFF__POOL_MANAGED && ctx->region_depth)
+        b->flags |= HOFF__BLK_PINNED;
+    if (kind == HOFF__POOL_MANAGED && (err = hoff__res_on_alloc(ctx, b, stream)) != 0) {
+        hoff__pool_put(p, b, stream);
+        goto fail;
+    }
+    if ((err = hoff__bt_insert(&ctx->table, b->ptr, b)) != 0) {
+        if (kind == HOFF__POOL_MANAGED)
+            hoff__res_on_free(ctx, b);
+        hoff__pool_put(p, b, stream);
+        goto fail;
+    }
+    ctx->st.allocs++;
+    UNLOCK(ctx);
+    return b->ptr;
+fail:
+    ctx->st.alloc_failures++;
+    UNLOCK(ctx);
+    errno = -err;
+    if (err != -EOVERFLOW) /* the guard has said why already */
+        hoff__error(err, "hoff_malloc: cannot allocate %zu bytes: %s", size, hoff_strerror(err));
+    return NULL;
+}
+
+HOFF_API void *hoff_malloc(hoff_ctx *ctx, size_t size, hoff_stream stream) {
+    return hoff_malloc_flags(ctx, size, stream, HOFF_ALLOC_AUTO);
+}
+
+HOFF_API int hoff_free(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
+    struct hoff__block *b;
+
+    if (!ctx)
+        return -EINVAL;
+    if (!ptr)
+        return 0;
+    LOCK(ctx);
+    b = hoff__bt_remove(&ctx->table, ptr);
+    if (!b) {
+        UNLOCK(ctx);
+        return hoff__error(-EINVAL, "hoff_free: %p is not a live hoff block (double free or foreign pointer)", ptr);
+    }
+    ctx->st.frees++;
+    if (ctx->res.inf_head)
+        hoff__res_poll(ctx);
+    if (b->pool == HOFF__POOL_MANAGED && !hoff__res_on_free(ctx, b)) {
+        b->stream = stream; /* returned to the cache on this stream when its transfer lands */
+        UNLOCK(ctx);
+        return 0;
+    }
+    hoff__pool_put(&ctx->pools[b->pool], b, stream);
+    UNLOCK(ctx);
+    return 0;
+}
+
+HOFF_API size_t hoff_block_size(hoff_ctx *ctx, const void *ptr) {
+    struct hoff__block *b;
+    size_t n;
+
+    if (!ctx)
+        return 0;
+    LOCK(ctx);
+    b = hoff__bt_lookup(&ctx->table, ptr);
+    n = b ? b->size : 0;
+    UNLOCK(ctx);
+    return n;
+}
+
+HOFF_API int hoff_empty_cache(hoff_ctx *ctx) {
+    if (!ctx)
+        return -EINVAL;
+    LOCK(ctx);
+    hoff__res_wait_all(ctx);
+    ctx->be->ops->sync(ctx->be);
+    hoff__pool_fence_all(&ctx->pools[0]);
+    hoff__pool_fence_all(&ctx->pools[1]);
+    hoff__pool_trim(&ctx->pools[0]);
+    hoff__pool_trim(&ctx->pools[1]);
+    ctx->st.cache_flushes++;
+    UNLOCK(ctx);
+    return 0;
+}
+
+/* --- residency ------------------------------------------------------------- */
+
+typedef int (*res_action)(struct hoff_ctx *, struct hoff__block *, hoff_stream);
+
+static int with_block(hoff_ctx *ctx, const void *ptr, const char *what, res_action fn, hoff_stream s) {
+    struct hoff__block *b;
+    int rc;
+
+    if (!ctx)
+        return -EINVAL;
+    LOCK(ctx);
+    b = hoff__bt_lookup(&ctx->table, ptr);
+    if (!b) {
+        UNLOCK(ctx);
+        return hoff__error(-EINVAL, "%s: %p is not a live hoff block", what, ptr);
+    }
+    rc = fn(ctx, b, s);
+#ifdef HOFF_DEBUG
+    hoff__res_check(ctx);
+#endif
+    UNLOCK(ctx);
+    return rc;
+}
+
+HOFF_API int hoff_evict(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
+    return with_block(ctx, ptr, "hoff_evict", hoff__res_evict, stream);
+}
+
+HOFF_API int hoff_prefetch(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
+    return with_block(ctx, ptr, "hoff_prefetch", hoff__res_prefetch, stream);
+}
+
+HOFF_API int hoff_discard(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
+    return with_block(ctx, ptr, "hoff_discard", hoff__res_discard, stream);
+}
+
+static int access_read(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+    return hoff__res_access(ctx, b, 0, s);
+}
+
+static int access_write(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+    return hoff__res_access(ctx, b, 1, s);
+}
+
+HOFF_API int hoff_access(hoff_ctx *ctx, void *ptr, int write, hoff_stream stream) {
+    return with_block(ctx, ptr, "hoff_access", write ? access_write : access_read, stream);
+}
+
+HOFF_API int hoff_residency(hoff_ctx *ctx, const void *ptr) {
+    struct hoff__block *b;
+    int st;
+
+    if (!ctx)
+        return -EINVAL;
+    LOCK(ctx);
+    if (ctx->res.inf_head)
+        hoff__res_poll(ctx);
+    b = hoff__bt_lookup(&ctx->table, ptr);
+    st = b ? b->state : hoff__error(-EINVAL, "hoff_residency: %p is not a live hoff block", ptr);
+    UNLOCK(ctx);
+    return st;
+}
+
+HOFF_API int hoff_sync(hoff_ctx *ctx) {
+    int rc;
+
+    if (!ctx)
+        return -EINVAL;
+    LOCK(ctx);
+    hoff__res_wait_all(ctx);
+    rc = ctx->be->ops->sync(ctx->be);
+    UNLOCK(ctx);
+    return rc;
+}
+
+/* --- marks ----------------------------------------------------------------- */
+
+HOFF_API int hoff_step_begin(hoff_ctx *ctx) {
+    if (!ctx)
+        return -EINVAL;
+    LOCK(ctx);
+    if (ctx->in_step) {
+        UNLOCK(ctx);
+        return hoff__error(-EALREADY, "hoff_step_begin: a step is already open (missing hoff_step_end)");
+    }
+    ctx->in_step = 1;
+    ctx->step_start_ns = ctx->be->ops->clock_ns(ctx->be);
+    UNLOCK(ctx);
+    return 0;
+}
+
+HOFF_API int hoff_step_end(hoff_ctx *ctx) {
+    uint64_t now;
+
+    if (!ctx)
+        return -EINVAL;
+    LOCK(ctx);
+    if (!ctx->in_step) {
+        UNLOCK(ctx);
+        return hoff__error(-EINVAL, "hoff_step_end: no step is open");
+    }
+    if (ctx->region_depth) {
+        UNLOCK(ctx);
+        return hoff__error(-EBUSY, "hoff_step_end: %d region(s) still open", ctx->region_depth);
+    }
+    ctx->in_step = 0;
+    now = ctx->be->ops->clock_ns(ctx->be);
+    ctx->st.steps++;
+    ctx->st.last_step_ns = now - ctx->step_start_ns;
+    UNLOCK(ctx);
+    return 0;
+}
+
+HOFF_API int hoff_region_begin(hoff_ctx *ctx) {
+    if (!ctx)
+        return -EINVAL;
+    LOCK(ctx);
+    ctx->region_depth++;
+    UNLOCK(ctx);
+    return 0;
+}
+
+HOFF_API int hoff_region_end(hoff_ctx *ctx) {
+    int rc = 0;
+
+    if (!ctx)
+        return -EINVAL;
+    LOCK(ctx);
+    if (ctx->region_depth > 0)
+        ctx->region_depth--;
+    else
+        rc = hoff__error(-EINVAL, "hoff_region_end: no region is open");
+    UNLOCK(ctx);
+    return rc;
+}
+
+HOFF_API int hoff_sim_compute(hoff_ctx *ctx, hoff_stream stream, uint64_t ns) {
+    int rc;
+
+    if (!ctx)
+        return -EINVAL;
+    LOCK(ctx);
+    /* Commands queued so far take their place on the virtual timeline
+     * before it moves (see finish() in residency.c). */
+    hoff__issuer_drain(ctx->issuer);
+    rc = ctx->be->ops->compute(ctx->be, stream, ns);
+    if (ctx->res.inf_head)
+        hoff__res_poll(ctx);
+    UNLOCK(ctx);
+    return rc;
+}
+
+/* --- statistics ------------------------------------------------------------ */
+
+HOFF_API int hoff_stats_get(hoff_ctx *ctx, struct hoff_stats *out) {
+    struct hoff__issuer_stats is;
+    struct hoff__pool *dp, *mp;
+
+    if (!ctx || !out)
+        return -EINVAL;
+    LOCK(ctx);
+    if (ctx->res.inf_head)
+        hoff__res_poll(ctx);
+    dp = &ctx->pools[HOFF__POOL_DEVICE];
+    mp = &ctx->pools[HOFF__POOL_MANAGED];
+    *out = ctx->st;
+    out->device_pool_bytes = dp->mapped_bytes;
+    out->managed_pool_bytes = mp->mapped_bytes;
+    out->device_in_use_bytes = dp->in_use_bytes;
+    out->managed_in_use_bytes = mp->in_use_bytes;
+    out->cache_hits = dp->hits + mp->hits;
+    out->cache_misses = dp->misses + mp->misses;
+    out->cross_stream_reuses = dp->cross_stream + mp->cross_stream;
+    out->live_blocks = ctx->table.count;
+    UNLOCK(ctx);
+    hoff__issuer_stats(ctx->issuer, &is);
+    out->queue_depth_max = is.depth_max;
+    return 0;
+}
+
+HOFF_API int hoff_stats_json(hoff_ctx *ctx, char *buf, size_t len) {
+    struct hoff_stats st;
+    int rc = hoff_stats_get(ctx, &st);
+
+    return rc ? rc : hoff_stats_format_json(&st, buf, len);
+}

@@ -1,0 +1,35 @@
+/* context.h — struct hoff_ctx: the configuration, backend, pools, block table, residency and counters of one context.
+ * Threading: `lock` guards everything here except the issuer (own lock) and `done_lock`/`done_cond` (transfer completions). */
+#ifndef HOFF_CONTEXT_H
+#define HOFF_CONTEXT_H
+
+#include <pthread.h>
+
+#include "backend/backend.h"
+#include "exec/issuer.h"
+#include "mem/blocktable.h"
+#include "mem/pool.h"
+#include "mem/residency.h"
+
+struct hoff_ctx {
+    struct hoff_config cfg;
+    struct hoff__backend *be;
+    pthread_mutex_t lock;
+    /* The issuing thread signals finished commands here; it never takes
+     * `lock`, so a thread holding `lock` may wait on done_cond. */
+    pthread_mutex_t done_lock;
+    pthread_cond_t done_cond;
+    struct hoff__issuer *issuer;
+    struct hoff__blocktable table;   /* live blocks by address */
+    struct hoff__pool pools[2];      /* indexed by enum hoff__pool_kind */
+    struct hoff__residency res;
+    struct hoff_stats st;            /* counters kept here; pool and issuer
+                                        figures are folded in on read */
+    uint64_t alloc_seq;
+    int in_step;
+    int region_depth;
+    uint64_t step_start_ns;
+    int shutting_down;
+};
+
+#endif

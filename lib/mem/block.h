@@ -1,0 +1,45 @@
+/* block.h — the descriptor of one allocation (a block) shared by the pools, the block table and residency.
+ * Threading: every field is guarded by the context lock, except `pending`, which the issuing thread also reads under it. */
+#ifndef HOFF_BLOCK_H
+#define HOFF_BLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+
+enum hoff__pool_kind {
+    HOFF__POOL_DEVICE = 0,  /* plain device memory, never offloaded */
+    HOFF__POOL_MANAGED = 1, /* managed memory: offload candidates */
+};
+
+enum hoff__block_flags {
+    HOFF__BLK_LIVE = 1u << 0,   /* handed out to the user */
+    HOFF__BLK_PINNED = 1u << 1, /* allocated inside a region: never evicted */
+    HOFF__BLK_SLAB = 1u << 2,   /* a slot of a slab segment */
+    HOFF__BLK_FREED = 1u << 3,  /* freed by the user while a transfer was in flight */
+};
+
+struct hoff__seg;
+
+struct hoff__block {
+    void *ptr;
+    size_t size;             /* usable bytes (the class size) */
+    size_t req;              /* bytes asked for */
+    uint8_t pool;            /* enum hoff__pool_kind */
+    uint8_t state;           /* enum hoff_residency (managed blocks) */
+    uint8_t flags;           /* enum hoff__block_flags */
+    uint8_t pending;         /* commands queued at the issuer, not yet run (atomic) */
+    int cls;                 /* size class */
+    hoff_stream stream;      /* stream of the allocation, then of the free */
+    uint64_t free_seq;       /* the free's number on its stream */
+    uint64_t seq;            /* allocation order */
+    int xfer_rc;             /* result of the last command run (atomic) */
+    hoff__event *ev;         /* completion of the block's last transfer */
+    hoff__event *after;      /* the compute-stream point that transfer waits for */
+    struct hoff__block *next, *prev;   /* free list while cached; LRU or in-flight
+                                          list (residency) while live */
+    struct hoff__seg *seg;   /* slab segment, for HOFF__BLK_SLAB */
+};
+
+#endif

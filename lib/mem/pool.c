@@ -1,0 +1,445 @@
+/* pool.c — a caching pool: free lists per (stream, size class), slab segments for small device blocks,
+ * and stream-ordered reuse through lazily recorded per-stream fences.  Threading: caller holds the context lock.
+ *
+ * Reuse rule.  A block freed on stream S may be handed out again at once on
+ * S (work on S is ordered after the free).  For another stream it must wait
+ * until S has passed the free.  Recording an event on every free would put a
+ * backend call on the hot path, so each stream keeps a counter of frees and
+ * one fence event: when an allocation on T misses and S has a free block of
+ * the class, the fence is recorded on S (covering every free on S so far) if
+ * it is not already pending, and the block is taken once the fence has
+ * completed.  A miss never waits: it maps new memory instead, and only the
+ * out-of-memory path synchronises (hoff__pool_fence_all). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "mem/pool.h"
+
+struct hoff__pool_stream {
+    hoff_stream s;
+    uint64_t free_seq;      /* frees on s so far */
+    uint64_t done_seq;      /* frees on s known complete */
+    uint64_t fence_seq;     /* free_seq when the fence was recorded */
+    int fence_pending;      /* fence recorded and not yet seen complete */
+    hoff__event *fence;
+    struct hoff__block *head[HOFF__SIZECLASS_COUNT]; /* oldest free first */
+    struct hoff__block *tail[HOFF__SIZECLASS_COUNT];
+    uint32_t nonempty;      /* classes with a free block */
+};
+
+struct hoff__seg {
+    void *base;
+    int cls;
+    unsigned nslots, carved, used; /* slots, slots cut so far, slots handed out */
+    struct hoff__seg *next;
+};
+
+void hoff__pool_init(struct hoff__pool *p, int kind, struct hoff__backend *be,
+                     hoff__pool_map_check check, void *check_arg) {
+    memset(p, 0, sizeof *p);
+    p->kind = kind;
+    p->be = be;
+    p->check = check;
+    p->check_arg = check_arg;
+}
+
+int hoff__pool_class(const struct hoff__pool *p, size_t size) {
+    if (size == 0)
+        size = 1;
+    if (p->kind == HOFF__POOL_MANAGED && size < HOFF__MANAGED_GRAIN)
+        size = HOFF__MANAGED_GRAIN;
+    return hoff__sizeclass(size);
+}
+
+static int is_slab_class(const struct hoff__pool *p, int cls) {
+    return p->kind == HOFF__POOL_DEVICE && hoff__sizeclass_bytes(cls) <= HOFF__SLAB_MAX;
+}
+
+/* --- descriptors ---------------------------------------------------------- */
+
+static struct hoff__block *desc_new(struct hoff__pool *p) {
+    struct hoff__block *b = p->spare;
+
+    if (b) {
+        p->spare = b->next;
+    } else {
+        b = malloc(sizeof *b);
+        if (!b)
+            return NULL;
+    }
+    memset(b, 0, sizeof *b);
+    return b;
+}
+
+static void desc_free(struct hoff__pool *p, struct hoff__block *b) {
+    if (b->ev)
+        p->be->ops->event_destroy(p->be, b->ev);
+    if (b->after)
+        p->be->ops->event_destroy(p->be, b->after);
+    b->ev = b->after = NULL;
+    b->next = p->spare;
+    p->spare = b;
+}
+
+/* --- streams --------------------------------------------------------------- */
+
+static struct hoff__pool_stream *stream_find(struct hoff__pool *p, hoff_stream s) {
+    size_t i;
+
+    if (p->last && p->last->s == s)
+        return p->last;
+    for (i = 0; i < p->nstreams; i++)
+        if (p->streams[i]->s == s)
+            return p->last = p->streams[i];
+    return NULL;
+}
+
+static struct hoff__pool_stream *stream_get(struct hoff__pool *p, hoff_stream s) {
+    struct hoff__pool_stream *ps = stream_find(p, s);
+
+    if (ps)
+        return ps;
+    if (p->nstreams == p->cap_streams) {
+        size_t cap = p->cap_streams ? p->cap_streams * 2 : 4;
+        struct hoff__pool_stream **n = realloc(p->streams, cap * sizeof *n);
+        if (!n)
+            return NULL;
+        p->streams = n;
+        p->cap_streams = cap;
+    }
+    ps = calloc(1, sizeof *ps);
+    if (!ps)
+        return NULL;
+    ps->s = s;
+    p->streams[p->nstreams++] = ps;
+    return p->last = ps;
+}
+
+/* --- free lists ------------------------------------------------------------ */
+
+static void list_push(struct hoff__pool_stream *ps, struct hoff__block *b) {
+    int c = b->cls;
+
+    b->next = NULL;
+    b->prev = ps->tail[c];
+    if (ps->tail[c])
+        ps->tail[c]->next = b;
+    else
+        ps->head[c] = b;
+    ps->tail[c] = b;
+}
+
+static void list_unlink(struct hoff__pool_stream *ps, struct hoff__block *b) {
+    int c = b->cls;
+
+    if (b->prev)
+        b->prev->next = b->next;
+    else
+        ps->head[c] = b->next;
+    if (b->next)
+        b->next->prev = b->prev;
+    else
+        ps->tail[c] = b->prev;
+    b->next = b->prev = NULL;
+}
+
+/* Has stream ps passed the free of b?  Records the fence when needed. */
+static int fenced(struct hoff__pool *p, struct hoff__pool_stream *ps, const struct hoff__block *b) {
+    struct hoff__backend *be = p->be;
+
+    if (b->free_seq <= ps->done_seq)
+        return 1;
+    if (ps->fence_pending) {
+        int rc = be->ops->event_query(be, ps->fence);
+        if (rc == 0) {
+            ps->done_seq = ps->fence_seq;
+            ps->fence_pending = 0;
+            if (b->free_seq <= ps->done_seq)
+                return 1;
+        } else if (rc != -EAGAIN) {
+            ps->fence_pending = 0; /* broken event: fall back to mapping anew */
+            return 0;
+        } else {
+            return 0;
+        }
+    }
+    /* Record a fence covering every free on ps so far. */
+    if (!ps->fence && be->ops->event_create(be, &ps->fence) != 0) {
+        ps->fence = NULL;
+        return 0;
+    }
+    if (be->ops->event_record(be, ps->fence, ps->s) != 0)
+        return 0;
+    ps->fence_seq = ps->free_seq;
+    ps->fence_pending = 1;
+    if (be->ops->event_query(be, ps->fence) == 0) {
+        ps->done_seq = ps->fence_seq;
+        ps->fence_pending = 0;
+        return 1;
+    }
+    return 0;
+}
+
+/* --- mapping --------------------------------------------------------------- */
+
+static int map(struct hoff__pool *p, size_t bytes, void **out) {
+    struct hoff__backend *be = p->be;
+    int rc;
+
+    if (p->check) {
+        rc = p->check(p->check_arg, bytes);
+        if (rc)
+            return rc;
+    }
+    rc = p->kind == HOFF__POOL_MANAGED ? be->ops->managed_alloc(be, bytes, out)
+                                       : be->ops->dev_alloc(be, bytes, out);
+    if (rc == 0)
+        p->mapped_bytes += bytes;
+    return rc;
+}
+
+static void unmap(struct hoff__pool *p, void *ptr, size_t bytes) {
+    struct hoff__backend *be = p->be;
+
+    if (p->kind == HOFF__POOL_MANAGED)
+        be->ops->managed_free(be, ptr, bytes);
+    else
+        be->ops->dev_free(be, ptr, bytes);
+    p->mapped_bytes -= bytes;
+}
+
+static struct hoff__block *carve(struct hoff__pool *p, int cls, int *err) {
+    size_t bytes = hoff__sizeclass_bytes(cls);
+    struct hoff__seg *seg = p->cur[cls];
+    struct hoff__block *b;
+
+    if (!seg || seg->carved == seg->nslots) {
+        seg = calloc(1, sizeof *seg);
+        if (!seg) {
+            *err = -ENOMEM;
+            return NULL;
+        }
+        *err = map(p, HOFF__SLAB_SEG, &seg->base);
+        if (*err) {
+            free(seg);
+            return NULL;
+        }
+        seg->cls = cls;
+        seg->nslots = (unsigned)(HOFF__SLAB_SEG / bytes);
+        seg->next = p->segs;
+        p->segs = seg;
+        p->cur[cls] = seg;
+    }
+    b = desc_new(p);
+    if (!b) {
+        *err = -ENOMEM;
+        return NULL;
+    }
+    b->ptr = (char *)seg->base + (size_t)seg->carved * bytes;
+    b->flags = HOFF__BLK_SLAB;
+    b->seg = seg;
+    seg->carved++;
+    return b;
+}
+
+/* --- get / put ------------------------------------------------------------- */
+
+static struct hoff__block *take(struct hoff__pool *p, struct hoff__pool_stream *ps,
+                                struct hoff__block *b) {
+    list_unlink(ps, b);
+    if (!ps->head[b->cls])
+        ps->nonempty--;
+    p->cached_bytes -= b->size;
+    return b;
+}
+
+struct hoff__block *hoff__pool_get(struct hoff__pool *p, int cls, hoff_stream s, int *err) {
+    struct hoff__pool_stream *ps = stream_find(p, s);
+    struct hoff__block *b = NULL;
+    size_t i;
+
+    *err = 0;
+    if (cls < 0 || cls >= HOFF__SIZECLASS_COUNT) {
+        *err = -EINVAL;
+        return NULL;
+    }
+    /* Same stream: the most recently freed block, reusable at once. */
+    if (ps && ps->tail[cls]) {
+        b = take(p, ps, ps->tail[cls]);
+        goto hit;
+    }
+    /* Another stream: its oldest free block, once that stream passed it. */
+    for (i = 0; i < p->nstreams; i++) {
+        struct hoff__pool_stream *o = p->streams[i];
+        if (o == ps || !o->head[cls])
+            continue;
+        if (fenced(p, o, o->head[cls])) {
+            b = take(p, o, o->head[cls]);
+            p->cross_stream++;
+            goto hit;
+        }
+    }
+    /* Miss: map new memory. */
+    p->misses++;
+    if (is_slab_class(p, cls)) {
+        b = carve(p, cls, err);
+        if (!b)
+            return NULL;
+    } else {
+        size_t bytes = hoff__sizeclass_bytes(cls);
+        void *ptr;
+        *err = map(p, bytes, &ptr);
+        if (*err)
+            return NULL;
+        b = desc_new(p);
+        if (!b) {
+            unmap(p, ptr, bytes);
+            *err = -ENOMEM;
+            return NULL;
+        }
+        b->ptr = ptr;
+        b->state = HOFF_RES_DEVICE;
+    }
+    b->cls = cls;
+    b->size = hoff__sizeclass_bytes(cls);
+    b->pool = (uint8_t)p->kind;
+    goto out;
+hit:
+    p->hits++;
+out:
+    if (b->seg)
+        b->seg->used++;
+    b->flags |= HOFF__BLK_LIVE;
+    b->stream = s;
+    p->in_use_bytes += b->size;
+    return b;
+}
+
+int hoff__pool_put(struct hoff__pool *p, struct hoff__block *b, hoff_stream s) {
+    struct hoff__pool_stream *ps = stream_get(p, s);
+
+    if (!ps)
+        return -ENOMEM;
+    b->flags &= (uint8_t)~(HOFF__BLK_LIVE | HOFF__BLK_PINNED | HOFF__BLK_FREED);
+    b->stream = s;
+    b->free_seq = ++ps->free_seq;
+    if (b->seg)
+        b->seg->used--;
+    if (!ps->head[b->cls])
+        ps->nonempty++;
+    list_push(ps, b);
+    p->in_use_bytes -= b->size;
+    p->cached_bytes += b->size;
+    return 0;
+}
+
+void hoff__pool_fence_all(struct hoff__pool *p) {
+    size_t i;
+
+    for (i = 0; i < p->nstreams; i++) {
+        p->streams[i]->done_seq = p->streams[i]->free_seq;
+        p->streams[i]->fence_pending = 0;
+    }
+}
+
+uint64_t hoff__pool_trim(struct hoff__pool *p) {
+    uint64_t released = 0;
+    struct hoff__seg **sp;
+    size_t i;
+    int c;
+
+    /* Whole-mapping blocks that are fenced go back to the backend; slab
+     * slots stay until their whole segment is free. */
+    for (i = 0; i < p->nstreams; i++) {
+        struct hoff__pool_stream *ps = p->streams[i];
+        for (c = 0; c < HOFF__SIZECLASS_COUNT; c++) {
+            struct hoff__block *b = ps->head[c], *next;
+            for (; b; b = next) {
+                next = b->next;
+                if (b->seg || b->free_seq > ps->done_seq)
+                    continue;
+                take(p, ps, b);
+                unmap(p, b->ptr, b->size);
+                released += b->size;
+                desc_free(p, b);
+            }
+        }
+    }
+    /* Segments with no slot handed out and every carved slot fenced. */
+    for (sp = &p->segs; *sp;) {
+        struct hoff__seg *seg = *sp;
+        int all_fenced = seg->used == 0;
+        if (all_fenced) {
+            for (i = 0; i < p->nstreams && all_fenced; i++) {
+                struct hoff__block *b = p->streams[i]->head[seg->cls];
+                for (; b; b = b->next)
+                    if (b->seg == seg && b->free_seq > p->streams[i]->done_seq) {
+                        all_fenced = 0;
+                        break;
+                    }
+            }
+        }
+        if (!all_fenced) {
+            sp = &seg->next;
+            continue;
+        }
+        for (i = 0; i < p->nstreams; i++) {
+            struct hoff__block *b = p->streams[i]->head[seg->cls], *next;
+            for (; b; b = next) {
+                next = b->next;
+                if (b->seg == seg) {
+                    take(p, p->streams[i], b);
+                    desc_free(p, b);
+                }
+            }
+        }
+        if (p->cur[seg->cls] == seg)
+            p->cur[seg->cls] = NULL;
+        unmap(p, seg->base, HOFF__SLAB_SEG);
+        released += HOFF__SLAB_SEG;
+        *sp = seg->next;
+        free(seg);
+    }
+    if (released)
+        p->flushes++;
+    return released;
+}
+
+void hoff__pool_destroy(struct hoff__pool *p) {
+    struct hoff__block *b, *next;
+    struct hoff__seg *seg, *snext;
+    size_t i;
+    int c;
+
+    for (i = 0; i < p->nstreams; i++) {
+        struct hoff__pool_stream *ps = p->streams[i];
+        for (c = 0; c < HOFF__SIZECLASS_COUNT; c++)
+            for (b = ps->head[c]; b; b = next) {
+                next = b->next;
+                if (!b->seg)
+                    unmap(p, b->ptr, b->size);
+                desc_free(p, b);
+            }
+        if (ps->fence)
+            p->be->ops->event_destroy(p->be, ps->fence);
+        free(ps);
+    }
+    free(p->streams);
+    for (seg = p->segs; seg; seg = snext) {
+        snext = seg->next;
+        unmap(p, seg->base, HOFF__SLAB_SEG);
+        free(seg);
+    }
+    for (b = p->spare; b; b = next) {
+        next = b->next;
+        free(b);
+    }
+    memset(p, 0, sizeof *p);
+}
+
+/* Live blocks are owned by the context, which hands them back with
+ * hoff__pool_put (or unmaps them) before hoff__pool_destroy. */

@@ -1,0 +1,559 @@
+/* residency.c — the residency state machine of offload candidates, exact budget accounting and the actions
+ * issued through the issuing thread.  Threading: caller holds ctx->lock; hoff__res_cmd_done runs on the issuing thread.
+ *
+ * Accounting.  `resident` counts the bytes of live managed blocks that hold
+ * device memory: DEVICE, EVICTING (the device copy lives until the D2H copy
+ * completes) and PREFETCHING (it occupies the device from the moment its H2D
+ * copy starts).  It changes only at transitions, under the lock, so it is
+ * exact at every event.  When a block would take it over the budget, the
+ * least recently used unpinned blocks on the device are evicted, and the
+ * caller waits (a counted stall) until enough of those copies complete. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "core/context.h"
+#include "core/core.h"
+#include "mem/residency.h"
+
+/* --- the state machine ----------------------------------------------------- */
+
+#define S_DEV HOFF_RES_DEVICE
+#define S_EVI HOFF_RES_EVICTING
+#define S_HOST HOFF_RES_HOST
+#define S_PRE HOFF_RES_PREFETCHING
+#define S_DIS HOFF_RES_DISCARDED
+#define NO_AL (-EALREADY)
+#define BUSY (-EBUSY)
+#define INVAL (-EINVAL)
+#define NOTSUP (-ENOTSUP)
+
+/* next[state][event] */
+static const int next_state[HOFF__RES_STATE_COUNT][HOFF__EV_COUNT] = {
+    /*            EVICT   E_DONE  E_FAIL  PREF   P_DONE P_FAIL  DISC   FAULT   POPUL  SPILL   RESTORE */
+    [S_DEV]  = {S_EVI,  INVAL,  INVAL,  NO_AL, INVAL, INVAL,  S_DIS, NO_AL,  NO_AL, NOTSUP, NOTSUP},
+    [S_EVI]  = {NO_AL,  S_HOST, S_DEV,  BUSY,  INVAL, INVAL,  BUSY,  BUSY,   BUSY,  NOTSUP, NOTSUP},
+    [S_HOST] = {NO_AL,  INVAL,  INVAL,  S_PRE, INVAL, INVAL,  S_DIS, S_DEV,  S_DEV, NOTSUP, NOTSUP},
+    [S_PRE]  = {BUSY,   INVAL,  INVAL,  NO_AL, S_DEV, S_HOST, BUSY,  BUSY,   BUSY,  NOTSUP, NOTSUP},
+    [S_DIS]  = {NO_AL,  INVAL,  INVAL,  S_PRE, INVAL, INVAL,  NO_AL, S_DEV,  S_DEV, NOTSUP, NOTSUP},
+    [HOFF_RES_SPILLING]  = {NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP},
+    [HOFF_RES_NVME]      = {NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP},
+    [HOFF_RES_RESTORING] = {NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP},
+};
+
+int hoff__res_next(int st, int ev) {
+    if (st < 0 || st >= HOFF__RES_STATE_COUNT || ev < 0 || ev >= HOFF__EV_COUNT)
+        return -EINVAL;
+    return next_state[st][ev];
+}
+
+const char *hoff__res_state_name(int st) {
+    static const char *const names[HOFF__RES_STATE_COUNT] = {
+        "device", "evicting", "host", "prefetching", "discarded", "spilling", "nvme", "restoring"};
+    return st >= 0 && st < HOFF__RES_STATE_COUNT ? names[st] : "invalid";
+}
+
+const char *hoff__res_event_name(int ev) {
+    static const char *const names[HOFF__EV_COUNT] = {
+        "evict", "evict-done", "evict-fail", "prefetch", "prefetch-done", "prefetch-fail",
+        "discard", "fault", "populate", "spill", "restore"};
+    return ev >= 0 && ev < HOFF__EV_COUNT ? names[ev] : "invalid";
+}
+
+/* --- lists ----------------------------------------------------------------- */
+
+static void list_append(struct hoff__block **head, struct hoff__block **tail, struct hoff__block *b) {
+    b->next = NULL;
+    b->prev = *tail;
+    if (*tail)
+        (*tail)->next = b;
+    else
+        *head = b;
+    *tail = b;
+}
+
+static void list_remove(struct hoff__block **head, struct hoff__block **tail, struct hoff__block *b) {
+    if (b->prev)
+        b->prev->next = b->next;
+    else
+        *head = b->next;
+    if (b->next)
+        b->next->prev = b->prev;
+    else
+        *tail = b->prev;
+    b->next = b->prev = NULL;
+}
+
+#define LRU(ctx) &(ctx)->res.lru_head, &(ctx)->res.lru_tail
+#define INF(ctx) &(ctx)->res.inf_head, &(ctx)->res.inf_tail
+
+static int evictable(const struct hoff__block *b) {
+    return !(b->flags & HOFF__BLK_PINNED);
+}
+
+/* The block enters state st: move it between lists. */
+static void set_state(struct hoff_ctx *ctx, struct hoff__block *b, int st) {
+    int was_listed_lru = b->state == S_DEV && evictable(b) && (b->flags & HOFF__BLK_LIVE);
+    int was_inflight = b->state == S_EVI || b->state == S_PRE;
+
+    if (was_listed_lru)
+        list_remove(LRU(ctx), b);
+    else if (was_inflight)
+        list_remove(INF(ctx), b);
+    b->state = (uint8_t)st;
+    if (st == S_DEV && evictable(b) && (b->flags & HOFF__BLK_LIVE))
+        list_append(LRU(ctx), b);
+    else if (st == S_EVI || st == S_PRE)
+        list_append(INF(ctx), b);
+}
+
+static void note_resident(struct hoff_ctx *ctx) {
+    struct hoff_stats *st = &ctx->st;
+
+    st->resident_bytes = ctx->res.resident;
+    if (ctx->res.resident > st->peak_resident_bytes)
+        st->peak_resident_bytes = ctx->res.resident;
+    if (ctx->cfg.budget_bytes && ctx->res.resident > ctx->cfg.budget_bytes)
+        st->budget_overruns++;
+    st->host_bytes = ctx->res.host;
+    if (ctx->res.host > st->peak_host_bytes)
+        st->peak_host_bytes = ctx->res.host;
+}
+
+/* --- issuing --------------------------------------------------------------- */
+
+static int ensure_events(struct hoff_ctx *ctx, struct hoff__block *b) {
+    struct hoff__backend *be = ctx->be;
+    int rc;
+
+    if (!b->ev && (rc = be->ops->event_create(be, &b->ev)) != 0) {
+        b->ev = NULL;
+        return rc;
+    }
+    if (!b->after && (rc = be->ops->event_create(be, &b->after)) != 0) {
+        b->after = NULL;
+        return rc;
+    }
+    return 0;
+}
+
+static int issue(struct hoff_ctx *ctx, struct hoff__block *b, int op, hoff_stream s) {
+    struct hoff__backend *be = ctx->be;
+    struct hoff__cmd cmd;
+    int rc;
+
+    if ((rc = ensure_events(ctx, b)) != 0)
+        return rc;
+    if ((rc = be->ops->event_record(be, b->after, s)) != 0)
+        return rc;
+    cmd.op = op;
+    cmd.ptr = b->ptr;
+    cmd.size = b->size;
+    cmd.after = b->after;
+    cmd.done = b->ev;
+    cmd.cookie = b;
+    __atomic_store_n(&b->xfer_rc, 0, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&b->pending, 1, __ATOMIC_ACQ_REL);
+    rc = hoff__issuer_push(ctx->issuer, &cmd);
+    if (rc)
+        __atomic_sub_fetch(&b->pending, 1, __ATOMIC_ACQ_REL);
+    return rc;
+}
+
+void hoff__res_cmd_done(void *arg, const struct hoff__cmd *cmd, int rc) {
+    struct hoff_ctx *ctx = arg;
+    struct hoff__block *b = cmd->cookie;
+
+    pthread_mutex_lock(&ctx->done_lock);
+    __atomic_store_n(&b->xfer_rc, rc, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&b->pending, 1, __ATOMIC_ACQ_REL);
+    pthread_cond_broadcast(&ctx->done_cond);
+    pthread_mutex_unlock(&ctx->done_lock);
+}
+
+/* Wait (real time) until the issuing thread has run b's command. */
+static void wait_issued(struct hoff_ctx *ctx, struct hoff__block *b) {
+    if (!__atomic_load_n(&b->pending, __ATOMIC_ACQUIRE))
+        return;
+    pthread_mutex_lock(&ctx->done_lock);
+    while (__atomic_load_n(&b->pending, __ATOMIC_ACQUIRE))
+        pthread_cond_wait(&ctx->done_cond, &ctx->done_lock);
+    pthread_mutex_unlock(&ctx->done_lock);
+}
+
+/* --- completion ------------------------------------------------------------ */
+
+static void put_back(struct hoff_ctx *ctx, struct hoff__block *b);
+
+/* b's command has run: finish the transition (success or failure). */
+static void retire(struct hoff_ctx *ctx, struct hoff__block *b, int rc) {
+    struct hoff_stats *st = &ctx->st;
+    int live = !(b->flags & HOFF__BLK_FREED);
+
+    if (!live) /* freed in flight: finish as a live block, then free it */
+        b->flags = (uint8_t)((b->flags & ~HOFF__BLK_FREED) | HOFF__BLK_LIVE);
+    if (b->state == S_EVI) {
+        ctx->res.evicting -= b->size;
+        if (rc) {
+            st->transfer_errors++;
+            HOFF__LOG_ONCE(HOFF_LOG_WARN, "eviction failed (%s); the block stays on the device "
+                           "(further transfer errors are counted, not logged)", hoff_strerror(rc));
+            set_state(ctx, b, hoff__res_next(S_EVI, HOFF__EV_EVICT_FAIL));
+        } else {
+            st->evictions++;
+            st->bytes_evicted += b->size;
+            ctx->res.resident -= b->size;
+            ctx->res.host += b->size;
+            set_state(ctx, b, hoff__res_next(S_EVI, HOFF__EV_EVICT_DONE));
+        }
+    } else if (b->state == S_PRE) {
+        if (rc) {
+            st->transfer_errors++;
+            HOFF__LOG_ONCE(HOFF_LOG_WARN, "prefetch failed (%s); the block stays on the host and "
+                           "is paged in on use", hoff_strerror(rc));
+            ctx->res.resident -= b->size;
+            set_state(ctx, b, hoff__res_next(S_PRE, HOFF__EV_PREFETCH_FAIL));
+        } else {
+            st->prefetches++;
+            st->bytes_prefetched += b->size;
+            ctx->res.host -= b->size;
+            set_state(ctx, b, hoff__res_next(S_PRE, HOFF__EV_PREFETCH_DONE));
+        }
+    }
+    if (!live && hoff__res_on_free(ctx, b))
+        put_back(ctx, b);
+    note_resident(ctx);
+}
+
+static void put_back(struct hoff_ctx *ctx, struct hoff__block *b) {
+    hoff__pool_put(&ctx->pools[HOFF__POOL_MANAGED], b, b->stream);
+}
+
+/* Try to retire b: 1 if its transfer is over, 0 if still running. */
+static int try_retire(struct hoff_ctx *ctx, struct hoff__block *b) {
+    int rc;
+
+    if (__atomic_load_n(&b->pending, __ATOMIC_ACQUIRE))
+        return 0;
+    rc = __atomic_load_n(&b->xfer_rc, __ATOMIC_RELAXED);
+    if (rc == 0) {
+        int q = ctx->be->ops->event_query(ctx->be, b->ev);
+        if (q == -EAGAIN)
+            return 0;
+        rc = q;
+    }
+    retire(ctx, b, rc);
+    return 1;
+}
+
+void hoff__res_poll(struct hoff_ctx *ctx) {
+    struct hoff__block *b, *next;
+
+    for (b = ctx->res.inf_head; b; b = next) {
+        next = b->next;
+        try_retire(ctx, b);
+    }
+}
+
+enum wait_kind {
+    WAIT_SYNC, /* the host asked to wait (hoff_sync, shutdown): not a stall */
+    WAIT_USE,  /* compute needs the block or the room: a stall */
+    WAIT_LATE, /* compute uses a block whose prefetch has not landed */
+};
+
+/* Wait until b's transfer is over and retire it. */
+static void finish(struct hoff_ctx *ctx, struct hoff__block *b, enum wait_kind why) {
+    struct hoff__backend *be = ctx->be;
+
+    /* Every queued command runs before the host waits: on sim, a command run
+     * after the clock moved would start later than its place in the program
+     * (the simulation stays deterministic); on cuda it is on the way anyway. */
+    hoff__issuer_drain(ctx->issuer);
+    if (try_retire(ctx, b))
+        return;
+    {
+        uint64_t t0 = be->ops->clock_ns(be);
+        int rc = be->ops->event_sync(be, b->ev);
+        uint64_t t1 = be->ops->clock_ns(be);
+        if (why != WAIT_SYNC)
+            ctx->st.stall_ns += t1 > t0 ? t1 - t0 : 0;
+        if (why == WAIT_LATE)
+            ctx->st.late_prefetches++;
+        retire(ctx, b, rc);
+    }
+}
+
+int hoff__res_wait_all(struct hoff_ctx *ctx) {
+    while (ctx->res.inf_head)
+        finish(ctx, ctx->res.inf_head, WAIT_SYNC);
+    return 0;
+}
+
+/* --- the budget ------------------------------------------------------------ */
+
+static int start_evict(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+    int rc = issue(ctx, b, HOFF__CMD_EVICT, s);
+
+    if (rc)
+        return rc;
+    ctx->res.evicting += b->size;
+    set_state(ctx, b, S_EVI);
+    return 0;
+}
+
+/* Make resident + need fit in the budget, never evicting `keep`.  -ENOSPC
+ * when nothing more can be evicted. */
+static int make_room(struct hoff_ctx *ctx, uint64_t need, struct hoff__block *keep, hoff_stream s) {
+    uint64_t budget = ctx->cfg.budget_bytes;
+
+    if (!budget)
+        return 0;
+    for (;;) {
+        uint64_t over;
+        struct hoff__block *v;
+
+        hoff__res_poll(ctx);
+        if (ctx->res.resident + need <= budget)
+            return 0;
+        over = ctx->res.resident + need - budget;
+        if (ctx->res.evicting < over) {
+            for (v = ctx->res.lru_head; v && v == keep; v = v->next)
+                ;
+            if (v) {
+                if (start_evict(ctx, v, s) == 0) {
+                    ctx->st.budget_evictions++;
+                    continue;
+                }
+                return -ENOSPC;
+            }
+        }
+        if (!ctx->res.evicting)
+            return -ENOSPC;
+        /* Wait for the oldest eviction in flight. */
+        for (v = ctx->res.inf_head; v && v->state != S_EVI; v = v->next)
+            ;
+        finish(ctx, v, WAIT_USE);
+    }
+}
+
+static void overrun(struct hoff_ctx *ctx, uint64_t need) {
+    char a[32], b[32];
+
+    HOFF__LOG_ONCE(HOFF_LOG_WARN,
+                   "budget %s exceeded: %s more resident offload bytes and nothing left to evict "
+                   "(every resident block is in use or pinned); counted in budget_overruns",
+                   hoff__fmt_size(ctx->cfg.budget_bytes, a, sizeof a), hoff__fmt_size(need, b, sizeof b));
+}
+
+/* --- actions --------------------------------------------------------------- */
+
+int hoff__res_on_alloc(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+    struct hoff__backend *be = ctx->be;
+    int rc;
+
+    if (make_room(ctx, b->size, b, s) != 0)
+        overrun(ctx, b->size);
+    if (b->state != S_DEV) {
+        /* A cached mapping whose contents were dropped: contents undefined. */
+        rc = hoff__res_next(b->state, HOFF__EV_POPULATE);
+        if (rc < 0)
+            return rc;
+        rc = be->ops->populate(be, b->ptr, b->size);
+        if (rc)
+            return rc;
+    }
+    b->state = S_DEV;
+    ctx->res.resident += b->size;
+    if (evictable(b))
+        list_append(LRU(ctx), b);
+    note_resident(ctx);
+    return 0;
+}
+
+int hoff__res_on_free(struct hoff_ctx *ctx, struct hoff__block *b) {
+    switch (b->state) {
+    case S_EVI:
+    case S_PRE:
+        b->flags |= HOFF__BLK_FREED;
+        b->flags &= (uint8_t)~HOFF__BLK_LIVE;
+        return 0;
+    case S_DEV:
+        if (evictable(b))
+            list_remove(LRU(ctx), b);
+        ctx->res.resident -= b->size;
+        break;
+    case S_HOST:
+        ctx->res.host -= b->size;
+        b->state = S_DIS; /* the host copy is dead: reuse repopulates */
+        break;
+    default:
+        break;
+    }
+    b->flags &= (uint8_t)~HOFF__BLK_LIVE;
+    note_resident(ctx);
+    return 1;
+}
+
+static int candidate(const struct hoff__block *b) {
+    if (b->pool != HOFF__POOL_MANAGED)
+        return hoff__error(-EPERM, "block %p is in the device pool: not an offload candidate", b->ptr);
+    if (b->flags & HOFF__BLK_PINNED)
+        return hoff__error(-EPERM, "block %p was allocated inside a region: never offloaded", b->ptr);
+    return 0;
+}
+
+static int check_next(const struct hoff__block *b, int ev) {
+    int n = hoff__res_next(b->state, ev);
+
+    if (n < 0)
+        return hoff__error(n, "cannot %s block %p while it is %s", hoff__res_event_name(ev), b->ptr,
+                           hoff__res_state_name(b->state));
+    return n;
+}
+
+int hoff__res_evict(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+    int rc;
+
+    if ((rc = candidate(b)) != 0)
+        return rc;
+    hoff__res_poll(ctx);
+    if ((rc = check_next(b, HOFF__EV_EVICT)) < 0)
+        return rc;
+    rc = start_evict(ctx, b, s);
+    note_resident(ctx);
+    return rc;
+}
+
+int hoff__res_prefetch(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+    int rc;
+
+    if ((rc = candidate(b)) != 0)
+        return rc;
+    hoff__res_poll(ctx);
+    if ((rc = check_next(b, HOFF__EV_PREFETCH)) < 0)
+        return rc;
+    if (make_room(ctx, b->size, b, s) != 0)
+        return hoff__error(-ENOSPC, "prefetch of %p (%zu bytes) does not fit in the budget: "
+                           "every resident block is in use or pinned", b->ptr, b->size);
+    if ((rc = issue(ctx, b, HOFF__CMD_PREFETCH, s)) != 0)
+        return rc;
+    if (b->state == S_DIS)
+        ctx->res.host += b->size; /* prefetch_done takes it off the host count */
+    ctx->res.resident += b->size;
+    set_state(ctx, b, S_PRE);
+    note_resident(ctx);
+    return 0;
+}
+
+int hoff__res_discard(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+    int rc, prev;
+
+    if ((rc = candidate(b)) != 0)
+        return rc;
+    hoff__res_poll(ctx);
+    if ((rc = check_next(b, HOFF__EV_DISCARD)) < 0)
+        return rc;
+    prev = b->state;
+    if (prev == S_DEV) {
+        /* Stream-ordered drop of the device pages: the command is waited
+         * for on the issuing thread (a queue hop, not a copy). */
+        if ((rc = issue(ctx, b, HOFF__CMD_DISCARD, s)) != 0)
+            return rc;
+        wait_issued(ctx, b);
+        rc = __atomic_load_n(&b->xfer_rc, __ATOMIC_RELAXED);
+        if (rc) {
+            ctx->st.transfer_errors++;
+            return hoff__error(rc, "discard of %p failed; the block keeps its contents", b->ptr);
+        }
+        ctx->res.resident -= b->size;
+    } else {
+        ctx->res.host -= b->size; /* the host copy is simply dead */
+    }
+    set_state(ctx, b, S_DIS);
+    ctx->st.discards++;
+    note_resident(ctx);
+    return 0;
+}
+
+int hoff__res_access(struct hoff_ctx *ctx, struct hoff__block *b, int write, hoff_stream s) {
+    struct hoff__backend *be = ctx->be;
+    uint64_t stall = 0;
+    int rc;
+
+    if (b->pool != HOFF__POOL_MANAGED)
+        return 0;
+    hoff__res_poll(ctx);
+    switch (b->state) {
+    case S_DEV:
+        if (evictable(b)) { /* most recently used */
+            list_remove(LRU(ctx), b);
+            list_append(LRU(ctx), b);
+        }
+        return 0;
+    case S_PRE:
+        finish(ctx, b, WAIT_LATE); /* used before its prefetch completed */
+        if (b->state == S_DEV)
+            return 0;
+        break; /* the prefetch failed: page it in */
+    case S_EVI:
+        finish(ctx, b, WAIT_USE); /* the eviction must land before the page-in */
+        if (b->state == S_DEV)
+            return 0;
+        break;
+    default:
+        break;
+    }
+    if ((rc = check_next(b, HOFF__EV_FAULT)) < 0)
+        return rc;
+    if (make_room(ctx, b->size, b, s) != 0)
+        overrun(ctx, b->size);
+    hoff__issuer_drain(ctx->issuer); /* the fault moves the clock: see finish() */
+    rc = be->ops->fault(be, b->ptr, b->size, s, &stall);
+    if (rc) {
+        ctx->st.transfer_errors++;
+        return hoff__error(rc, "paging in block %p failed", b->ptr);
+    }
+    ctx->st.faults++;
+    if (b->state == S_HOST) { /* a discarded block has no bytes to move */
+        ctx->res.host -= b->size;
+        ctx->st.bytes_faulted += b->size;
+    }
+    ctx->res.resident += b->size;
+    set_state(ctx, b, S_DEV);
+    ctx->st.stall_ns += stall;
+    note_resident(ctx);
+    return 0;
+}
+
+#ifdef HOFF_DEBUG
+#include <stdio.h>
+
+void hoff__res_check(struct hoff_ctx *ctx) {
+    uint64_t lru = 0, evi = 0, pre = 0;
+    struct hoff__block *b;
+
+    for (b = ctx->res.lru_head; b; b = b->next) {
+        if (b->state != S_DEV || !(b->flags & HOFF__BLK_LIVE)) {
+            fprintf(stderr, "hoff: debug: block %p on the LRU list is %s\n", b->ptr,
+                    hoff__res_state_name(b->state));
+            abort();
+        }
+        lru += b->size;
+    }
+    for (b = ctx->res.inf_head; b; b = b->next) {
+        if (b->state == S_EVI)
+            evi += b->size;
+        else if (b->state == S_PRE)
+            pre += b->size;
+        else
+            abort();
+    }
+    if (evi != ctx->res.evicting || lru + evi + pre > ctx->res.resident) {
+        fprintf(stderr, "hoff: debug: residency books: lru %llu evicting %llu/%llu prefetching %llu resident %llu\n",
+                (unsigned long long)lru, (unsigned long long)evi, (unsigned long long)ctx->res.evicting,
+                (unsigned long long)pre, (unsigned long long)ctx->res.resident);
+        abort();
+    }
+}
+#endif

@@ -1,0 +1,72 @@
+/* residency.h — where each offload candidate's bytes are: the state machine, budget accounting and the actions
+ * (evict, prefetch, discard, fault) issued through the issuing thread.  Threading: caller holds the context lock. */
+#ifndef HOFF_RESIDENCY_H
+#define HOFF_RESIDENCY_H
+
+#include <stdint.h>
+
+#include "exec/issuer.h"
+#include "mem/block.h"
+
+struct hoff_ctx;
+
+/* What happens to a block. */
+enum hoff__res_event {
+    HOFF__EV_EVICT = 0,      /* eviction queued */
+    HOFF__EV_EVICT_DONE,     /* its copy to the host completed */
+    HOFF__EV_EVICT_FAIL,     /* it failed: the bytes stayed on the device */
+    HOFF__EV_PREFETCH,       /* prefetch queued */
+    HOFF__EV_PREFETCH_DONE,
+    HOFF__EV_PREFETCH_FAIL,  /* the bytes stayed on the host */
+    HOFF__EV_DISCARD,        /* contents dropped without a copy */
+    HOFF__EV_FAULT,          /* used while not resident: paged in on demand */
+    HOFF__EV_POPULATE,       /* reused from the cache: resident, contents undefined */
+    HOFF__EV_SPILL,          /* NVMe tier (reserved) */
+    HOFF__EV_RESTORE,        /* NVMe tier (reserved) */
+    HOFF__EV_COUNT
+};
+#define HOFF__RES_STATE_COUNT 8
+
+/* The state after event ev in state st (>= 0), or a -errno saying why the
+ * event is not legal there: -EALREADY (already where asked), -EBUSY (a
+ * transfer is in flight), -EINVAL (cannot happen in st), -ENOTSUP (NVMe
+ * states, not built yet). */
+int hoff__res_next(int st, int ev);
+const char *hoff__res_state_name(int st);
+const char *hoff__res_event_name(int ev);
+
+/* Blocks on the device (LRU order) and blocks with a transfer in flight
+ * (issue order); a live block is on at most one of the two lists. */
+struct hoff__residency {
+    struct hoff__block *lru_head, *lru_tail;  /* head: least recently used */
+    struct hoff__block *inf_head, *inf_tail;
+    uint64_t resident;   /* live offload bytes on the device (incl. in flight) */
+    uint64_t evicting;   /* of which, bytes being evicted */
+    uint64_t host;       /* live offload bytes on the host */
+};
+
+/* A managed block was handed out (new or from the cache): make room in the
+ * budget, make it resident and count it. */
+int hoff__res_on_alloc(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
+/* A managed block is being freed.  Returns 1 when it may go back to the pool
+ * now, 0 when a transfer is in flight (hoff__res_poll returns it later). */
+int hoff__res_on_free(struct hoff_ctx *ctx, struct hoff__block *b);
+
+int hoff__res_evict(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
+int hoff__res_prefetch(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
+int hoff__res_discard(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
+int hoff__res_access(struct hoff_ctx *ctx, struct hoff__block *b, int write, hoff_stream s);
+
+/* Retire completed transfers (cheap when nothing is in flight). */
+void hoff__res_poll(struct hoff_ctx *ctx);
+/* Wait for every transfer in flight and retire it. */
+int hoff__res_wait_all(struct hoff_ctx *ctx);
+/* The issuing thread's completion callback (struct hoff__cmd.cookie is the block). */
+void hoff__res_cmd_done(void *ctx, const struct hoff__cmd *cmd, int rc);
+
+#ifdef HOFF_DEBUG
+/* Recount every list and compare with the counters; aborts on a mismatch. */
+void hoff__res_check(struct hoff_ctx *ctx);
+#endif
+
+#endif

@@ -1,0 +1,378 @@
+/* test_residency.c — the residency state machine (every legal and illegal transition) and the runtime's
+ * accounting on the sim backend: evict, prefetch, discard, faults, late prefetches, budget.  Threading: single-threaded. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "hoff.h"
+#include "mem/residency.h"
+#include "testutil.h"
+
+#define MiB ((size_t)1 << 20)
+
+/* --- the table, written out independently of the implementation ---------- */
+
+struct legal {
+    int from, ev, to;
+};
+
+static const struct legal legal[] = {
+    {HOFF_RES_DEVICE, HOFF__EV_EVICT, HOFF_RES_EVICTING},
+    {HOFF_RES_DEVICE, HOFF__EV_DISCARD, HOFF_RES_DISCARDED},
+    {HOFF_RES_EVICTING, HOFF__EV_EVICT_DONE, HOFF_RES_HOST},
+    {HOFF_RES_EVICTING, HOFF__EV_EVICT_FAIL, HOFF_RES_DEVICE},
+    {HOFF_RES_HOST, HOFF__EV_PREFETCH, HOFF_RES_PREFETCHING},
+    {HOFF_RES_HOST, HOFF__EV_DISCARD, HOFF_RES_DISCARDED},
+    {HOFF_RES_HOST, HOFF__EV_FAULT, HOFF_RES_DEVICE},
+    {HOFF_RES_HOST, HOFF__EV_POPULATE, HOFF_RES_DEVICE},
+    {HOFF_RES_PREFETCHING, HOFF__EV_PREFETCH_DONE, HOFF_RES_DEVICE},
+    {HOFF_RES_PREFETCHING, HOFF__EV_PREFETCH_FAIL, HOFF_RES_HOST},
+    {HOFF_RES_DISCARDED, HOFF__EV_PREFETCH, HOFF_RES_PREFETCHING},
+    {HOFF_RES_DISCARDED, HOFF__EV_FAULT, HOFF_RES_DEVICE},
+    {HOFF_RES_DISCARDED, HOFF__EV_POPULATE, HOFF_RES_DEVICE},
+};
+
+static int is_inflight(int st) {
+    return st == HOFF_RES_EVICTING || st == HOFF_RES_PREFETCHING;
+}
+
+/* The errno an illegal transition must give. */
+static int expected_error(int st, int ev) {
+    if (st >= HOFF_RES_SPILLING || ev == HOFF__EV_SPILL || ev == HOFF__EV_RESTORE)
+        return -ENOTSUP;
+    if (ev == HOFF__EV_EVICT_DONE || ev == HOFF__EV_EVICT_FAIL)
+        return -EINVAL; /* only from evicting, which is legal */
+    if (ev == HOFF__EV_PREFETCH_DONE || ev == HOFF__EV_PREFETCH_FAIL)
+        return -EINVAL;
+    if (is_inflight(st))
+        return (st == HOFF_RES_EVICTING && ev == HOFF__EV_EVICT) ||
+                       (st == HOFF_RES_PREFETCHING && ev == HOFF__EV_PREFETCH)
+                   ? -EALREADY
+                   : -EBUSY;
+    return -EALREADY; /* already where the event would put it */
+}
+
+static void test_every_transition(void) {
+    int st, ev, checked = 0;
+    size_t i;
+
+    for (st = 0; st < HOFF__RES_STATE_COUNT; st++)
+        for (ev = 0; ev < HOFF__EV_COUNT; ev++) {
+            int want = 1000, got = hoff__res_next(st, ev);
+            for (i = 0; i < sizeof legal / sizeof legal[0]; i++)
+                if (legal[i].from == st && legal[i].ev == ev)
+                    want = legal[i].to;
+            if (want == 1000)
+                want = expected_error(st, ev);
+            if (got != want)
+                fprintf(stderr, "\n  %s --%s--> got %d want %d\n", hoff__res_state_name(st),
+                        hoff__res_event_name(ev), got, want);
+            CU_ASSERT_EQUAL(got, want);
+            checked++;
+        }
+    CU_ASSERT_EQUAL(checked, HOFF__RES_STATE_COUNT * HOFF__EV_COUNT);
+    CU_ASSERT_EQUAL(hoff__res_next(-1, 0), -EINVAL);
+    CU_ASSERT_EQUAL(hoff__res_next(0, HOFF__EV_COUNT), -EINVAL);
+    CU_ASSERT_STRING_EQUAL(hoff__res_state_name(HOFF_RES_PREFETCHING), "prefetching");
+    CU_ASSERT_STRING_EQUAL(hoff__res_event_name(HOFF__EV_FAULT), "fault");
+}
+
+/* --- the runtime on sim ---------------------------------------------------- */
+
+static hoff_ctx *ctx;
+#define S ((hoff_stream)0)
+
+static void open_sim(uint64_t budget) {
+    struct hoff_config cfg;
+
+    hoff_config_init(&cfg);
+    cfg.backend = HOFF_BACKEND_SIM;
+    cfg.sim_device_bytes = 1ull << 30;
+    cfg.oversub_margin_bytes = 0;
+    cfg.sim_h2d_gbps = 1.0; /* 1 byte per ns: easy figures */
+    cfg.sim_d2h_gbps = 1.0;
+    cfg.sim_latency_ns = 0;
+    cfg.sim_fault_gbps = 0.5;
+    cfg.sim_fault_ns = 1000;
+    cfg.budget_bytes = budget;
+    CU_ASSERT_EQUAL_FATAL(hoff_init(&ctx, &cfg), 0);
+}
+
+static struct hoff_stats stats(void) {
+    struct hoff_stats st;
+    CU_ASSERT_EQUAL(hoff_stats_get(ctx, &st), 0);
+    return st;
+}
+
+static void *managed(size_t size, unsigned char fill) {
+    void *p = hoff_malloc_flags(ctx, size, S, HOFF_ALLOC_MANAGED);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    memset(p, fill, size);
+    return p;
+}
+
+static int all_bytes(const void *p, size_t n, unsigned char v) {
+    const unsigned char *c = p;
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (c[i] != v)
+            return 0;
+    return 1;
+}
+
+static void test_evict_prefetch_round_trip(void) {
+    void *p;
+    struct hoff_stats st;
+
+    open_sim(0);
+    p = managed(4 * MiB, 0x5A);
+    CU_ASSERT_EQUAL(hoff_residency(ctx, p), HOFF_RES_DEVICE);
+    CU_ASSERT_EQUAL(stats().resident_bytes, 4 * MiB);
+    CU_ASSERT_EQUAL(hoff_evict(ctx, p, S), 0);
+    CU_ASSERT_EQUAL(hoff_evict(ctx, p, S), -EALREADY);
+    CU_ASSERT_EQUAL(hoff_prefetch(ctx, p, S), -EBUSY);
+    /* The copy takes 4 MiB / 1 GB/s of virtual time: still in flight. */
+    CU_ASSERT_EQUAL(hoff_residency(ctx, p), HOFF_RES_EVICTING);
+    CU_ASSERT_EQUAL(stats().resident_bytes, 4 * MiB); /* until the copy completes */
+    CU_ASSERT_EQUAL(hoff_sim_compute(ctx, S, 10 * MiB), 0);
+    CU_ASSERT_EQUAL(hoff_residency(ctx, p), HOFF_RES_HOST);
+    st = stats();
+    CU_ASSERT_EQUAL(st.resident_bytes, 0);
+    CU_ASSERT_EQUAL(st.host_bytes, 4 * MiB);
+    CU_ASSERT_EQUAL(st.evictions, 1);
+    CU_ASSERT_EQUAL(st.bytes_evicted, 4 * MiB);
+    CU_ASSERT(all_bytes(p, 4 * MiB, 0xDB)); /* the device copy is gone */
+    CU_ASSERT_EQUAL(hoff_prefetch(ctx, p, S), 0);
+    CU_ASSERT_EQUAL(stats().resident_bytes, 4 * MiB); /* from the start of the copy */
+    CU_ASSERT_EQUAL(hoff_sim_compute(ctx, S, 10 * MiB), 0);
+    CU_ASSERT_EQUAL(hoff_residency(ctx, p), HOFF_RES_DEVICE);
+    CU_ASSERT(all_bytes(p, 4 * MiB, 0x5A));
+    st = stats();
+    CU_ASSERT_EQUAL(st.prefetches, 1);
+    CU_ASSERT_EQUAL(st.host_bytes, 0);
+    CU_ASSERT_EQUAL(st.faults, 0);
+    CU_ASSERT_EQUAL(st.stall_ns, 0);
+    CU_ASSERT_EQUAL(hoff_free(ctx, p, S), 0);
+    CU_ASSERT_EQUAL(stats().resident_bytes, 0);
+    CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
+}
+
+static void test_fault_on_access(void) {
+    void *p;
+    struct hoff_stats st;
+
+    open_sim(0);
+    p = managed(2 * MiB, 0x11);
+    CU_ASSERT_EQUAL(hoff_evict(ctx, p, S), 0);
+    CU_ASSERT_EQUAL(hoff_sync(ctx), 0);
+    CU_ASSERT_EQUAL(hoff_residency(ctx, p), HOFF_RES_HOST);
+    CU_ASSERT_EQUAL(hoff_access(ctx, p, 0, S), 0);
+    CU_ASSERT_EQUAL(hoff_residency(ctx, p), HOFF_RES_DEVICE);
+    CU_ASSERT(all_bytes(p, 2 * MiB, 0x11));
+    st = stats();
+    CU_ASSERT_EQUAL(st.faults, 1);
+    CU_ASSERT_EQUAL(st.bytes_faulted, 2 * MiB);
+    /* 1000 ns per fault + 2 MiB at 0.5 GB/s */
+    CU_ASSERT_EQUAL(st.stall_ns, 1000 + 4 * MiB);
+    CU_ASSERT_EQUAL(st.resident_bytes, 2 * MiB);
+    hoff_free(ctx, p, S);
+    hoff_shutdown(ctx);
+}
+
+static void test_access_while_evicting_waits(void) {
+    void *p;
+    struct hoff_stats st;
+
+    open_sim(0);
+    p = managed(2 * MiB, 0x22);
+    CU_ASSERT_EQUAL(hoff_evict(ctx, p, S), 0);
+    /* Used before the eviction landed: wait for it, then page in. */
+    CU_ASSERT_EQUAL(hoff_access(ctx, p, 1, S), 0);
+    CU_ASSERT_EQUAL(hoff_residency(ctx, p), HOFF_RES_DEVICE);
+    CU_ASSERT(all_bytes(p, 2 * MiB, 0x22));
+    st = stats();
+    CU_ASSERT_EQUAL(st.evictions, 1);
+    CU_ASSERT_EQUAL(st.faults, 1);
+    CU_ASSERT(st.stall_ns >= 2 * MiB); /* the eviction's copy time at least */
+    hoff_free(ctx, p, S);
+    hoff_shutdown(ctx);
+}
+
+static void test_late_prefetch(void) {
+    void *p;
+    struct hoff_stats st;
+
+    open_sim(0);
+    p = managed(8 * MiB, 0x33);
+    hoff_evict(ctx, p, S);
+    hoff_sync(ctx);
+    CU_ASSERT_EQUAL(hoff_prefetch(ctx, p, S), 0);
+    hoff_sim_compute(ctx, S, 1 * MiB); /* not long enough for 8 MiB at 1 GB/s */
+    CU_ASSERT_EQUAL(hoff_access(ctx, p, 0, S), 0);
+    st = stats();
+    CU_ASSERT_EQUAL(st.late_prefetches, 1);
+    CU_ASSERT_EQUAL(st.faults, 0);
+    CU_ASSERT_EQUAL(st.stall_ns, 7 * MiB);
+    CU_ASSERT(all_bytes(p, 8 * MiB, 0x33));
+    hoff_free(ctx, p, S);
+    hoff_shutdown(ctx);
+}
+
+static void test_discard(void) {
+    void *p;
+    struct hoff_stats st;
+
+    open_sim(0);
+    p = managed(2 * MiB, 0x44);
+    CU_ASSERT_EQUAL(hoff_discard(ctx, p, S), 0);
+    CU_ASSERT_EQUAL(hoff_residency(ctx, p), HOFF_RES_DISCARDED);
+    CU_ASSERT_EQUAL(hoff_discard(ctx, p, S), -EALREADY);
+    st = stats();
+    CU_ASSERT_EQUAL(st.resident_bytes, 0);
+    CU_ASSERT_EQUAL(st.host_bytes, 0);
+    CU_ASSERT_EQUAL(st.discards, 1);
+    CU_ASSERT_EQUAL(st.bytes_evicted, 0); /* no copy */
+    CU_ASSERT_EQUAL(hoff_access(ctx, p, 1, S), 0);
+    CU_ASSERT_EQUAL(hoff_residency(ctx, p), HOFF_RES_DEVICE);
+    hoff_free(ctx, p, S);
+    hoff_shutdown(ctx);
+}
+
+static void test_not_candidates(void) {
+    void *d, *r;
+
+    open_sim(0);
+    d = hoff_malloc_flags(ctx, 4 * MiB, S, HOFF_ALLOC_DEVICE);
+    CU_ASSERT_EQUAL(hoff_evict(ctx, d, S), -EPERM);
+    CU_ASSERT_EQUAL(hoff_prefetch(ctx, d, S), -EPERM);
+    CU_ASSERT_EQUAL(hoff_access(ctx, d, 0, S), 0);
+    hoff_region_begin(ctx);
+    r = hoff_malloc_flags(ctx, 4 * MiB, S, HOFF_ALLOC_MANAGED);
+    hoff_region_end(ctx);
+    CU_ASSERT_EQUAL(hoff_evict(ctx, r, S), -EPERM);
+    CU_ASSERT_EQUAL(hoff_evict(ctx, (char *)r + 64, S), -EINVAL);
+    hoff_free(ctx, d, S);
+    hoff_free(ctx, r, S);
+    hoff_shutdown(ctx);
+}
+
+/* Resident bytes equal the books at every event, and never pass the budget
+ * while something can be evicted: LRU order, waits counted as stall. */
+static void test_budget_lru(void) {
+    void *p[6];
+    struct hoff_stats st;
+    int i;
+
+    open_sim(8 * MiB);
+    for (i = 0; i < 4; i++)
+        p[i] = managed(2 * MiB, (unsigned char)(0x60 + i));
+    CU_ASSERT_EQUAL(stats().resident_bytes, 8 * MiB);
+    hoff_access(ctx, p[0], 0, S); /* p[0] is now the most recent */
+    p[4] = managed(2 * MiB, 0x64);
+    st = stats();
+    CU_ASSERT_EQUAL(st.resident_bytes, 8 * MiB);
+    CU_ASSERT(st.peak_resident_bytes <= 8 * MiB);
+    CU_ASSERT_EQUAL(st.budget_evictions, 1);
+    CU_ASSERT_EQUAL(hoff_residency(ctx, p[1]), HOFF_RES_HOST); /* least recently used */
+    CU_ASSERT_EQUAL(hoff_residency(ctx, p[0]), HOFF_RES_DEVICE);
+    CU_ASSERT(st.stall_ns >= 2 * MiB); /* the alloc waited for the copy */
+    /* A fault of p[1] evicts the next least recent (p[2]). */
+    CU_ASSERT_EQUAL(hoff_access(ctx, p[1], 0, S), 0);
+    CU_ASSERT(all_bytes(p[1], 2 * MiB, 0x61));
+    CU_ASSERT_EQUAL(hoff_residency(ctx, p[2]), HOFF_RES_HOST);
+    st = stats();
+    CU_ASSERT_EQUAL(st.budget_overruns, 0);
+    CU_ASSERT(st.peak_resident_bytes <= 8 * MiB);
+    for (i = 0; i < 5; i++) {
+        hoff_access(ctx, p[i], 0, S);
+        CU_ASSERT(all_bytes(p[i], 2 * MiB, (unsigned char)(0x60 + i)));
+        hoff_free(ctx, p[i], S);
+    }
+    st = stats();
+    CU_ASSERT_EQUAL(st.resident_bytes, 0);
+    CU_ASSERT_EQUAL(st.host_bytes, 0);
+    CU_ASSERT(st.peak_resident_bytes <= 8 * MiB);
+    hoff_shutdown(ctx);
+}
+
+static void test_budget_overrun_counted(void) {
+    void *a, *b;
+    struct hoff_stats st;
+
+    open_sim(4 * MiB);
+    hoff_region_begin(ctx);
+    a = hoff_malloc_flags(ctx, 4 * MiB, S, HOFF_ALLOC_MANAGED); /* pinned */
+    hoff_region_end(ctx);
+    b = hoff_malloc_flags(ctx, 2 * MiB, S, HOFF_ALLOC_MANAGED);
+    CU_ASSERT_PTR_NOT_NULL(b); /* nothing lost: allocated, and the overrun counted */
+    st = stats();
+    CU_ASSERT_EQUAL(st.resident_bytes, 6 * MiB);
+    CU_ASSERT(st.budget_overruns >= 1);
+    CU_ASSERT_EQUAL(hoff_prefetch(ctx, b, S), -EALREADY);
+    hoff_free(ctx, a, S);
+    hoff_free(ctx, b, S);
+    hoff_shutdown(ctx);
+}
+
+static void test_prefetch_no_room(void) {
+    void *a, *b;
+
+    open_sim(4 * MiB);
+    b = managed(2 * MiB, 1);
+    hoff_evict(ctx, b, S);
+    hoff_sync(ctx);
+    hoff_region_begin(ctx);
+    a = hoff_malloc_flags(ctx, 4 * MiB, S, HOFF_ALLOC_MANAGED);
+    hoff_region_end(ctx);
+    CU_ASSERT_EQUAL(hoff_prefetch(ctx, b, S), -ENOSPC);
+    CU_ASSERT_EQUAL(hoff_residency(ctx, b), HOFF_RES_HOST);
+    hoff_free(ctx, a, S);
+    CU_ASSERT_EQUAL(hoff_prefetch(ctx, b, S), 0);
+    hoff_free(ctx, b, S);
+    hoff_shutdown(ctx);
+}
+
+static void test_free_in_flight(void) {
+    void *p, *q;
+    struct hoff_stats st;
+
+    open_sim(0);
+    p = managed(2 * MiB, 0x77);
+    CU_ASSERT_EQUAL(hoff_evict(ctx, p, S), 0);
+    CU_ASSERT_EQUAL(hoff_free(ctx, p, S), 0); /* returns at once */
+    CU_ASSERT_EQUAL(hoff_residency(ctx, p), -EINVAL);
+    hoff_sync(ctx);
+    st = stats();
+    CU_ASSERT_EQUAL(st.resident_bytes, 0);
+    CU_ASSERT_EQUAL(st.host_bytes, 0);
+    CU_ASSERT_EQUAL(st.live_blocks, 0);
+    /* The mapping is reused, resident again. */
+    q = hoff_malloc_flags(ctx, 2 * MiB, S, HOFF_ALLOC_MANAGED);
+    CU_ASSERT_PTR_EQUAL(q, p);
+    CU_ASSERT_EQUAL(hoff_residency(ctx, q), HOFF_RES_DEVICE);
+    memset(q, 1, 2 * MiB); /* writable: would crash or be poisoned otherwise */
+    CU_ASSERT_EQUAL(stats().resident_bytes, 2 * MiB);
+    hoff_free(ctx, q, S);
+    hoff_shutdown(ctx);
+}
+
+int main(void) {
+    static const struct hoff_test tests[] = {
+        {"every_transition", test_every_transition},
+        {"evict_prefetch_round_trip", test_evict_prefetch_round_trip},
+        {"fault_on_access", test_fault_on_access},
+        {"access_while_evicting_waits", test_access_while_evicting_waits},
+        {"late_prefetch", test_late_prefetch},
+        {"discard", test_discard},
+        {"not_candidates", test_not_candidates},
+        {"budget_lru", test_budget_lru},
+        {"budget_overrun_counted", test_budget_overrun_counted},
+        {"prefetch_no_room", test_prefetch_no_room},
+        {"free_in_flight", test_free_in_flight},
+        {NULL, NULL},
+    };
+    return hoff_test_run("residency", tests);
+}
