@@ -157,22 +157,15 @@ static int choose_pool(const struct hoff_ctx *ctx, size_t size, unsigned flags) 
     return HOFF__POOL_DEVICE;
 }
 
-/* Out of memory: wait for the device, release every cached block, retry. */
-static struct hoff__block *get_after_flush(struct hoff_ctx *ctx, struct hoff__pool *p, int cls,
-                                           hoff_stream s, int *err) {
-    struct hoff__block *b;
-
+/* Wait for the device and give every cached block back to the backend. */
+static void flush_cache(struct hoff_ctx *ctx) {
     hoff__res_wait_all(ctx);
     ctx->be->ops->sync(ctx->be);
     hoff__pool_fence_all(&ctx->pools[0]);
     hoff__pool_fence_all(&ctx->pools[1]);
-    b = hoff__pool_get(p, cls, s, err); /* a fenced cached block of the class */
-    if (b)
-        return b;
     hoff__pool_trim(&ctx->pools[0]);
     hoff__pool_trim(&ctx->pools[1]);
     ctx->st.cache_flushes++;
-    return hoff__pool_get(p, cls, s, err);
 }
 
 HOFF_API void *hoff_malloc_flags(hoff_ctx *ctx, size_t size, hoff_stream stream, unsigned flags) {
@@ -199,8 +192,10 @@ HOFF_API void *hoff_malloc_flags(hoff_ctx *ctx, size_t size, hoff_stream stream,
     if (ctx->res.inf_head)
         hoff__res_poll(ctx);
     b = hoff__pool_get(p, cls, stream, &err);
-    if (!b && (err == -ENOMEM || err == -EOVERFLOW))
-        b = get_after_flush(ctx, p, cls, stream, &err);
+    if (!b && (err == -ENOMEM || err == -EOVERFLOW)) {
+        flush_cache(ctx); /* out of memory: release the cache and retry once */
+        b = hoff__pool_get(p, cls, stream, &err);
+    }
     if (!b)
         goto fail;
     b->req = size;
@@ -276,13 +271,7 @@ HOFF_API int hoff_empty_cache(hoff_ctx *ctx) {
     if (!ctx)
         return -EINVAL;
     LOCK(ctx);
-    hoff__res_wait_all(ctx);
-    ctx->be->ops->sync(ctx->be);
-    hoff__pool_fence_all(&ctx->pools[0]);
-    hoff__pool_fence_all(&ctx->pools[1]);
-    hoff__pool_trim(&ctx->pools[0]);
-    hoff__pool_trim(&ctx->pools[1]);
-    ctx->st.cache_flushes++;
+    flush_cache(ctx);
     UNLOCK(ctx);
     return 0;
 }

@@ -33,9 +33,12 @@ struct hoff__issuer;
 int hoff__issuer_start(struct hoff__issuer **out, struct hoff__backend *be,
                        size_t depth, hoff__issuer_done_fn done, void *arg);
 /* Enqueue a command; waits for a slot only when the queue is full (counted
- * in full_waits).  -ESHUTDOWN after stop. */
+ * in full_waits).  -ESHUTDOWN when it races with hoff__issuer_stop (after
+ * stop has returned the issuer is gone); from inside a callback, a push on a
+ * full queue returns -EDEADLK instead of waiting on itself. */
 int hoff__issuer_push(struct hoff__issuer *is, const struct hoff__cmd *cmd);
-/* Wait until every command pushed before the call has run. */
+/* Wait until every command pushed before the call has run and its callback
+ * returned.  -EDEADLK from inside a callback. */
 int hoff__issuer_drain(struct hoff__issuer *is);
 /* Drain, stop and join the thread, free everything. */
 void hoff__issuer_stop(struct hoff__issuer *is);

@@ -328,11 +328,15 @@ static int make_room(struct hoff_ctx *ctx, uint64_t need, struct hoff__block *ke
                 return -ENOSPC;
             }
         }
-        if (!ctx->res.evicting)
-            return -ENOSPC;
-        /* Wait for the oldest eviction in flight. */
+        /* Wait for the oldest eviction in flight; failing that, for the
+         * oldest prefetch, which then becomes evictable. */
         for (v = ctx->res.inf_head; v && v->state != S_EVI; v = v->next)
             ;
+        if (!v)
+            for (v = ctx->res.inf_head; v && v == keep; v = v->next)
+                ;
+        if (!v)
+            return -ENOSPC;
         finish(ctx, v, WAIT_USE);
     }
 }

@@ -1,0 +1,927 @@
+/* cuda.c — the cuda backend: CUDA managed memory moved between the device and a host NUMA node by
+ * cudaMemPrefetchAsync on two copy streams (D2H, H2D), ordered against the caller's streams with events.
+ * Threading: every op may be called from any thread; each makes the backend's device current for the call
+ * and restores the caller's device; the mapping table is under a mutex, the rest is fixed at open. */
+#include "config.h"
+
+#ifdef HAVE_CUDA
+
+/*
+ * Policy (reasons: shared/FACTS.md, the cudaMemAdvise/cudaMemPrefetchAsync
+ * documentation in cuda_runtime_api.h, and the UVM driver's residency rules).
+ *
+ * Advice.  Every managed mapping gets SetPreferredLocation(device) once, at
+ * managed_alloc, and keeps it for life; there is no SetAccessedBy and no
+ * per-transfer advice.
+ *   - An explicit prefetch overrides the preferred location, so evicting to
+ *     the host needs no advice: after the prefetch to the host the device's
+ *     mapping is removed (on x86 PCIe the driver leaves no remote mapping),
+ *     and nothing pulls the data back by itself: SetPreferredLocation never
+ *     migrates, and access-counter migration is off on PCIe systems.
+ *   - The only thing that brings an evicted block back unasked is a GPU
+ *     access.  hoff's model for that is "a fault: the driver pages the block
+ *     in" (fault op, hoff_access, DESIGN.md).  With the preferred location on
+ *     the device, a GPU fault on a host-resident page migrates it to the
+ *     device, where it runs at HBM speed.  Advising "host" while evicted would
+ *     instead map the host pages remotely (uncached, over PCIe, for every
+ *     access of every kernel), and the books would call resident a block that
+ *     is not.
+ *   - cudaMemAdvise is not stream-ordered: it takes effect when called, while
+ *     the transfer waits for its "after" event.  Changing advice at issue time
+ *     would change the policy under kernels still using the block.  Advice
+ *     set once at allocation has no such race, and saves two driver calls per
+ *     transfer.
+ *   - Preferred location device also keeps the driver's thrashing pin from
+ *     settling a block on the host.
+ *   - SetAccessedBy(device) is avoided on purpose: it keeps a remote mapping
+ *     after eviction, so GPU accesses would read host memory instead of
+ *     faulting the block back.
+ *
+ * Host location.  Evictions prefetch to cudaMemLocationTypeHostNuma with the
+ * device's closest node (cudaDevAttrHostNumaId), else to
+ * cudaMemLocationTypeHost.  If the driver refuses the NUMA location at run
+ * time, the backend falls back to plain host for good (logged once).
+ *
+ * Initial residency.  managed_alloc prefetches the new mapping to the device
+ * on a private stream and waits for it, so a new mapping is really resident
+ * (the contract) when it is handed out.  The reasons:
+ *   - the first kernel does not fault it in at 64 KiB granularity;
+ *   - cudaMemGetInfo, which the oversubscription guard reads, counts it.
+ * The cost is paid once per mapping, and the pools cache mappings.
+ *
+ * Discard uses cudaMemDiscardBatchAsync where the toolkit declares it and the
+ * driver accepts it.  Otherwise (or once the driver refuses it) it falls back
+ * to an eviction to the host.  That is safe: after a discard the contents are
+ * undefined, so any contents (the old bytes, moved to the host) meet the
+ * contract; the fallback costs only D2H bandwidth.
+ *
+ * populate prefetches to the device on the D2H stream, not the H2D one: a
+ * discard runs on the D2H stream, and a prefetch concurrent with a discard of
+ * the same range is undefined behaviour, so stream order keeps it after any
+ * discard of the block.  The caller does not wait.
+ *
+ * Errors are converted here, where each call is made:
+ *   cudaErrorMemoryAllocation -> -ENOMEM, anything else -> -EIO;
+ * each has a hoff__error message, and the runtime's last error is cleared, so
+ * that the framework's next cudaGetLastError() does not blame its own kernel.
+ */
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda_runtime_api.h>
+
+#include "backend/backend.h"
+#include "core/core.h"
+
+#if CUDART_VERSION >= 13000
+#define cuda_prefetch_ cudaMemPrefetchAsync
+#define cuda_advise_ cudaMemAdvise
+#elif CUDART_VERSION >= 12020
+#define cuda_prefetch_ cudaMemPrefetchAsync_v2
+#define cuda_advise_ cudaMemAdvise_v2
+#else
+#error "the cuda backend needs CUDA 12.2 or later (cudaMemPrefetchAsync with a cudaMemLocation); configure --without-cuda"
+#endif
+
+#ifndef HAVE_DECL_CUDAMEMDISCARDBATCHASYNC
+#define HAVE_DECL_CUDAMEMDISCARDBATCHASYNC 0
+#endif
+
+#define MAP_BUCKETS 1024
+
+/* One managed mapping: p is what was handed out (2 MiB aligned), base what
+ * cudaMallocManaged returned (p, or below p when the driver gave an unaligned
+ * pointer and the mapping was over-allocated by one grain). */
+struct cuda_map {
+    void *p;
+    void *base;
+    size_t size;
+    struct cuda_map *next;
+};
+
+struct cuda_be {
+    struct hoff__backend be; /* first: the ops table */
+    int device;
+    cudaStream_t d2h, h2d;   /* copy streams, highest priority, non-blocking */
+    cudaStream_t pop;        /* managed_alloc's initial prefetch */
+    struct cudaMemLocation dev_loc;
+    struct cudaMemLocation host_loc; /* HostNuma(node) or Host */
+    int numa_ok;             /* atomic: 0 once the driver refused host_loc */
+    int discard_ok;          /* atomic: 0 once cudaMemDiscardBatchAsync was refused */
+    pthread_mutex_t lock;    /* the mapping table */
+    struct cuda_map *maps[MAP_BUCKETS];
+    size_t nmaps;
+    uint64_t mapped_bytes;
+    char name[256];
+};
+
+static inline struct cuda_be *cbe(struct hoff__backend *be) {
+    return (struct cuda_be *)be;
+}
+
+/* hoff__event is a cudaEvent_t on this backend (no wrapper). */
+static inline cudaEvent_t cev(hoff__event *ev) {
+    return (cudaEvent_t)(void *)ev;
+}
+
+static inline cudaStream_t cstream(hoff_stream s) {
+    return (cudaStream_t)s;
+}
+
+/* ---- errors --------------------------------------------------------------- */
+
+static int cuda_fail(cudaError_t e, const char *fmt, ...) HOFF__PRINTF(2, 3);
+static int cuda_fail(cudaError_t e, const char *fmt, ...) {
+    char what[256];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    (void)cudaGetLastError(); /* ours: do not leave it to the framework */
+    return hoff__error(e == cudaErrorMemoryAllocation ? -ENOMEM : -EIO,
+                       "cuda: %s: %s (%s)", what, cudaGetErrorString(e),
+                       cudaGetErrorName(e));
+}
+
+/* ---- the current device ----------------------------------------------------- */
+
+/* Make the backend's device current on this thread; *saved gets the device
+ * to restore (-1: nothing to restore). */
+static int dev_enter(struct cuda_be *b, int *saved) {
+    int cur = -1;
+    cudaError_t e = cudaGetDevice(&cur);
+
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        cur = -1;
+    }
+    *saved = -1;
+    if (cur == b->device)
+        return 0;
+    e = cudaSetDevice(b->device);
+    if (e != cudaSuccess)
+        return cuda_fail(e, "cudaSetDevice(%d)", b->device);
+    *saved = cur;
+    return 0;
+}
+
+static void dev_leave(struct cuda_be *b, int saved) {
+    if (saved >= 0 && saved != b->device && cudaSetDevice(saved) != cudaSuccess)
+        (void)cudaGetLastError();
+}
+
+/* ---- the mapping table -------------------------------------------------------- */
+
+static size_t map_bucket(const void *p) {
+    uint64_t k = (uint64_t)(uintptr_t)p >> 21;
+
+    k *= 0x9E3779B97F4A7C15ull;
+    return (size_t)(k >> 54) % MAP_BUCKETS;
+}
+
+static int map_insert(struct cuda_be *b, void *p, void *base, size_t size) {
+    struct cuda_map *m = malloc(sizeof *m);
+    size_t h = map_bucket(p);
+
+    if (!m)
+        return hoff__error(-ENOMEM, "cuda: out of host memory for the mapping table");
+    m->p = p;
+    m->base = base;
+    m->size = size;
+    pthread_mutex_lock(&b->lock);
+    m->next = b->maps[h];
+    b->maps[h] = m;
+    b->nmaps++;
+    b->mapped_bytes += size;
+    pthread_mutex_unlock(&b->lock);
+    return 0;
+}
+
+/* Unlink the mapping at p into *out: 0, -ENOENT (no such mapping) or
+ * -ERANGE (it has another size; left in place, its size in *out_size). */
+static int map_take(struct cuda_be *b, const void *p, size_t size,
+                    struct cuda_map **out, size_t *out_size) {
+    struct cuda_map **pp, *m;
+    int rc = -ENOENT;
+
+    *out = NULL;
+    pthread_mutex_lock(&b->lock);
+    for (pp = &b->maps[map_bucket(p)]; *pp; pp = &(*pp)->next) {
+        m = *pp;
+        if (m->p != p)
+            continue;
+        if (m->size != size) {
+            *out_size = m->size;
+            rc = -ERANGE;
+            break;
+        }
+        *pp = m->next;
+        b->nmaps--;
+        b->mapped_bytes -= m->size;
+        *out = m;
+        rc = 0;
+        break;
+    }
+    pthread_mutex_unlock(&b->lock);
+    return rc;
+}
+
+/* ---- memory ------------------------------------------------------------------- */
+
+static int cuda_mem_info(struct hoff__backend *be, uint64_t *free_b, uint64_t *total_b) {
+    struct cuda_be *b = cbe(be);
+    size_t f = 0, t = 0;
+    int saved, rc = dev_enter(b, &saved);
+    cudaError_t e;
+
+    if (rc)
+        return rc;
+    e = cudaMemGetInfo(&f, &t);
+    if (e != cudaSuccess)
+        rc = cuda_fail(e, "cudaMemGetInfo(device %d)", b->device);
+    dev_leave(b, saved);
+    if (rc)
+        return rc;
+    if (free_b)
+        *free_b = f;
+    if (total_b)
+        *total_b = t;
+    return 0;
+}
+
+static int cuda_dev_alloc(struct hoff__backend *be, size_t size, void **out) {
+    struct cuda_be *b = cbe(be);
+    void *p = NULL;
+    int saved, rc;
+    cudaError_t e;
+
+    *out = NULL;
+    if (size == 0)
+        return hoff__error(-EINVAL, "cuda: dev_alloc of 0 bytes");
+    rc = dev_enter(b, &saved);
+    if (rc)
+        return rc;
+    e = cudaMalloc(&p, size);
+    if (e != cudaSuccess)
+        rc = cuda_fail(e, "cudaMalloc(%zu)", size);
+    else
+        *out = p;
+    dev_leave(b, saved);
+    return rc;
+}
+
+static int cuda_dev_free(struct hoff__backend *be, void *p, size_t size) {
+    struct cuda_be *b = cbe(be);
+    int saved, rc;
+    cudaError_t e;
+
+    if (!p)
+        return 0;
+    rc = dev_enter(b, &saved);
+    if (rc)
+        return rc;
+    e = cudaFree(p);
+    if (e != cudaSuccess)
+        rc = cuda_fail(e, "cudaFree(%p, %zu bytes)", p, size);
+    dev_leave(b, saved);
+    return rc;
+}
+
+static void managed_release(void *base) {
+    if (cudaFree(base) != cudaSuccess)
+        (void)cudaGetLastError();
+}
+
+static int cuda_managed_alloc(struct hoff__backend *be, size_t size, void **out) {
+    struct cuda_be *b = cbe(be);
+    void *base = NULL, *p;
+    int saved, rc;
+    cudaError_t e;
+
+    *out = NULL;
+    if (size == 0 || size % HOFF__MANAGED_GRAIN)
+        return hoff__error(-EINVAL, "cuda: managed_alloc(%zu): not a positive multiple of 2 MiB", size);
+    rc = dev_enter(b, &saved);
+    if (rc)
+        return rc;
+    e = cudaMallocManaged(&base, size, cudaMemAttachGlobal);
+    if (e != cudaSuccess) {
+        rc = cuda_fail(e, "cudaMallocManaged(%zu)", size);
+        goto out;
+    }
+    p = base;
+    if ((uintptr_t)base % HOFF__MANAGED_GRAIN) {
+        /* Separate 2 MiB blocks migrate separately only if the mapping
+         * starts on a grain: over-allocate and hand out the aligned part
+         * (the slack is never touched, so it never gets pages). */
+        managed_release(base);
+        base = NULL;
+        if (size > SIZE_MAX - HOFF__MANAGED_GRAIN) {
+            rc = hoff__error(-ENOMEM, "cuda: managed_alloc(%zu): too large", size);
+            goto out;
+        }
+        e = cudaMallocManaged(&base, size + HOFF__MANAGED_GRAIN, cudaMemAttachGlobal);
+        if (e != cudaSuccess) {
+            rc = cuda_fail(e, "cudaMallocManaged(%zu)", size + HOFF__MANAGED_GRAIN);
+            goto out;
+        }
+        p = (void *)(uintptr_t)hoff__align_up((uint64_t)(uintptr_t)base, HOFF__MANAGED_GRAIN);
+        HOFF__LOG_ONCE(HOFF_LOG_DEBUG, "cuda: cudaMallocManaged returned an address off the "
+                       "2 MiB grain; over-allocating managed mappings by 2 MiB to align them");
+    }
+    e = cuda_advise_(p, size, cudaMemAdviseSetPreferredLocation, b->dev_loc);
+    if (e != cudaSuccess) {
+        /* Advice is only a hint: keep going without it. */
+        (void)cudaGetLastError();
+        HOFF__LOG_ONCE(HOFF_LOG_WARN, "cuda: cudaMemAdvise(SetPreferredLocation, device %d) "
+                       "failed: %s; managed memory works without it", b->device,
+                       cudaGetErrorString(e));
+    }
+    e = cuda_prefetch_(p, size, b->dev_loc, 0, b->pop);
+    if (e != cudaSuccess) {
+        rc = cuda_fail(e, "cudaMemPrefetchAsync(%p, %zu, device %d)", p, size, b->device);
+        managed_release(base);
+        goto out;
+    }
+    e = cudaStreamSynchronize(b->pop);
+    if (e != cudaSuccess) {
+        rc = cuda_fail(e, "cudaStreamSynchronize(initial prefetch of %zu bytes)", size);
+        managed_release(base);
+        goto out;
+    }
+    rc = map_insert(b, p, base, size);
+    if (rc) {
+        managed_release(base);
+        goto out;
+    }
+    *out = p;
+out:
+    dev_leave(b, saved);
+    return rc;
+}
+
+static int cuda_managed_free(struct hoff__backend *be, void *p, size_t size) {
+    struct cuda_be *b = cbe(be);
+    struct cuda_map *m;
+    size_t have = 0;
+    int saved, rc;
+    cudaError_t e;
+
+    if (!p)
+        return 0;
+    rc = dev_enter(b, &saved);
+    if (rc)
+        return rc;
+    rc = map_take(b, p, size, &m, &have);
+    if (rc == -ENOENT) {
+        rc = hoff__error(-EINVAL, "cuda: managed_free(%p): not a managed mapping of this backend", p);
+    } else if (rc == -ERANGE) {
+        rc = hoff__error(-EINVAL, "cuda: managed_free(%p, %zu): the mapping has %zu bytes",
+                         p, size, have);
+    } else {
+        e = cudaFree(m->base);
+        if (e != cudaSuccess)
+            rc = cuda_fail(e, "cudaFree(managed %p, %zu bytes)", p, size);
+        free(m);
+    }
+    dev_leave(b, saved);
+    return rc;
+}
+
+/* ---- events --------------------------------------------------------------------- */
+
+static int cuda_event_create(struct hoff__backend *be, hoff__event **out) {
+    struct cuda_be *b = cbe(be);
+    cudaEvent_t ev = NULL;
+    int saved, rc = dev_enter(b, &saved);
+    cudaError_t e;
+
+    *out = NULL;
+    if (rc)
+        return rc;
+    e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+    if (e != cudaSuccess)
+        rc = cuda_fail(e, "cudaEventCreateWithFlags(DisableTiming)");
+    else
+        *out = (hoff__event *)(void *)ev;
+    dev_leave(b, saved);
+    return rc;
+}
+
+static void cuda_event_destroy(struct hoff__backend *be, hoff__event *ev) {
+    struct cuda_be *b = cbe(be);
+    int saved;
+
+    if (!ev || dev_enter(b, &saved))
+        return;
+    if (cudaEventDestroy(cev(ev)) != cudaSuccess)
+        (void)cudaGetLastError();
+    dev_leave(b, saved);
+}
+
+static int cuda_event_record(struct hoff__backend *be, hoff__event *ev, hoff_stream s) {
+    struct cuda_be *b = cbe(be);
+    int saved, rc;
+    cudaError_t e;
+
+    if (!ev)
+        return hoff__error(-EINVAL, "cuda: event_record of a NULL event");
+    rc = dev_enter(b, &saved);
+    if (rc)
+        return rc;
+    e = cudaEventRecord(cev(ev), cstream(s));
+    if (e != cudaSuccess)
+        rc = cuda_fail(e, "cudaEventRecord(stream %p)", s);
+    dev_leave(b, saved);
+    return rc;
+}
+
+static int cuda_event_query(struct hoff__backend *be, hoff__event *ev) {
+    struct cuda_be *b = cbe(be);
+    int saved, rc;
+    cudaError_t e;
+
+    if (!ev)
+        return hoff__error(-EINVAL, "cuda: event_query of a NULL event");
+    rc = dev_enter(b, &saved);
+    if (rc)
+        return rc;
+    e = cudaEventQuery(cev(ev));
+    if (e == cudaErrorNotReady)
+        rc = -EAGAIN; /* not an error: the runtime keeps no error for it */
+    else if (e != cudaSuccess)
+        rc = cuda_fail(e, "cudaEventQuery");
+    dev_leave(b, saved);
+    return rc;
+}
+
+static int cuda_event_sync(struct hoff__backend *be, hoff__event *ev) {
+    struct cuda_be *b = cbe(be);
+    int saved, rc;
+    cudaError_t e;
+
+    if (!ev)
+        return hoff__error(-EINVAL, "cuda: event_sync of a NULL event");
+    rc = dev_enter(b, &saved);
+    if (rc)
+        return rc;
+    e = cudaEventSynchronize(cev(ev));
+    if (e != cudaSuccess)
+        rc = cuda_fail(e, "cudaEventSynchronize");
+    dev_leave(b, saved);
+    return rc;
+}
+
+static int cuda_stream_wait(struct hoff__backend *be, hoff_stream s, hoff__event *ev) {
+    struct cuda_be *b = cbe(be);
+    int saved, rc;
+    cudaError_t e;
+
+    if (!ev)
+        return 0; /* nothing to wait for */
+    rc = dev_enter(b, &saved);
+    if (rc)
+        return rc;
+    e = cudaStreamWaitEvent(cstream(s), cev(ev), 0);
+    if (e != cudaSuccess)
+        rc = cuda_fail(e, "cudaStreamWaitEvent(stream %p)", s);
+    dev_leave(b, saved);
+    return rc;
+}
+
+/* ---- transfers ---------------------------------------------------------------------- */
+
+/* The device must be current for these helpers. */
+
+static int wait_after(cudaStream_t s, hoff__event *after, const char *dir) {
+    cudaError_t e;
+
+    if (!after)
+        return 0;
+    e = cudaStreamWaitEvent(s, cev(after), 0);
+    if (e != cudaSuccess)
+        return cuda_fail(e, "cudaStreamWaitEvent(%s stream, after)", dir);
+    return 0;
+}
+
+/* Record done on s.  Also after a failed transfer: done then marks the point
+ * on s where the transfer would have been, and nobody waits on an event
+ * recorded long ago. */
+static int record_done(cudaStream_t s, hoff__event *done, const char *dir) {
+    cudaError_t e;
+
+    if (!done)
+        return 0;
+    e = cudaEventRecord(cev(done), s);
+    if (e != cudaSuccess)
+        return cuda_fail(e, "cudaEventRecord(%s stream, done)", dir);
+    return 0;
+}
+
+static const char *loc_text(struct cudaMemLocation loc, char *buf, size_t len) {
+    switch (loc.type) {
+    case cudaMemLocationTypeDevice: snprintf(buf, len, "device %d", loc.id); break;
+    case cudaMemLocationTypeHostNuma: snprintf(buf, len, "host NUMA node %d", loc.id); break;
+    case cudaMemLocationTypeHost: snprintf(buf, len, "host"); break;
+    default: snprintf(buf, len, "location type %d", (int)loc.type); break;
+    }
+    return buf;
+}
+
+/* Prefetch (p, size) to the host on s: the NUMA node if the driver takes it,
+ * else plain host memory (and plain host from then on). */
+static int prefetch_host(struct cuda_be *b, void *p, size_t size, cudaStream_t s) {
+    struct cudaMemLocation loc = b->host_loc;
+    char lt[48];
+    cudaError_t e;
+
+    if (!__atomic_load_n(&b->numa_ok, __ATOMIC_RELAXED)) {
+        loc.type = cudaMemLocationTypeHost;
+        loc.id = 0;
+    }
+    e = cuda_prefetch_(p, size, loc, 0, s);
+    if (e != cudaSuccess && loc.type == cudaMemLocationTypeHostNuma) {
+        cudaError_t e2;
+        struct cudaMemLocation host = {.type = cudaMemLocationTypeHost, .id = 0};
+
+        (void)cudaGetLastError();
+        e2 = cuda_prefetch_(p, size, host, 0, s);
+        if (e2 == cudaSuccess) {
+            __atomic_store_n(&b->numa_ok, 0, __ATOMIC_RELAXED);
+            hoff__log(HOFF_LOG_WARN, "cuda: prefetch to host NUMA node %d refused (%s); "
+                      "evicting to plain host memory from now on", loc.id, cudaGetErrorString(e));
+            return 0;
+        }
+        e = e2;
+        loc = host;
+    }
+    if (e != cudaSuccess)
+        return cuda_fail(e, "cudaMemPrefetchAsync(%p, %zu, %s)", p, size,
+                         loc_text(loc, lt, sizeof lt));
+    return 0;
+}
+
+static int prefetch_device(struct cuda_be *b, void *p, size_t size, cudaStream_t s) {
+    cudaError_t e = cuda_prefetch_(p, size, b->dev_loc, 0, s);
+
+    if (e != cudaSuccess)
+        return cuda_fail(e, "cudaMemPrefetchAsync(%p, %zu, device %d)", p, size, b->device);
+    return 0;
+}
+
+static int cuda_evict(struct hoff__backend *be, void *p, size_t size,
+                      hoff__event *after, hoff__event *done) {
+    struct cuda_be *b = cbe(be);
+    int saved, rc, rc2;
+
+    rc = dev_enter(b, &saved);
+    if (rc)
+        return rc;
+    rc = wait_after(b->d2h, after, "D2H");
+    if (rc == 0)
+        rc = prefetch_host(b, p, size, b->d2h);
+    rc2 = record_done(b->d2h, done, "D2H");
+    dev_leave(b, saved);
+    return rc ? rc : rc2;
+}
+
+static int cuda_prefetch(struct hoff__backend *be, void *p, size_t size,
+                         hoff__event *after, hoff__event *done) {
+    struct cuda_be *b = cbe(be);
+    int saved, rc, rc2;
+
+    rc = dev_enter(b, &saved);
+    if (rc)
+        return rc;
+    /* The preferred location is the device for the mapping's whole life
+     * (see the policy above): no advice to change here. */
+    rc = wait_after(b->h2d, after, "H2D");
+    if (rc == 0)
+        rc = prefetch_device(b, p, size, b->h2d);
+    rc2 = record_done(b->h2d, done, "H2D");
+    dev_leave(b, saved);
+    return rc ? rc : rc2;
+}
+
+static int cuda_discard(struct hoff__backend *be, void *p, size_t size,
+                        hoff__event *after, hoff__event *done) {
+    struct cuda_be *b = cbe(be);
+    int saved, rc, rc2;
+
+    rc = dev_enter(b, &saved);
+    if (rc)
+        return rc;
+    rc = wait_after(b->d2h, after, "D2H");
+    if (rc)
+        goto record;
+#if HAVE_DECL_CUDAMEMDISCARDBATCHASYNC
+    if (__atomic_load_n(&b->discard_ok, __ATOMIC_RELAXED)) {
+        void *ptrs[1] = {p};
+        size_t sizes[1] = {size};
+        cudaError_t e = cudaMemDiscardBatchAsync(ptrs, sizes, 1, 0, b->d2h);
+
+        if (e == cudaSuccess)
+            goto record;
+        (void)cudaGetLastError();
+        /* Fall back to an eviction; stop asking if that works (the driver
+         * does not take discards, not this range is wrong). */
+        rc = prefetch_host(b, p, size, b->d2h);
+        if (rc == 0) {
+            __atomic_store_n(&b->discard_ok, 0, __ATOMIC_RELAXED);
+            hoff__log(HOFF_LOG_WARN, "cuda: cudaMemDiscardBatchAsync refused (%s); "
+                      "discards evict to the host from now on", cudaGetErrorString(e));
+        }
+        goto record;
+    }
+#endif
+    /* Contents are undefined after a discard, so moving the old bytes to the
+     * host meets the contract. */
+    rc = prefetch_host(b, p, size, b->d2h);
+record:
+    rc2 = record_done(b->d2h, done, "D2H");
+    dev_leave(b, saved);
+    return rc ? rc : rc2;
+}
+
+static int cuda_fault(struct hoff__backend *be, void *p, size_t size, hoff_stream s,
+                      uint64_t *stall_ns) {
+    /* The driver pages the block in when the GPU touches it (its preferred
+     * location is the device); the caller only keeps its books. */
+    if (stall_ns)
+        *stall_ns = 0;
+    return 0;
+}
+
+static int cuda_populate(struct hoff__backend *be, void *p, size_t size) {
+    struct cuda_be *b = cbe(be);
+    int saved, rc;
+
+    rc = dev_enter(b, &saved);
+    if (rc)
+        return rc;
+    /* D2H stream: stream order puts this after any discard of the block. */
+    rc = prefetch_device(b, p, size, b->d2h);
+    dev_leave(b, saved);
+    return rc;
+}
+
+/* ---- the rest ------------------------------------------------------------------------- */
+
+static int cuda_memcpy(struct hoff__backend *be, void *dst, const void *src, size_t n) {
+    struct cuda_be *b = cbe(be);
+    int saved, rc;
+    cudaError_t e;
+
+    if (n == 0)
+        return 0;
+    rc = dev_enter(b, &saved);
+    if (rc)
+        return rc;
+    e = cudaMemcpy(dst, src, n, cudaMemcpyDefault);
+    if (e != cudaSuccess)
+        rc = cuda_fail(e, "cudaMemcpy(%p <- %p, %zu)", dst, src, n);
+    dev_leave(b, saved);
+    return rc;
+}
+
+static int cuda_sync(struct hoff__backend *be) {
+    struct cuda_be *b = cbe(be);
+    int saved, rc;
+    cudaError_t e;
+
+    rc = dev_enter(b, &saved);
+    if (rc)
+        return rc;
+    e = cudaDeviceSynchronize();
+    if (e != cudaSuccess)
+        rc = cuda_fail(e, "cudaDeviceSynchronize(device %d)", b->device);
+    dev_leave(b, saved);
+    return rc;
+}
+
+static uint64_t cuda_clock_ns(struct hoff__backend *be) {
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cuda_compute(struct hoff__backend *be, hoff_stream s, uint64_t ns) {
+    return hoff__error(-ENOTSUP, "cuda: simulated compute exists only on the sim backend");
+}
+
+static void destroy_stream(cudaStream_t s) {
+    if (s && cudaStreamDestroy(s) != cudaSuccess)
+        (void)cudaGetLastError();
+}
+
+static void cuda_close(struct hoff__backend *be) {
+    struct cuda_be *b = cbe(be);
+    size_t i, n = 0;
+    uint64_t bytes = 0;
+    int saved = -1;
+
+    if (!b)
+        return;
+    if (dev_enter(b, &saved) == 0) {
+        cudaError_t e = cudaDeviceSynchronize();
+
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            hoff__log(HOFF_LOG_WARN, "cuda: cudaDeviceSynchronize at close: %s",
+                      cudaGetErrorString(e));
+        }
+    }
+    destroy_stream(b->d2h);
+    destroy_stream(b->h2d);
+    destroy_stream(b->pop);
+    for (i = 0; i < MAP_BUCKETS; i++) {
+        while (b->maps[i]) {
+            struct cuda_map *m = b->maps[i];
+
+            b->maps[i] = m->next;
+            managed_release(m->base);
+            n++;
+            bytes += m->size;
+            free(m);
+        }
+    }
+    if (n) {
+        char sz[32];
+
+        hoff__log(HOFF_LOG_WARN, "cuda: %zu managed mapping%s (%s) still mapped at close; released",
+                  n, n == 1 ? "" : "s", hoff__fmt_size(bytes, sz, sizeof sz));
+    }
+    dev_leave(b, saved);
+    pthread_mutex_destroy(&b->lock);
+    free(b);
+}
+
+static const struct hoff__backend_ops cuda_ops = {
+    .name = "cuda",
+    .close = cuda_close,
+    .mem_info = cuda_mem_info,
+    .dev_alloc = cuda_dev_alloc,
+    .dev_free = cuda_dev_free,
+    .managed_alloc = cuda_managed_alloc,
+    .managed_free = cuda_managed_free,
+    .event_create = cuda_event_create,
+    .event_destroy = cuda_event_destroy,
+    .event_record = cuda_event_record,
+    .event_query = cuda_event_query,
+    .event_sync = cuda_event_sync,
+    .stream_wait = cuda_stream_wait,
+    .evict = cuda_evict,
+    .prefetch = cuda_prefetch,
+    .discard = cuda_discard,
+    .fault = cuda_fault,
+    .populate = cuda_populate,
+    .memcpy = cuda_memcpy,
+    .sync = cuda_sync,
+    .clock_ns = cuda_clock_ns,
+    .compute = cuda_compute,
+};
+
+/* ---- open ----------------------------------------------------------------------------- */
+
+static int attr(int *v, enum cudaDeviceAttr a, int dev) {
+    cudaError_t e = cudaDeviceGetAttribute(v, a, dev);
+
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        *v = 0;
+        return -1;
+    }
+    return 0;
+}
+
+static int make_stream(cudaStream_t *s, int prio, const char *what) {
+    cudaError_t e = cudaStreamCreateWithPriority(s, cudaStreamNonBlocking, prio);
+
+    if (e != cudaSuccess) {
+        *s = NULL;
+        return cuda_fail(e, "cudaStreamCreateWithPriority(%s)", what);
+    }
+    return 0;
+}
+
+int hoff__backend_open_cuda(const struct hoff_config *cfg, struct hoff__backend **out) {
+    struct cuda_be *b;
+    struct cudaDeviceProp prop;
+    int n = 0, dev = cfg ? cfg->device : 0;
+    int managed = 0, cma = 0, numa = -1, least = 0, greatest = 0, saved = -1, rc;
+    size_t f = 0, t = 0;
+    char sf[32], st[32], lt[48];
+    cudaError_t e;
+
+    *out = NULL;
+    e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return hoff__error(-ENODEV, "cuda: no CUDA device (cudaGetDeviceCount: %s)",
+                           cudaGetErrorString(e));
+    }
+    if (n <= 0)
+        return hoff__error(-ENODEV, "cuda: no CUDA device (cudaGetDeviceCount: 0 devices)");
+    if (dev < 0 || dev >= n)
+        return hoff__error(-ENODEV, "cuda: no CUDA device %d (HOFF_DEVICE): %d device%s, "
+                           "ordinals 0..%d", dev, n, n == 1 ? "" : "s", n - 1);
+
+    b = calloc(1, sizeof *b);
+    if (!b)
+        return hoff__error(-ENOMEM, "cuda: out of host memory");
+    b->be.ops = &cuda_ops;
+    b->device = dev;
+    b->numa_ok = 1;
+    b->discard_ok = 1;
+    if (pthread_mutex_init(&b->lock, NULL)) {
+        free(b);
+        return hoff__error(-ENOMEM, "cuda: pthread_mutex_init failed");
+    }
+    rc = dev_enter(b, &saved);
+    if (rc) {
+        /* e.g. a device in prohibited compute mode, or one already broken */
+        char why[512];
+
+        snprintf(why, sizeof why, "%s", hoff_last_error());
+        rc = hoff__error(-ENODEV, "cuda: cannot use device %d: %s", dev, why);
+        pthread_mutex_destroy(&b->lock);
+        free(b);
+        return rc;
+    }
+
+    memset(&prop, 0, sizeof prop);
+    if (cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        snprintf(b->name, sizeof b->name, "device %d", dev);
+    } else {
+        snprintf(b->name, sizeof b->name, "%s", prop.name);
+    }
+    attr(&managed, cudaDevAttrManagedMemory, dev);
+    attr(&cma, cudaDevAttrConcurrentManagedAccess, dev);
+    if (!managed) {
+        rc = hoff__error(-ENODEV, "cuda: device %d (%s) cannot allocate managed memory "
+                         "(cudaDevAttrManagedMemory = 0); hoff offloads through managed memory",
+                         dev, b->name);
+        goto fail;
+    }
+    if (!cma) {
+        rc = hoff__error(-ENODEV, "cuda: device %d (%s) has no concurrent managed access "
+                         "(cudaDevAttrConcurrentManagedAccess = 0: Windows/WSL, a GPU older than "
+                         "Pascal, or a virtual GPU without it), so managed memory cannot be "
+                         "prefetched; hoff needs it", dev, b->name);
+        goto fail;
+    }
+
+    if (cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess) {
+        (void)cudaGetLastError();
+        greatest = 0;
+    }
+    if ((rc = make_stream(&b->d2h, greatest, "D2H")) ||
+        (rc = make_stream(&b->h2d, greatest, "H2D")) ||
+        (rc = make_stream(&b->pop, greatest, "populate")))
+        goto fail;
+
+    b->dev_loc.type = cudaMemLocationTypeDevice;
+    b->dev_loc.id = dev;
+    if (attr(&numa, cudaDevAttrHostNumaId, dev) == 0 && numa >= 0) {
+        b->host_loc.type = cudaMemLocationTypeHostNuma;
+        b->host_loc.id = numa;
+    } else {
+        b->host_loc.type = cudaMemLocationTypeHost;
+        b->host_loc.id = 0;
+    }
+
+    if (cudaMemGetInfo(&f, &t) != cudaSuccess)
+        (void)cudaGetLastError();
+    hoff__log(HOFF_LOG_INFO, "cuda: device %d (%s): %s free of %s; evictions go to %s; "
+              "discard: %s", dev, b->name, hoff__fmt_size(f, sf, sizeof sf),
+              hoff__fmt_size(t, st, sizeof st), loc_text(b->host_loc, lt, sizeof lt),
+              HAVE_DECL_CUDAMEMDISCARDBATCHASYNC ? "cudaMemDiscardBatchAsync" : "evict (no discard API)");
+    dev_leave(b, saved);
+    *out = &b->be;
+    return 0;
+
+fail:
+    destroy_stream(b->d2h);
+    destroy_stream(b->h2d);
+    destroy_stream(b->pop);
+    dev_leave(b, saved);
+    pthread_mutex_destroy(&b->lock);
+    free(b);
+    return rc == -ENOMEM ? rc : (rc == -ENODEV ? rc : -ENODEV);
+}
+
+#else /* !HAVE_CUDA */
+
+typedef int hoff__cuda_unused; /* an empty translation unit is not ISO C */
+
+#endif

@@ -1,0 +1,798 @@
+/* options.c — the one table of options: every struct hoff_config field with its HOFF_* variable,
+ * type, default, range and help; parsing, printing, the environment, validation.
+ * Threading: the table is constant and each function touches only the caller's struct;
+ * hoff_config_from_env reads environ, so do not run it while another thread calls setenv(). */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <locale.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/core.h"
+#include "core/options.h"
+
+extern char **environ;
+
+enum opt_type { OPT_SIZE, OPT_BOOL, OPT_INT, OPT_ENUM, OPT_DOUBLE, OPT_DURATION };
+
+struct opt_alias {
+    const char *name;
+    int value;
+};
+
+struct opt {
+    const char *name;  /* "budget": lower case, the key of hoff_config_set */
+    const char *env;   /* "HOFF_BUDGET": always "HOFF_" + the name in upper case */
+    enum opt_type type;
+    size_t offset;     /* into struct hoff_config */
+    const char *def;   /* the default, in the form hoff_config_set accepts */
+    double min, max;   /* valid range, inclusive (enum and bool: derived) */
+    int min_open;      /* min itself is out of range (bandwidths: > 0) */
+    const char *unit;  /* OPT_DOUBLE: what the number counts */
+    const char *const *names;        /* OPT_ENUM: value i is names[i] */
+    const struct opt_alias *aliases; /* OPT_ENUM: other accepted spellings */
+    const char *help;
+};
+
+/* offsetof(struct hoff_config, f), and a compile error unless f has type T,
+ * so that a field's storage always matches what its option type writes. */
+#define OFF(f, T)                                                              \
+    (offsetof(struct hoff_config, f) +                                         \
+     0 * sizeof(char[_Generic(((struct hoff_config *)0)->f, T: 1, default: -1)]))
+
+#define SIZE_TOP 1125899906842624.0 /* 1024T: larger is surely a typo */
+#define NS_PER_S 1e9
+
+static const char *const backend_names[] = {"auto", "sim", "cuda", NULL};
+static const char *const log_names[] = {"off", "error", "warn", "info", "debug", NULL};
+static const struct opt_alias log_aliases[] = {{"warning", HOFF_LOG_WARN}, {NULL, 0}};
+static const char *const protect_names[] = {"poison", "protect", NULL};
+
+_Static_assert(HOFF_BACKEND_AUTO == 0 && HOFF_BACKEND_SIM == 1 && HOFF_BACKEND_CUDA == 2,
+               "backend_names follows enum hoff_backend_kind");
+_Static_assert(HOFF_LOG_OFF == 0 && HOFF_LOG_ERROR == 1 && HOFF_LOG_WARN == 2 &&
+                   HOFF_LOG_INFO == 3 && HOFF_LOG_DEBUG == 4,
+               "log_names follows enum hoff_log_level");
+_Static_assert(HOFF_SIM_POISON == 0 && HOFF_SIM_PROTECT == 1,
+               "protect_names follows enum hoff_sim_protect");
+
+/* The table, in the order of struct hoff_config.  doc/man/hoff-config.7
+ * documents each entry; keep the two in step. */
+static const struct opt opts[] = {
+    {.name = "backend", .env = "HOFF_BACKEND", .type = OPT_ENUM,
+     .offset = OFF(backend, int), .def = "auto", .names = backend_names,
+     .help = "backend: auto (cuda where a GPU is present, else sim), sim or cuda"},
+    {.name = "device", .env = "HOFF_DEVICE", .type = OPT_INT,
+     .offset = OFF(device, int), .def = "0", .min = 0, .max = 1023,
+     .help = "CUDA device ordinal to allocate on"},
+    {.name = "budget", .env = "HOFF_BUDGET", .type = OPT_SIZE,
+     .offset = OFF(budget_bytes, uint64_t), .def = "0", .min = 0, .max = SIZE_TOP,
+     .help = "device budget for resident offload bytes; 0 = no limit"},
+    {.name = "host_cap", .env = "HOFF_HOST_CAP", .type = OPT_SIZE,
+     .offset = OFF(host_cap_bytes, uint64_t), .def = "0", .min = 0, .max = SIZE_TOP,
+     .help = "most bytes the host tier may hold; 0 = no limit"},
+    {.name = "managed_min", .env = "HOFF_MANAGED_MIN", .type = OPT_SIZE,
+     .offset = OFF(managed_min_bytes, uint64_t), .def = "1M", .min = 0, .max = SIZE_TOP,
+     .help = "in-step allocations of at least this size are offload candidates"},
+    {.name = "oversub_margin", .env = "HOFF_OVERSUB_MARGIN", .type = OPT_SIZE,
+     .offset = OFF(oversub_margin_bytes, uint64_t), .def = "256M", .min = 0,
+     .max = SIZE_TOP,
+     .help = "device bytes kept free when mapping managed memory"},
+    {.name = "oversubscribe", .env = "HOFF_OVERSUBSCRIBE", .type = OPT_BOOL,
+     .offset = OFF(oversubscribe, int), .def = "0",
+     .help = "allow mapping more managed memory than the device has free (can hang the GPU)"},
+    {.name = "log_level", .env = "HOFF_LOG_LEVEL", .type = OPT_ENUM,
+     .offset = OFF(log_level, int), .def = "warn", .names = log_names,
+     .aliases = log_aliases,
+     .help = "log on stderr up to this level: off, error, warn, info or debug"},
+    {.name = "sim_device", .env = "HOFF_SIM_DEVICE", .type = OPT_SIZE,
+     .offset = OFF(sim_device_bytes, uint64_t), .def = "80G", .min = 4096,
+     .max = SIZE_TOP,
+     .help = "memory of the simulated device"},
+    {.name = "sim_h2d_gbps", .env = "HOFF_SIM_H2D_GBPS", .type = OPT_DOUBLE,
+     .offset = OFF(sim_h2d_gbps, double), .def = "50", .min = 0, .min_open = 1,
+     .max = 100000, .unit = "GB/s",
+     .help = "bandwidth of the simulated host-to-device copy engine, GB/s"},
+    {.name = "sim_d2h_gbps", .env = "HOFF_SIM_D2H_GBPS", .type = OPT_DOUBLE,
+     .offset = OFF(sim_d2h_gbps, double), .def = "50", .min = 0, .min_open = 1,
+     .max = 100000, .unit = "GB/s",
+     .help = "bandwidth of the simulated device-to-host copy engine, GB/s"},
+    {.name = "sim_latency", .env = "HOFF_SIM_LATENCY", .type = OPT_DURATION,
+     .offset = OFF(sim_latency_ns, uint64_t), .def = "10us", .min = 0,
+     .max = 60 * NS_PER_S,
+     .help = "fixed cost of each simulated transfer call"},
+    {.name = "sim_fault_gbps", .env = "HOFF_SIM_FAULT_GBPS", .type = OPT_DOUBLE,
+     .offset = OFF(sim_fault_gbps, double), .def = "8", .min = 0, .min_open = 1,
+     .max = 100000, .unit = "GB/s",
+     .help = "rate at which the simulated device pages in a block on demand, GB/s"},
+    {.name = "sim_fault_ns", .env = "HOFF_SIM_FAULT_NS", .type = OPT_DURATION,
+     .offset = OFF(sim_fault_ns, uint64_t), .def = "20us", .min = 0,
+     .max = 60 * NS_PER_S,
+     .help = "fixed cost of one simulated page fault"},
+    {.name = "sim_protect", .env = "HOFF_SIM_PROTECT", .type = OPT_ENUM,
+     .offset = OFF(sim_protect, int), .def = "poison", .names = protect_names,
+     .help = "non-resident sim bytes: poison (overwrite with 0xDB) or protect (also mprotect)"},
+    {.name = "queue_depth", .env = "HOFF_QUEUE_DEPTH", .type = OPT_INT,
+     .offset = OFF(issue_queue_depth, int), .def = "1024", .min = 1, .max = 1 << 20,
+     .help = "slots in the issuing thread's command queue"},
+};
+
+#define NOPTS ((int)(sizeof opts / sizeof opts[0]))
+
+/* Variables other parts of hoff read; hoff_config_from_env lets them pass. */
+static const char *const reserved[] = {
+    "HOFF_LIBRARY", "HOFF_STATS", "HOFF_STEP_MARK", "HOFF_TEST",
+    "HOFF_SPILL_DIR", "HOFF_NUMA", "HOFF_PLANNER", "HOFF_TRACE", NULL,
+};
+
+union val {
+    uint64_t u; /* OPT_SIZE, OPT_DURATION */
+    int i;      /* OPT_BOOL, OPT_INT, OPT_ENUM */
+    double d;   /* OPT_DOUBLE */
+};
+
+enum { P_OK, P_FORM, P_RANGE };
+
+/* ---- messages ---------------------------------------------------------- */
+
+static int fail(int rc, char *err, size_t errlen, const char *fmt, ...) HOFF__PRINTF(4, 5);
+
+/* Record msg as the thread's last error, copy it into err, return rc. */
+static int fail(int rc, char *err, size_t errlen, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (err && errlen)
+        snprintf(err, errlen, "%s", msg);
+    return hoff__error(rc, "%s", msg);
+}
+
+/* A user's text, fit to quote in a message: at most 48 characters,
+ * unprintable ones as '?'. */
+static const char *shown(const char *s, size_t n, char *out, size_t outlen) {
+    size_t i, k = 0;
+
+    for (i = 0; i < n && s[i] && k + 4 < outlen; i++) {
+        if (i == 48) {
+            memcpy(out + k, "...", 3);
+            k += 3;
+            break;
+        }
+        out[k++] = isprint((unsigned char)s[i]) ? s[i] : '?';
+    }
+    out[k] = '\0';
+    return out;
+}
+
+/* ---- locale-independent doubles ---------------------------------------- */
+
+/* "12.5" means 12.5 whatever LC_NUMERIC the host program set. */
+static locale_t c_numeric_begin(locale_t *old) {
+    locale_t c = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+
+    if (c != (locale_t)0)
+        *old = uselocale(c);
+    return c;
+}
+
+static void c_numeric_end(locale_t c, locale_t old) {
+    if (c != (locale_t)0) {
+        uselocale(old);
+        freelocale(c);
+    }
+}
+
+/* ---- the table's values -------------------------------------------------- */
+
+static union val load(const struct hoff_config *cfg, const struct opt *o) {
+    const char *p = (const char *)cfg + o->offset;
+    union val v;
+
+    switch (o->type) {
+    case OPT_SIZE:
+    case OPT_DURATION: memcpy(&v.u, p, sizeof v.u); break;
+    case OPT_DOUBLE: memcpy(&v.d, p, sizeof v.d); break;
+    default: memcpy(&v.i, p, sizeof v.i); break;
+    }
+    return v;
+}
+
+static void store(struct hoff_config *cfg, const struct opt *o, union val v) {
+    char *p = (char *)cfg + o->offset;
+
+    switch (o->type) {
+    case OPT_SIZE:
+    case OPT_DURATION: memcpy(p, &v.u, sizeof v.u); break;
+    case OPT_DOUBLE: memcpy(p, &v.d, sizeof v.d); break;
+    default: memcpy(p, &v.i, sizeof v.i); break;
+    }
+}
+
+static int enum_count(const struct opt *o) {
+    int n = 0;
+
+    while (o->names[n])
+        n++;
+    return n;
+}
+
+static double opt_min(const struct opt *o) {
+    return o->type == OPT_BOOL || o->type == OPT_ENUM ? 0 : o->min;
+}
+
+static double opt_max(const struct opt *o) {
+    if (o->type == OPT_BOOL)
+        return 1;
+    if (o->type == OPT_ENUM)
+        return enum_count(o) - 1;
+    return o->max;
+}
+
+/* Every bound is below 2^53, so comparing as doubles is exact. */
+static int in_range(const struct opt *o, union val v) {
+    double x;
+
+    switch (o->type) {
+    case OPT_SIZE:
+    case OPT_DURATION: x = (double)v.u; break;
+    case OPT_DOUBLE: x = v.d; break;
+    default: x = v.i; break;
+    }
+    if (!isfinite(x) || x > opt_max(o))
+        return 0;
+    return o->min_open ? x > opt_min(o) : x >= opt_min(o);
+}
+
+/* v as the largest unit that divides it exactly ("80G", "10us"). */
+static void fmt_units(uint64_t v, const char *const *suffix, const uint64_t *unit,
+                      char *buf, size_t len) {
+    int i;
+
+    for (i = 0; v && suffix[i]; i++) {
+        if (v % unit[i] == 0) {
+            snprintf(buf, len, "%llu%s", (unsigned long long)(v / unit[i]), suffix[i]);
+            return;
+        }
+    }
+    snprintf(buf, len, "%llu", (unsigned long long)v);
+}
+
+/* v as text hoff_config_set accepts; returns the length, like snprintf. */
+static int fmt_val(const struct opt *o, union val v, char *buf, size_t len) {
+    static const char *const size_sfx[] = {"T", "G", "M", "K", NULL};
+    static const uint64_t size_unit[] = {1ull << 40, 1ull << 30, 1ull << 20, 1ull << 10};
+    static const char *const dur_sfx[] = {"s", "ms", "us", "ns", NULL};
+    static const uint64_t dur_unit[] = {1000000000, 1000000, 1000, 1};
+    char tmp[64];
+
+    switch (o->type) {
+    case OPT_SIZE: fmt_units(v.u, size_sfx, size_unit, tmp, sizeof tmp); break;
+    case OPT_DURATION: fmt_units(v.u, dur_sfx, dur_unit, tmp, sizeof tmp); break;
+    case OPT_DOUBLE: {
+        locale_t old = (locale_t)0, c = c_numeric_begin(&old);
+
+        /* the shortest of %.15g and %.17g that reads back as v */
+        snprintf(tmp, sizeof tmp, "%.15g", v.d);
+        if (strtod(tmp, NULL) != v.d)
+            snprintf(tmp, sizeof tmp, "%.17g", v.d);
+        c_numeric_end(c, old);
+        break;
+    }
+    default: /* an enum by name; an invalid one, and the rest, as a number */
+        if (o->type == OPT_ENUM && v.i >= 0 && v.i < enum_count(o))
+            snprintf(tmp, sizeof tmp, "%s", o->names[v.i]);
+        else
+            snprintf(tmp, sizeof tmp, "%d", v.i);
+        break;
+    }
+    return snprintf(buf, len, "%s", tmp);
+}
+
+static void fmt_bound(const struct opt *o, double x, char *buf, size_t len) {
+    union val v;
+
+    if (o->type == OPT_SIZE || o->type == OPT_DURATION)
+        v.u = (uint64_t)x;
+    else if (o->type == OPT_DOUBLE)
+        v.d = x;
+    else
+        v.i = (int)x;
+    fmt_val(o, v, buf, len);
+}
+
+/* The accepted values of o, to follow "expected " in a message. */
+static void describe_range(const struct opt *o, char *buf, size_t len) {
+    char lo[32], hi[32];
+    size_t k;
+    int i;
+
+    fmt_bound(o, opt_min(o), lo, sizeof lo);
+    fmt_bound(o, opt_max(o), hi, sizeof hi);
+    switch (o->type) {
+    case OPT_SIZE: snprintf(buf, len, "a size from %s to %s", lo, hi); break;
+    case OPT_DURATION: snprintf(buf, len, "a duration from %s to %s", lo, hi); break;
+    case OPT_INT: snprintf(buf, len, "an integer from %s to %s", lo, hi); break;
+    case OPT_BOOL: snprintf(buf, len, "1, 0, yes, no, true, false, on or off"); break;
+    case OPT_DOUBLE:
+        snprintf(buf, len, "a number of %s %s %s and at most %s", o->unit,
+                 o->min_open ? "greater than" : "from", lo, hi);
+        break;
+    case OPT_ENUM:
+        k = (size_t)snprintf(buf, len, "one of ");
+        for (i = 0; o->names[i] && k < len; i++)
+            k += (size_t)snprintf(buf + k, len - k, "%s%s", i ? ", " : "", o->names[i]);
+        break;
+    }
+}
+
+/* ---- parsing ------------------------------------------------------------- */
+
+static int parse_bool(const char *s, int *out) {
+    static const char *const yes[] = {"1", "yes", "true", "on", NULL};
+    static const char *const no[] = {"0", "no", "false", "off", NULL};
+    int i;
+
+    for (i = 0; yes[i]; i++) {
+        if (!strcasecmp(s, yes[i])) {
+            *out = 1;
+            return P_OK;
+        }
+        if (!strcasecmp(s, no[i])) {
+            *out = 0;
+            return P_OK;
+        }
+    }
+    return P_FORM;
+}
+
+static int parse_int(const char *s, int *out) {
+    const char *p = s + (*s == '+' || *s == '-');
+    char *end;
+    long v;
+
+    if (!isdigit((unsigned char)*p))
+        return P_FORM;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (*end)
+        return P_FORM;
+    if (errno == ERANGE || v < -2147483647L - 1 || v > 2147483647L)
+        return P_RANGE;
+    *out = (int)v;
+    return P_OK;
+}
+
+static int parse_enum(const struct opt *o, const char *s, int *out) {
+    int i;
+
+    for (i = 0; o->names[i]; i++) {
+        if (!strcasecmp(s, o->names[i])) {
+            *out = i;
+            return P_OK;
+        }
+    }
+    for (i = 0; o->aliases && o->aliases[i].name; i++) {
+        if (!strcasecmp(s, o->aliases[i].name)) {
+            *out = o->aliases[i].value;
+            return P_OK;
+        }
+    }
+    return P_FORM;
+}
+
+/* A decimal number ("50", "12.5", "1e2"); no hex, inf or nan. */
+static int parse_double(const char *s, double *out) {
+    locale_t old = (locale_t)0, c;
+    const char *p;
+    char *end;
+    int digits = 0, saved;
+    double v;
+
+    for (p = s; *p; p++) {
+        if (isdigit((unsigned char)*p))
+            digits = 1;
+        else if (!strchr(".eE+-", *p))
+            return P_FORM;
+    }
+    if (!digits)
+        return P_FORM;
+    c = c_numeric_begin(&old);
+    errno = 0;
+    v = strtod(s, &end);
+    saved = errno;
+    c_numeric_end(c, old);
+    if (end == s || *end)
+        return P_FORM;
+    if (saved == ERANGE || !isfinite(v))
+        return P_RANGE;
+    *out = v;
+    return P_OK;
+}
+
+/* "250" (ns), "10us", "1.5ms", "2 s": a whole number of nanoseconds. */
+static int parse_duration(const char *s, uint64_t *out) {
+    static const struct {
+        const char *sfx;
+        uint64_t mult;
+    } units[] = {{"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000}, {NULL, 0}};
+    uint64_t ip = 0, frac = 0, scale = 1, mult = 0, v;
+    const char *p = s;
+    int digits = 0, has_frac = 0, i;
+
+    for (; isdigit((unsigned char)*p); p++, digits++) {
+        if (ip > (UINT64_MAX - 9) / 10)
+            return P_RANGE;
+        ip = ip * 10 + (uint64_t)(*p - '0');
+    }
+    if (*p == '.') {
+        has_frac = 1;
+        for (p++; isdigit((unsigned char)*p); p++, digits++) {
+            if (scale < 1000000000) {
+                frac = frac * 10 + (uint64_t)(*p - '0');
+                scale *= 10;
+            } else if (*p != '0') {
+                return P_FORM; /* finer than a nanosecond */
+            }
+        }
+    }
+    if (!digits)
+        return P_FORM;
+    while (isspace((unsigned char)*p))
+        p++;
+    if (!*p) {
+        if (has_frac)
+            return P_FORM; /* a fraction of a nanosecond */
+        mult = 1;
+    }
+    for (i = 0; !mult && units[i].sfx; i++)
+        if (!strcasecmp(p, units[i].sfx))
+            mult = units[i].mult;
+    if (!mult)
+        return P_FORM;
+    if (ip > UINT64_MAX / mult)
+        return P_RANGE;
+    v = ip * mult;
+    /* frac < 1e9 and mult <= 1e9: the product fits */
+    if (frac * mult % scale)
+        return P_FORM;
+    if (v > UINT64_MAX - frac * mult / scale)
+        return P_RANGE;
+    *out = v + frac * mult / scale;
+    return P_OK;
+}
+
+/* s, trimmed, as o's type into *v: P_OK, P_FORM or P_RANGE (range checked). */
+static int parse_val(const struct opt *o, const char *s, union val *v) {
+    char buf[128];
+    size_t n;
+    int rc = P_FORM;
+
+    while (isspace((unsigned char)*s))
+        s++;
+    n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1]))
+        n--;
+    if (n >= sizeof buf)
+        return P_FORM;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+
+    switch (o->type) {
+    case OPT_SIZE:
+        rc = hoff__parse_size(buf, &v->u);
+        rc = rc == 0 ? P_OK : rc == -ERANGE ? P_RANGE : P_FORM;
+        break;
+    case OPT_BOOL: rc = parse_bool(buf, &v->i); break;
+    case OPT_INT: rc = parse_int(buf, &v->i); break;
+    case OPT_ENUM: rc = parse_enum(o, buf, &v->i); break;
+    case OPT_DOUBLE: rc = parse_double(buf, &v->d); break;
+    case OPT_DURATION: rc = parse_duration(buf, &v->u); break;
+    }
+    if (rc == P_OK && !in_range(o, *v))
+        rc = P_RANGE;
+    return rc;
+}
+
+static int bad_value(const struct opt *o, const char *who, const char *value,
+                     int why, char *err, size_t errlen) {
+    static const char *const what[] = {
+        [OPT_SIZE] = "not a size", [OPT_BOOL] = "not a boolean",
+        [OPT_INT] = "not an integer", [OPT_ENUM] = NULL,
+        [OPT_DOUBLE] = "not a number", [OPT_DURATION] = "not a duration",
+    };
+    char v[64], range[160];
+
+    shown(value, (size_t)-1, v, sizeof v);
+    describe_range(o, range, sizeof range);
+    if (o->type == OPT_ENUM)
+        return fail(-EINVAL, err, errlen, "%s='%s': expected %s", who, v, range);
+    if (why == P_RANGE)
+        return fail(-EINVAL, err, errlen, "%s='%s': out of range; expected %s", who, v, range);
+    switch (o->type) {
+    case OPT_SIZE:
+        return fail(-EINVAL, err, errlen,
+                    "%s='%s': not a size; expected a byte count with an optional "
+                    "K, M, G or T suffix (e.g. 512M, 2G)", who, v);
+    case OPT_DURATION:
+        return fail(-EINVAL, err, errlen,
+                    "%s='%s': not a duration; expected a whole number of nanoseconds, "
+                    "or a number with an ns, us, ms or s suffix (e.g. 10us, 2ms)", who, v);
+    default:
+        return fail(-EINVAL, err, errlen, "%s='%s': %s; expected %s", who, v,
+                    what[o->type], range);
+    }
+}
+
+static int set_opt(struct hoff_config *cfg, const struct opt *o, const char *value,
+                   const char *who, char *err, size_t errlen) {
+    union val v;
+    int rc = parse_val(o, value, &v);
+
+    if (rc != P_OK)
+        return bad_value(o, who, value, rc, err, errlen);
+    store(cfg, o, v);
+    return 0;
+}
+
+/* ---- names ------------------------------------------------------------- */
+
+/* Case-insensitive edit distance, for "did you mean". */
+static int distance(const char *a, size_t la, const char *b) {
+    int prev[64], cur[64];
+    size_t lb = strlen(b), i, j;
+
+    la = la > 63 ? 63 : la;
+    lb = lb > 63 ? 63 : lb;
+    for (j = 0; j <= lb; j++)
+        prev[j] = (int)j;
+    for (i = 1; i <= la; i++) {
+        cur[0] = (int)i;
+        for (j = 1; j <= lb; j++) {
+            int sub = prev[j - 1] +
+                      (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
+            int del = prev[j] + 1, ins = cur[j - 1] + 1;
+
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+        memcpy(prev, cur, (lb + 1) * sizeof prev[0]);
+    }
+    return prev[lb];
+}
+
+/* "budget", "BUDGET" or "HOFF_BUDGET" (any case); *is_env for the last. */
+static const struct opt *lookup(const char *name, int *is_env) {
+    const char *key = name;
+    int i;
+
+    *is_env = strncasecmp(name, "HOFF_", 5) == 0;
+    if (*is_env)
+        key += 5;
+    for (i = 0; i < NOPTS; i++)
+        if (!strcasecmp(key, opts[i].name))
+            return &opts[i];
+    return NULL;
+}
+
+static const char *reserved_match(const char *name, size_t n, int any_case) {
+    int i;
+
+    for (i = 0; reserved[i]; i++) {
+        if (strlen(reserved[i]) != n)
+            continue;
+        if (any_case ? !strncasecmp(name, reserved[i], n) : !memcmp(name, reserved[i], n))
+            return reserved[i];
+    }
+    return NULL;
+}
+
+static void who_of(const struct opt *o, int is_env, char *buf, size_t len) {
+    if (is_env)
+        snprintf(buf, len, "%s", o->env);
+    else
+        snprintf(buf, len, "option '%s'", o->name);
+}
+
+/* The error for a name hoff_config_set/get does not know. */
+static int unknown_name(const char *name, int is_env, char *err, size_t errlen) {
+    const char *best = NULL, *res;
+    char v[64];
+    int i, d, bestd = 1 << 30;
+
+    shown(name, (size_t)-1, v, sizeof v);
+    res = is_env ? reserved_match(name, strlen(name), 1) : NULL;
+    if (res)
+        return fail(-ENOENT, err, errlen,
+                    "%s is not a configuration option: it is read by another part "
+                    "of hoff (see hoff-config(7))", res);
+    for (i = 0; i < NOPTS; i++) {
+        d = is_env ? distance(name, strlen(name), opts[i].env)
+                   : distance(name, strlen(name), opts[i].name);
+        if (d < bestd) {
+            bestd = d;
+            best = is_env ? opts[i].env : opts[i].name;
+        }
+    }
+    if (is_env)
+        return fail(-ENOENT, err, errlen,
+                    "unknown option %s; did you mean %s? (hoff-config(7) lists them)", v, best);
+    return fail(-ENOENT, err, errlen,
+                "unknown option '%s'; did you mean '%s'? (hoff-config(7) lists them)", v, best);
+}
+
+/* The error for a HOFF_* variable that is neither an option nor reserved. */
+static int unknown_env(const char *var, size_t n, char *err, size_t errlen) {
+    const char *best = NULL;
+    char v[64];
+    int i, d, bestd = 1 << 30;
+
+    shown(var, n, v, sizeof v);
+    for (i = 0; i < NOPTS; i++) {
+        d = distance(var, n, opts[i].env);
+        if (d < bestd) {
+            bestd = d;
+            best = opts[i].env;
+        }
+    }
+    for (i = 0; reserved[i]; i++) {
+        d = distance(var, n, reserved[i]);
+        if (d < bestd) {
+            bestd = d;
+            best = reserved[i];
+        }
+    }
+    return fail(-ENOENT, err, errlen,
+                "unknown variable %s in the environment; did you mean %s? "
+                "(hoff-config(7) lists hoff's variables; unset the others)", v, best);
+}
+
+/* ---- the public functions ------------------------------------------------ */
+
+HOFF_API void hoff_config_init(struct hoff_config *cfg) {
+    union val v;
+    int i;
+
+    if (!cfg)
+        return;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->version = HOFF_CONFIG_VERSION;
+    cfg->size = sizeof *cfg;
+    for (i = 0; i < NOPTS; i++)
+        if (parse_val(&opts[i], opts[i].def, &v) == P_OK) /* tests check each one */
+            store(cfg, &opts[i], v);
+}
+
+HOFF_API int hoff_config_set(struct hoff_config *cfg, const char *name,
+                             const char *value, char *err, size_t errlen) {
+    const struct opt *o;
+    char who[64];
+    int is_env;
+
+    if (!cfg || !name)
+        return fail(-EINVAL, err, errlen, "hoff_config_set: %s is NULL", cfg ? "name" : "cfg");
+    o = lookup(name, &is_env);
+    if (!o)
+        return unknown_name(name, is_env, err, errlen);
+    who_of(o, is_env, who, sizeof who);
+    return set_opt(cfg, o, value ? value : "", who, err, errlen);
+}
+
+HOFF_API int hoff_config_from_env(struct hoff_config *cfg, char *err, size_t errlen) {
+    struct hoff_config tmp;
+    char **e;
+    int i, rc;
+
+    if (!cfg)
+        return fail(-EINVAL, err, errlen, "hoff_config_from_env: cfg is NULL");
+    tmp = *cfg; /* all or nothing: cfg changes only if every variable is good */
+    for (e = environ; e && *e; e++) {
+        const char *var = *e, *eq = strchr(var, '=');
+        const struct opt *o = NULL;
+        size_t n;
+
+        if (strncmp(var, "HOFF_", 5) != 0 || !eq)
+            continue;
+        n = (size_t)(eq - var);
+        for (i = 0; i < NOPTS && !o; i++)
+            if (strlen(opts[i].env) == n && !memcmp(var, opts[i].env, n))
+                o = &opts[i];
+        if (o) {
+            if (!eq[1])
+                continue; /* HOFF_X= (empty) counts as unset */
+            rc = set_opt(&tmp, o, eq + 1, o->env, err, errlen);
+            if (rc)
+                return rc;
+        } else if (!reserved_match(var, n, 0)) {
+            return unknown_env(var, n, err, errlen);
+        }
+    }
+    *cfg = tmp;
+    return 0;
+}
+
+HOFF_API int hoff_config_get(const struct hoff_config *cfg, const char *name,
+                             char *buf, size_t len) {
+    const struct opt *o;
+    int is_env, n;
+
+    if (!cfg || !name || (!buf && len))
+        return fail(-EINVAL, NULL, 0, "hoff_config_get: %s is NULL",
+                    !cfg ? "cfg" : !name ? "name" : "buf");
+    o = lookup(name, &is_env);
+    if (!o)
+        return unknown_name(name, is_env, NULL, 0);
+    n = fmt_val(o, load(cfg, o), buf, len);
+    if ((size_t)n >= len)
+        return fail(-ERANGE, NULL, 0,
+                    "hoff_config_get: the value of %s needs %d bytes; the buffer has %zu",
+                    o->name, n + 1, len);
+    return 0;
+}
+
+HOFF_API int hoff_config_count(void) {
+    return NOPTS;
+}
+
+HOFF_API const char *hoff_config_name(int i) {
+    return i >= 0 && i < NOPTS ? opts[i].name : NULL;
+}
+
+HOFF_API const char *hoff_config_help(int i) {
+    return i >= 0 && i < NOPTS ? opts[i].help : NULL;
+}
+
+int hoff__config_validate(const struct hoff_config *cfg, char *err, size_t errlen) {
+    char a[64], b[64], range[160];
+    int i;
+
+    if (!cfg)
+        return fail(-EINVAL, err, errlen, "config: the struct hoff_config pointer is NULL");
+    if (cfg->version != HOFF_CONFIG_VERSION)
+        return fail(-EINVAL, err, errlen,
+                    "config: version is %u, expected HOFF_CONFIG_VERSION (%d); "
+                    "fill the struct with hoff_config_init() first",
+                    (unsigned)cfg->version, HOFF_CONFIG_VERSION);
+    if (cfg->size != sizeof *cfg)
+        return fail(-EINVAL, err, errlen,
+                    "config: size is %u, expected sizeof(struct hoff_config) (%zu); "
+                    "fill the struct with hoff_config_init() from this hoff.h",
+                    (unsigned)cfg->size, sizeof *cfg);
+    for (i = 0; i < NOPTS; i++) {
+        const struct opt *o = &opts[i];
+        union val v = load(cfg, o);
+
+        if (in_range(o, v))
+            continue;
+        fmt_val(o, v, a, sizeof a);
+        if (o->type == OPT_BOOL)
+            snprintf(range, sizeof range, "0 or 1");
+        else
+            describe_range(o, range, sizeof range);
+        return fail(-EINVAL, err, errlen, "config: %s (%s) is %s; expected %s",
+                    o->name, o->env, a, range);
+    }
+    /* Across fields: a budget larger than the simulated device never binds,
+     * which is always a mistake (HOFF_SIM_DEVICE was probably forgotten). */
+    if (cfg->backend == HOFF_BACKEND_SIM && cfg->budget_bytes > cfg->sim_device_bytes) {
+        const struct opt *size_opt = lookup("budget", &i);
+        union val v;
+
+        v.u = cfg->budget_bytes;
+        fmt_val(size_opt, v, a, sizeof a);
+        v.u = cfg->sim_device_bytes;
+        fmt_val(size_opt, v, b, sizeof b);
+        return fail(-EINVAL, err, errlen,
+                    "config: budget (HOFF_BUDGET) is %s, more than the simulated device "
+                    "holds (sim_device, HOFF_SIM_DEVICE, is %s); lower the budget or "
+                    "raise HOFF_SIM_DEVICE", a, b);
+    }
+    return 0;
+}
