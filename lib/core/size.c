@@ -12,48 +12,63 @@
 #include "core/core.h"
 
 int hoff__parse_size(const char *s, uint64_t *out) {
-    char *end;
-    double v;
-    uint64_t mult = 1;
+    uint64_t ip = 0, frac = 0, scale = 1, mult = 1, v, f;
+    int digits = 0, overflow = 0;
 
     if (!s)
         return -EINVAL;
     while (isspace((unsigned char)*s))
         s++;
-    if (!isdigit((unsigned char)*s) && *s != '.')
+    for (; isdigit((unsigned char)*s); s++, digits++) {
+        uint64_t d = (uint64_t)(*s - '0');
+
+        if (ip > UINT64_MAX / 10 || (ip == UINT64_MAX / 10 && d > UINT64_MAX % 10))
+            overflow = 1;
+        else
+            ip = ip * 10 + d;
+    }
+    if (*s == '.') {
+        for (s++; isdigit((unsigned char)*s); s++, digits++) {
+            if (scale < 1000000000000000ull) { /* 15 digits are plenty */
+                frac = frac * 10 + (uint64_t)(*s - '0');
+                scale *= 10;
+            }
+        }
+    }
+    if (!digits)
         return -EINVAL;
-    errno = 0;
-    v = strtod(s, &end);
-    if (errno || end == s || !isfinite(v) || v < 0)
-        return -EINVAL;
-    while (isspace((unsigned char)*end))
-        end++;
-    switch (toupper((unsigned char)*end)) {
+    while (isspace((unsigned char)*s))
+        s++;
+    switch (toupper((unsigned char)*s)) {
     case '\0': break;
-    case 'B': mult = 1; end++; goto tail_done;
+    case 'B': s++; break;
     case 'K': mult = 1ull << 10; break;
     case 'M': mult = 1ull << 20; break;
     case 'G': mult = 1ull << 30; break;
     case 'T': mult = 1ull << 40; break;
     default: return -EINVAL;
     }
-    if (*end) {
-        end++;
-        if (toupper((unsigned char)*end) == 'I')
-            end++;
-        if (toupper((unsigned char)*end) == 'B')
-            end++;
+    if (mult > 1) {
+        s++;
+        if (toupper((unsigned char)*s) == 'I')
+            s++;
+        if (toupper((unsigned char)*s) == 'B')
+            s++;
     }
-tail_done:
-    while (isspace((unsigned char)*end))
-        end++;
-    if (*end)
+    while (isspace((unsigned char)*s))
+        s++;
+    if (*s)
         return -EINVAL;
-    if (v * (double)mult >= 18446744073709551616.0)
-        return -ERANGE;
-    if (mult == 1 && v != floor(v))
+    if (mult == 1 && frac)
         return -EINVAL; /* fractional bytes */
-    *out = (uint64_t)(v * (double)mult + 0.5);
+    if (overflow || ip > UINT64_MAX / mult)
+        return -ERANGE;
+    v = ip * mult;
+    /* the fraction is below one unit (< 2^40): a double holds it exactly enough */
+    f = (uint64_t)((double)frac / (double)scale * (double)mult + 0.5);
+    if (f > UINT64_MAX - v)
+        return -ERANGE;
+    *out = v + f;
     return 0;
 }
 

@@ -1,0 +1,926 @@
+/* test_options.c — the option table (defaults, parsing, messages, environment, validation),
+ * hoff__parse_size, and hoff_stats_format_json.  Threading: single-threaded; changes environ. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "core/options.h"
+#include "testutil.h"
+
+extern char **environ;
+
+static char err[512];
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static int set(struct hoff_config *cfg, const char *name, const char *value) {
+    err[0] = '\0';
+    return hoff_config_set(cfg, name, value, err, sizeof err);
+}
+
+static const char *get(const struct hoff_config *cfg, const char *name) {
+    static char buf[64];
+
+    if (hoff_config_get(cfg, name, buf, sizeof buf) != 0)
+        return "<get failed>";
+    return buf;
+}
+
+/* Assert that setting name to value fails with -EINVAL and exactly msg. */
+#define CHECK_MSG(cfg, name, value, msg)                                       \
+    do {                                                                       \
+        CU_ASSERT_EQUAL(set((cfg), (name), (value)), -EINVAL);                 \
+        CU_ASSERT_STRING_EQUAL(err, (msg));                                    \
+        CU_ASSERT_STRING_EQUAL(hoff_last_error(), (msg));                      \
+        if (strcmp(err, (msg)) != 0)                                           \
+            fprintf(stderr, "\n  got:  %s\n  want: %s\n", err, (msg));          \
+    } while (0)
+
+/* Unset every HOFF_* variable but HOFF_TEST (the runner's own). */
+static void clear_hoff_env(void) {
+    char names[64][128];
+    int n = 0, i;
+    char **e;
+
+    for (e = environ; *e && n < 64; e++) {
+        const char *eq = strchr(*e, '=');
+        size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
+
+        if (strncmp(*e, "HOFF_", 5) == 0 && len < sizeof names[0]) {
+            memcpy(names[n], *e, len);
+            names[n++][len] = '\0';
+        }
+    }
+    for (i = 0; i < n; i++)
+        if (strcmp(names[i], "HOFF_TEST") != 0)
+            unsetenv(names[i]);
+}
+
+/* ---- defaults and the table ---------------------------------------------- */
+
+static void test_defaults(void) {
+    struct hoff_config c;
+
+    memset(&c, 0xA5, sizeof c);
+    hoff_config_init(&c);
+    CU_ASSERT_EQUAL(c.version, HOFF_CONFIG_VERSION);
+    CU_ASSERT_EQUAL(c.size, sizeof c);
+    CU_ASSERT_EQUAL(c.backend, HOFF_BACKEND_AUTO);
+    CU_ASSERT_EQUAL(c.device, 0);
+    CU_ASSERT_EQUAL(c.budget_bytes, 0);
+    CU_ASSERT_EQUAL(c.host_cap_bytes, 0);
+    CU_ASSERT_EQUAL(c.managed_min_bytes, 1ull << 20);
+    CU_ASSERT_EQUAL(c.oversub_margin_bytes, 256ull << 20);
+    CU_ASSERT_EQUAL(c.oversubscribe, 0);
+    CU_ASSERT_EQUAL(c.log_level, HOFF_LOG_WARN);
+    CU_ASSERT_EQUAL(c.sim_device_bytes, 80ull << 30);
+    CU_ASSERT_DOUBLE_EQUAL(c.sim_h2d_gbps, 50.0, 0.0);
+    CU_ASSERT_DOUBLE_EQUAL(c.sim_d2h_gbps, 50.0, 0.0);
+    CU_ASSERT_EQUAL(c.sim_latency_ns, 10000);
+    CU_ASSERT_DOUBLE_EQUAL(c.sim_fault_gbps, 8.0, 0.0);
+    CU_ASSERT_EQUAL(c.sim_fault_ns, 20000);
+    CU_ASSERT_EQUAL(c.sim_protect, HOFF_SIM_POISON);
+    CU_ASSERT_EQUAL(c.issue_queue_depth, 1024);
+    CU_ASSERT_EQUAL(hoff__config_validate(&c, err, sizeof err), 0);
+    hoff_config_init(NULL); /* harmless */
+}
+
+static void test_default_texts(void) {
+    struct hoff_config c;
+
+    hoff_config_init(&c);
+    CU_ASSERT_STRING_EQUAL(get(&c, "backend"), "auto");
+    CU_ASSERT_STRING_EQUAL(get(&c, "budget"), "0");
+    CU_ASSERT_STRING_EQUAL(get(&c, "managed_min"), "1M");
+    CU_ASSERT_STRING_EQUAL(get(&c, "oversub_margin"), "256M");
+    CU_ASSERT_STRING_EQUAL(get(&c, "oversubscribe"), "0");
+    CU_ASSERT_STRING_EQUAL(get(&c, "log_level"), "warn");
+    CU_ASSERT_STRING_EQUAL(get(&c, "sim_device"), "80G");
+    CU_ASSERT_STRING_EQUAL(get(&c, "sim_h2d_gbps"), "50");
+    CU_ASSERT_STRING_EQUAL(get(&c, "sim_latency"), "10us");
+    CU_ASSERT_STRING_EQUAL(get(&c, "sim_fault_gbps"), "8");
+    CU_ASSERT_STRING_EQUAL(get(&c, "sim_fault_ns"), "20us");
+    CU_ASSERT_STRING_EQUAL(get(&c, "sim_protect"), "poison");
+    CU_ASSERT_STRING_EQUAL(get(&c, "queue_depth"), "1024");
+}
+
+static void test_table(void) {
+    int n = hoff_config_count(), i, j;
+
+    CU_ASSERT_EQUAL(n, 16);
+    CU_ASSERT_PTR_NULL(hoff_config_name(-1));
+    CU_ASSERT_PTR_NULL(hoff_config_name(n));
+    CU_ASSERT_PTR_NULL(hoff_config_help(n));
+    for (i = 0; i < n; i++) {
+        const char *name = hoff_config_name(i), *help = hoff_config_help(i), *p;
+        char env[64], v1[64], v2[64], *q;
+        struct hoff_config a, b;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(name);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(help);
+        CU_ASSERT(strlen(help) > 10 && strchr(help, '\n') == NULL);
+        for (p = name; *p; p++)
+            CU_ASSERT((*p >= 'a' && *p <= 'z') || *p == '_' || (*p >= '0' && *p <= '9'));
+        for (j = 0; j < i; j++)
+            CU_ASSERT(strcmp(name, hoff_config_name(j)) != 0);
+        /* the variable is HOFF_ + NAME, and both reach the same field */
+        snprintf(env, sizeof env, "HOFF_%s", name);
+        for (q = env; *q; q++)
+            *q = (char)toupper((unsigned char)*q);
+        hoff_config_init(&a);
+        hoff_config_init(&b);
+        CU_ASSERT_EQUAL(hoff_config_get(&a, name, v1, sizeof v1), 0);
+        CU_ASSERT_EQUAL(hoff_config_get(&a, env, v2, sizeof v2), 0);
+        CU_ASSERT_STRING_EQUAL(v1, v2);
+        /* the default's text reads back as the default */
+        CU_ASSERT_EQUAL(set(&b, env, v1), 0);
+        CU_ASSERT_EQUAL(memcmp(&a, &b, sizeof a), 0);
+    }
+}
+
+/* ---- round trips ------------------------------------------------------------ */
+
+static const struct {
+    const char *name, *in, *out;
+} roundtrips[] = {
+    {"backend", "cuda", "cuda"},
+    {"device", "3", "3"},
+    {"budget", "12G", "12G"},
+    {"host_cap", "1.5G", "1536M"},
+    {"managed_min", "4097", "4097"},
+    {"oversub_margin", "1T", "1T"},
+    {"oversubscribe", "yes", "1"},
+    {"log_level", "debug", "debug"},
+    {"sim_device", "141G", "141G"},
+    {"sim_h2d_gbps", "55.5", "55.5"},
+    {"sim_d2h_gbps", "0.1", "0.1"},
+    {"sim_latency", "1500", "1500ns"},
+    {"sim_fault_gbps", "12.25", "12.25"},
+    {"sim_fault_ns", "2ms", "2ms"},
+    {"sim_protect", "protect", "protect"},
+    {"queue_depth", "4096", "4096"},
+};
+#define NRT ((int)(sizeof roundtrips / sizeof roundtrips[0]))
+
+static void test_roundtrip(void) {
+    int i, j;
+
+    /* every option of the table is covered here */
+    for (i = 0; i < hoff_config_count(); i++) {
+        int found = 0;
+
+        for (j = 0; j < NRT; j++)
+            found |= !strcmp(roundtrips[j].name, hoff_config_name(i));
+        CU_ASSERT(found);
+        if (!found)
+            fprintf(stderr, "\n  option %s has no round-trip case\n", hoff_config_name(i));
+    }
+    for (j = 0; j < NRT; j++) {
+        struct hoff_config a, b, d;
+        char text[64];
+
+        hoff_config_init(&a);
+        hoff_config_init(&d);
+        CU_ASSERT_EQUAL(set(&a, roundtrips[j].name, roundtrips[j].in), 0);
+        CU_ASSERT(memcmp(&a, &d, sizeof a) != 0); /* a value other than the default */
+        snprintf(text, sizeof text, "%s", get(&a, roundtrips[j].name));
+        CU_ASSERT_STRING_EQUAL(text, roundtrips[j].out);
+        hoff_config_init(&b);
+        CU_ASSERT_EQUAL(set(&b, roundtrips[j].name, text), 0);
+        CU_ASSERT_EQUAL(memcmp(&a, &b, sizeof a), 0);
+    }
+}
+
+static void test_set_fields(void) {
+    struct hoff_config c;
+
+    hoff_config_init(&c);
+    CU_ASSERT_EQUAL(set(&c, "BACKEND", "Sim"), 0);
+    CU_ASSERT_EQUAL(c.backend, HOFF_BACKEND_SIM);
+    CU_ASSERT_EQUAL(set(&c, "hoff_device", "2"), 0);
+    CU_ASSERT_EQUAL(c.device, 2);
+    CU_ASSERT_EQUAL(set(&c, "HOFF_BUDGET", "2G"), 0);
+    CU_ASSERT_EQUAL(c.budget_bytes, 2ull << 30);
+    CU_ASSERT_EQUAL(set(&c, "Host_Cap", " 64 GiB "), 0);
+    CU_ASSERT_EQUAL(c.host_cap_bytes, 64ull << 30);
+    CU_ASSERT_EQUAL(set(&c, "managed_min", "0"), 0);
+    CU_ASSERT_EQUAL(c.managed_min_bytes, 0);
+    CU_ASSERT_EQUAL(set(&c, "oversub_margin", "512K"), 0);
+    CU_ASSERT_EQUAL(c.oversub_margin_bytes, 512ull << 10);
+    CU_ASSERT_EQUAL(set(&c, "oversubscribe", "on"), 0);
+    CU_ASSERT_EQUAL(c.oversubscribe, 1);
+    CU_ASSERT_EQUAL(set(&c, "log_level", "warning"), 0);
+    CU_ASSERT_EQUAL(c.log_level, HOFF_LOG_WARN);
+    CU_ASSERT_EQUAL(set(&c, "sim_device", "16G"), 0);
+    CU_ASSERT_EQUAL(c.sim_device_bytes, 16ull << 30);
+    CU_ASSERT_EQUAL(set(&c, "sim_h2d_gbps", "25"), 0);
+    CU_ASSERT_DOUBLE_EQUAL(c.sim_h2d_gbps, 25.0, 0.0);
+    CU_ASSERT_EQUAL(set(&c, "sim_d2h_gbps", "1e2"), 0);
+    CU_ASSERT_DOUBLE_EQUAL(c.sim_d2h_gbps, 100.0, 0.0);
+    CU_ASSERT_EQUAL(set(&c, "sim_latency", "3us"), 0);
+    CU_ASSERT_EQUAL(c.sim_latency_ns, 3000);
+    CU_ASSERT_EQUAL(set(&c, "sim_fault_gbps", "0.5"), 0);
+    CU_ASSERT_DOUBLE_EQUAL(c.sim_fault_gbps, 0.5, 0.0);
+    CU_ASSERT_EQUAL(set(&c, "sim_fault_ns", "1s"), 0);
+    CU_ASSERT_EQUAL(c.sim_fault_ns, 1000000000);
+    CU_ASSERT_EQUAL(set(&c, "sim_protect", "PROTECT"), 0);
+    CU_ASSERT_EQUAL(c.sim_protect, HOFF_SIM_PROTECT);
+    CU_ASSERT_EQUAL(set(&c, "queue_depth", "1"), 0);
+    CU_ASSERT_EQUAL(c.issue_queue_depth, 1);
+    CU_ASSERT_EQUAL(hoff__config_validate(&c, err, sizeof err), 0);
+}
+
+/* ---- each type's parser -------------------------------------------------- */
+
+static void good(const char *name, const char *value, const char *want) {
+    struct hoff_config c;
+
+    hoff_config_init(&c);
+    CU_ASSERT_EQUAL(set(&c, name, value), 0);
+    CU_ASSERT_STRING_EQUAL(get(&c, name), want);
+    if (strcmp(get(&c, name), want) != 0)
+        fprintf(stderr, "\n  %s='%s' reads back as '%s', want '%s' (%s)\n", name, value,
+                get(&c, name), want, err);
+}
+
+static void bad(const char *name, const char *value) {
+    struct hoff_config c;
+
+    hoff_config_init(&c);
+    CU_ASSERT_EQUAL(set(&c, name, value), -EINVAL);
+    CU_ASSERT(strstr(err, "expected") != NULL);
+    if (set(&c, name, value) != -EINVAL)
+        fprintf(stderr, "\n  %s='%s' was accepted as '%s'\n", name, value, get(&c, name));
+}
+
+static void test_parse_size(void) {
+    good("budget", "0", "0");
+    good("budget", "4096", "4K");
+    good("budget", "4097", "4097");
+    good("budget", "64K", "64K");
+    good("budget", "64k", "64K");
+    good("budget", "512M", "512M");
+    good("budget", "1.5G", "1536M");
+    good("budget", "2MiB", "2M");
+    good("budget", "2MB", "2M");
+    good("budget", "3 GB", "3G");
+    good("budget", "1024T", "1024T");
+    good("budget", "7B", "7");
+    bad("budget", "12X");
+    bad("budget", "-1");
+    bad("budget", "");
+    bad("budget", "   ");
+    bad("budget", "K");
+    bad("budget", "1.5");
+    bad("budget", "2G extra");
+    bad("budget", "1025T");
+    bad("budget", "99999999T");
+    good("sim_device", "4K", "4K");
+    bad("sim_device", "4095");
+    bad("sim_device", "0");
+}
+
+static void test_parse_bool(void) {
+    static const char *const yes[] = {"1", "yes", "YES", "true", "True", "on", " on "};
+    static const char *const no[] = {"0", "no", "false", "FALSE", "off", "Off"};
+    size_t i;
+
+    for (i = 0; i < sizeof yes / sizeof yes[0]; i++)
+        good("oversubscribe", yes[i], "1");
+    for (i = 0; i < sizeof no / sizeof no[0]; i++)
+        good("oversubscribe", no[i], "0");
+    bad("oversubscribe", "maybe");
+    bad("oversubscribe", "2");
+    bad("oversubscribe", "y");
+    bad("oversubscribe", "");
+}
+
+static void test_parse_int(void) {
+    good("device", "0", "0");
+    good("device", "+7", "7");
+    good("device", "1023", "1023");
+    good("queue_depth", "1048576", "1048576");
+    bad("device", "-1");
+    bad("device", "1024");
+    bad("device", "x");
+    bad("device", "3x");
+    bad("device", "0x10");
+    bad("device", "1.0");
+    bad("device", "");
+    bad("device", "99999999999999999999");
+    bad("queue_depth", "0");
+    bad("queue_depth", "1048577");
+}
+
+static void test_parse_enum(void) {
+    good("backend", "auto", "auto");
+    good("backend", "SIM", "sim");
+    good("backend", "Cuda", "cuda");
+    good("log_level", "off", "off");
+    good("log_level", "error", "error");
+    good("log_level", "warn", "warn");
+    good("log_level", "WARNING", "warn");
+    good("log_level", "info", "info");
+    good("log_level", "debug", "debug");
+    good("sim_protect", "poison", "poison");
+    bad("backend", "gpu");
+    bad("backend", "1");
+    bad("backend", "");
+    bad("log_level", "4");
+    bad("log_level", "trace");
+    bad("sim_protect", "mprotect");
+}
+
+static void test_parse_double(void) {
+    good("sim_h2d_gbps", "12.5", "12.5");
+    good("sim_h2d_gbps", "1e2", "100");
+    good("sim_h2d_gbps", ".25", "0.25");
+    good("sim_h2d_gbps", "100000", "100000");
+    good("sim_h2d_gbps", "0.1", "0.1");
+    good("sim_fault_gbps", "1e-9", "1e-09");
+    bad("sim_h2d_gbps", "0");
+    bad("sim_h2d_gbps", "-1");
+    bad("sim_h2d_gbps", "100001");
+    bad("sim_h2d_gbps", "inf");
+    bad("sim_h2d_gbps", "nan");
+    bad("sim_h2d_gbps", "0x10");
+    bad("sim_h2d_gbps", "fast");
+    bad("sim_h2d_gbps", "1e400");
+    bad("sim_h2d_gbps", "1e-400");
+    bad("sim_h2d_gbps", "12.5GB/s");
+    bad("sim_h2d_gbps", ".");
+    bad("sim_h2d_gbps", "");
+}
+
+static void test_parse_duration(void) {
+    good("sim_latency", "0", "0");
+    good("sim_latency", "10", "10ns");
+    good("sim_latency", "10ns", "10ns");
+    good("sim_latency", "10us", "10us");
+    good("sim_latency", "10US", "10us");
+    good("sim_latency", "2ms", "2ms");
+    good("sim_latency", "1s", "1s");
+    good("sim_latency", "1.5ms", "1500us");
+    good("sim_latency", " 5 us ", "5us");
+    good("sim_latency", "0.000000001s", "1ns");
+    good("sim_latency", "60s", "60s");
+    good("sim_fault_ns", "1000", "1us");
+    bad("sim_latency", "1.5ns");
+    bad("sim_latency", "1.5");
+    bad("sim_latency", "0.0000000001s");
+    bad("sim_latency", "5min");
+    bad("sim_latency", "-1");
+    bad("sim_latency", "us");
+    bad("sim_latency", "");
+    bad("sim_latency", "1e3");
+    bad("sim_latency", "61s");
+    bad("sim_latency", "60000000001");
+    bad("sim_latency", "99999999999999999999");
+    bad("sim_latency", "18446744073709551615s");
+}
+
+/* ---- messages --------------------------------------------------------------- */
+
+static void test_messages(void) {
+    struct hoff_config c;
+    char small[10];
+
+    hoff_config_init(&c);
+    CHECK_MSG(&c, "HOFF_BUDGET", "12X",
+              "HOFF_BUDGET='12X': not a size; expected a byte count with an optional "
+              "K, M, G or T suffix (e.g. 512M, 2G)");
+    CHECK_MSG(&c, "budget", "12X",
+              "option 'budget'='12X': not a size; expected a byte count with an optional "
+              "K, M, G or T suffix (e.g. 512M, 2G)");
+    CHECK_MSG(&c, "budget", "99999999T",
+              "option 'budget'='99999999T': out of range; expected a size from 0 to 1024T");
+    CHECK_MSG(&c, "HOFF_SIM_DEVICE", "1K",
+              "HOFF_SIM_DEVICE='1K': out of range; expected a size from 4K to 1024T");
+    CHECK_MSG(&c, "HOFF_BACKEND", "gpu", "HOFF_BACKEND='gpu': expected one of auto, sim, cuda");
+    CHECK_MSG(&c, "log_level", "loud",
+              "option 'log_level'='loud': expected one of off, error, warn, info, debug");
+    CHECK_MSG(&c, "HOFF_OVERSUBSCRIBE", "maybe",
+              "HOFF_OVERSUBSCRIBE='maybe': not a boolean; expected 1, 0, yes, no, true, "
+              "false, on or off");
+    CHECK_MSG(&c, "HOFF_DEVICE", "one",
+              "HOFF_DEVICE='one': not an integer; expected an integer from 0 to 1023");
+    CHECK_MSG(&c, "HOFF_QUEUE_DEPTH", "0",
+              "HOFF_QUEUE_DEPTH='0': out of range; expected an integer from 1 to 1048576");
+    CHECK_MSG(&c, "HOFF_SIM_H2D_GBPS", "fast",
+              "HOFF_SIM_H2D_GBPS='fast': not a number; expected a number of GB/s greater "
+              "than 0 and at most 100000");
+    CHECK_MSG(&c, "HOFF_SIM_H2D_GBPS", "0",
+              "HOFF_SIM_H2D_GBPS='0': out of range; expected a number of GB/s greater "
+              "than 0 and at most 100000");
+    CHECK_MSG(&c, "HOFF_SIM_LATENCY", "5min",
+              "HOFF_SIM_LATENCY='5min': not a duration; expected a whole number of "
+              "nanoseconds, or a number with an ns, us, ms or s suffix (e.g. 10us, 2ms)");
+    CHECK_MSG(&c, "sim_latency", "61s",
+              "option 'sim_latency'='61s': out of range; expected a duration from 0 to 60s");
+    /* the variable's canonical spelling, whatever case was given */
+    CHECK_MSG(&c, "hoff_backend", "gpu", "HOFF_BACKEND='gpu': expected one of auto, sim, cuda");
+    CHECK_MSG(&c, "BACKEND", "gpu", "option 'backend'='gpu': expected one of auto, sim, cuda");
+    /* a NULL value is an empty one */
+    CHECK_MSG(&c, "backend", NULL, "option 'backend'='': expected one of auto, sim, cuda");
+    /* the user's text is quoted at most 48 characters long, unprintables as '?' */
+    CHECK_MSG(&c, "backend", "0123456789012345678901234567890123456789012345678901234567890",
+              "option 'backend'='012345678901234567890123456789012345678901234567...': "
+              "expected one of auto, sim, cuda");
+    CHECK_MSG(&c, "backend", "a\tb\n", "option 'backend'='a?b?': expected one of auto, sim, cuda");
+    /* err is optional and truncated to errlen */
+    CU_ASSERT_EQUAL(hoff_config_set(&c, "budget", "12X", NULL, 0), -EINVAL);
+    CU_ASSERT(strncmp(hoff_last_error(), "option 'budget'='12X'", 21) == 0);
+    CU_ASSERT_EQUAL(hoff_config_set(&c, "budget", "12X", small, sizeof small), -EINVAL);
+    CU_ASSERT_STRING_EQUAL(small, "option 'b");
+    CU_ASSERT_EQUAL(hoff_config_set(NULL, "budget", "1", err, sizeof err), -EINVAL);
+    CU_ASSERT_EQUAL(hoff_config_set(&c, NULL, "1", err, sizeof err), -EINVAL);
+}
+
+static void test_unknown(void) {
+    struct hoff_config c, d;
+    char buf[32];
+
+    hoff_config_init(&c);
+    d = c;
+    CU_ASSERT_EQUAL(set(&c, "bugdet", "1G"), -ENOENT);
+    CU_ASSERT_STRING_EQUAL(err, "unknown option 'bugdet'; did you mean 'budget'? "
+                                "(hoff-config(7) lists them)");
+    CU_ASSERT_EQUAL(set(&c, "HOFF_SIM_LATENCYY", "1"), -ENOENT);
+    CU_ASSERT_STRING_EQUAL(err, "unknown option HOFF_SIM_LATENCYY; did you mean "
+                                "HOFF_SIM_LATENCY? (hoff-config(7) lists them)");
+    CU_ASSERT_EQUAL(set(&c, "", "1"), -ENOENT);
+    CU_ASSERT_EQUAL(set(&c, "HOFF_", "1"), -ENOENT);
+    CU_ASSERT_EQUAL(set(&c, "budget_bytes", "1"), -ENOENT); /* the field, not the option */
+    CU_ASSERT(strstr(err, "'budget'") != NULL);
+    /* reserved variables are not options */
+    CU_ASSERT_EQUAL(set(&c, "HOFF_STATS", "1"), -ENOENT);
+    CU_ASSERT(strncmp(err, "HOFF_STATS is not a configuration option", 40) == 0);
+    CU_ASSERT_EQUAL(memcmp(&c, &d, sizeof c), 0);
+    CU_ASSERT_EQUAL(hoff_config_get(&c, "nope", buf, sizeof buf), -ENOENT);
+    CU_ASSERT(strstr(hoff_last_error(), "nope") != NULL);
+}
+
+static void test_failed_set_unchanged(void) {
+    static const struct {
+        const char *name, *value;
+    } cases[] = {
+        {"backend", "gpu"}, {"device", "-3"}, {"budget", "12X"}, {"budget", "99999999T"},
+        {"host_cap", "-1"}, {"oversubscribe", "maybe"}, {"log_level", "loud"},
+        {"sim_device", "0"}, {"sim_h2d_gbps", "0"}, {"sim_d2h_gbps", "nan"},
+        {"sim_latency", "1h"}, {"sim_fault_gbps", "-8"}, {"sim_fault_ns", "1.5"},
+        {"sim_protect", "x"}, {"queue_depth", "0"}, {"managed_min", "1.5"},
+        {"oversub_margin", "lots"},
+    };
+    struct hoff_config c, d;
+    size_t i;
+
+    hoff_config_init(&c);
+    CU_ASSERT_EQUAL(set(&c, "budget", "3G"), 0);
+    CU_ASSERT_EQUAL(set(&c, "sim_h2d_gbps", "33"), 0);
+    d = c;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CU_ASSERT_EQUAL(set(&c, cases[i].name, cases[i].value), -EINVAL);
+        CU_ASSERT_EQUAL(memcmp(&c, &d, sizeof c), 0);
+    }
+}
+
+static void test_get_errors(void) {
+    struct hoff_config c;
+    char buf[8];
+
+    hoff_config_init(&c);
+    memset(buf, 'x', sizeof buf);
+    CU_ASSERT_EQUAL(hoff_config_get(&c, "backend", buf, 3), -ERANGE);
+    CU_ASSERT_STRING_EQUAL(buf, "au");
+    CU_ASSERT_EQUAL(hoff_config_get(&c, "backend", buf, 5), 0);
+    CU_ASSERT_STRING_EQUAL(buf, "auto");
+    CU_ASSERT_EQUAL(hoff_config_get(&c, "backend", NULL, 0), -ERANGE);
+    CU_ASSERT_EQUAL(hoff_config_get(&c, "backend", NULL, 4), -EINVAL);
+    CU_ASSERT_EQUAL(hoff_config_get(NULL, "backend", buf, sizeof buf), -EINVAL);
+    CU_ASSERT_EQUAL(hoff_config_get(&c, NULL, buf, sizeof buf), -EINVAL);
+}
+
+/* ---- the environment ---------------------------------------------------- */
+
+static void test_env(void) {
+    struct hoff_config c;
+
+    clear_hoff_env();
+    hoff_config_init(&c);
+    CU_ASSERT_EQUAL(hoff_config_from_env(&c, err, sizeof err), 0);
+    setenv("HOFF_BUDGET", "12G", 1);
+    setenv("HOFF_BACKEND", "sim", 1);
+    setenv("HOFF_SIM_DEVICE", "16G", 1);
+    setenv("HOFF_SIM_H2D_GBPS", "25.5", 1);
+    setenv("HOFF_SIM_LATENCY", "2us", 1);
+    setenv("HOFF_OVERSUBSCRIBE", "true", 1);
+    setenv("HOFF_LOG_LEVEL", "", 1); /* empty: unset */
+    setenv("hoff_budget", "1", 1);   /* not HOFF_: not ours */
+    setenv("HOFFMAN", "1", 1);
+    CU_ASSERT_EQUAL(hoff_config_from_env(&c, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(c.budget_bytes, 12ull << 30);
+    CU_ASSERT_EQUAL(c.backend, HOFF_BACKEND_SIM);
+    CU_ASSERT_EQUAL(c.sim_device_bytes, 16ull << 30);
+    CU_ASSERT_DOUBLE_EQUAL(c.sim_h2d_gbps, 25.5, 0.0);
+    CU_ASSERT_EQUAL(c.sim_latency_ns, 2000);
+    CU_ASSERT_EQUAL(c.oversubscribe, 1);
+    CU_ASSERT_EQUAL(c.log_level, HOFF_LOG_WARN);
+    CU_ASSERT_EQUAL(c.issue_queue_depth, 1024); /* untouched */
+    CU_ASSERT_EQUAL(hoff__config_validate(&c, err, sizeof err), 0);
+    unsetenv("hoff_budget");
+    unsetenv("HOFFMAN");
+    clear_hoff_env();
+}
+
+static void test_env_layers_on_struct(void) {
+    struct hoff_config c;
+
+    clear_hoff_env();
+    hoff_config_init(&c);
+    c.issue_queue_depth = 77;
+    c.device = 1;
+    setenv("HOFF_DEVICE", "2", 1);
+    CU_ASSERT_EQUAL(hoff_config_from_env(&c, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(c.device, 2);            /* the environment wins where set */
+    CU_ASSERT_EQUAL(c.issue_queue_depth, 77); /* the struct's values stay elsewhere */
+    clear_hoff_env();
+}
+
+static void test_env_unknown(void) {
+    struct hoff_config c, d;
+
+    clear_hoff_env();
+    hoff_config_init(&c);
+    d = c;
+    setenv("HOFF_BUDGET", "1G", 1);
+    setenv("HOFF_FOO", "1", 1);
+    CU_ASSERT_EQUAL(hoff_config_from_env(&c, err, sizeof err), -ENOENT);
+    CU_ASSERT(strncmp(err, "unknown variable HOFF_FOO in the environment; did you mean ", 59) == 0);
+    CU_ASSERT_STRING_EQUAL(hoff_last_error(), err);
+    CU_ASSERT_EQUAL(memcmp(&c, &d, sizeof c), 0); /* all or nothing */
+    unsetenv("HOFF_FOO");
+
+    setenv("HOFF_BUGDET", "1G", 1);
+    CU_ASSERT_EQUAL(hoff_config_from_env(&c, err, sizeof err), -ENOENT);
+    CU_ASSERT_STRING_EQUAL(err, "unknown variable HOFF_BUGDET in the environment; did you "
+                                "mean HOFF_BUDGET? (hoff-config(7) lists hoff's variables; "
+                                "unset the others)");
+    unsetenv("HOFF_BUGDET");
+
+    /* variables are matched exactly: HOFF_budget is not HOFF_BUDGET */
+    setenv("HOFF_budget", "1G", 1);
+    CU_ASSERT_EQUAL(hoff_config_from_env(&c, err, sizeof err), -ENOENT);
+    CU_ASSERT(strstr(err, "HOFF_budget") != NULL && strstr(err, "mean HOFF_BUDGET?") != NULL);
+    unsetenv("HOFF_budget");
+
+    setenv("HOFF_STAT", "1", 1);
+    CU_ASSERT_EQUAL(hoff_config_from_env(&c, err, sizeof err), -ENOENT);
+    CU_ASSERT(strstr(err, "mean HOFF_STATS?") != NULL);
+    clear_hoff_env();
+    CU_ASSERT_EQUAL(memcmp(&c, &d, sizeof c), 0);
+}
+
+static void test_env_bad_value(void) {
+    struct hoff_config c, d;
+
+    clear_hoff_env();
+    hoff_config_init(&c);
+    d = c;
+    setenv("HOFF_QUEUE_DEPTH", "64", 1);
+    setenv("HOFF_BUDGET", "12X", 1);
+    CU_ASSERT_EQUAL(hoff_config_from_env(&c, err, sizeof err), -EINVAL);
+    CU_ASSERT_STRING_EQUAL(err, "HOFF_BUDGET='12X': not a size; expected a byte count with "
+                                "an optional K, M, G or T suffix (e.g. 512M, 2G)");
+    CU_ASSERT_EQUAL(memcmp(&c, &d, sizeof c), 0);
+    setenv("HOFF_BUDGET", "12G", 1);
+    setenv("HOFF_BACKEND", "gpu", 1);
+    CU_ASSERT_EQUAL(hoff_config_from_env(&c, err, sizeof err), -EINVAL);
+    CU_ASSERT_STRING_EQUAL(err, "HOFF_BACKEND='gpu': expected one of auto, sim, cuda");
+    CU_ASSERT_EQUAL(memcmp(&c, &d, sizeof c), 0);
+    CU_ASSERT_EQUAL(hoff_config_from_env(NULL, err, sizeof err), -EINVAL);
+    clear_hoff_env();
+}
+
+static void test_env_reserved(void) {
+    static const char *const names[] = {
+        "HOFF_LIBRARY", "HOFF_STATS", "HOFF_STEP_MARK", "HOFF_TEST",
+        "HOFF_SPILL_DIR", "HOFF_NUMA", "HOFF_PLANNER", "HOFF_TRACE",
+    };
+    int had_test = getenv("HOFF_TEST") != NULL;
+    struct hoff_config c, d;
+    size_t i;
+
+    clear_hoff_env();
+    for (i = 0; i < sizeof names / sizeof names[0]; i++)
+        setenv(names[i], "whatever", 0); /* keeps the runner's HOFF_TEST */
+    hoff_config_init(&c);
+    d = c;
+    CU_ASSERT_EQUAL(hoff_config_from_env(&c, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(memcmp(&c, &d, sizeof c), 0);
+    clear_hoff_env();
+    if (!had_test)
+        unsetenv("HOFF_TEST");
+}
+
+/* ---- validation ------------------------------------------------------------ */
+
+static int validate_fails(const struct hoff_config *c, const char *want) {
+    int rc = hoff__config_validate(c, err, sizeof err);
+
+    if (rc != -EINVAL || !strstr(err, want))
+        fprintf(stderr, "\n  validate: rc %d, '%s', want '%s'\n", rc, err, want);
+    return rc == -EINVAL && strstr(err, want) != NULL;
+}
+
+static void test_validate(void) {
+    struct hoff_config c;
+
+    hoff_config_init(&c);
+    CU_ASSERT_EQUAL(hoff__config_validate(&c, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(hoff__config_validate(&c, NULL, 0), 0);
+    CU_ASSERT_EQUAL(hoff__config_validate(NULL, err, sizeof err), -EINVAL);
+
+    c.version = 7;
+    CU_ASSERT(validate_fails(&c, "version is 7, expected HOFF_CONFIG_VERSION (1)"));
+    hoff_config_init(&c);
+    c.size = 12;
+    CU_ASSERT(validate_fails(&c, "size is 12, expected sizeof(struct hoff_config)"));
+    hoff_config_init(&c);
+    c.backend = 7;
+    CU_ASSERT(validate_fails(&c, "backend (HOFF_BACKEND) is 7; expected one of auto, sim, cuda"));
+    hoff_config_init(&c);
+    c.device = -1;
+    CU_ASSERT(validate_fails(&c, "device (HOFF_DEVICE) is -1; expected an integer from 0 to 1023"));
+    hoff_config_init(&c);
+    c.budget_bytes = 1ull << 60;
+    CU_ASSERT(validate_fails(&c, "budget (HOFF_BUDGET) is 1048576T; expected a size from 0 to 1024T"));
+    hoff_config_init(&c);
+    c.host_cap_bytes = UINT64_MAX;
+    CU_ASSERT(validate_fails(&c, "host_cap (HOFF_HOST_CAP) is 18446744073709551615;"));
+    hoff_config_init(&c);
+    c.oversubscribe = 2;
+    CU_ASSERT(validate_fails(&c, "oversubscribe (HOFF_OVERSUBSCRIBE) is 2; expected 0 or 1"));
+    hoff_config_init(&c);
+    c.log_level = 5;
+    CU_ASSERT(validate_fails(&c, "log_level (HOFF_LOG_LEVEL) is 5;"));
+    hoff_config_init(&c);
+    c.sim_device_bytes = 0;
+    CU_ASSERT(validate_fails(&c, "sim_device (HOFF_SIM_DEVICE) is 0; expected a size from 4K to 1024T"));
+    hoff_config_init(&c);
+    c.sim_h2d_gbps = 0;
+    CU_ASSERT(validate_fails(&c, "sim_h2d_gbps (HOFF_SIM_H2D_GBPS) is 0; expected a number of "
+                                 "GB/s greater than 0 and at most 100000"));
+    hoff_config_init(&c);
+    c.sim_d2h_gbps = NAN;
+    CU_ASSERT(validate_fails(&c, "sim_d2h_gbps (HOFF_SIM_D2H_GBPS) is nan;"));
+    hoff_config_init(&c);
+    c.sim_fault_gbps = INFINITY;
+    CU_ASSERT(validate_fails(&c, "sim_fault_gbps (HOFF_SIM_FAULT_GBPS) is inf;"));
+    hoff_config_init(&c);
+    c.sim_latency_ns = 61000000000ull;
+    CU_ASSERT(validate_fails(&c, "sim_latency (HOFF_SIM_LATENCY) is 61s; expected a duration from 0 to 60s"));
+    hoff_config_init(&c);
+    c.sim_fault_ns = UINT64_MAX;
+    CU_ASSERT(validate_fails(&c, "sim_fault_ns (HOFF_SIM_FAULT_NS) is"));
+    hoff_config_init(&c);
+    c.sim_protect = -1;
+    CU_ASSERT(validate_fails(&c, "sim_protect (HOFF_SIM_PROTECT) is -1; expected one of poison, protect"));
+    hoff_config_init(&c);
+    c.issue_queue_depth = 0;
+    CU_ASSERT(validate_fails(&c, "queue_depth (HOFF_QUEUE_DEPTH) is 0; expected an integer from 1 to 1048576"));
+    c.issue_queue_depth = (1 << 20) + 1;
+    CU_ASSERT(validate_fails(&c, "queue_depth (HOFF_QUEUE_DEPTH) is 1048577;"));
+    CU_ASSERT_STRING_EQUAL(hoff_last_error(), err);
+
+    /* across fields: a sim budget beyond the sim device */
+    hoff_config_init(&c);
+    c.backend = HOFF_BACKEND_SIM;
+    c.budget_bytes = 100ull << 30;
+    CU_ASSERT(validate_fails(&c, "budget (HOFF_BUDGET) is 100G, more than the simulated device "
+                                 "holds (sim_device, HOFF_SIM_DEVICE, is 80G)"));
+    c.sim_device_bytes = 100ull << 30;
+    CU_ASSERT_EQUAL(hoff__config_validate(&c, err, sizeof err), 0);
+    c.backend = HOFF_BACKEND_AUTO; /* the backend is not known yet: not checked */
+    c.sim_device_bytes = 1ull << 30;
+    CU_ASSERT_EQUAL(hoff__config_validate(&c, err, sizeof err), 0);
+}
+
+/* ---- hoff__parse_size ------------------------------------------------------ */
+
+static int psize(const char *s, uint64_t *v) {
+    *v = 0xDEADBEEF;
+    return hoff__parse_size(s, v);
+}
+
+static void test_parse_size_edges(void) {
+    uint64_t v;
+
+    CU_ASSERT_EQUAL(psize("0", &v), 0);
+    CU_ASSERT_EQUAL(v, 0);
+    CU_ASSERT_EQUAL(psize("0K", &v), 0);
+    CU_ASSERT_EQUAL(v, 0);
+    CU_ASSERT_EQUAL(psize("4096", &v), 0);
+    CU_ASSERT_EQUAL(v, 4096);
+    CU_ASSERT_EQUAL(psize("64K", &v), 0);
+    CU_ASSERT_EQUAL(v, 65536);
+    CU_ASSERT_EQUAL(psize("1.5G", &v), 0);
+    CU_ASSERT_EQUAL(v, 3ull << 29);
+    CU_ASSERT_EQUAL(psize("2MiB", &v), 0);
+    CU_ASSERT_EQUAL(v, 2ull << 20);
+    CU_ASSERT_EQUAL(psize("3 GB", &v), 0);
+    CU_ASSERT_EQUAL(v, 3ull << 30);
+    CU_ASSERT_EQUAL(psize("1t", &v), 0);
+    CU_ASSERT_EQUAL(v, 1ull << 40);
+    CU_ASSERT_EQUAL(psize("10B", &v), 0);
+    CU_ASSERT_EQUAL(v, 10);
+    CU_ASSERT_EQUAL(psize(".5K", &v), 0);
+    CU_ASSERT_EQUAL(v, 512);
+    CU_ASSERT_EQUAL(psize("16777215T", &v), 0); /* the largest whole T below 2^64 */
+    CU_ASSERT_EQUAL(v, 16777215ull << 40);
+
+    CU_ASSERT_EQUAL(psize("-1", &v), -EINVAL);
+    CU_ASSERT_EQUAL(v, 0xDEADBEEF); /* untouched on error */
+    CU_ASSERT_EQUAL(psize("", &v), -EINVAL);
+    CU_ASSERT_EQUAL(psize("K", &v), -EINVAL);
+    CU_ASSERT_EQUAL(psize("G5", &v), -EINVAL);
+    CU_ASSERT_EQUAL(psize("12X", &v), -EINVAL);
+    CU_ASSERT_EQUAL(psize("1.5", &v), -EINVAL); /* fractional bytes */
+    CU_ASSERT_EQUAL(psize("2KK", &v), -EINVAL);
+    CU_ASSERT_EQUAL(psize("2 K B x", &v), -EINVAL);
+    CU_ASSERT_EQUAL(psize("nan", &v), -EINVAL);
+    CU_ASSERT_EQUAL(psize("inf", &v), -EINVAL);
+    CU_ASSERT_EQUAL(psize(NULL, &v), -EINVAL);
+    CU_ASSERT_EQUAL(psize("99999999T", &v), -ERANGE);
+    CU_ASSERT_EQUAL(psize("16777216T", &v), -ERANGE); /* exactly 2^64 */
+    CU_ASSERT_EQUAL(psize("99999999999999999999", &v), -ERANGE);
+    CU_ASSERT_EQUAL(v, 0xDEADBEEF);
+}
+
+/* The contract in core.h: those forms, "-EINVAL on anything else, -ERANGE on
+ * overflow".  These cases fail against the strtod-based size.c of the first
+ * commit (see the report): exponents and hex are read as numbers, and plain
+ * byte counts above 2^53 are rounded. */
+static void test_parse_size_strict(void) {
+    uint64_t v;
+
+    CU_ASSERT_EQUAL(psize("1e3", &v), -EINVAL);
+    CU_ASSERT_EQUAL(psize("1e3K", &v), -EINVAL);
+    CU_ASSERT_EQUAL(psize("0x10", &v), -EINVAL);
+    CU_ASSERT_EQUAL(psize("9007199254740993", &v), 0);
+    CU_ASSERT_EQUAL(v, 9007199254740993ull);
+    CU_ASSERT_EQUAL(psize("18446744073709551615", &v), 0);
+    CU_ASSERT_EQUAL(v, UINT64_MAX);
+    CU_ASSERT_EQUAL(psize("18446744073709551616", &v), -ERANGE);
+}
+
+/* ---- hoff_stats_format_json ------------------------------------------------ */
+
+static const char *const stat_names[] = {
+#define X_(name, desc) #name,
+    HOFF_STATS_FIELDS(X_)
+#undef X_
+};
+#define NSTATS (sizeof stat_names / sizeof stat_names[0])
+
+static void fill_stats(struct hoff_stats *st) {
+    uint64_t k = 0;
+
+    memset(st, 0, sizeof *st);
+    st->version = HOFF_STATS_VERSION;
+    st->size = sizeof *st;
+#define X_(name, desc) st->name = (k++ == 0) ? UINT64_MAX : k * 1000003;
+    HOFF_STATS_FIELDS(X_)
+#undef X_
+}
+
+/* A strict reader for the one shape we write: {"key":uint,...}.  Returns the
+ * number of pairs, or -1; keys and values land in the arrays. */
+static int read_json(const char *s, char keys[][64], uint64_t *vals, int max) {
+    int n = 0;
+
+    if (*s++ != '{')
+        return -1;
+    if (*s == '}')
+        return s[1] ? -1 : 0;
+    for (;;) {
+        const char *q;
+        char *end;
+
+        if (n == max || *s++ != '"')
+            return -1;
+        q = strchr(s, '"');
+        if (!q || q == s || q - s >= 64)
+            return -1;
+        memcpy(keys[n], s, (size_t)(q - s));
+        keys[n][q - s] = '\0';
+        s = q + 1;
+        if (*s++ != ':' || *s < '0' || *s > '9')
+            return -1;
+        if (*s == '0' && s[1] >= '0' && s[1] <= '9')
+            return -1; /* JSON has no leading zeros */
+        errno = 0;
+        vals[n++] = strtoull(s, &end, 10);
+        if (errno)
+            return -1;
+        s = end;
+        if (*s == '}')
+            return s[1] ? -1 : n;
+        if (*s++ != ',')
+            return -1;
+    }
+}
+
+static void test_stats_json(void) {
+    struct hoff_stats st;
+    char buf[4096], keys[64][64];
+    uint64_t vals[64];
+    int len, n;
+    size_t i;
+
+    fill_stats(&st);
+    len = hoff_stats_format_json(&st, buf, sizeof buf);
+    CU_ASSERT(len > 0 && (size_t)len < sizeof buf);
+    CU_ASSERT_EQUAL((size_t)len, strlen(buf));
+    n = read_json(buf, keys, vals, 64);
+    CU_ASSERT_EQUAL_FATAL(n, (int)NSTATS + 1);
+    CU_ASSERT_STRING_EQUAL(keys[0], "version");
+    CU_ASSERT_EQUAL(vals[0], HOFF_STATS_VERSION);
+    for (i = 0; i < NSTATS; i++) {
+        CU_ASSERT_STRING_EQUAL(keys[i + 1], stat_names[i]);
+        CU_ASSERT_EQUAL(vals[i + 1], i == 0 ? UINT64_MAX : (i + 1) * 1000003);
+    }
+    /* zeros */
+    memset(&st, 0, sizeof st);
+    st.version = HOFF_STATS_VERSION;
+    len = hoff_stats_format_json(&st, buf, sizeof buf);
+    CU_ASSERT_EQUAL(read_json(buf, keys, vals, 64), (int)NSTATS + 1);
+    CU_ASSERT(strncmp(buf, "{\"version\":1,\"budget_bytes\":0,", 30) == 0);
+}
+
+static void test_stats_json_truncation(void) {
+    struct hoff_stats st;
+    char full[4096], buf[4096];
+    int len;
+    size_t n;
+
+    fill_stats(&st);
+    len = hoff_stats_format_json(&st, full, sizeof full);
+    CU_ASSERT_FATAL(len > 0);
+    CU_ASSERT_EQUAL(hoff_stats_format_json(&st, NULL, 0), len); /* a size query */
+    for (n = 1; n <= (size_t)len + 1; n++) {
+        memset(buf, '#', sizeof buf);
+        CU_ASSERT_EQUAL(hoff_stats_format_json(&st, buf, n), len);
+        CU_ASSERT_EQUAL(buf[n - 1], '\0');
+        CU_ASSERT_EQUAL(strlen(buf), n - 1);
+        CU_ASSERT_EQUAL(strncmp(buf, full, n - 1), 0);
+        CU_ASSERT_EQUAL(buf[n], '#'); /* nothing written past len */
+    }
+    memset(buf, '#', sizeof buf);
+    CU_ASSERT_EQUAL(hoff_stats_format_json(&st, buf, 0), len);
+    CU_ASSERT_EQUAL(buf[0], '#');
+
+    CU_ASSERT_EQUAL(hoff_stats_format_json(NULL, buf, sizeof buf), -EINVAL);
+    CU_ASSERT_EQUAL(hoff_stats_format_json(&st, NULL, 10), -EINVAL);
+    st.version = HOFF_STATS_VERSION + 1;
+    CU_ASSERT_EQUAL(hoff_stats_format_json(&st, buf, sizeof buf), -EINVAL);
+    CU_ASSERT(strstr(hoff_last_error(), "version") != NULL);
+}
+
+int main(void) {
+    static const struct hoff_test tests[] = {
+        {"defaults", test_defaults},
+        {"default_texts", test_default_texts},
+        {"table", test_table},
+        {"roundtrip", test_roundtrip},
+        {"set_fields", test_set_fields},
+        {"parse_size", test_parse_size},
+        {"parse_bool", test_parse_bool},
+        {"parse_int", test_parse_int},
+        {"parse_enum", test_parse_enum},
+        {"parse_double", test_parse_double},
+        {"parse_duration", test_parse_duration},
+        {"messages", test_messages},
+        {"unknown", test_unknown},
+        {"failed_set_unchanged", test_failed_set_unchanged},
+        {"get_errors", test_get_errors},
+        {"env", test_env},
+        {"env_layers_on_struct", test_env_layers_on_struct},
+        {"env_unknown", test_env_unknown},
+        {"env_bad_value", test_env_bad_value},
+        {"env_reserved", test_env_reserved},
+        {"validate", test_validate},
+        {"parse_size_edges", test_parse_size_edges},
+        {"parse_size_strict", test_parse_size_strict},
+        {"stats_json", test_stats_json},
+        {"stats_json_truncation", test_stats_json_truncation},
+        {NULL, NULL},
+    };
+
+    return hoff_test_run("options", tests);
+}
