@@ -917,7 +917,7 @@ fail:
     dev_leave(b, saved);
     pthread_mutex_destroy(&b->lock);
     free(b);
-    return rc == -ENOMEM ? rc : (rc == -ENODEV ? rc : -ENODEV);
+    return rc == -ENOMEM ? rc : -ENODEV; /* the message says which call failed */
 }
 
 #else /* !HAVE_CUDA */

@@ -470,6 +470,12 @@ int hoff__res_discard(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s
             ctx->st.transfer_errors++;
             return hoff__error(rc, "discard of %p failed; the block keeps its contents", b->ptr);
         }
+        /* Work queued on s from now on must not overlap the drop (it would
+         * lose writes): s waits for the discard's completion. */
+        if (ctx->be->ops->stream_wait(ctx->be, s, b->ev) != 0) {
+            ctx->st.transfer_errors++;
+            ctx->be->ops->event_sync(ctx->be, b->ev); /* order it from the host instead */
+        }
         ctx->res.resident -= b->size;
     } else {
         ctx->res.host -= b->size; /* the host copy is simply dead */
