@@ -67,6 +67,17 @@ struct hoff_config {
     uint64_t sim_fault_ns;         /* sim cost of one fault   (HOFF_SIM_FAULT_NS) */
     int sim_protect;               /* enum hoff_sim_protect   (HOFF_SIM_PROTECT) */
     int issue_queue_depth;         /* issuing-thread queue slots (HOFF_QUEUE_DEPTH) */
+    char planner[16];              /* planner by name: "greedy" (HOFF_PLANNER) */
+    uint32_t guard_after_alloc;    /* blocks without access marks: events after the
+                                      alloc before they may be evicted (HOFF_GUARD_AFTER_ALLOC) */
+    uint32_t guard_before_free;    /* ...and events before the free by which they are
+                                      back (HOFF_GUARD_BEFORE_FREE) */
+    uint32_t replan_after;         /* divergent steps before hoff records and plans
+                                      again; 0 = never (HOFF_REPLAN_AFTER) */
+    double bandwidth_gbps;         /* H2D and D2H GB/s assumed where the backend cannot
+                                      measure them (HOFF_BANDWIDTH_GBPS) */
+    char trace_path[256];          /* write each recorded step's trace here; "" = don't
+                                      (HOFF_TRACE) */
 };
 
 /* Fill cfg with the defaults (no environment). */
@@ -191,9 +202,30 @@ HOFF_API int hoff_sync(hoff_ctx *ctx);
  * Step and region marks.
  * ------------------------------------------------------------------------- */
 
-/* A training step.  Without marks hoff is a plain caching allocator. */
+/* A training step.  Without marks hoff is a plain caching allocator.  The
+ * first step is recorded (warmup: the budget is kept by evicting online); at
+ * its end the planner turns the trace into a schedule, which every later step
+ * replays.  A step that does not match the plan stops evicting for the rest
+ * of the step (counted as divergent); after replan_after divergent steps in a
+ * row, hoff records and plans again. */
 HOFF_API int hoff_step_begin(hoff_ctx *ctx);
 HOFF_API int hoff_step_end(hoff_ctx *ctx);
+
+/* An op boundary (from the framework): recorded in the trace, and a point
+ * the plan can attach actions to.  name may be NULL. */
+HOFF_API int hoff_mark_op(hoff_ctx *ctx, const char *name);
+
+/* Where the pipeline is. */
+enum hoff_plan_state {
+    HOFF_PLAN_NONE = 0,     /* no step seen: plain caching allocator */
+    HOFF_PLAN_WARMUP = 1,   /* recording a step */
+    HOFF_PLAN_REPLAY = 2,   /* replaying the schedule */
+    HOFF_PLAN_FALLBACK = 3, /* this step diverged: no more evictions in it */
+};
+
+/* Write the last recorded step's trace (doc/trace-format.md) to path.
+ * -ENOENT if no step has been recorded yet. */
+HOFF_API int hoff_trace_save(hoff_ctx *ctx, const char *path);
 
 /* A region: allocations inside are never offloaded (RFC skip_offload).
  * Regions nest. */
@@ -215,6 +247,7 @@ HOFF_API int hoff_sim_compute(hoff_ctx *ctx, hoff_stream stream, uint64_t ns);
     X(budget_bytes, "device budget for resident offload bytes (0 = none)")     \
     X(resident_bytes, "offload bytes resident on the device now")              \
     X(peak_resident_bytes, "highest resident_bytes seen")                      \
+    X(step_peak_resident_bytes, "highest resident_bytes in this (or the last) step") \
     X(device_pool_bytes, "bytes mapped by the plain device pool")              \
     X(managed_pool_bytes, "bytes mapped by the managed pool")                  \
     X(device_in_use_bytes, "device-pool bytes handed out")                     \
@@ -243,6 +276,18 @@ HOFF_API int hoff_sim_compute(hoff_ctx *ctx, hoff_stream stream, uint64_t ns);
     X(transfer_errors, "transfers that failed and kept the data in place")     \
     X(queue_depth_max, "deepest the issuing queue has been")                   \
     X(steps, "completed steps")                                                \
+    X(plan_state, "enum hoff_plan_state")                                      \
+    X(plans, "schedules built")                                                \
+    X(plan_actions, "actions in the current schedule")                         \
+    X(plan_feasible, "1 if the schedule meets the budget (transfers instant)") \
+    X(plan_peak_bytes, "resident peak the schedule reaches")                   \
+    X(plan_ns, "time the last planning took")                                  \
+    X(actions_fired, "planned actions carried out")                            \
+    X(actions_skipped, "planned actions not carried out (divergence, state)")  \
+    X(divergent_steps, "steps that did not match the plan")                    \
+    X(replans, "times hoff recorded and planned again")                        \
+    X(h2d_mbps, "H2D bandwidth the planner uses, in MB/s")                     \
+    X(d2h_mbps, "D2H bandwidth the planner uses, in MB/s")                     \
     X(last_step_ns, "duration of the last step")                               \
     X(live_blocks, "blocks allocated now")
 

@@ -11,6 +11,7 @@
 
 #include "core/core.h"
 #include "core/options.h"
+#include "plan/plan.h"
 #include "testutil.h"
 
 extern char **environ;
@@ -25,7 +26,7 @@ static int set(struct hoff_config *cfg, const char *name, const char *value) {
 }
 
 static const char *get(const struct hoff_config *cfg, const char *name) {
-    static char buf[64];
+    static char buf[512]; /* a trace path is up to 255 characters */
 
     if (hoff_config_get(cfg, name, buf, sizeof buf) != 0)
         return "<get failed>";
@@ -41,6 +42,19 @@ static const char *get(const struct hoff_config *cfg, const char *name) {
         if (strcmp(err, (msg)) != 0)                                           \
             fprintf(stderr, "\n  got:  %s\n  want: %s\n", err, (msg));          \
     } while (0)
+
+/* The registered planners as "greedy, ..." (what the messages list). */
+static const char *planner_list(void) {
+    static char buf[512];
+    const struct hoff__planner *p;
+    size_t k = 0;
+    int i;
+
+    buf[0] = '\0';
+    for (i = 0; (p = hoff__planner_at(i)) != NULL && k < sizeof buf; i++)
+        k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%s", i ? ", " : "", p->name);
+    return buf;
+}
 
 /* Unset every HOFF_* variable but HOFF_TEST (the runner's own). */
 static void clear_hoff_env(void) {
@@ -87,6 +101,16 @@ static void test_defaults(void) {
     CU_ASSERT_EQUAL(c.sim_fault_ns, 20000);
     CU_ASSERT_EQUAL(c.sim_protect, HOFF_SIM_POISON);
     CU_ASSERT_EQUAL(c.issue_queue_depth, 1024);
+    CU_ASSERT_STRING_EQUAL(c.planner, "greedy");
+    CU_ASSERT_PTR_NOT_NULL(hoff__planner_find(c.planner));
+    CU_ASSERT_EQUAL(c.guard_after_alloc, 1);
+    CU_ASSERT_EQUAL(c.guard_before_free, 1);
+    CU_ASSERT_EQUAL(c.replan_after, 2);
+    CU_ASSERT_DOUBLE_EQUAL(c.bandwidth_gbps, 16.0, 0.0);
+    CU_ASSERT_STRING_EQUAL(c.trace_path, "");
+    /* the strings are zero-padded: no 0xA5 left behind the NUL */
+    CU_ASSERT_EQUAL(c.planner[sizeof c.planner - 1], 0);
+    CU_ASSERT_EQUAL(c.trace_path[sizeof c.trace_path - 1], 0);
     CU_ASSERT_EQUAL(hoff__config_validate(&c, err, sizeof err), 0);
     hoff_config_init(NULL); /* harmless */
 }
@@ -108,12 +132,18 @@ static void test_default_texts(void) {
     CU_ASSERT_STRING_EQUAL(get(&c, "sim_fault_ns"), "20us");
     CU_ASSERT_STRING_EQUAL(get(&c, "sim_protect"), "poison");
     CU_ASSERT_STRING_EQUAL(get(&c, "queue_depth"), "1024");
+    CU_ASSERT_STRING_EQUAL(get(&c, "planner"), "greedy");
+    CU_ASSERT_STRING_EQUAL(get(&c, "guard_after_alloc"), "1");
+    CU_ASSERT_STRING_EQUAL(get(&c, "guard_before_free"), "1");
+    CU_ASSERT_STRING_EQUAL(get(&c, "replan_after"), "2");
+    CU_ASSERT_STRING_EQUAL(get(&c, "bandwidth_gbps"), "16");
+    CU_ASSERT_STRING_EQUAL(get(&c, "trace"), "");
 }
 
 static void test_table(void) {
     int n = hoff_config_count(), i, j;
 
-    CU_ASSERT_EQUAL(n, 16);
+    CU_ASSERT_EQUAL(n, 22);
     CU_ASSERT_PTR_NULL(hoff_config_name(-1));
     CU_ASSERT_PTR_NULL(hoff_config_name(n));
     CU_ASSERT_PTR_NULL(hoff_config_help(n));
@@ -165,6 +195,12 @@ static const struct {
     {"sim_fault_ns", "2ms", "2ms"},
     {"sim_protect", "protect", "protect"},
     {"queue_depth", "4096", "4096"},
+    {"planner", " GREEDY ", "greedy"}, /* test_planners covers every registered one */
+    {"guard_after_alloc", "0", "0"},
+    {"guard_before_free", "1000000", "1000000"},
+    {"replan_after", "0", "0"},
+    {"bandwidth_gbps", "24.5", "24.5"},
+    {"trace", " /tmp/hoff step.trace ", "/tmp/hoff step.trace"},
 };
 #define NRT ((int)(sizeof roundtrips / sizeof roundtrips[0]))
 
@@ -183,12 +219,14 @@ static void test_roundtrip(void) {
     }
     for (j = 0; j < NRT; j++) {
         struct hoff_config a, b, d;
-        char text[64];
+        char text[512];
 
         hoff_config_init(&a);
         hoff_config_init(&d);
         CU_ASSERT_EQUAL(set(&a, roundtrips[j].name, roundtrips[j].in), 0);
-        CU_ASSERT(memcmp(&a, &d, sizeof a) != 0); /* a value other than the default */
+        /* a value other than the default (planner: where a second one is registered) */
+        if (strcmp(roundtrips[j].out, get(&d, roundtrips[j].name)) != 0)
+            CU_ASSERT(memcmp(&a, &d, sizeof a) != 0);
         snprintf(text, sizeof text, "%s", get(&a, roundtrips[j].name));
         CU_ASSERT_STRING_EQUAL(text, roundtrips[j].out);
         hoff_config_init(&b);
@@ -233,7 +271,21 @@ static void test_set_fields(void) {
     CU_ASSERT_EQUAL(c.sim_protect, HOFF_SIM_PROTECT);
     CU_ASSERT_EQUAL(set(&c, "queue_depth", "1"), 0);
     CU_ASSERT_EQUAL(c.issue_queue_depth, 1);
+    CU_ASSERT_EQUAL(set(&c, "HOFF_PLANNER", "Greedy"), 0);
+    CU_ASSERT_STRING_EQUAL(c.planner, "greedy");
+    CU_ASSERT_EQUAL(set(&c, "guard_after_alloc", "7"), 0);
+    CU_ASSERT_EQUAL(c.guard_after_alloc, 7);
+    CU_ASSERT_EQUAL(set(&c, "GUARD_BEFORE_FREE", "+3"), 0);
+    CU_ASSERT_EQUAL(c.guard_before_free, 3);
+    CU_ASSERT_EQUAL(set(&c, "hoff_replan_after", " 5 "), 0);
+    CU_ASSERT_EQUAL(c.replan_after, 5);
+    CU_ASSERT_EQUAL(set(&c, "bandwidth_gbps", "12.5"), 0);
+    CU_ASSERT_DOUBLE_EQUAL(c.bandwidth_gbps, 12.5, 0.0);
+    CU_ASSERT_EQUAL(set(&c, "HOFF_TRACE", "/tmp/step0.trace"), 0);
+    CU_ASSERT_STRING_EQUAL(c.trace_path, "/tmp/step0.trace");
     CU_ASSERT_EQUAL(hoff__config_validate(&c, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(set(&c, "trace", ""), 0); /* back to "don't write" */
+    CU_ASSERT_STRING_EQUAL(c.trace_path, "");
 }
 
 /* ---- each type's parser -------------------------------------------------- */
@@ -316,6 +368,62 @@ static void test_parse_int(void) {
     bad("device", "99999999999999999999");
     bad("queue_depth", "0");
     bad("queue_depth", "1048577");
+}
+
+static void test_parse_uint32(void) {
+    static const char *const names[] = {"guard_after_alloc", "guard_before_free",
+                                        "replan_after"};
+    size_t i;
+
+    for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+        good(names[i], "0", "0");
+        good(names[i], "+12", "12");
+        good(names[i], " 42 ", "42");
+        good(names[i], "1000000", "1000000");
+        bad(names[i], "1000001");
+        bad(names[i], "-1");
+        bad(names[i], "4294967295");
+        bad(names[i], "4294967296");
+        bad(names[i], "99999999999999999999");
+        bad(names[i], "1e3");
+        bad(names[i], "0x10");
+        bad(names[i], "2.0");
+        bad(names[i], "x");
+        bad(names[i], "");
+    }
+}
+
+static void test_parse_string(void) {
+    char path[300], want[310];
+
+    /* a path: taken as is but for the blanks around it, at most 255 characters */
+    good("trace", "", "");
+    good("trace", "   ", "");
+    good("trace", "rel/step.trace", "rel/step.trace");
+    good("trace", "\t/tmp/a b.trace\n", "/tmp/a b.trace");
+    good("trace", "/tmp/UPPER.trace", "/tmp/UPPER.trace");
+    memset(path, 'p', sizeof path);
+    path[255] = '\0';
+    good("trace", path, path);
+    snprintf(want, sizeof want, "  %s  ", path); /* the blanks do not count */
+    good("trace", want, path);
+    path[255] = 'p';
+    path[256] = '\0';
+    bad("trace", path);
+    path[299] = '\0';
+    bad("trace", path);
+
+    /* a planner: a registered name, any case; stored as registered */
+    good("planner", "greedy", "greedy");
+    good("planner", "GREEDY", "greedy");
+    good("planner", " greedy\t", "greedy");
+    bad("planner", "");
+    bad("planner", "gredy");
+    bad("planner", "greedy2");
+    bad("planner", "greedy greedy");
+    bad("planner", "123456789012345"); /* 15: fits, but no such planner */
+    bad("planner", "1234567890123456");
+    bad("planner", "greedygreedygreedygreedy");
 }
 
 static void test_parse_enum(void) {
@@ -423,6 +531,57 @@ static void test_messages(void) {
               "nanoseconds, or a number with an ns, us, ms or s suffix (e.g. 10us, 2ms)");
     CHECK_MSG(&c, "sim_latency", "61s",
               "option 'sim_latency'='61s': out of range; expected a duration from 0 to 60s");
+    CHECK_MSG(&c, "HOFF_GUARD_AFTER_ALLOC", "-1",
+              "HOFF_GUARD_AFTER_ALLOC='-1': out of range; expected an integer from 0 to 1000000");
+    CHECK_MSG(&c, "HOFF_GUARD_BEFORE_FREE", "many",
+              "HOFF_GUARD_BEFORE_FREE='many': not an integer; expected an integer from 0 to "
+              "1000000");
+    CHECK_MSG(&c, "replan_after", "1000001",
+              "option 'replan_after'='1000001': out of range; expected an integer from 0 to "
+              "1000000");
+    CHECK_MSG(&c, "HOFF_REPLAN_AFTER", "4294967296",
+              "HOFF_REPLAN_AFTER='4294967296': out of range; expected an integer from 0 to "
+              "1000000");
+    CHECK_MSG(&c, "HOFF_BANDWIDTH_GBPS", "0",
+              "HOFF_BANDWIDTH_GBPS='0': out of range; expected a number of GB/s greater "
+              "than 0 and at most 100000");
+    CHECK_MSG(&c, "bandwidth_gbps", "16GB/s",
+              "option 'bandwidth_gbps'='16GB/s': not a number; expected a number of GB/s "
+              "greater than 0 and at most 100000");
+    {
+        char want[512], path[300];
+
+        snprintf(want, sizeof want, "HOFF_PLANNER='gredy': unknown planner; expected one of %s",
+                 planner_list());
+        CHECK_MSG(&c, "HOFF_PLANNER", "gredy", want);
+        snprintf(want, sizeof want, "option 'planner'='': unknown planner; expected one of %s",
+                 planner_list());
+        CHECK_MSG(&c, "planner", "", want);
+        snprintf(want, sizeof want,
+                 "HOFF_PLANNER='greedygreedygreedy': too long (18 characters, the limit is "
+                 "15); expected one of %s", planner_list());
+        CHECK_MSG(&c, "HOFF_PLANNER", "greedygreedygreedy", want);
+        memset(path, 'a', sizeof path);
+        path[256] = '\0';
+        CHECK_MSG(&c, "HOFF_TRACE", path,
+                  "HOFF_TRACE='aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...': too long "
+                  "(256 characters, the limit is 255); expected a path of at most 255 "
+                  "characters");
+        /* the count is of the text without the blanks around it */
+        memset(path, 'a', sizeof path);
+        path[0] = ' ';
+        path[257] = ' ';
+        path[258] = '\0';
+        CHECK_MSG(&c, "trace", path,
+                  "option 'trace'=' aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...': too "
+                  "long (256 characters, the limit is 255); expected a path of at most 255 "
+                  "characters");
+        path[256] = ' '; /* 255 characters between blanks: they fit */
+        CU_ASSERT_EQUAL(set(&c, "trace", path), 0);
+        CU_ASSERT_EQUAL(strlen(c.trace_path), 255);
+        CU_ASSERT_EQUAL(c.trace_path[0], 'a');
+        CU_ASSERT_EQUAL(set(&c, "trace", ""), 0);
+    }
     /* the variable's canonical spelling, whatever case was given */
     CHECK_MSG(&c, "hoff_backend", "gpu", "HOFF_BACKEND='gpu': expected one of auto, sim, cuda");
     CHECK_MSG(&c, "BACKEND", "gpu", "option 'backend'='gpu': expected one of auto, sim, cuda");
@@ -475,7 +634,13 @@ static void test_failed_set_unchanged(void) {
         {"sim_device", "0"}, {"sim_h2d_gbps", "0"}, {"sim_d2h_gbps", "nan"},
         {"sim_latency", "1h"}, {"sim_fault_gbps", "-8"}, {"sim_fault_ns", "1.5"},
         {"sim_protect", "x"}, {"queue_depth", "0"}, {"managed_min", "1.5"},
-        {"oversub_margin", "lots"},
+        {"oversub_margin", "lots"}, {"planner", "nope"}, {"planner", "greedygreedygreedy"},
+        {"guard_after_alloc", "-1"}, {"guard_before_free", "1000001"},
+        {"replan_after", "x"}, {"bandwidth_gbps", "0"},
+        {"trace", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                  "xxxxxxxxxxxxxxxx"},
     };
     struct hoff_config c, d;
     size_t i;
@@ -483,6 +648,8 @@ static void test_failed_set_unchanged(void) {
     hoff_config_init(&c);
     CU_ASSERT_EQUAL(set(&c, "budget", "3G"), 0);
     CU_ASSERT_EQUAL(set(&c, "sim_h2d_gbps", "33"), 0);
+    CU_ASSERT_EQUAL(set(&c, "trace", "/tmp/kept.trace"), 0);
+    CU_ASSERT_EQUAL(set(&c, "replan_after", "9"), 0);
     d = c;
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         CU_ASSERT_EQUAL(set(&c, cases[i].name, cases[i].value), -EINVAL);
@@ -520,6 +687,12 @@ static void test_env(void) {
     setenv("HOFF_SIM_H2D_GBPS", "25.5", 1);
     setenv("HOFF_SIM_LATENCY", "2us", 1);
     setenv("HOFF_OVERSUBSCRIBE", "true", 1);
+    setenv("HOFF_PLANNER", "GREEDY", 1);
+    setenv("HOFF_GUARD_AFTER_ALLOC", "4", 1);
+    setenv("HOFF_GUARD_BEFORE_FREE", "0", 1);
+    setenv("HOFF_REPLAN_AFTER", "0", 1);
+    setenv("HOFF_BANDWIDTH_GBPS", "25", 1);
+    setenv("HOFF_TRACE", "/tmp/step.trace", 1);
     setenv("HOFF_LOG_LEVEL", "", 1); /* empty: unset */
     setenv("hoff_budget", "1", 1);   /* not HOFF_: not ours */
     setenv("HOFFMAN", "1", 1);
@@ -531,6 +704,12 @@ static void test_env(void) {
     CU_ASSERT_EQUAL(c.sim_latency_ns, 2000);
     CU_ASSERT_EQUAL(c.oversubscribe, 1);
     CU_ASSERT_EQUAL(c.log_level, HOFF_LOG_WARN);
+    CU_ASSERT_STRING_EQUAL(c.planner, "greedy");
+    CU_ASSERT_EQUAL(c.guard_after_alloc, 4);
+    CU_ASSERT_EQUAL(c.guard_before_free, 0);
+    CU_ASSERT_EQUAL(c.replan_after, 0);
+    CU_ASSERT_DOUBLE_EQUAL(c.bandwidth_gbps, 25.0, 0.0);
+    CU_ASSERT_STRING_EQUAL(c.trace_path, "/tmp/step.trace");
     CU_ASSERT_EQUAL(c.issue_queue_depth, 1024); /* untouched */
     CU_ASSERT_EQUAL(hoff__config_validate(&c, err, sizeof err), 0);
     unsetenv("hoff_budget");
@@ -607,10 +786,44 @@ static void test_env_bad_value(void) {
     clear_hoff_env();
 }
 
+/* HOFF_PLANNER and HOFF_TRACE were reserved names; they are options now. */
+static void test_env_planner_trace(void) {
+    struct hoff_config c, d;
+    char want[512];
+
+    clear_hoff_env();
+    hoff_config_init(&c);
+    d = c;
+    setenv("HOFF_TRACE", "/tmp/t.trace", 1);
+    setenv("HOFF_PLANNER", "gredy", 1);
+    CU_ASSERT_EQUAL(hoff_config_from_env(&c, err, sizeof err), -EINVAL);
+    snprintf(want, sizeof want, "HOFF_PLANNER='gredy': unknown planner; expected one of %s",
+             planner_list());
+    CU_ASSERT_STRING_EQUAL(err, want);
+    CU_ASSERT_EQUAL(memcmp(&c, &d, sizeof c), 0);
+    setenv("HOFF_PLANNER", "greedy", 1);
+    CU_ASSERT_EQUAL(hoff_config_from_env(&c, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(c.planner, "greedy");
+    CU_ASSERT_STRING_EQUAL(c.trace_path, "/tmp/t.trace");
+    /* an empty variable is unset: it leaves a path set in code */
+    setenv("HOFF_TRACE", "", 1);
+    CU_ASSERT_EQUAL(hoff_config_from_env(&c, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(c.trace_path, "/tmp/t.trace");
+    /* hoff_config_set calls them options, not reserved names */
+    CU_ASSERT_EQUAL(set(&c, "HOFF_TRACE", ""), 0);
+    CU_ASSERT_STRING_EQUAL(c.trace_path, "");
+    CU_ASSERT_EQUAL(set(&c, "HOFF_PLANNER", "greedy"), 0);
+    /* a misspelling is matched against them */
+    setenv("HOFF_PLANER", "greedy", 1);
+    CU_ASSERT_EQUAL(hoff_config_from_env(&c, err, sizeof err), -ENOENT);
+    CU_ASSERT(strstr(err, "did you mean HOFF_PLANNER?") != NULL);
+    clear_hoff_env();
+}
+
 static void test_env_reserved(void) {
     static const char *const names[] = {
         "HOFF_LIBRARY", "HOFF_STATS", "HOFF_STEP_MARK", "HOFF_TEST",
-        "HOFF_SPILL_DIR", "HOFF_NUMA", "HOFF_PLANNER", "HOFF_TRACE",
+        "HOFF_SPILL_DIR", "HOFF_NUMA",
     };
     int had_test = getenv("HOFF_TEST") != NULL;
     struct hoff_config c, d;
@@ -697,6 +910,40 @@ static void test_validate(void) {
     c.issue_queue_depth = (1 << 20) + 1;
     CU_ASSERT(validate_fails(&c, "queue_depth (HOFF_QUEUE_DEPTH) is 1048577;"));
     CU_ASSERT_STRING_EQUAL(hoff_last_error(), err);
+    hoff_config_init(&c);
+    c.guard_after_alloc = 1000001;
+    CU_ASSERT(validate_fails(&c, "config: guard_after_alloc (HOFF_GUARD_AFTER_ALLOC) is 1000001; "
+                                 "expected an integer from 0 to 1000000"));
+    hoff_config_init(&c);
+    c.guard_before_free = UINT32_MAX;
+    CU_ASSERT(validate_fails(&c, "config: guard_before_free (HOFF_GUARD_BEFORE_FREE) is "
+                                 "4294967295; expected an integer from 0 to 1000000"));
+    hoff_config_init(&c);
+    c.replan_after = 1000001;
+    CU_ASSERT(validate_fails(&c, "config: replan_after (HOFF_REPLAN_AFTER) is 1000001;"));
+    c.replan_after = 1000000;
+    c.guard_after_alloc = 0;
+    c.guard_before_free = 0;
+    CU_ASSERT_EQUAL(hoff__config_validate(&c, err, sizeof err), 0);
+    hoff_config_init(&c);
+    c.bandwidth_gbps = 0;
+    CU_ASSERT(validate_fails(&c, "config: bandwidth_gbps (HOFF_BANDWIDTH_GBPS) is 0; expected a "
+                                 "number of GB/s greater than 0 and at most 100000"));
+    c.bandwidth_gbps = 100000.5;
+    CU_ASSERT(validate_fails(&c, "bandwidth_gbps (HOFF_BANDWIDTH_GBPS) is 100000.5;"));
+    c.bandwidth_gbps = NAN;
+    CU_ASSERT(validate_fails(&c, "bandwidth_gbps (HOFF_BANDWIDTH_GBPS) is nan;"));
+    hoff_config_init(&c);
+    memset(c.trace_path, 'x', sizeof c.trace_path);
+    CU_ASSERT(validate_fails(&c, "config: trace (HOFF_TRACE) has no NUL within its 256 bytes; "
+                                 "expected a path of at most 255 characters"));
+    c.trace_path[sizeof c.trace_path - 1] = '\0'; /* 255 characters and the NUL */
+    CU_ASSERT_EQUAL(hoff__config_validate(&c, err, sizeof err), 0);
+    hoff_config_init(&c);
+    memset(c.planner, 'g', sizeof c.planner);
+    CU_ASSERT(validate_fails(&c, "config: planner (HOFF_PLANNER) has no NUL within its 16 bytes; "
+                                 "expected one of "));
+    CU_ASSERT(strstr(err, planner_list()) != NULL);
 
     /* across fields: a sim budget beyond the sim device */
     hoff_config_init(&c);
@@ -709,6 +956,58 @@ static void test_validate(void) {
     c.backend = HOFF_BACKEND_AUTO; /* the backend is not known yet: not checked */
     c.sim_device_bytes = 1ull << 30;
     CU_ASSERT_EQUAL(hoff__config_validate(&c, err, sizeof err), 0);
+}
+
+/* Every registered planner is accepted by set and validate; anything else is
+ * rejected by both, with the list of planners. */
+static void test_planners(void) {
+    const struct hoff__planner *p;
+    struct hoff_config c;
+    char want[512], upper[16];
+    int i, n = 0;
+
+    for (i = 0; (p = hoff__planner_at(i)) != NULL; i++, n++) {
+        size_t k;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p->name);
+        CU_ASSERT(strlen(p->name) > 0 && strlen(p->name) < sizeof c.planner);
+        CU_ASSERT_PTR_EQUAL(hoff__planner_find(p->name), p);
+        hoff_config_init(&c);
+        CU_ASSERT_EQUAL(set(&c, "planner", p->name), 0);
+        CU_ASSERT_STRING_EQUAL(c.planner, p->name);
+        CU_ASSERT_STRING_EQUAL(get(&c, "planner"), p->name);
+        CU_ASSERT_EQUAL(hoff__config_validate(&c, err, sizeof err), 0);
+        for (k = 0; p->name[k] && k + 1 < sizeof upper; k++)
+            upper[k] = (char)toupper((unsigned char)p->name[k]);
+        upper[k] = '\0';
+        hoff_config_init(&c);
+        CU_ASSERT_EQUAL(set(&c, "HOFF_PLANNER", upper), 0);
+        CU_ASSERT_STRING_EQUAL(c.planner, p->name); /* the registered spelling */
+    }
+    CU_ASSERT(n >= 1);
+    CU_ASSERT_PTR_NULL(hoff__planner_at(-1));
+    CU_ASSERT_PTR_NULL(hoff__planner_find("no-such-planner"));
+
+    /* validate: a struct filled by hand */
+    snprintf(want, sizeof want, "config: planner (HOFF_PLANNER) is 'gredy', not a known "
+             "planner; expected one of %s", planner_list());
+    hoff_config_init(&c);
+    snprintf(c.planner, sizeof c.planner, "gredy");
+    CU_ASSERT_EQUAL(hoff__config_validate(&c, err, sizeof err), -EINVAL);
+    CU_ASSERT_STRING_EQUAL(err, want);
+    CU_ASSERT_STRING_EQUAL(hoff_last_error(), want);
+    snprintf(want, sizeof want, "config: planner (HOFF_PLANNER) is '', not a known "
+             "planner; expected one of %s", planner_list());
+    memset(c.planner, 0, sizeof c.planner);
+    CU_ASSERT_EQUAL(hoff__config_validate(&c, err, sizeof err), -EINVAL);
+    CU_ASSERT_STRING_EQUAL(err, want);
+    /* the runtime looks the name up as is: validate does too */
+    snprintf(c.planner, sizeof c.planner, "GREEDY");
+    if (!hoff__planner_find("GREEDY"))
+        CU_ASSERT(validate_fails(&c, "config: planner (HOFF_PLANNER) is 'GREEDY', not a known "
+                                     "planner; expected one of "));
+    snprintf(c.planner, sizeof c.planner, "gr\001edy");
+    CU_ASSERT(validate_fails(&c, "config: planner (HOFF_PLANNER) is 'gr?edy', not a known "));
 }
 
 /* ---- hoff__parse_size ------------------------------------------------------ */
@@ -838,8 +1137,8 @@ static int read_json(const char *s, char keys[][64], uint64_t *vals, int max) {
 
 static void test_stats_json(void) {
     struct hoff_stats st;
-    char buf[4096], keys[64][64];
-    uint64_t vals[64];
+    char buf[8192], keys[NSTATS + 2][64];
+    uint64_t vals[NSTATS + 2];
     int len, n;
     size_t i;
 
@@ -847,7 +1146,7 @@ static void test_stats_json(void) {
     len = hoff_stats_format_json(&st, buf, sizeof buf);
     CU_ASSERT(len > 0 && (size_t)len < sizeof buf);
     CU_ASSERT_EQUAL((size_t)len, strlen(buf));
-    n = read_json(buf, keys, vals, 64);
+    n = read_json(buf, keys, vals, (int)NSTATS + 2);
     CU_ASSERT_EQUAL_FATAL(n, (int)NSTATS + 1);
     CU_ASSERT_STRING_EQUAL(keys[0], "version");
     CU_ASSERT_EQUAL(vals[0], HOFF_STATS_VERSION);
@@ -859,13 +1158,13 @@ static void test_stats_json(void) {
     memset(&st, 0, sizeof st);
     st.version = HOFF_STATS_VERSION;
     len = hoff_stats_format_json(&st, buf, sizeof buf);
-    CU_ASSERT_EQUAL(read_json(buf, keys, vals, 64), (int)NSTATS + 1);
+    CU_ASSERT_EQUAL(read_json(buf, keys, vals, (int)NSTATS + 2), (int)NSTATS + 1);
     CU_ASSERT(strncmp(buf, "{\"version\":1,\"budget_bytes\":0,", 30) == 0);
 }
 
 static void test_stats_json_truncation(void) {
     struct hoff_stats st;
-    char full[4096], buf[4096];
+    char full[8192], buf[8192];
     int len;
     size_t n;
 
@@ -902,6 +1201,8 @@ int main(void) {
         {"parse_size", test_parse_size},
         {"parse_bool", test_parse_bool},
         {"parse_int", test_parse_int},
+        {"parse_uint32", test_parse_uint32},
+        {"parse_string", test_parse_string},
         {"parse_enum", test_parse_enum},
         {"parse_double", test_parse_double},
         {"parse_duration", test_parse_duration},
@@ -914,7 +1215,9 @@ int main(void) {
         {"env_unknown", test_env_unknown},
         {"env_bad_value", test_env_bad_value},
         {"env_reserved", test_env_reserved},
+        {"env_planner_trace", test_env_planner_trace},
         {"validate", test_validate},
+        {"planners", test_planners},
         {"parse_size_edges", test_parse_size_edges},
         {"parse_size_strict", test_parse_size_strict},
         {"stats_json", test_stats_json},

@@ -86,6 +86,7 @@ HOFF_API int hoff_init(hoff_ctx **out, const struct hoff_config *cfg) {
     ctx->st.version = HOFF_STATS_VERSION;
     ctx->st.size = sizeof ctx->st;
     ctx->st.budget_bytes = ctx->cfg.budget_bytes;
+    hoff__pipe_init(ctx);
     hoff__log(HOFF_LOG_INFO, "context ready: backend %s, budget %llu bytes", ctx->be->ops->name,
               (unsigned long long)ctx->cfg.budget_bytes);
     *out = ctx;
@@ -129,6 +130,7 @@ HOFF_API int hoff_shutdown(hoff_ctx *ctx) {
     if (leaked)
         hoff__log(HOFF_LOG_WARN, "shutdown with %zu blocks still allocated; releasing them", leaked);
     hoff__bt_foreach(&ctx->table, count_leak, ctx);
+    hoff__pipe_destroy(ctx);
     hoff__pool_destroy(&ctx->pools[HOFF__POOL_DEVICE]);
     hoff__pool_destroy(&ctx->pools[HOFF__POOL_MANAGED]);
     hoff__bt_destroy(&ctx->table);
@@ -169,6 +171,7 @@ static void flush_cache(struct hoff_ctx *ctx) {
 }
 
 HOFF_API void *hoff_malloc_flags(hoff_ctx *ctx, size_t size, hoff_stream stream, unsigned flags) {
+    struct hoff__event_info e;
     struct hoff__block *b;
     struct hoff__pool *p;
     int kind, cls, err;
@@ -182,6 +185,12 @@ HOFF_API void *hoff_malloc_flags(hoff_ctx *ctx, size_t size, hoff_stream stream,
     kind = choose_pool(ctx, size, flags);
     p = &ctx->pools[kind];
     cls = hoff__pool_class(p, size);
+    memset(&e, 0, sizeof e);
+    e.kind = HOFF__TEV_ALLOC;
+    e.pool = kind;
+    e.pinned = kind == HOFF__POOL_MANAGED && ctx->region_depth;
+    e.size = size;
+    e.stream = stream;
     if (cls < 0) {
         UNLOCK(ctx);
         errno = ENOMEM;
@@ -191,6 +200,7 @@ HOFF_API void *hoff_malloc_flags(hoff_ctx *ctx, size_t size, hoff_stream stream,
     }
     if (ctx->res.inf_head)
         hoff__res_poll(ctx);
+    hoff__pipe_before(ctx, &e);
     b = hoff__pool_get(p, cls, stream, &err);
     if (!b && (err == -ENOMEM || err == -EOVERFLOW)) {
         flush_cache(ctx); /* out of memory: release the cache and retry once */
@@ -213,6 +223,9 @@ HOFF_API void *hoff_malloc_flags(hoff_ctx *ctx, size_t size, hoff_stream stream,
         goto fail;
     }
     ctx->st.allocs++;
+    b->tstep = 0;
+    e.b = b;
+    hoff__pipe_after(ctx, &e);
     UNLOCK(ctx);
     return b->ptr;
 fail:
@@ -229,6 +242,7 @@ HOFF_API void *hoff_malloc(hoff_ctx *ctx, size_t size, hoff_stream stream) {
 }
 
 HOFF_API int hoff_free(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
+    struct hoff__event_info e;
     struct hoff__block *b;
 
     if (!ctx)
@@ -244,12 +258,16 @@ HOFF_API int hoff_free(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
     ctx->st.frees++;
     if (ctx->res.inf_head)
         hoff__res_poll(ctx);
-    if (b->pool == HOFF__POOL_MANAGED && !hoff__res_on_free(ctx, b)) {
+    memset(&e, 0, sizeof e);
+    e.kind = HOFF__TEV_FREE;
+    e.stream = stream;
+    e.b = b;
+    hoff__pipe_before(ctx, &e);
+    if (b->pool == HOFF__POOL_MANAGED && !hoff__res_on_free(ctx, b))
         b->stream = stream; /* returned to the cache on this stream when its transfer lands */
-        UNLOCK(ctx);
-        return 0;
-    }
-    hoff__pool_put(&ctx->pools[b->pool], b, stream);
+    else
+        hoff__pool_put(&ctx->pools[b->pool], b, stream);
+    hoff__pipe_after(ctx, &e); /* reads only b's step and id, which the pool keeps */
     UNLOCK(ctx);
     return 0;
 }
@@ -312,12 +330,28 @@ HOFF_API int hoff_discard(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
     return with_block(ctx, ptr, "hoff_discard", hoff__res_discard, stream);
 }
 
+/* An access is an event of the step: the pipeline sees it on both sides. */
+static int access_marked(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s, int write) {
+    struct hoff__event_info e;
+    int rc;
+
+    memset(&e, 0, sizeof e);
+    e.kind = HOFF__TEV_ACCESS;
+    e.stream = s;
+    e.write = write;
+    e.b = b;
+    hoff__pipe_before(ctx, &e);
+    rc = hoff__res_access(ctx, b, write, s);
+    hoff__pipe_after(ctx, &e);
+    return rc;
+}
+
 static int access_read(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
-    return hoff__res_access(ctx, b, 0, s);
+    return access_marked(ctx, b, s, 0);
 }
 
 static int access_write(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
-    return hoff__res_access(ctx, b, 1, s);
+    return access_marked(ctx, b, s, 1);
 }
 
 HOFF_API int hoff_access(hoff_ctx *ctx, void *ptr, int write, hoff_stream stream) {
@@ -354,6 +388,8 @@ HOFF_API int hoff_sync(hoff_ctx *ctx) {
 /* --- marks ----------------------------------------------------------------- */
 
 HOFF_API int hoff_step_begin(hoff_ctx *ctx) {
+    int rc;
+
     if (!ctx)
         return -EINVAL;
     LOCK(ctx);
@@ -363,12 +399,16 @@ HOFF_API int hoff_step_begin(hoff_ctx *ctx) {
     }
     ctx->in_step = 1;
     ctx->step_start_ns = ctx->be->ops->clock_ns(ctx->be);
+    rc = hoff__pipe_step_begin(ctx);
+    if (rc)
+        ctx->in_step = 0;
     UNLOCK(ctx);
-    return 0;
+    return rc;
 }
 
 HOFF_API int hoff_step_end(hoff_ctx *ctx) {
     uint64_t now;
+    int rc;
 
     if (!ctx)
         return -EINVAL;
@@ -385,29 +425,69 @@ HOFF_API int hoff_step_end(hoff_ctx *ctx) {
     now = ctx->be->ops->clock_ns(ctx->be);
     ctx->st.steps++;
     ctx->st.last_step_ns = now - ctx->step_start_ns;
+    rc = hoff__pipe_step_end(ctx);
+    UNLOCK(ctx);
+    return rc;
+}
+
+HOFF_API int hoff_mark_op(hoff_ctx *ctx, const char *name) {
+    struct hoff__event_info e;
+
+    if (!ctx)
+        return -EINVAL;
+    memset(&e, 0, sizeof e);
+    e.kind = HOFF__TEV_OP;
+    e.name = name;
+    LOCK(ctx);
+    hoff__pipe_before(ctx, &e);
+    hoff__pipe_after(ctx, &e);
     UNLOCK(ctx);
     return 0;
 }
 
-HOFF_API int hoff_region_begin(hoff_ctx *ctx) {
-    if (!ctx)
+HOFF_API int hoff_trace_save(hoff_ctx *ctx, const char *path) {
+    int rc;
+
+    if (!ctx || !path)
         return -EINVAL;
     LOCK(ctx);
+    rc = ctx->pipe.have_trace ? hoff__trace_save(&ctx->pipe.trace, path)
+                              : hoff__error(-ENOENT, "hoff_trace_save: no step has been recorded yet");
+    UNLOCK(ctx);
+    return rc;
+}
+
+HOFF_API int hoff_region_begin(hoff_ctx *ctx) {
+    struct hoff__event_info e;
+
+    if (!ctx)
+        return -EINVAL;
+    memset(&e, 0, sizeof e);
+    e.kind = HOFF__TEV_REGION_BEGIN;
+    LOCK(ctx);
+    hoff__pipe_before(ctx, &e);
     ctx->region_depth++;
+    hoff__pipe_after(ctx, &e);
     UNLOCK(ctx);
     return 0;
 }
 
 HOFF_API int hoff_region_end(hoff_ctx *ctx) {
+    struct hoff__event_info e;
     int rc = 0;
 
     if (!ctx)
         return -EINVAL;
+    memset(&e, 0, sizeof e);
+    e.kind = HOFF__TEV_REGION_END;
     LOCK(ctx);
-    if (ctx->region_depth > 0)
+    if (ctx->region_depth > 0) {
+        hoff__pipe_before(ctx, &e);
         ctx->region_depth--;
-    else
+        hoff__pipe_after(ctx, &e);
+    } else {
         rc = hoff__error(-EINVAL, "hoff_region_end: no region is open");
+    }
     UNLOCK(ctx);
     return rc;
 }

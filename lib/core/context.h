@@ -6,6 +6,7 @@
 #include <pthread.h>
 
 #include "backend/backend.h"
+#include "exec/executor.h"
 #include "exec/issuer.h"
 #include "mem/blocktable.h"
 #include "mem/pool.h"
@@ -23,6 +24,7 @@ struct hoff_ctx {
     struct hoff__blocktable table;   /* live blocks by address */
     struct hoff__pool pools[2];      /* indexed by enum hoff__pool_kind */
     struct hoff__residency res;
+    struct hoff__pipeline pipe;      /* warmup / plan / replay of steps */
     struct hoff_stats st;            /* counters kept here; pool and issuer
                                         figures are folded in on read */
     uint64_t alloc_seq;

@@ -16,10 +16,15 @@
 
 #include "core/core.h"
 #include "core/options.h"
+#include "plan/plan.h"
 
 extern char **environ;
 
-enum opt_type { OPT_SIZE, OPT_BOOL, OPT_INT, OPT_ENUM, OPT_DOUBLE, OPT_DURATION };
+enum opt_type {
+    OPT_SIZE, OPT_BOOL, OPT_INT, OPT_ENUM, OPT_DOUBLE, OPT_DURATION,
+    OPT_UINT32, /* a uint32_t field, a decimal integer */
+    OPT_STRING, /* a char[size] field: at most size - 1 characters, NUL-padded */
+};
 
 struct opt_alias {
     const char *name;
@@ -31,12 +36,18 @@ struct opt {
     const char *env;   /* "HOFF_BUDGET": always "HOFF_" + the name in upper case */
     enum opt_type type;
     size_t offset;     /* into struct hoff_config */
+    size_t size;       /* OPT_STRING: the field's size, the NUL included */
     const char *def;   /* the default, in the form hoff_config_set accepts */
-    double min, max;   /* valid range, inclusive (enum and bool: derived) */
+    double min, max;   /* valid range, inclusive (enum, bool, string: derived) */
     int min_open;      /* min itself is out of range (bandwidths: > 0) */
-    const char *unit;  /* OPT_DOUBLE: what the number counts */
+    const char *unit;  /* OPT_DOUBLE: what the number counts; OPT_STRING: what the text is */
     const char *const *names;        /* OPT_ENUM: value i is names[i] */
     const struct opt_alias *aliases; /* OPT_ENUM: other accepted spellings */
+    /* OPT_STRING whose values are names registered elsewhere: choice_at(i) is
+     * the i-th (NULL past the end); known(s) says whether the runtime will
+     * accept s.  hoff_config_set stores the registered spelling. */
+    const char *(*choice_at)(int i);
+    int (*known)(const char *s);
     const char *help;
 };
 
@@ -45,6 +56,13 @@ struct opt {
 #define OFF(f, T)                                                              \
     (offsetof(struct hoff_config, f) +                                         \
      0 * sizeof(char[_Generic(((struct hoff_config *)0)->f, T: 1, default: -1)]))
+
+/* A char array field: its offset, and a compile error unless it is one. */
+#define FIELD_SIZE(f) sizeof(((struct hoff_config *)0)->f)
+#define OFF_STR(f)                                                             \
+    (offsetof(struct hoff_config, f) +                                         \
+     0 * sizeof(char[_Generic(&((struct hoff_config *)0)->f,                   \
+                              char(*)[FIELD_SIZE(f)]: 1, default: -1)]))
 
 #define SIZE_TOP 1125899906842624.0 /* 1024T: larger is surely a typo */
 #define NS_PER_S 1e9
@@ -61,6 +79,17 @@ _Static_assert(HOFF_LOG_OFF == 0 && HOFF_LOG_ERROR == 1 && HOFF_LOG_WARN == 2 &&
                "log_names follows enum hoff_log_level");
 _Static_assert(HOFF_SIM_POISON == 0 && HOFF_SIM_PROTECT == 1,
                "protect_names follows enum hoff_sim_protect");
+
+/* The planners lib/plan/plan.c registers. */
+static const char *planner_at(int i) {
+    const struct hoff__planner *p = hoff__planner_at(i);
+
+    return p ? p->name : NULL;
+}
+
+static int planner_known(const char *s) {
+    return hoff__planner_find(s) != NULL;
+}
 
 /* The table, in the order of struct hoff_config.  doc/man/hoff-config.7
  * documents each entry; keep the two in step. */
@@ -121,6 +150,27 @@ static const struct opt opts[] = {
     {.name = "queue_depth", .env = "HOFF_QUEUE_DEPTH", .type = OPT_INT,
      .offset = OFF(issue_queue_depth, int), .def = "1024", .min = 1, .max = 1 << 20,
      .help = "slots in the issuing thread's command queue"},
+    {.name = "planner", .env = "HOFF_PLANNER", .type = OPT_STRING,
+     .offset = OFF_STR(planner), .size = FIELD_SIZE(planner), .def = "greedy",
+     .unit = "planner", .choice_at = planner_at, .known = planner_known,
+     .help = "planner that turns the recorded step into a residency schedule"},
+    {.name = "guard_after_alloc", .env = "HOFF_GUARD_AFTER_ALLOC", .type = OPT_UINT32,
+     .offset = OFF(guard_after_alloc, uint32_t), .def = "1", .min = 0, .max = 1000000,
+     .help = "blocks without access marks: events after the alloc before they may be evicted"},
+    {.name = "guard_before_free", .env = "HOFF_GUARD_BEFORE_FREE", .type = OPT_UINT32,
+     .offset = OFF(guard_before_free, uint32_t), .def = "1", .min = 0, .max = 1000000,
+     .help = "blocks without access marks: events before the free by which they are back"},
+    {.name = "replan_after", .env = "HOFF_REPLAN_AFTER", .type = OPT_UINT32,
+     .offset = OFF(replan_after, uint32_t), .def = "2", .min = 0, .max = 1000000,
+     .help = "divergent steps in a row before hoff records and plans again; 0 = never"},
+    {.name = "bandwidth_gbps", .env = "HOFF_BANDWIDTH_GBPS", .type = OPT_DOUBLE,
+     .offset = OFF(bandwidth_gbps, double), .def = "16", .min = 0, .min_open = 1,
+     .max = 100000, .unit = "GB/s",
+     .help = "H2D and D2H bandwidth the planner assumes where the backend cannot measure it, GB/s"},
+    {.name = "trace", .env = "HOFF_TRACE", .type = OPT_STRING,
+     .offset = OFF_STR(trace_path), .size = FIELD_SIZE(trace_path), .def = "",
+     .unit = "path",
+     .help = "write each recorded step's trace to this file; empty = don't"},
 };
 
 #define NOPTS ((int)(sizeof opts / sizeof opts[0]))
@@ -128,15 +178,20 @@ static const struct opt opts[] = {
 /* Variables other parts of hoff read; hoff_config_from_env lets them pass. */
 static const char *const reserved[] = {
     "HOFF_LIBRARY", "HOFF_STATS", "HOFF_STEP_MARK", "HOFF_TEST",
-    "HOFF_SPILL_DIR", "HOFF_NUMA", "HOFF_PLANNER", "HOFF_TRACE", NULL,
+    "HOFF_SPILL_DIR", "HOFF_NUMA", NULL,
 };
 
 union val {
-    uint64_t u; /* OPT_SIZE, OPT_DURATION */
+    uint64_t u; /* OPT_SIZE, OPT_DURATION, OPT_UINT32 */
     int i;      /* OPT_BOOL, OPT_INT, OPT_ENUM */
     double d;   /* OPT_DOUBLE */
+    struct {
+        const char *p; /* not NUL-terminated: a field, or the user's text */
+        size_t n;      /* == the field's size if the field has no NUL */
+    } s;        /* OPT_STRING */
 };
 
+/* P_RANGE for a string: too long; P_FORM: not one of its choices. */
 enum { P_OK, P_FORM, P_RANGE };
 
 /* ---- messages ---------------------------------------------------------- */
@@ -200,7 +255,18 @@ static union val load(const struct hoff_config *cfg, const struct opt *o) {
     switch (o->type) {
     case OPT_SIZE:
     case OPT_DURATION: memcpy(&v.u, p, sizeof v.u); break;
+    case OPT_UINT32: {
+        uint32_t x;
+
+        memcpy(&x, p, sizeof x);
+        v.u = x;
+        break;
+    }
     case OPT_DOUBLE: memcpy(&v.d, p, sizeof v.d); break;
+    case OPT_STRING:
+        v.s.p = p;
+        v.s.n = strnlen(p, o->size);
+        break;
     default: memcpy(&v.i, p, sizeof v.i); break;
     }
     return v;
@@ -212,7 +278,17 @@ static void store(struct hoff_config *cfg, const struct opt *o, union val v) {
     switch (o->type) {
     case OPT_SIZE:
     case OPT_DURATION: memcpy(p, &v.u, sizeof v.u); break;
+    case OPT_UINT32: {
+        uint32_t x = (uint32_t)v.u; /* parse_val checked the range */
+
+        memcpy(p, &x, sizeof x);
+        break;
+    }
     case OPT_DOUBLE: memcpy(p, &v.d, sizeof v.d); break;
+    case OPT_STRING: /* parse_val checked v.s.n < o->size; the rest is zeros */
+        memset(p, 0, o->size);
+        memcpy(p, v.s.p, v.s.n);
+        break;
     default: memcpy(p, &v.i, sizeof v.i); break;
     }
 }
@@ -237,13 +313,30 @@ static double opt_max(const struct opt *o) {
     return o->max;
 }
 
+/* A string field's value is terminated, fits, and is one of its choices. */
+static int string_ok(const struct opt *o, union val v) {
+    char tmp[256];
+
+    if (v.s.n >= o->size)
+        return 0;
+    if (!o->known)
+        return 1;
+    if (v.s.n >= sizeof tmp)
+        return 0;
+    memcpy(tmp, v.s.p, v.s.n);
+    tmp[v.s.n] = '\0';
+    return o->known(tmp);
+}
+
 /* Every bound is below 2^53, so comparing as doubles is exact. */
 static int in_range(const struct opt *o, union val v) {
     double x;
 
     switch (o->type) {
+    case OPT_STRING: return string_ok(o, v);
     case OPT_SIZE:
-    case OPT_DURATION: x = (double)v.u; break;
+    case OPT_DURATION:
+    case OPT_UINT32: x = (double)v.u; break;
     case OPT_DOUBLE: x = v.d; break;
     default: x = v.i; break;
     }
@@ -277,6 +370,9 @@ static int fmt_val(const struct opt *o, union val v, char *buf, size_t len) {
     switch (o->type) {
     case OPT_SIZE: fmt_units(v.u, size_sfx, size_unit, tmp, sizeof tmp); break;
     case OPT_DURATION: fmt_units(v.u, dur_sfx, dur_unit, tmp, sizeof tmp); break;
+    case OPT_UINT32: snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)v.u); break;
+    case OPT_STRING: /* as is: the set form of a string is the string */
+        return snprintf(buf, len, "%.*s", (int)v.s.n, v.s.p);
     case OPT_DOUBLE: {
         locale_t old = (locale_t)0, c = c_numeric_begin(&old);
 
@@ -300,7 +396,7 @@ static int fmt_val(const struct opt *o, union val v, char *buf, size_t len) {
 static void fmt_bound(const struct opt *o, double x, char *buf, size_t len) {
     union val v;
 
-    if (o->type == OPT_SIZE || o->type == OPT_DURATION)
+    if (o->type == OPT_SIZE || o->type == OPT_DURATION || o->type == OPT_UINT32)
         v.u = (uint64_t)x;
     else if (o->type == OPT_DOUBLE)
         v.d = x;
@@ -315,12 +411,23 @@ static void describe_range(const struct opt *o, char *buf, size_t len) {
     size_t k;
     int i;
 
+    if (o->type == OPT_STRING) {
+        if (!o->choice_at) {
+            snprintf(buf, len, "a %s of at most %zu characters", o->unit, o->size - 1);
+            return;
+        }
+        k = (size_t)snprintf(buf, len, "one of ");
+        for (i = 0; o->choice_at(i) && k < len; i++)
+            k += (size_t)snprintf(buf + k, len - k, "%s%s", i ? ", " : "", o->choice_at(i));
+        return;
+    }
     fmt_bound(o, opt_min(o), lo, sizeof lo);
     fmt_bound(o, opt_max(o), hi, sizeof hi);
     switch (o->type) {
     case OPT_SIZE: snprintf(buf, len, "a size from %s to %s", lo, hi); break;
     case OPT_DURATION: snprintf(buf, len, "a duration from %s to %s", lo, hi); break;
-    case OPT_INT: snprintf(buf, len, "an integer from %s to %s", lo, hi); break;
+    case OPT_INT:
+    case OPT_UINT32: snprintf(buf, len, "an integer from %s to %s", lo, hi); break;
     case OPT_BOOL: snprintf(buf, len, "1, 0, yes, no, true, false, on or off"); break;
     case OPT_DOUBLE:
         snprintf(buf, len, "a number of %s %s %s and at most %s", o->unit,
@@ -331,6 +438,7 @@ static void describe_range(const struct opt *o, char *buf, size_t len) {
         for (i = 0; o->names[i] && k < len; i++)
             k += (size_t)snprintf(buf + k, len - k, "%s%s", i ? ", " : "", o->names[i]);
         break;
+    case OPT_STRING: break; /* above */
     }
 }
 
@@ -354,21 +462,65 @@ static int parse_bool(const char *s, int *out) {
     return P_FORM;
 }
 
-static int parse_int(const char *s, int *out) {
+/* A decimal integer, optionally signed, within [lo, hi] (else P_RANGE). */
+static int parse_integer(const char *s, long long lo, long long hi, long long *out) {
     const char *p = s + (*s == '+' || *s == '-');
     char *end;
-    long v;
+    long long v;
 
     if (!isdigit((unsigned char)*p))
         return P_FORM;
     errno = 0;
-    v = strtol(s, &end, 10);
+    v = strtoll(s, &end, 10);
     if (*end)
         return P_FORM;
-    if (errno == ERANGE || v < -2147483647L - 1 || v > 2147483647L)
+    if (errno == ERANGE || v < lo || v > hi)
         return P_RANGE;
-    *out = (int)v;
+    *out = v;
     return P_OK;
+}
+
+static int parse_int(const char *s, int *out) {
+    long long v;
+    int rc = parse_integer(s, -2147483647LL - 1, 2147483647LL, &v);
+
+    if (rc == P_OK)
+        *out = (int)v;
+    return rc;
+}
+
+/* "-1" parses, and is out of range, as for an int. */
+static int parse_uint32(const char *s, uint64_t *out) {
+    long long v;
+    int rc = parse_integer(s, 0, 4294967295LL, &v);
+
+    if (rc == P_OK)
+        *out = (uint64_t)v;
+    return rc;
+}
+
+/* s[0..n) as a string option: P_RANGE if it does not fit the field, P_FORM
+ * if o has choices and s is none of them (any case; the registered spelling
+ * is what *v points to). */
+static int parse_string(const struct opt *o, const char *s, size_t n, union val *v) {
+    const char *c;
+    int i;
+
+    if (n >= o->size)
+        return P_RANGE;
+    if (!o->choice_at) {
+        v->s.p = s;
+        v->s.n = n;
+        return P_OK;
+    }
+    for (i = 0; (c = o->choice_at(i)) != NULL; i++) {
+        if (strlen(c) == n && !strncasecmp(s, c, n)) {
+            v->s.p = c;
+            v->s.n = n;
+            return P_OK;
+        }
+    }
+    return P_FORM;
 }
 
 static int parse_enum(const struct opt *o, const char *s, int *out) {
@@ -481,6 +633,10 @@ static int parse_val(const struct opt *o, const char *s, union val *v) {
     n = strlen(s);
     while (n && isspace((unsigned char)s[n - 1]))
         n--;
+    if (o->type == OPT_STRING) {
+        rc = parse_string(o, s, n, v);
+        return rc == P_OK && !in_range(o, *v) ? P_FORM : rc;
+    }
     if (n >= sizeof buf)
         return P_FORM;
     memcpy(buf, s, n);
@@ -496,6 +652,8 @@ static int parse_val(const struct opt *o, const char *s, union val *v) {
     case OPT_ENUM: rc = parse_enum(o, buf, &v->i); break;
     case OPT_DOUBLE: rc = parse_double(buf, &v->d); break;
     case OPT_DURATION: rc = parse_duration(buf, &v->u); break;
+    case OPT_UINT32: rc = parse_uint32(buf, &v->u); break;
+    case OPT_STRING: break; /* above */
     }
     if (rc == P_OK && !in_range(o, *v))
         rc = P_RANGE;
@@ -508,11 +666,28 @@ static int bad_value(const struct opt *o, const char *who, const char *value,
         [OPT_SIZE] = "not a size", [OPT_BOOL] = "not a boolean",
         [OPT_INT] = "not an integer", [OPT_ENUM] = NULL,
         [OPT_DOUBLE] = "not a number", [OPT_DURATION] = "not a duration",
+        [OPT_UINT32] = "not an integer", [OPT_STRING] = NULL,
     };
-    char v[64], range[160];
+    char v[64], range[256];
 
     shown(value, (size_t)-1, v, sizeof v);
     describe_range(o, range, sizeof range);
+    if (o->type == OPT_STRING) {
+        const char *s = value;
+        size_t n;
+
+        while (isspace((unsigned char)*s))
+            s++;
+        n = strlen(s);
+        while (n && isspace((unsigned char)s[n - 1]))
+            n--;
+        if (why == P_RANGE)
+            return fail(-EINVAL, err, errlen,
+                        "%s='%s': too long (%zu characters, the limit is %zu); expected %s",
+                        who, v, n, o->size - 1, range);
+        return fail(-EINVAL, err, errlen, "%s='%s': unknown %s; expected %s", who, v,
+                    o->unit, range);
+    }
     if (o->type == OPT_ENUM)
         return fail(-EINVAL, err, errlen, "%s='%s': expected %s", who, v, range);
     if (why == P_RANGE)
@@ -750,7 +925,7 @@ HOFF_API const char *hoff_config_help(int i) {
 }
 
 int hoff__config_validate(const struct hoff_config *cfg, char *err, size_t errlen) {
-    char a[64], b[64], range[160];
+    char a[64], b[64], range[256];
     int i;
 
     if (!cfg)
@@ -771,6 +946,16 @@ int hoff__config_validate(const struct hoff_config *cfg, char *err, size_t errle
 
         if (in_range(o, v))
             continue;
+        if (o->type == OPT_STRING) {
+            describe_range(o, range, sizeof range);
+            if (v.s.n >= o->size)
+                return fail(-EINVAL, err, errlen,
+                            "config: %s (%s) has no NUL within its %zu bytes; expected %s",
+                            o->name, o->env, o->size, range);
+            return fail(-EINVAL, err, errlen, "config: %s (%s) is '%s', not a known %s; "
+                        "expected %s", o->name, o->env, shown(v.s.p, v.s.n, a, sizeof a),
+                        o->unit, range);
+        }
         fmt_val(o, v, a, sizeof a);
         if (o->type == OPT_BOOL)
             snprintf(range, sizeof range, "0 or 1");

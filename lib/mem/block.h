@@ -34,6 +34,8 @@ struct hoff__block {
     hoff_stream stream;      /* stream of the allocation, then of the free */
     uint64_t free_seq;       /* the free's number on its stream */
     uint64_t seq;            /* allocation order */
+    uint64_t tstep;          /* the step it was allocated in (1-based; 0 = outside a step) */
+    uint32_t tid;            /* its block id in that step's trace */
     int xfer_rc;             /* result of the last command run (atomic) */
     hoff__event *ev;         /* completion of the block's last transfer */
     hoff__event *after;      /* the compute-stream point that transfer waits for */

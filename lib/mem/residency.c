@@ -114,6 +114,8 @@ static void note_resident(struct hoff_ctx *ctx) {
     st->resident_bytes = ctx->res.resident;
     if (ctx->res.resident > st->peak_resident_bytes)
         st->peak_resident_bytes = ctx->res.resident;
+    if (ctx->res.resident > st->step_peak_resident_bytes)
+        st->step_peak_resident_bytes = ctx->res.resident;
     if (ctx->cfg.budget_bytes && ctx->res.resident > ctx->cfg.budget_bytes)
         st->budget_overruns++;
     st->host_bytes = ctx->res.host;
@@ -302,6 +304,25 @@ static int start_evict(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
     return 0;
 }
 
+/* The next block to evict for room.  While a step is being recorded, the
+ * RFC's warmup rule: the earliest allocated first (each allocation is its
+ * own event here, so "larger first within an event" has nothing to break);
+ * otherwise the least recently used.  Never `keep`, the block the current
+ * event uses. */
+static struct hoff__block *pick_victim(struct hoff_ctx *ctx, const struct hoff__block *keep) {
+    struct hoff__block *v, *best = NULL;
+
+    if (ctx->in_step && ctx->pipe.state == HOFF_PLAN_WARMUP) {
+        for (v = ctx->res.lru_head; v; v = v->next)
+            if (v != keep && (!best || v->seq < best->seq))
+                best = v;
+        return best;
+    }
+    for (v = ctx->res.lru_head; v && v == keep; v = v->next)
+        ;
+    return v;
+}
+
 /* Make resident + need fit in the budget, never evicting `keep`.  -ENOSPC
  * when nothing more can be evicted. */
 static int make_room(struct hoff_ctx *ctx, uint64_t need, struct hoff__block *keep, hoff_stream s) {
@@ -318,8 +339,7 @@ static int make_room(struct hoff_ctx *ctx, uint64_t need, struct hoff__block *ke
             return 0;
         over = ctx->res.resident + need - budget;
         if (ctx->res.evicting < over) {
-            for (v = ctx->res.lru_head; v && v == keep; v = v->next)
-                ;
+            v = pick_victim(ctx, keep);
             if (v) {
                 if (start_evict(ctx, v, s) == 0) {
                     ctx->st.budget_evictions++;

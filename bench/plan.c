@@ -1,0 +1,297 @@
+/* plan.c — benchmark: planning time of a planner (greedy by default) on generated training-shaped traces of
+ * 10^4, 10^5 and 10^6 events, and its growth from one size to the next (O(M log S): ~10-15x per 10x).
+ * Threading: single-threaded. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/plan.h"
+#include "trace/trace.h"
+
+/* --- a training-shaped trace ------------------------------------------------
+ * Forward, layer after layer: an op mark, a few saved activations from the
+ * managed pool (4-16 MiB; most with a pack access at the end of their
+ * layer's forward, some -- dropout masks -- with no access marks at all,
+ * which the planner treats with its guard margins), short-lived temporaries
+ * (small ones from the device pool, medium ones managed) allocated, used and
+ * freed.  Backward, layers in reverse: an op mark, a managed gradient buffer,
+ * each saved activation read (unpack) and freed in reverse, temporaries, the
+ * layer's parameter gradient (device pool, retained).  A managed loss-scale
+ * buffer without accesses is allocated first and retained.  Op marks (the
+ * optimizer) fill the trace up to the asked event count.  Deterministic. */
+
+struct gen {
+    struct hoff__trace *t;
+    uint64_t rs;
+    int rc;
+};
+
+static uint64_t rnd(struct gen *g) {
+    uint64_t x = g->rs;
+
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    g->rs = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+static void push(struct gen *g, struct hoff__tev *e) {
+    if (g->rc)
+        return;
+    e->t_cpu_ns = g->t->nev * 2000;
+    e->t_gpu_ns = HOFF__TIME_UNKNOWN;
+    if (e->kind == HOFF__TEV_OP)
+        e->block = 0;
+    else
+        e->name = UINT32_MAX;
+    g->rc = hoff__trace_append(g->t, e);
+}
+
+static uint32_t g_alloc(struct gen *g, int pool, uint64_t size) {
+    struct hoff__tev e = {.kind = HOFF__TEV_ALLOC, .pool = (uint8_t)pool, .size = size, .stream = 1};
+
+    e.block = g->t->nblocks;
+    push(g, &e);
+    return e.block;
+}
+static void g_free(struct gen *g, uint32_t b) {
+    struct hoff__tev e = {.kind = HOFF__TEV_FREE, .block = b, .stream = 1};
+    push(g, &e);
+}
+static void g_access(struct gen *g, uint32_t b, int write) {
+    struct hoff__tev e = {.kind = HOFF__TEV_ACCESS, .block = b, .stream = 1,
+                          .flags = write ? HOFF__TEV_WRITE : 0};
+    push(g, &e);
+}
+static void g_op(struct gen *g, uint32_t name) {
+    struct hoff__tev e = {.kind = HOFF__TEV_OP, .name = name};
+    push(g, &e);
+}
+
+/* Temporaries of one op: allocated, used, freed. */
+static void g_temps(struct gen *g, int n) {
+    while (n-- > 0) {
+        int managed = rnd(g) % 3 == 0;
+        uint64_t size = managed ? (2u + rnd(g) % 3) << 20 : (64u << 10) << rnd(g) % 4;
+        uint32_t b = g_alloc(g, managed, size);
+
+        g_access(g, b, 1);
+        g_free(g, b);
+    }
+}
+
+#define MAXACT 8
+#define EV_PER_LAYER 54 /* a little over what one layer emits (~52): op marks pad the rest */
+
+static int gen_trace(struct hoff__trace *t, size_t nev, uint64_t seed) {
+    struct gen g = {t, seed | 1, 0};
+    uint32_t (*act)[MAXACT], *nact, fwd, bwd, scale;
+    size_t layers = nev / EV_PER_LAYER ? nev / EV_PER_LAYER : 1, l;
+    int i;
+
+    hoff__trace_init(t);
+    act = calloc(layers, sizeof *act);
+    nact = calloc(layers, sizeof *nact);
+    fwd = hoff__trace_name(t, "forward");
+    bwd = hoff__trace_name(t, "backward");
+    if (!act || !nact || fwd == UINT32_MAX || bwd == UINT32_MAX) {
+        free(act);
+        free(nact);
+        return -ENOMEM;
+    }
+    scale = g_alloc(&g, 1, 2u << 20); /* loss scale: managed, no accesses, retained */
+    (void)scale;
+    for (l = 0; l < layers && !g.rc; l++) {
+        g_op(&g, fwd);
+        nact[l] = 3 + (uint32_t)(rnd(&g) % 4);
+        for (i = 0; i < (int)nact[l]; i++) {
+            act[l][i] = g_alloc(&g, 1, (4u + 4u * (rnd(&g) % 4)) << 20);
+            g_temps(&g, (int)(rnd(&g) % 2));
+        }
+        g_temps(&g, 2);
+        for (i = 0; i < (int)nact[l]; i++)
+            if (rnd(&g) % 4) /* 1 in 4 (dropout masks) has no access marks */
+                g_access(&g, act[l][i], 0);
+    }
+    for (l = layers; l-- > 0 && !g.rc;) {
+        uint32_t grad;
+
+        g_op(&g, bwd);
+        grad = g_alloc(&g, 1, (4u + 4u * (rnd(&g) % 2)) << 20);
+        for (i = (int)nact[l] - 1; i >= 0; i--) {
+            g_access(&g, act[l][i], 0);
+            g_temps(&g, 1);
+            g_access(&g, grad, 1);
+            g_free(&g, act[l][i]);
+        }
+        g_free(&g, grad);
+        g_alloc(&g, 0, (1u << 20) << rnd(&g) % 3); /* parameter gradient: retained */
+    }
+    while (t->nev < nev && !g.rc)
+        g_op(&g, UINT32_MAX);
+    free(act);
+    free(nact);
+    return g.rc ? g.rc : hoff__trace_finish(t);
+}
+
+/* --- the benchmark ---------------------------------------------------------- */
+
+struct result {
+    size_t events;
+    uint32_t blocks;
+    uint64_t candidates, actions, evictions, budget, offload_peak, peak, d2h, h2d, plan_ns;
+    int feasible;
+};
+
+static int run(const struct hoff__planner *pl, size_t nev, int reps, struct result *r) {
+    struct hoff__plan_opts o;
+    struct hoff__schedule s;
+    struct hoff__trace t;
+    size_t peak_ev, i;
+    int rc, k;
+
+    rc = gen_trace(&t, nev, 0x6f666670u + nev);
+    if (rc) {
+        hoff__trace_destroy(&t);
+        return rc;
+    }
+    memset(r, 0, sizeof *r);
+    memset(&o, 0, sizeof o);
+    r->events = t.nev;
+    r->blocks = t.nblocks;
+    r->offload_peak = hoff__trace_offload_peak(&t, &peak_ev);
+    o.budget_bytes = r->offload_peak / 4 ? r->offload_peak / 4 : 1;
+    o.guard_after_alloc = 2;
+    o.guard_before_free = 2;
+    o.h2d_gbps = o.d2h_gbps = 50;
+    r->budget = o.budget_bytes;
+    r->plan_ns = UINT64_MAX;
+    hoff__schedule_init(&s);
+    for (k = 0; k < reps; k++) {
+        rc = pl->build(&t, &o, &s);
+        if (rc)
+            break;
+        if (s.plan_ns < r->plan_ns)
+            r->plan_ns = s.plan_ns;
+    }
+    if (!rc) {
+        uint64_t peak;
+        uint32_t pev;
+
+        /* The plan must achieve what it claims (outside the timing). */
+        rc = hoff__schedule_peak(&t, &s, &peak, &pev);
+        if (!rc && (peak != s.peak_bytes || pev != s.peak_ev)) {
+            fprintf(stderr, "bench/plan: %s claims a peak of %" PRIu64 " at event %" PRIu32
+                            ", the schedule reaches %" PRIu64 " at %" PRIu32 "\n",
+                    pl->name, s.peak_bytes, s.peak_ev, peak, pev);
+            rc = -EPROTO;
+        }
+    }
+    if (!rc) {
+        r->candidates = s.candidates;
+        r->actions = s.nact;
+        for (i = 0; i < s.nact; i++)
+            r->evictions += s.act[i].kind == HOFF__ACT_EVICT;
+        r->peak = s.peak_bytes;
+        r->feasible = s.feasible;
+        r->d2h = s.bytes_d2h;
+        r->h2d = s.bytes_h2d;
+    }
+    hoff__schedule_destroy(&s);
+    hoff__trace_destroy(&t);
+    return rc;
+}
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: bench/plan [--json] [--planner NAME] [--reps N]\n"
+               "Plans generated training-shaped traces of 10^4, 10^5 and 10^6 events under a\n"
+               "budget of 25%% of each trace's offload peak; prints the planning time (best of N\n"
+               "runs, default 3) and its growth from one size to the next.\n");
+}
+
+int main(int argc, char **argv) {
+    static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
+                                             {"planner", required_argument, NULL, 'p'},
+                                             {"reps", required_argument, NULL, 'r'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    static const size_t sizes[] = {10000, 100000, 1000000};
+    struct result r[3];
+    const struct hoff__planner *pl;
+    const char *planner = "greedy";
+    int json = 0, reps = 3, opt, i, rc;
+
+    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'j':
+            json = 1;
+            break;
+        case 'p':
+            planner = optarg;
+            break;
+        case 'r':
+            reps = atoi(optarg);
+            if (reps < 1 || reps > 100) {
+                fprintf(stderr, "bench/plan: --reps: expected 1..100, got '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    pl = hoff__planner_find(planner);
+    if (!pl) {
+        fprintf(stderr, "bench/plan: unknown planner '%s'\n", planner);
+        return 2;
+    }
+    if (!json)
+        printf("%-10s %8s %10s %8s %10s %10s %10s %9s %12s\n", "events", "blocks", "candidates", "actions",
+               "budget", "nopeak", "peak", "feasible", "plan_ms");
+    for (i = 0; i < 3; i++) {
+        rc = run(pl, sizes[i], reps, &r[i]);
+        if (rc) {
+            fprintf(stderr, "bench/plan: %zu events: %s\n", sizes[i], strerror(-rc));
+            return 1;
+        }
+        if (json)
+            printf("{\"bench\":\"plan\",\"planner\":\"%s\",\"events\":%zu,\"blocks\":%" PRIu32
+                   ",\"candidates\":%" PRIu64 ",\"actions\":%" PRIu64 ",\"evictions\":%" PRIu64
+                   ",\"budget_bytes\":%" PRIu64 ",\"offload_peak_bytes\":%" PRIu64 ",\"peak_bytes\":%" PRIu64
+                   ",\"feasible\":%d,\"bytes_d2h\":%" PRIu64 ",\"bytes_h2d\":%" PRIu64 ",\"plan_ns\":%" PRIu64
+                   "}\n",
+                   pl->name, r[i].events, r[i].blocks, r[i].candidates, r[i].actions, r[i].evictions,
+                   r[i].budget, r[i].offload_peak, r[i].peak, r[i].feasible, r[i].d2h, r[i].h2d,
+                   r[i].plan_ns);
+        else
+            printf("%-10zu %8" PRIu32 " %10" PRIu64 " %8" PRIu64 " %9.1fG %9.1fG %9.1fG %9s %12.3f\n",
+                   r[i].events, r[i].blocks, r[i].candidates, r[i].actions, r[i].budget / 1073741824.0,
+                   r[i].offload_peak / 1073741824.0, r[i].peak / 1073741824.0, r[i].feasible ? "yes" : "no",
+                   r[i].plan_ns / 1e6);
+        fflush(stdout);
+    }
+    {
+        double g65 = (double)r[2].plan_ns / (double)(r[1].plan_ns ? r[1].plan_ns : 1);
+        double g54 = (double)r[1].plan_ns / (double)(r[0].plan_ns ? r[0].plan_ns : 1);
+
+        if (json)
+            printf("{\"bench\":\"plan\",\"planner\":\"%s\",\"growth_1e6_1e5\":%.2f,\"growth_1e5_1e4\":%.2f,"
+                   "\"plan_ns_1e6\":%" PRIu64 ",\"under_1s_at_1e6\":%s}\n",
+                   pl->name, g65, g54, r[2].plan_ns, r[2].plan_ns < 1000000000u ? "true" : "false");
+        else
+            printf("growth: plan_ns(10^6)/plan_ns(10^5) = %.2f, plan_ns(10^5)/plan_ns(10^4) = %.2f "
+                   "(O(M log S): ~10-15; quadratic: ~100)\n",
+                   g65, g54);
+    }
+    return 0;
+}

@@ -1,0 +1,72 @@
+/* bandwidth.c — the bandwidth estimator: D2H and H2D GB/s for the planner, measured at start-up with a
+ * 16 MiB probe (the RFC's size) on a real device.  Threading: called once from hoff_init, before other threads. */
+#include "config.h"
+
+#include <string.h>
+
+#include "core/context.h"
+#include "core/core.h"
+#include "exec/executor.h"
+
+#define PROBE_BYTES ((size_t)16 << 20)
+#define PROBE_ROUNDS 3
+
+/* Evict and prefetch the (resident) probe a few times, keeping the best
+ * rate of each direction in GB/s (bytes per ns).  -errno on failure. */
+static int probe(struct hoff__backend *be, void *p, double *d2h, double *h2d) {
+    hoff__event *done = NULL;
+    int i, rc = 0;
+
+    *d2h = *h2d = 0;
+    if ((rc = be->ops->event_create(be, &done)) != 0)
+        return rc;
+    for (i = 0; i < PROBE_ROUNDS * 2 && rc == 0; i++) {
+        int evict = i % 2 == 0; /* the probe starts on the device */
+        uint64_t t0 = be->ops->clock_ns(be), t1;
+        double gbps;
+
+        rc = evict ? be->ops->evict(be, p, PROBE_BYTES, NULL, done)
+                   : be->ops->prefetch(be, p, PROBE_BYTES, NULL, done);
+        if (rc == 0)
+            rc = be->ops->event_sync(be, done);
+        t1 = be->ops->clock_ns(be);
+        gbps = t1 > t0 ? (double)PROBE_BYTES / (double)(t1 - t0) : 0;
+        if (evict && gbps > *d2h)
+            *d2h = gbps;
+        if (!evict && gbps > *h2d)
+            *h2d = gbps;
+    }
+    be->ops->event_destroy(be, done);
+    return rc;
+}
+
+void hoff__bandwidth_measure(struct hoff_ctx *ctx, double *h2d, double *d2h) {
+    struct hoff__backend *be = ctx->be;
+    void *p = NULL;
+
+    *h2d = *d2h = ctx->cfg.bandwidth_gbps;
+    if (strcmp(be->ops->name, "sim") == 0) {
+        /* The model's own figures: measuring them would only move the clock. */
+        *h2d = ctx->cfg.sim_h2d_gbps;
+        *d2h = ctx->cfg.sim_d2h_gbps;
+        return;
+    }
+    if (be->ops->managed_alloc(be, PROBE_BYTES, &p) != 0) {
+        hoff__log(HOFF_LOG_INFO, "bandwidth probe: no managed memory for it; assuming %.1f GB/s (HOFF_BANDWIDTH_GBPS)",
+                  ctx->cfg.bandwidth_gbps);
+        return;
+    }
+    {
+        double d, h;
+        int rc = probe(be, p, &d, &h);
+        if (rc == 0 && d > 0 && h > 0) {
+            *d2h = d;
+            *h2d = h;
+            hoff__log(HOFF_LOG_INFO, "bandwidth probe: D2H %.1f GB/s, H2D %.1f GB/s", d, h);
+        } else {
+            hoff__log(HOFF_LOG_WARN, "bandwidth probe failed (%s); assuming %.1f GB/s (HOFF_BANDWIDTH_GBPS)",
+                      hoff_strerror(rc), ctx->cfg.bandwidth_gbps);
+        }
+    }
+    be->ops->managed_free(be, p, PROBE_BYTES);
+}

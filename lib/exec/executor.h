@@ -1,0 +1,84 @@
+/* executor.h — the pipeline of steps: warmup records a step, the planner turns it into a schedule at its end,
+ * replay fires the schedule in later steps and falls back when a step diverges.  Threading: caller holds ctx->lock. */
+#ifndef HOFF_EXECUTOR_H
+#define HOFF_EXECUTOR_H
+
+#include <stdint.h>
+
+#include "mem/block.h"
+#include "plan/plan.h"
+#include "trace/trace.h"
+
+struct hoff_ctx;
+
+/* What the API is doing: one event of the step. */
+struct hoff__event_info {
+    int kind;                   /* enum hoff__tev_kind */
+    int pool;                   /* alloc: the pool chosen */
+    int pinned;                 /* alloc: inside a region */
+    uint64_t size;              /* alloc: bytes asked for */
+    hoff_stream stream;
+    int write;                  /* access */
+    const char *name;           /* op */
+    struct hoff__block *b;      /* free/access: the block; alloc: set once allocated */
+};
+
+struct hoff__pipeline {
+    int state;                  /* enum hoff_plan_state */
+    uint64_t step;              /* steps begun (the current one while in a step) */
+    struct hoff__trace trace;   /* recording (warmup), else the last recorded step */
+    int have_trace;
+    struct hoff__schedule sched;
+    int have_plan;
+    /* per step */
+    uint32_t ev;                /* index of the next event in the step */
+    uint32_t nalloc;            /* allocations so far (the next block id) */
+    size_t next_act;            /* replay: next action of sched */
+    struct hoff__block **map;   /* replay: trace block id -> live block */
+    size_t map_len;
+    hoff_stream last_stream;
+    uint64_t t0_cpu, t0_be;     /* step start on the host clock and the backend's */
+    int diverged;               /* this step left the plan */
+    uint32_t divergent_run;     /* divergent steps in a row */
+    int rerecord;               /* the next step records again */
+    uint64_t fired, skipped;    /* this step */
+    double h2d_gbps, d2h_gbps;  /* bandwidths the planner gets */
+};
+
+void hoff__pipe_init(struct hoff_ctx *ctx);
+void hoff__pipe_destroy(struct hoff_ctx *ctx);
+
+/* Step marks: 0 or -errno (-ENOMEM recording; a planning failure is logged
+ * and leaves the context a plain caching allocator with the budget kept
+ * online, not an error of the step). */
+int hoff__pipe_step_begin(struct hoff_ctx *ctx);
+int hoff__pipe_step_end(struct hoff_ctx *ctx);
+
+/* Is this block part of the current step's trace? */
+static inline int hoff__pipe_owns(const struct hoff__pipeline *p, const struct hoff__block *b) {
+    return p->state != 0 && b->tstep == p->step;
+}
+
+/* Around every event of a step: `before` runs first (replay: checks the
+ * event against the plan and fires the actions planned before it), then the
+ * API does its work, then `after` (warmup: records it; replay: binds a new
+ * block and fires the actions planned after it).  No-ops outside a step. */
+void hoff__pipe_before(struct hoff_ctx *ctx, struct hoff__event_info *e);
+void hoff__pipe_after(struct hoff_ctx *ctx, struct hoff__event_info *e);
+
+/* warmup (record.c) */
+void hoff__record_event(struct hoff_ctx *ctx, const struct hoff__event_info *e);
+int hoff__record_finish(struct hoff_ctx *ctx);
+
+/* replay (replay.c) */
+void hoff__replay_before(struct hoff_ctx *ctx, struct hoff__event_info *e);
+void hoff__replay_after(struct hoff_ctx *ctx, struct hoff__event_info *e);
+/* The step is over: count what did not happen. */
+void hoff__replay_finish(struct hoff_ctx *ctx);
+
+/* bandwidth.c: D2H and H2D GB/s of this backend: measured with a 16 MiB probe
+ * on a real device, the model's figures on sim, cfg.bandwidth_gbps where
+ * neither works. */
+void hoff__bandwidth_measure(struct hoff_ctx *ctx, double *h2d_gbps, double *d2h_gbps);
+
+#endif

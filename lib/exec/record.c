@@ -1,0 +1,128 @@
+/* record.c — the warmup executor: records every event of a step into the trace (the budget meanwhile is kept
+ * online by residency, earliest-allocated first), and at the step's end hands the trace to the planner.
+ * Threading: caller holds ctx->lock. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/context.h"
+#include "core/core.h"
+#include "exec/executor.h"
+
+static uint64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void hoff__record_event(struct hoff_ctx *ctx, const struct hoff__event_info *e) {
+    struct hoff__pipeline *p = &ctx->pipe;
+    struct hoff__tev ev;
+    int rc;
+
+    if (p->diverged)
+        return; /* recording already failed this step */
+    memset(&ev, 0, sizeof ev);
+    ev.kind = (uint8_t)e->kind;
+    ev.block = UINT32_MAX;
+    ev.name = UINT32_MAX;
+    ev.stream = (uint64_t)(uintptr_t)e->stream;
+    ev.t_cpu_ns = mono_ns() - p->t0_cpu;
+    /* On sim the virtual clock is the device's timeline; the cuda backend
+     * does not estimate it per event (yet). */
+    ev.t_gpu_ns = strcmp(ctx->be->ops->name, "sim") == 0 ? ctx->be->ops->clock_ns(ctx->be) - p->t0_be
+                                                         : HOFF__TIME_UNKNOWN;
+    switch (e->kind) {
+    case HOFF__TEV_ALLOC:
+        ev.block = e->b->tid;
+        ev.size = e->size ? e->size : 1;
+        ev.pool = (uint8_t)e->pool;
+        ev.flags = e->pinned ? HOFF__TEV_PINNED : 0;
+        break;
+    case HOFF__TEV_FREE:
+        ev.block = e->b->tid;
+        break;
+    case HOFF__TEV_ACCESS:
+        ev.block = e->b->tid;
+        ev.flags = e->write ? HOFF__TEV_WRITE : 0;
+        break;
+    case HOFF__TEV_OP:
+        if (e->name && *e->name)
+            ev.name = hoff__trace_name(&p->trace, e->name);
+        break;
+    default:
+        break;
+    }
+    rc = hoff__trace_append(&p->trace, &ev);
+    if (rc) {
+        /* Nothing is lost: the step runs on; it is just not planned. */
+        hoff__log(HOFF_LOG_WARN, "recording the step failed (%s: %s); this step will not be planned",
+                  hoff_strerror(rc), hoff_last_error());
+        p->diverged = 1;
+    }
+}
+
+int hoff__record_finish(struct hoff_ctx *ctx) {
+    struct hoff__pipeline *p = &ctx->pipe;
+    const struct hoff__planner *pl;
+    struct hoff__plan_opts o;
+    char a[32], b[32];
+    int rc;
+
+    if (p->diverged) {
+        p->rerecord = 1;
+        return 0;
+    }
+    rc = hoff__trace_finish(&p->trace);
+    if (rc) {
+        hoff__log(HOFF_LOG_WARN, "the recorded step is inconsistent (%s); recording again next step",
+                  hoff_last_error());
+        p->rerecord = 1;
+        return 0;
+    }
+    p->have_trace = 1;
+    if (ctx->cfg.trace_path[0]) {
+        rc = hoff__trace_save(&p->trace, ctx->cfg.trace_path);
+        if (rc)
+            hoff__log(HOFF_LOG_WARN, "cannot write the trace to HOFF_TRACE=%s: %s", ctx->cfg.trace_path,
+                      hoff_strerror(rc));
+    }
+    pl = hoff__planner_find(ctx->cfg.planner);
+    if (!pl) /* validated at init; a planner removed since cannot happen */
+        return hoff__error(-EINVAL, "unknown planner '%s'", ctx->cfg.planner);
+    memset(&o, 0, sizeof o);
+    o.budget_bytes = ctx->cfg.budget_bytes;
+    o.host_cap_bytes = ctx->cfg.host_cap_bytes;
+    o.guard_after_alloc = ctx->cfg.guard_after_alloc;
+    o.guard_before_free = ctx->cfg.guard_before_free;
+    o.h2d_gbps = p->h2d_gbps;
+    o.d2h_gbps = p->d2h_gbps;
+    hoff__schedule_destroy(&p->sched);
+    hoff__schedule_init(&p->sched);
+    rc = pl->build(&p->trace, &o, &p->sched);
+    if (rc) {
+        hoff__log(HOFF_LOG_WARN, "planner %s failed (%s: %s); the budget is kept online without a plan",
+                  pl->name, hoff_strerror(rc), hoff_last_error());
+        p->rerecord = 1;
+        return 0;
+    }
+    p->have_plan = 1;
+    ctx->st.plans++;
+    ctx->st.plan_actions = p->sched.nact;
+    ctx->st.plan_feasible = (uint64_t)p->sched.feasible;
+    ctx->st.plan_peak_bytes = p->sched.peak_bytes;
+    ctx->st.plan_ns = p->sched.plan_ns;
+    if (!p->sched.feasible)
+        hoff__log(HOFF_LOG_WARN,
+                  "planner %s cannot meet the budget of %s: the lowest peak it reaches is %s, at event %u of "
+                  "%zu; the rest is kept online (evictions on demand, counted as stall)",
+                  pl->name, hoff__fmt_size(ctx->cfg.budget_bytes, a, sizeof a),
+                  hoff__fmt_size(p->sched.peak_bytes, b, sizeof b), p->sched.peak_ev, p->trace.nev);
+    else
+        hoff__log(HOFF_LOG_INFO, "planned %zu actions for %zu events (%s) in %.3f ms", p->sched.nact,
+                  p->trace.nev, pl->name, (double)p->sched.plan_ns / 1e6);
+    return 0;
+}

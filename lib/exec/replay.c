@@ -1,0 +1,144 @@
+/* replay.c — the replay executor: checks every event of a step against the recorded one and fires the actions
+ * planned around it; on a mismatch it stops firing for the rest of the step (fallback).  Threading: ctx->lock held. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdint.h>
+
+#include "core/context.h"
+#include "core/core.h"
+#include "exec/executor.h"
+#include "mem/residency.h"
+
+/* Does the event match event i of the trace? */
+static int matches(const struct hoff__pipeline *p, const struct hoff__event_info *e) {
+    const struct hoff__tev *t;
+
+    if (p->ev >= p->trace.nev)
+        return 0;
+    t = &p->trace.ev[p->ev];
+    if (t->kind != e->kind)
+        return 0;
+    switch (e->kind) {
+    case HOFF__TEV_ALLOC:
+        return t->size == (e->size ? e->size : 1) && t->pool == e->pool && t->block == p->nalloc;
+    case HOFF__TEV_FREE:
+        return t->block == e->b->tid;
+    case HOFF__TEV_ACCESS:
+        return t->block == e->b->tid && !!(t->flags & HOFF__TEV_WRITE) == !!e->write;
+    default:
+        return 1; /* op names are informative: the order of kinds is what the plan needs */
+    }
+}
+
+static void diverge(struct hoff_ctx *ctx, const struct hoff__event_info *e) {
+    struct hoff__pipeline *p = &ctx->pipe;
+
+    p->diverged = 1;
+    ctx->pipe.state = HOFF_PLAN_FALLBACK;
+    ctx->st.plan_state = HOFF_PLAN_FALLBACK;
+    if (p->ev < p->trace.nev)
+        hoff__log(HOFF_LOG_INFO, "step %llu diverged from the plan at event %u (a %s where the plan has a %s); "
+                  "no planned actions for the rest of the step",
+                  (unsigned long long)p->step, p->ev, e->kind == HOFF__TEV_ALLOC ? "different allocation" : "different event",
+                  p->trace.ev[p->ev].kind == HOFF__TEV_ALLOC ? "allocation" : "another event");
+    else
+        hoff__log(HOFF_LOG_INFO, "step %llu has more events than the recorded one (%zu); "
+                  "no planned actions for the rest of the step", (unsigned long long)p->step, p->trace.nev);
+}
+
+static void fire(struct hoff_ctx *ctx, const struct hoff__action *a, hoff_stream s) {
+    struct hoff__pipeline *p = &ctx->pipe;
+    struct hoff__block *b = a->block < p->map_len ? p->map[a->block] : NULL;
+    int rc;
+
+    if (!b) { /* not allocated yet or freed already: the plan does not fit */
+        p->skipped++;
+        return;
+    }
+    switch (a->kind) {
+    case HOFF__ACT_EVICT:
+        rc = hoff__res_evict(ctx, b, s);
+        break;
+    case HOFF__ACT_PREFETCH:
+        rc = hoff__res_prefetch(ctx, b, s);
+        break;
+    case HOFF__ACT_RELEASE:
+        rc = hoff__res_discard(ctx, b, s);
+        break;
+    default:
+        rc = -EINVAL;
+        break;
+    }
+    if (rc == 0)
+        p->fired++;
+    else
+        p->skipped++;
+}
+
+/* Fire the actions of event ev with the given timing. */
+static void fire_at(struct hoff_ctx *ctx, uint32_t ev, int when, hoff_stream s) {
+    struct hoff__pipeline *p = &ctx->pipe;
+    const struct hoff__schedule *sc = &p->sched;
+
+    while (p->next_act < sc->nact && sc->act[p->next_act].ev == ev && sc->act[p->next_act].when == when)
+        fire(ctx, &sc->act[p->next_act++], s);
+}
+
+/* Actions planned "after" event i fire when the next event comes (or the
+ * step ends): only then is the work of event i done or queued — the caller
+ * fills a block after hoff_malloc returns and uses it after hoff_access
+ * returns, so an eviction fired at once would race that work. */
+static void fire_pending_after(struct hoff_ctx *ctx) {
+    struct hoff__pipeline *p = &ctx->pipe;
+
+    if (p->ev > 0)
+        fire_at(ctx, p->ev - 1, HOFF__ACT_AFTER, p->last_stream);
+}
+
+void hoff__replay_before(struct hoff_ctx *ctx, struct hoff__event_info *e) {
+    struct hoff__pipeline *p = &ctx->pipe;
+
+    if (p->diverged)
+        return;
+    fire_pending_after(ctx);
+    if (!matches(p, e)) {
+        diverge(ctx, e);
+        return;
+    }
+    /* Actions of earlier events never fired (an earlier event had none of
+     * its own, cannot happen with a sorted schedule) are skipped here. */
+    while (p->next_act < p->sched.nact && p->sched.act[p->next_act].ev < p->ev) {
+        p->next_act++;
+        p->skipped++;
+    }
+    fire_at(ctx, p->ev, HOFF__ACT_BEFORE, e->stream ? e->stream : p->last_stream);
+}
+
+void hoff__replay_after(struct hoff_ctx *ctx, struct hoff__event_info *e) {
+    struct hoff__pipeline *p = &ctx->pipe;
+
+    if (e->b && e->b->tid < p->map_len) {
+        if (e->kind == HOFF__TEV_ALLOC)
+            p->map[e->b->tid] = e->b;
+        else if (e->kind == HOFF__TEV_FREE)
+            p->map[e->b->tid] = NULL; /* back in the pool: no action may touch it */
+    }
+    /* Its "after" actions wait for the next event: fire_pending_after(). */
+}
+
+void hoff__replay_finish(struct hoff_ctx *ctx) {
+    struct hoff__pipeline *p = &ctx->pipe;
+
+    if (!p->diverged)
+        fire_pending_after(ctx);
+    if (!p->diverged && p->ev != p->trace.nev) {
+        hoff__log(HOFF_LOG_INFO, "step %llu ended after %u events; the recorded step had %zu",
+                  (unsigned long long)p->step, p->ev, p->trace.nev);
+        p->diverged = 1;
+    }
+    p->skipped += p->sched.nact - p->next_act;
+    p->next_act = p->sched.nact;
+    ctx->st.actions_fired += p->fired;
+    ctx->st.actions_skipped += p->skipped;
+}

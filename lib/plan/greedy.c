@@ -1,0 +1,372 @@
+/* greedy.c — the HyperOffload RFC's greedy residency planner (section 4.4): evict the longest access gaps
+ * first while an event they cover is over budget, with a segment tree over events (O(M log S), not the RFC's
+ * O(M*S)).  Threading: a pure function of (trace, options); no shared state. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/core.h"
+#include "plan/plan.h"
+
+/*
+ * What the planner does:
+ *
+ * Resident offload bytes at event i are the sizes of the live blocks of the
+ * managed pool (pool 1), pinned ones included: a block inside a region holds
+ * device memory and counts against the budget, it just cannot be evicted.
+ * Device-pool blocks never count.  A block allocated at i or freed at i
+ * counts at i; the BEFORE actions of i apply before it, the AFTER ones after
+ * it (hoff__schedule_peak in plan.c is the reference).
+ *
+ * Candidates, for every managed unpinned block:
+ *  - with access events (naccess > 1; its alloc is the first access, a
+ *    write): each pair of consecutive accesses at events a < b is a gap.
+ *    EVICT AFTER a, PREFETCH BEFORE b; the block is away on a+1 .. b-1 (a
+ *    gap with b == a+1 covers nothing and is skipped).  copy_ev is the last
+ *    write at or before a (the RFC's copy_start).  After the last access l of
+ *    a non-retained block a RELEASE AFTER l drops its dead bytes until the
+ *    free (RFC step 7) when at least one event lies between l and the free
+ *    (l + 1 < free_ev): right before the free the free itself releases.
+ *    Retained blocks get no release, and their tail after the last access is
+ *    no candidate (the RFC does not offload across the step boundary).
+ *  - without access events (only its alloc): its accesses are unknown, so
+ *    the gap is its lifetime less the guard margins: EVICT AFTER
+ *    alloc_ev + guard_after_alloc, PREFETCH BEFORE free_ev - guard_before_free.
+ *    copy_ev is the alloc (its only known write).  A retained one is evicted
+ *    AFTER alloc_ev + guard_after_alloc and away until the step's end with
+ *    NO prefetch: its next use is in a later step (or between steps, by the
+ *    optimizer), which the trace does not show, and bringing it back at the
+ *    step's end would spend the budget at the step boundary on bytes that may
+ *    not be needed soon.  Managed memory keeps its address valid, so the
+ *    first use pages it back in (counted as a fault), nothing is stranded.
+ *    Its gap length, for the ordering, runs to nev (the step's end).
+ *
+ * Releases are planned first (they cost no transfer) and lower the resident
+ * bytes the candidates are weighed against.  Then candidates are sorted by
+ * (gap length, size, -start) descending (ties: lower block id first) and
+ * taken in that order while the maximum of the resident bytes over the
+ * events they cover is above the budget; a taken candidate subtracts its
+ * size there.  The segment tree keeps the per-event resident bytes with
+ * range add and range max.  The reached peak is the tree's maximum after the
+ * last candidate (the first event holding it): the plan never claims more
+ * than it achieves.  budget_bytes == 0 means no limit: empty schedule.
+ */
+
+struct cand {
+    uint64_t size;
+    uint32_t a;       /* evict AFTER event a */
+    uint32_t b;       /* prefetch BEFORE event b; b == nev: no prefetch (retained) */
+    uint32_t block;
+    uint32_t copy_ev;
+};
+
+static int cand_cmp(const void *pa, const void *pb) {
+    const struct cand *x = pa, *y = pb;
+    uint32_t dx = x->b - x->a, dy = y->b - y->a;
+
+    if (dx != dy)
+        return dx > dy ? -1 : 1;
+    if (x->size != y->size)
+        return x->size > y->size ? -1 : 1;
+    if (x->a != y->a)
+        return x->a < y->a ? -1 : 1;
+    if (x->block != y->block)
+        return x->block < y->block ? -1 : 1;
+    return 0;
+}
+
+/* --- segment tree: range add, range max ------------------------------------
+ * A perfect binary tree over `size` (a power of two) leaves.  mx[v] is the
+ * maximum over v's leaves counting the adds of v and below, ad[v] the add
+ * pending on all of v's leaves; the adds of v's ancestors are not in mx[v]
+ * (no push-down needed). */
+
+#define SEG_NONE (INT64_MIN / 4) /* padding leaves: never a maximum */
+
+struct seg {
+    int64_t *mx, *ad;
+    uint32_t size;
+};
+
+static int seg_init(struct seg *sg, const int64_t *v, uint32_t n) {
+    uint32_t size = 1, i;
+
+    while (size < n)
+        size *= 2;
+    sg->size = size;
+    sg->mx = malloc(2 * (size_t)size * sizeof *sg->mx);
+    sg->ad = calloc(2 * (size_t)size, sizeof *sg->ad);
+    if (!sg->mx || !sg->ad) {
+        free(sg->mx);
+        free(sg->ad);
+        sg->mx = sg->ad = NULL;
+        return -ENOMEM;
+    }
+    for (i = 0; i < size; i++)
+        sg->mx[size + i] = i < n ? v[i] : SEG_NONE;
+    for (i = size - 1; i >= 1; i--)
+        sg->mx[i] = sg->mx[2 * i] > sg->mx[2 * i + 1] ? sg->mx[2 * i] : sg->mx[2 * i + 1];
+    return 0;
+}
+
+static void seg_destroy(struct seg *sg) {
+    free(sg->mx);
+    free(sg->ad);
+}
+
+static void seg_add(struct seg *sg, uint32_t v, uint32_t lo, uint32_t hi, uint32_t l, uint32_t r,
+                    int64_t d) {
+    uint32_t mid;
+    int64_t a, b;
+
+    if (l <= lo && hi <= r) {
+        sg->mx[v] += d;
+        sg->ad[v] += d;
+        return;
+    }
+    mid = lo + (hi - lo) / 2;
+    if (l <= mid)
+        seg_add(sg, 2 * v, lo, mid, l, r, d);
+    if (r > mid)
+        seg_add(sg, 2 * v + 1, mid + 1, hi, l, r, d);
+    a = sg->mx[2 * v];
+    b = sg->mx[2 * v + 1];
+    sg->mx[v] = (a > b ? a : b) + sg->ad[v];
+}
+
+static int64_t seg_max(const struct seg *sg, uint32_t v, uint32_t lo, uint32_t hi, uint32_t l,
+                       uint32_t r) {
+    uint32_t mid;
+    int64_t m = SEG_NONE, x;
+
+    if (l <= lo && hi <= r)
+        return sg->mx[v];
+    mid = lo + (hi - lo) / 2;
+    if (l <= mid)
+        m = seg_max(sg, 2 * v, lo, mid, l, r);
+    if (r > mid) {
+        x = seg_max(sg, 2 * v + 1, mid + 1, hi, l, r);
+        m = x > m ? x : m;
+    }
+    return m + sg->ad[v];
+}
+
+/* The first leaf holding the overall maximum. */
+static uint32_t seg_argmax(const struct seg *sg) {
+    uint32_t v = 1;
+
+    while (v < sg->size)
+        v = sg->mx[2 * v] >= sg->mx[2 * v + 1] ? 2 * v : 2 * v + 1;
+    return v - sg->size;
+}
+
+/* --- the planner ------------------------------------------------------------ */
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Is block b an offload candidate at all? */
+static int movable(const struct hoff__tblock *b) {
+    return b->pool == 1 && !b->pinned;
+}
+
+/* Collect the candidates of every block into *out (malloc'd). */
+static int collect(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct cand **out,
+                   size_t *nout) {
+    uint32_t nev = (uint32_t)t->nev, i, p;
+    struct cand *c = NULL, *n;
+    size_t nc = 0, cap = 0;
+
+    for (i = 0; i < t->nblocks; i++) {
+        const struct hoff__tblock *b = &t->blocks[i];
+        const struct hoff__tacc *acc = t->acc + b->first_access;
+        uint32_t lw = b->alloc_ev;
+        int64_t ga, gb;
+
+        if (!movable(b))
+            continue;
+        if (nc + (b->naccess > 1 ? b->naccess : 1) > cap) {
+            cap = (nc + (b->naccess > 1 ? b->naccess : 1)) * 2 + 64;
+            n = realloc(c, cap * sizeof *c);
+            if (!n) {
+                free(c);
+                return -ENOMEM;
+            }
+            c = n;
+        }
+        if (b->naccess > 1) {
+            for (p = 0; p + 1 < b->naccess; p++) {
+                if (acc[p].write)
+                    lw = acc[p].ev;
+                if (acc[p + 1].ev > acc[p].ev + 1)
+                    c[nc++] = (struct cand){b->size, acc[p].ev, acc[p + 1].ev, i, lw};
+            }
+            continue;
+        }
+        ga = (int64_t)b->alloc_ev + o->guard_after_alloc;
+        gb = b->retained ? (int64_t)nev : (int64_t)b->free_ev - o->guard_before_free;
+        if (gb > ga + 1)
+            c[nc++] = (struct cand){b->size, (uint32_t)ga, (uint32_t)gb, i, b->alloc_ev};
+    }
+    *out = c;
+    *nout = nc;
+    return 0;
+}
+
+/* Check what the planner relies on in a finished trace. */
+static int check_trace(const struct hoff__trace *t) {
+    uint32_t i;
+
+    if (t->nev >= UINT32_MAX)
+        return hoff__error(-EINVAL, "greedy: %zu events in the trace, at most %u", t->nev, UINT32_MAX - 1);
+    if (t->nblocks && !t->blocks)
+        return hoff__error(-EINVAL, "greedy: the trace is not finished (hoff__trace_finish)");
+    for (i = 0; i < t->nblocks; i++) {
+        const struct hoff__tblock *b = &t->blocks[i];
+
+        if (b->alloc_ev >= t->nev || (!b->retained && (b->free_ev >= t->nev || b->free_ev < b->alloc_ev)) ||
+            (b->naccess && ((size_t)b->first_access + b->naccess > t->nacc || !t->acc)))
+            return hoff__error(-EINVAL, "greedy: block %u of the trace is inconsistent", i);
+    }
+    return 0;
+}
+
+static int greedy_build(const struct hoff__trace *t, const struct hoff__plan_opts *o,
+                        struct hoff__schedule *out) {
+    uint64_t t0 = now_ns();
+    uint32_t nev = (uint32_t)t->nev, i;
+    int64_t *res = NULL, run, best;
+    struct cand *c = NULL;
+    uint32_t *taken = NULL;
+    size_t nc = 0, ntaken = 0, k;
+    struct seg sg = {0};
+    int rc;
+
+    out->nact = 0;
+    out->budget_bytes = o->budget_bytes;
+    out->peak_bytes = out->nopeak_bytes = out->bytes_d2h = out->bytes_h2d = 0;
+    out->peak_ev = 0;
+    out->feasible = 1;
+    out->candidates = 0;
+    memset(out->planner, 0, sizeof out->planner);
+    strncpy(out->planner, hoff__planner_greedy.name, sizeof out->planner - 1);
+    rc = check_trace(t);
+    if (rc)
+        goto done;
+
+    /* Resident bytes per event with no offload, as a difference array. */
+    res = calloc((size_t)nev + 1, sizeof *res);
+    if (!res) {
+        rc = -ENOMEM;
+        goto done;
+    }
+    for (i = 0; i < t->nblocks; i++) {
+        const struct hoff__tblock *b = &t->blocks[i];
+
+        if (b->pool != 1)
+            continue;
+        res[b->alloc_ev] += (int64_t)b->size;
+        if (!b->retained)
+            res[b->free_ev + 1] -= (int64_t)b->size;
+    }
+    /* The no-offload peak, then (budget set) the releases. */
+    for (i = 0, run = 0, best = -1; i < nev; i++) {
+        run += res[i];
+        if (run > best) {
+            best = run;
+            out->nopeak_bytes = (uint64_t)run;
+            out->peak_ev = i;
+        }
+    }
+    out->peak_bytes = out->nopeak_bytes;
+    if (o->budget_bytes == 0 || nev == 0)
+        goto done;
+
+    for (i = 0; i < t->nblocks; i++) {
+        const struct hoff__tblock *b = &t->blocks[i];
+        uint32_t last;
+
+        if (!movable(b) || b->retained || b->naccess < 2)
+            continue;
+        last = t->acc[b->first_access + b->naccess - 1].ev;
+        if (last + 1 >= b->free_ev)
+            continue;
+        rc = hoff__schedule_add(out, last, HOFF__ACT_AFTER, HOFF__ACT_RELEASE, i, UINT32_MAX);
+        if (rc)
+            goto done;
+        res[last + 1] -= (int64_t)b->size;
+        res[b->free_ev + 1] += (int64_t)b->size;
+    }
+    for (i = 0, run = 0; i < nev; i++) {
+        run += res[i];
+        res[i] = run;
+    }
+
+    rc = collect(t, o, &c, &nc);
+    if (rc)
+        goto done;
+    out->candidates = nc;
+    if (nc)
+        qsort(c, nc, sizeof *c, cand_cmp);
+    taken = malloc((nc ? nc : 1) * sizeof *taken);
+    rc = taken ? seg_init(&sg, res, nev) : -ENOMEM;
+    if (rc)
+        goto done;
+    for (k = 0; k < nc && sg.mx[1] > (int64_t)o->budget_bytes; k++) {
+        uint32_t l = c[k].a + 1, r = c[k].b - 1;
+
+        if (seg_max(&sg, 1, 0, sg.size - 1, l, r) > (int64_t)o->budget_bytes) {
+            seg_add(&sg, 1, 0, sg.size - 1, l, r, -(int64_t)c[k].size);
+            taken[ntaken++] = (uint32_t)k;
+        }
+    }
+    out->peak_bytes = (uint64_t)sg.mx[1];
+    out->peak_ev = seg_argmax(&sg);
+    out->feasible = out->peak_bytes <= o->budget_bytes;
+
+    /* Actions of the taken candidates, in the order they were taken (within
+     * one event the most valuable eviction goes first). */
+    for (k = 0; k < ntaken; k++) {
+        const struct cand *x = &c[taken[k]];
+
+        rc = hoff__schedule_add(out, x->a, HOFF__ACT_AFTER, HOFF__ACT_EVICT, x->block, x->copy_ev);
+        if (rc)
+            goto done;
+        out->bytes_d2h += x->size;
+        if (x->b < nev) {
+            rc = hoff__schedule_add(out, x->b, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, x->block,
+                                    UINT32_MAX);
+            if (rc)
+                goto done;
+            out->bytes_h2d += x->size;
+        }
+    }
+    hoff__schedule_sort(out);
+
+done:
+    if (rc) {
+        out->nact = 0;
+        out->bytes_d2h = out->bytes_h2d = 0;
+    }
+    if (sg.mx)
+        seg_destroy(&sg);
+    free(taken);
+    free(c);
+    free(res);
+    out->plan_ns = now_ns() - t0;
+    return rc;
+}
+
+const struct hoff__planner hoff__planner_greedy = {
+    .name = "greedy",
+    .help = "the HyperOffload RFC's greedy residency planner: longest access gaps first, "
+            "while an event they cover is over budget",
+    .build = greedy_build,
+};

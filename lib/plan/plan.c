@@ -1,0 +1,228 @@
+/* plan.c — the planner registry (pick one by name), the schedule container (add, stable sort) and the
+ * shared residency check hoff__schedule_peak.  Threading: the registry is constant; a schedule belongs to
+ * one thread while it is built, and is read-only afterwards. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "plan/plan.h"
+
+/* --- registry -------------------------------------------------------------- */
+
+/* Every planner hoff knows, in the order hoff-plan lists them.  A new planner
+ * is a const struct hoff__planner in its own file, declared in plan.h and
+ * added here. */
+static const struct hoff__planner *const planners[] = {
+    &hoff__planner_greedy,
+};
+#define NPLANNERS ((int)(sizeof planners / sizeof planners[0]))
+
+const struct hoff__planner *hoff__planner_find(const char *name) {
+    int i;
+
+    if (!name)
+        return NULL;
+    for (i = 0; i < NPLANNERS; i++)
+        if (strcasecmp(planners[i]->name, name) == 0)
+            return planners[i];
+    return NULL;
+}
+
+const struct hoff__planner *hoff__planner_at(int i) {
+    return i >= 0 && i < NPLANNERS ? planners[i] : NULL;
+}
+
+/* --- schedule -------------------------------------------------------------- */
+
+void hoff__schedule_init(struct hoff__schedule *s) {
+    memset(s, 0, sizeof *s);
+    s->feasible = 1;
+}
+
+void hoff__schedule_destroy(struct hoff__schedule *s) {
+    free(s->act);
+    hoff__schedule_init(s);
+}
+
+int hoff__schedule_add(struct hoff__schedule *s, uint32_t ev, int when, int kind, uint32_t block,
+                       uint32_t copy_ev) {
+    struct hoff__action *a;
+
+    if ((when != HOFF__ACT_BEFORE && when != HOFF__ACT_AFTER) || kind < 0 ||
+        kind >= HOFF__ACT_KIND_COUNT)
+        return -EINVAL;
+    if (s->nact == s->cap_act) {
+        size_t cap = s->cap_act ? s->cap_act * 2 : 64;
+        struct hoff__action *n;
+
+        if (cap > SIZE_MAX / sizeof *n)
+            return -ENOMEM;
+        n = realloc(s->act, cap * sizeof *n);
+        if (!n)
+            return -ENOMEM;
+        s->act = n;
+        s->cap_act = cap;
+    }
+    a = &s->act[s->nact++];
+    a->ev = ev;
+    a->when = (uint8_t)when;
+    a->kind = (uint8_t)kind;
+    a->block = block;
+    a->copy_ev = copy_ev;
+    return 0;
+}
+
+/* The sort key: event, then before/after, then evictions and releases ahead
+ * of prefetches (a block that comes back and one that leaves at the same
+ * point: make room first). */
+static inline uint64_t act_key(const struct hoff__action *a) {
+    return (uint64_t)a->ev << 2 | (uint64_t)(a->when ? 1 : 0) << 1 |
+           (uint64_t)(a->kind == HOFF__ACT_PREFETCH);
+}
+
+/* Bottom-up merge sort: stable, O(n log n), one buffer of n actions. */
+static void merge_sort(struct hoff__action *a, struct hoff__action *tmp, size_t n) {
+    struct hoff__action *src = a, *dst = tmp, *sw;
+    size_t w, lo;
+
+    for (w = 1; w < n; w *= 2) {
+        for (lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t i = lo, j = mid, k = lo;
+
+            while (i < mid && j < hi)
+                dst[k++] = act_key(&src[j]) < act_key(&src[i]) ? src[j++] : src[i++];
+            while (i < mid)
+                dst[k++] = src[i++];
+            while (j < hi)
+                dst[k++] = src[j++];
+        }
+        sw = src;
+        src = dst;
+        dst = sw;
+    }
+    if (src != a)
+        memcpy(a, src, n * sizeof *a);
+}
+
+void hoff__schedule_sort(struct hoff__schedule *s) {
+    struct hoff__action *tmp;
+    size_t i, j;
+
+    for (i = 1; i < s->nact; i++)
+        if (act_key(&s->act[i]) < act_key(&s->act[i - 1]))
+            break;
+    if (i >= s->nact)
+        return; /* already sorted: the common case for a planner's output */
+    tmp = malloc(s->nact * sizeof *tmp);
+    if (tmp) {
+        merge_sort(s->act, tmp, s->nact);
+        free(tmp);
+        return;
+    }
+    /* No memory for the buffer: insertion sort, also stable (slow, but the
+     * function cannot fail). */
+    for (i = 1; i < s->nact; i++) {
+        struct hoff__action x = s->act[i];
+        uint64_t k = act_key(&x);
+
+        for (j = i; j > 0 && act_key(&s->act[j - 1]) > k; j--)
+            s->act[j] = s->act[j - 1];
+        s->act[j] = x;
+    }
+}
+
+/* --- the residency check --------------------------------------------------- */
+
+enum { B_UNBORN = 0, B_RESIDENT, B_EVICTED, B_RELEASED, B_FREED };
+
+/* Apply one action to the block states and the running resident sum. */
+static int apply(const struct hoff__trace *t, uint8_t *st, const struct hoff__action *a,
+                 uint64_t *cur) {
+    const struct hoff__tblock *b;
+
+    if (a->block >= t->nblocks)
+        return -EINVAL;
+    b = &t->blocks[a->block];
+    if (b->pool != 1 || b->pinned)
+        return -EINVAL;
+    switch (a->kind) {
+    case HOFF__ACT_EVICT:
+        if (st[a->block] != B_RESIDENT)
+            return -EINVAL;
+        st[a->block] = B_EVICTED;
+        *cur -= b->size;
+        return 0;
+    case HOFF__ACT_PREFETCH:
+        if (st[a->block] != B_EVICTED)
+            return -EINVAL;
+        st[a->block] = B_RESIDENT;
+        *cur += b->size;
+        return 0;
+    case HOFF__ACT_RELEASE:
+        if (st[a->block] == B_RESIDENT)
+            *cur -= b->size;
+        else if (st[a->block] != B_EVICTED)
+            return -EINVAL;
+        st[a->block] = B_RELEASED;
+        return 0;
+    default:
+        return -EINVAL;
+    }
+}
+
+int hoff__schedule_peak(const struct hoff__trace *t, const struct hoff__schedule *s,
+                        uint64_t *peak, uint32_t *peak_ev) {
+    uint64_t cur = 0, best = 0;
+    uint32_t best_ev = 0;
+    uint8_t *st;
+    size_t i, k = 0;
+    int rc = 0;
+
+    if (t->nblocks && !t->blocks)
+        return -EINVAL; /* not finished */
+    for (i = 1; i < s->nact; i++)
+        if (act_key(&s->act[i]) < act_key(&s->act[i - 1]))
+            return -EINVAL;
+    if (s->nact && s->act[s->nact - 1].ev >= t->nev)
+        return -EINVAL;
+    st = calloc(t->nblocks ? t->nblocks : 1, 1);
+    if (!st)
+        return -ENOMEM;
+    for (i = 0; i < t->nev && rc == 0; i++) {
+        const struct hoff__tev *e = &t->ev[i];
+        const struct hoff__tblock *b = NULL;
+
+        for (; rc == 0 && k < s->nact && s->act[k].ev == i && s->act[k].when == HOFF__ACT_BEFORE; k++)
+            rc = apply(t, st, &s->act[k], &cur);
+        if (rc)
+            break;
+        if ((e->kind == HOFF__TEV_ALLOC || e->kind == HOFF__TEV_FREE) && e->block < t->nblocks)
+            b = &t->blocks[e->block];
+        if (e->kind == HOFF__TEV_ALLOC && b) {
+            st[e->block] = B_RESIDENT;
+            if (b->pool == 1)
+                cur += b->size;
+        }
+        if (cur > best || i == 0) {
+            best = cur;
+            best_ev = (uint32_t)i;
+        }
+        if (e->kind == HOFF__TEV_FREE && b) {
+            if (st[e->block] == B_RESIDENT && b->pool == 1)
+                cur -= b->size;
+            st[e->block] = B_FREED;
+        }
+        for (; rc == 0 && k < s->nact && s->act[k].ev == i; k++)
+            rc = apply(t, st, &s->act[k], &cur);
+    }
+    free(st);
+    if (rc)
+        return rc;
+    *peak = best;
+    *peak_ev = best_ev;
+    return 0;
+}

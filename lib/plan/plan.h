@@ -1,0 +1,107 @@
+/* plan.h — the planner interface and the schedule it produces: residency actions attached to trace events.
+ * Threading: planners are pure functions of (trace, options); a schedule is read-only once built. */
+#ifndef HOFF_PLAN_H
+#define HOFF_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace/trace.h"
+
+enum hoff__act_kind {
+    HOFF__ACT_EVICT = 0,    /* start the copy to host (D2H) of block */
+    HOFF__ACT_PREFETCH,     /* start the copy back (H2D) of block */
+    HOFF__ACT_RELEASE,      /* block's contents are dead (after its last use): drop, no copy */
+    HOFF__ACT_KIND_COUNT
+};
+
+enum hoff__act_when {
+    HOFF__ACT_BEFORE = 0,   /* fired before the event is carried out */
+    HOFF__ACT_AFTER = 1,    /* fired once its work is done: when the next event of the
+                               step comes (or the step ends) — the caller fills a block
+                               after hoff_malloc returns and uses it after hoff_access */
+};
+
+struct hoff__action {
+    uint32_t ev;            /* trace event index */
+    uint8_t when;           /* enum hoff__act_when */
+    uint8_t kind;           /* enum hoff__act_kind */
+    uint32_t block;         /* trace block id */
+    uint32_t copy_ev;       /* evict: the last write before the gap (RFC copy_start): the
+                               bytes are final from there on.  Managed memory moves the
+                               pages with the copy, so the runtime starts the eviction at
+                               ev (the gap's start); a backend that can keep a read
+                               duplicate could start the copy at copy_ev.
+                               Prefetch and release: UINT32_MAX. */
+};
+
+struct hoff__plan_opts {
+    uint64_t budget_bytes;      /* resident offload bytes allowed (0 = no limit: empty schedule) */
+    uint64_t host_cap_bytes;    /* 0 = no limit */
+    uint32_t guard_after_alloc; /* no-access blocks: events after the alloc before an eviction */
+    uint32_t guard_before_free; /* no-access blocks: events before the free for the prefetch */
+    double h2d_gbps, d2h_gbps;  /* for timed planners */
+};
+
+struct hoff__schedule {
+    struct hoff__action *act;   /* sorted by hoff__schedule_sort */
+    size_t nact, cap_act;
+    char planner[16];
+    /* What the plan achieves, computed by the planner in event-count terms
+     * (transfers instant): the resident offload peak after the plan and the
+     * event where it is; feasible = peak <= budget. */
+    uint64_t budget_bytes;
+    uint64_t peak_bytes;
+    uint32_t peak_ev;
+    uint64_t nopeak_bytes;      /* the trace's peak with no offload */
+    int feasible;
+    uint64_t bytes_d2h, bytes_h2d;  /* planned traffic */
+    uint64_t plan_ns;           /* planning time */
+    uint64_t candidates;        /* gaps the planner considered (0 for planners without) */
+};
+
+struct hoff__planner {
+    const char *name;
+    const char *help;
+    /* Build a schedule for the finished trace t.  0 on success, also when the
+     * budget cannot be met (then feasible = 0 and peak_bytes/peak_ev say the
+     * lowest peak reached and where); -ENOMEM, -EINVAL.  out was set up
+     * with hoff__schedule_init (or built before): its actions are replaced. */
+    int (*build)(const struct hoff__trace *t, const struct hoff__plan_opts *o,
+                 struct hoff__schedule *out);
+};
+
+/* The RFC's greedy residency planner (section 4.4), O(M log S): greedy.c. */
+extern const struct hoff__planner hoff__planner_greedy;
+
+/* Planners by name ("greedy", ...); NULL if unknown. */
+const struct hoff__planner *hoff__planner_find(const char *name);
+/* The i-th registered planner, NULL past the end. */
+const struct hoff__planner *hoff__planner_at(int i);
+
+void hoff__schedule_init(struct hoff__schedule *s);
+void hoff__schedule_destroy(struct hoff__schedule *s);
+int hoff__schedule_add(struct hoff__schedule *s, uint32_t ev, int when, int kind, uint32_t block,
+                       uint32_t copy_ev);
+/* Sort the actions by (ev, when) keeping the order within an event:
+ * evictions and releases before prefetches. */
+void hoff__schedule_sort(struct hoff__schedule *s);
+
+/* The resident offload bytes at each event under schedule s with instant
+ * transfers: a check that planners and tests share.  Writes the peak and its
+ * event; returns 0 or -errno (-EINVAL if s evicts a block that is not
+ * resident or prefetches one that is not evicted).
+ * Resident offload bytes are the live blocks of the managed pool, pinned ones
+ * included (they hold device memory and cannot be evicted); device-pool blocks
+ * never count.  At event i: the BEFORE actions of i apply first; a block
+ * allocated at i counts at i, a block freed at i counts at i; the AFTER
+ * actions of i apply after i.  A release drops the block until its free.
+ * s must be sorted (hoff__schedule_sort); -EINVAL otherwise, and for an
+ * action on a block that is not live there (before its alloc, after its
+ * free, released), on a device-pool or pinned block, or past the trace's
+ * end.  The peak is the first event where the maximum is reached (0, 0 for
+ * an empty trace).  O(nev + nact + nblocks). */
+int hoff__schedule_peak(const struct hoff__trace *t, const struct hoff__schedule *s,
+                        uint64_t *peak, uint32_t *peak_ev);
+
+#endif

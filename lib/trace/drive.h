@@ -1,0 +1,46 @@
+/* drive.h — run a recorded trace through the public API of a context, step after step, as the framework would,
+ * stamping every block and checking the stamps (integrity).  Threading: one thread drives one context. */
+#ifndef HOFF_DRIVE_H
+#define HOFF_DRIVE_H
+
+#include <stdint.h>
+
+#include "hoff.h"
+#include "trace/trace.h"
+
+struct hoff__drive_opts {
+    int steps;              /* steps to run (the first is the warmup) */
+    int verify;             /* stamp each block at alloc/write and check at read/free */
+    double compute_scale;   /* divide the trace's compute gaps by this (1 = as recorded) */
+    uint64_t gpu_step_ns;   /* if nonzero, scale the gaps so the step's compute takes this */
+};
+
+struct hoff__drive_step {
+    uint64_t step_ns;       /* backend clock over the step */
+    uint64_t compute_ns;    /* modelled compute in it */
+    uint64_t stall_ns;      /* stats delta */
+    uint64_t bytes_d2h, bytes_h2d;
+    uint64_t evictions, prefetches, faults, late_prefetches;
+    uint64_t peak_resident_bytes;  /* peak of resident offload bytes in this step */
+    int plan_state;         /* enum hoff_plan_state during the step */
+};
+
+struct hoff__drive_result {
+    int steps;
+    struct hoff__drive_step *step;  /* steps entries (malloc'd; free with hoff__drive_result_free) */
+    uint64_t peak_resident_bytes;   /* over all steps */
+    uint64_t peak_device_bytes;     /* sim: peak of every device byte (pools and resident) */
+    uint64_t blocks_verified, bytes_verified;
+    uint64_t integrity_errors;      /* stamps found wrong */
+    char first_error[160];          /* the first integrity error, "" if none */
+};
+
+/* Drive t through ctx.  Time between events is modelled with
+ * hoff_sim_compute on sim (from t_gpu_ns where known, else t_cpu_ns, scaled);
+ * on other backends it is not modelled.  0 or -errno (an API call that
+ * failed: the message is in hoff_last_error()). */
+int hoff__trace_drive(hoff_ctx *ctx, const struct hoff__trace *t, const struct hoff__drive_opts *o,
+                      struct hoff__drive_result *r);
+void hoff__drive_result_free(struct hoff__drive_result *r);
+
+#endif

@@ -1,0 +1,37 @@
+/* synth.h — synthetic traces: a training-shaped transformer step, and random training-like traces of a given
+ * size for benchmarks.  Threading: pure functions of their options. */
+#ifndef HOFF_SYNTH_H
+#define HOFF_SYNTH_H
+
+#include <stdint.h>
+
+#include "trace/trace.h"
+
+struct hoff__synth_opts {
+    uint32_t layers;        /* transformer layers */
+    uint64_t hidden;        /* hidden size h */
+    uint64_t seq;           /* sequence length s */
+    uint64_t batch;         /* batch b */
+    uint32_t elem_bytes;    /* 2 for bf16 */
+    int access_marks;       /* emit HOFF__TEV_ACCESS events (saved-tensor pack/unpack) */
+    double tflops;          /* compute rate for the event times (e.g. 400) */
+    uint64_t managed_min;   /* in-step allocations of at least this go to the managed pool */
+};
+
+/* Defaults: 8 layers, h 1024, s 2048, b 1, bf16, access marks on, 400 TFLOP/s, 1 MiB. */
+void hoff__synth_defaults(struct hoff__synth_opts *o);
+
+/* One step of a decoder-only transformer: per layer in forward, the saved
+ * activations (attention input, q/k/v, scores when s is small, attention
+ * output, MLP input and its 4h intermediate, ...) and short-lived temporaries,
+ * op marks per layer; backward in reverse, each layer reading and freeing its
+ * activations and allocating its parameter gradients (retained at step end).
+ * Times from FLOPs at tflops.  The trace is finished.  0 or -errno. */
+int hoff__synth_transformer(struct hoff__trace *t, const struct hoff__synth_opts *o);
+
+/* A training-shaped trace of about nev events (forward allocations freed in
+ * reverse, interleaved temporaries and accesses), deterministic in seed; for
+ * planner benchmarks.  The trace is finished. */
+int hoff__synth_events(struct hoff__trace *t, size_t nev, uint64_t seed);
+
+#endif
