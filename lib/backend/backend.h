@@ -45,6 +45,11 @@ struct hoff__backend_ops {
     int (*event_sync)(struct hoff__backend *be, hoff__event *ev);
     /* Later work on stream s waits for ev (sim: the stall is added to s). */
     int (*stream_wait)(struct hoff__backend *be, hoff_stream s, hoff__event *ev);
+    /* An event that can be timed (the others may skip timing, which is
+     * cheaper), and the device time from a to b, both recorded and complete
+     * (-EAGAIN if not yet). */
+    int (*event_create_timed)(struct hoff__backend *be, hoff__event **out);
+    int (*event_elapsed_ns)(struct hoff__backend *be, hoff__event *a, hoff__event *b, uint64_t *ns);
 
     /* Transfers of a whole managed mapping (p, size as from managed_alloc),
      * called only from the issuing thread.  Each waits for "after", runs on

@@ -398,7 +398,7 @@ static int cuda_managed_free(struct hoff__backend *be, void *p, size_t size) {
 
 /* ---- events --------------------------------------------------------------------- */
 
-static int cuda_event_create(struct hoff__backend *be, hoff__event **out) {
+static int event_create_flags(struct hoff__backend *be, hoff__event **out, unsigned flags) {
     struct cuda_be *b = cbe(be);
     cudaEvent_t ev = NULL;
     int saved, rc = dev_enter(b, &saved);
@@ -407,11 +407,42 @@ static int cuda_event_create(struct hoff__backend *be, hoff__event **out) {
     *out = NULL;
     if (rc)
         return rc;
-    e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+    e = cudaEventCreateWithFlags(&ev, flags);
     if (e != cudaSuccess)
-        rc = cuda_fail(e, "cudaEventCreateWithFlags(DisableTiming)");
+        rc = cuda_fail(e, "cudaEventCreateWithFlags(%#x)", flags);
     else
         *out = (hoff__event *)(void *)ev;
+    dev_leave(b, saved);
+    return rc;
+}
+
+static int cuda_event_create(struct hoff__backend *be, hoff__event **out) {
+    return event_create_flags(be, out, cudaEventDisableTiming);
+}
+
+/* For the recorder's device-timeline estimate: events with timing. */
+static int cuda_event_create_timed(struct hoff__backend *be, hoff__event **out) {
+    return event_create_flags(be, out, cudaEventDefault);
+}
+
+static int cuda_event_elapsed_ns(struct hoff__backend *be, hoff__event *a, hoff__event *z, uint64_t *ns) {
+    struct cuda_be *b = cbe(be);
+    float ms = 0;
+    int saved, rc;
+    cudaError_t e;
+
+    if (!a || !z || !ns)
+        return hoff__error(-EINVAL, "cuda: event_elapsed_ns: NULL argument");
+    rc = dev_enter(b, &saved);
+    if (rc)
+        return rc;
+    e = cudaEventElapsedTime(&ms, cev(a), cev(z));
+    if (e == cudaErrorNotReady)
+        rc = -EAGAIN;
+    else if (e != cudaSuccess)
+        rc = cuda_fail(e, "cudaEventElapsedTime");
+    else
+        *ns = ms > 0 ? (uint64_t)((double)ms * 1e6 + 0.5) : 0;
     dev_leave(b, saved);
     return rc;
 }
@@ -774,6 +805,8 @@ static const struct hoff__backend_ops cuda_ops = {
     .managed_alloc = cuda_managed_alloc,
     .managed_free = cuda_managed_free,
     .event_create = cuda_event_create,
+    .event_create_timed = cuda_event_create_timed,
+    .event_elapsed_ns = cuda_event_elapsed_ns,
     .event_destroy = cuda_event_destroy,
     .event_record = cuda_event_record,
     .event_query = cuda_event_query,

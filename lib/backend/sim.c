@@ -409,6 +409,23 @@ static int sim_event_create(struct hoff__backend *be, hoff__event **out) {
     return *out ? 0 : hoff__error(-ENOMEM, "sim: event_create: out of memory");
 }
 
+static int sim_event_elapsed_ns(struct hoff__backend *be, hoff__event *a, hoff__event *b, uint64_t *ns) {
+    struct sim *s = to_sim(be);
+    int rc = 0;
+
+    if (!a || !b || !ns)
+        return hoff__error(-EINVAL, "sim: event_elapsed_ns: NULL argument");
+    pthread_mutex_lock(&s->lock);
+    if (!a->recorded || !b->recorded)
+        rc = hoff__error(-EINVAL, "sim: event_elapsed_ns: an event was never recorded");
+    else if (a->t > s->c.now_ns || b->t > s->c.now_ns)
+        rc = -EAGAIN;
+    else
+        *ns = b->t >= a->t ? b->t - a->t : 0;
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
 static void sim_event_destroy(struct hoff__backend *be, hoff__event *ev) {
     free(ev);
 }
@@ -675,6 +692,8 @@ static const struct hoff__backend_ops sim_ops = {
     .managed_alloc = sim_managed_alloc,
     .managed_free = sim_managed_free,
     .event_create = sim_event_create,
+    .event_create_timed = sim_event_create, /* every sim event carries its time */
+    .event_elapsed_ns = sim_event_elapsed_ns,
     .event_destroy = sim_event_destroy,
     .event_record = sim_event_record,
     .event_query = sim_event_query,

@@ -43,6 +43,11 @@ struct hoff__pipeline {
     int rerecord;               /* the next step records again */
     uint64_t fired, skipped;    /* this step */
     double h2d_gbps, d2h_gbps;  /* bandwidths the planner gets */
+    /* warmup on a real device: a timed event per recorded event, for its
+     * device-timeline estimate (the sim's virtual clock needs none) */
+    hoff__event **tev;
+    size_t ntev, cap_tev;
+    hoff__event *tev0;          /* recorded when the step began */
 };
 
 void hoff__pipe_init(struct hoff_ctx *ctx);
@@ -67,8 +72,10 @@ void hoff__pipe_before(struct hoff_ctx *ctx, struct hoff__event_info *e);
 void hoff__pipe_after(struct hoff_ctx *ctx, struct hoff__event_info *e);
 
 /* warmup (record.c) */
+void hoff__record_begin(struct hoff_ctx *ctx);
 void hoff__record_event(struct hoff_ctx *ctx, const struct hoff__event_info *e);
 int hoff__record_finish(struct hoff_ctx *ctx);
+void hoff__record_release(struct hoff_ctx *ctx);  /* free the timed events */
 
 /* replay (replay.c) */
 void hoff__replay_before(struct hoff_ctx *ctx, struct hoff__event_info *e);

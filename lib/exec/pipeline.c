@@ -31,6 +31,7 @@ void hoff__pipe_init(struct hoff_ctx *ctx) {
 void hoff__pipe_destroy(struct hoff_ctx *ctx) {
     struct hoff__pipeline *p = &ctx->pipe;
 
+    hoff__record_release(ctx);
     hoff__trace_destroy(&p->trace);
     hoff__schedule_destroy(&p->sched);
     free(p->map);
@@ -83,6 +84,7 @@ int hoff__pipe_step_begin(struct hoff_ctx *ctx) {
     p->trace.d2h_gbps = p->d2h_gbps;
     snprintf(p->trace.backend, sizeof p->trace.backend, "%s", ctx->be->ops->name);
     set_state(ctx, HOFF_PLAN_WARMUP);
+    hoff__record_begin(ctx);
     return 0;
 }
 
@@ -94,7 +96,7 @@ int hoff__pipe_step_end(struct hoff_ctx *ctx) {
         p->trace.step_ns = mono_ns() - p->t0_cpu;
         p->trace.step_gpu_ns = strcmp(ctx->be->ops->name, "sim") == 0
                                    ? ctx->be->ops->clock_ns(ctx->be) - p->t0_be
-                                   : HOFF__TIME_UNKNOWN;
+                                   : HOFF__TIME_UNKNOWN; /* record_finish fills it from events */
         {
             int rc = hoff__record_finish(ctx);
             set_state(ctx, p->have_plan ? HOFF_PLAN_REPLAY : HOFF_PLAN_WARMUP);

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -16,6 +17,90 @@ static uint64_t mono_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int is_sim(const struct hoff_ctx *ctx) {
+    return strcmp(ctx->be->ops->name, "sim") == 0;
+}
+
+/* A real device's timeline: a timed event recorded on the stream of each
+ * event; resolved into t_gpu_ns once the step is over. */
+void hoff__record_begin(struct hoff_ctx *ctx) {
+    struct hoff__pipeline *p = &ctx->pipe;
+    struct hoff__backend *be = ctx->be;
+
+    p->ntev = 0;
+    if (is_sim(ctx) || !be->ops->event_create_timed)
+        return;
+    if (!p->tev0 && be->ops->event_create_timed(be, &p->tev0) != 0)
+        p->tev0 = NULL;
+    if (p->tev0 && be->ops->event_record(be, p->tev0, NULL) != 0) {
+        be->ops->event_destroy(be, p->tev0);
+        p->tev0 = NULL;
+    }
+}
+
+static void record_timed(struct hoff_ctx *ctx, hoff_stream s) {
+    struct hoff__pipeline *p = &ctx->pipe;
+    struct hoff__backend *be = ctx->be;
+
+    if (!p->tev0)
+        return;
+    if (p->ntev == p->cap_tev) {
+        size_t cap = p->cap_tev ? p->cap_tev * 2 : 256;
+        hoff__event **n = realloc(p->tev, cap * sizeof *n);
+        if (!n)
+            goto off;
+        memset(n + p->cap_tev, 0, (cap - p->cap_tev) * sizeof *n);
+        p->tev = n;
+        p->cap_tev = cap;
+    }
+    if (!p->tev[p->ntev] && be->ops->event_create_timed(be, &p->tev[p->ntev]) != 0)
+        goto off;
+    if (be->ops->event_record(be, p->tev[p->ntev], s) != 0)
+        goto off;
+    p->ntev++;
+    return;
+off: /* no estimate for this step: the times stay unknown */
+    HOFF__LOG_ONCE(HOFF_LOG_INFO, "cannot record device-timeline events; the trace keeps host times only");
+    be->ops->event_destroy(be, p->tev0);
+    p->tev0 = NULL;
+}
+
+/* Fill t_gpu_ns of every event from the timed events. */
+static void resolve_timed(struct hoff_ctx *ctx) {
+    struct hoff__pipeline *p = &ctx->pipe;
+    struct hoff__backend *be = ctx->be;
+    size_t i;
+    uint64_t ns;
+
+    if (!p->tev0 || p->ntev != p->trace.nev) {
+        for (i = 0; i < p->trace.nev; i++)
+            p->trace.ev[i].t_gpu_ns = HOFF__TIME_UNKNOWN;
+        return;
+    }
+    if (p->ntev && be->ops->sync(be) != 0)
+        return;
+    for (i = 0; i < p->ntev; i++)
+        p->trace.ev[i].t_gpu_ns =
+            be->ops->event_elapsed_ns(be, p->tev0, p->tev[i], &ns) == 0 ? ns : HOFF__TIME_UNKNOWN;
+    if (p->ntev && p->trace.ev[p->ntev - 1].t_gpu_ns != HOFF__TIME_UNKNOWN)
+        p->trace.step_gpu_ns = p->trace.ev[p->ntev - 1].t_gpu_ns;
+}
+
+void hoff__record_release(struct hoff_ctx *ctx) {
+    struct hoff__pipeline *p = &ctx->pipe;
+    size_t i;
+
+    for (i = 0; i < p->cap_tev; i++)
+        if (p->tev[i])
+            ctx->be->ops->event_destroy(ctx->be, p->tev[i]);
+    free(p->tev);
+    if (p->tev0)
+        ctx->be->ops->event_destroy(ctx->be, p->tev0);
+    p->tev = NULL;
+    p->tev0 = NULL;
+    p->ntev = p->cap_tev = 0;
 }
 
 void hoff__record_event(struct hoff_ctx *ctx, const struct hoff__event_info *e) {
@@ -31,10 +116,14 @@ void hoff__record_event(struct hoff_ctx *ctx, const struct hoff__event_info *e) 
     ev.name = UINT32_MAX;
     ev.stream = (uint64_t)(uintptr_t)e->stream;
     ev.t_cpu_ns = mono_ns() - p->t0_cpu;
-    /* On sim the virtual clock is the device's timeline; the cuda backend
-     * does not estimate it per event (yet). */
-    ev.t_gpu_ns = strcmp(ctx->be->ops->name, "sim") == 0 ? ctx->be->ops->clock_ns(ctx->be) - p->t0_be
-                                                         : HOFF__TIME_UNKNOWN;
+    /* On sim the virtual clock is the device's timeline; on a real device
+     * a timed event on the stream, resolved at the step's end. */
+    if (is_sim(ctx)) {
+        ev.t_gpu_ns = ctx->be->ops->clock_ns(ctx->be) - p->t0_be;
+    } else {
+        ev.t_gpu_ns = HOFF__TIME_UNKNOWN;
+        record_timed(ctx, e->stream ? e->stream : p->last_stream);
+    }
     switch (e->kind) {
     case HOFF__TEV_ALLOC:
         ev.block = e->b->tid;
@@ -76,6 +165,8 @@ int hoff__record_finish(struct hoff_ctx *ctx) {
         p->rerecord = 1;
         return 0;
     }
+    if (!is_sim(ctx))
+        resolve_timed(ctx);
     rc = hoff__trace_finish(&p->trace);
     if (rc) {
         hoff__log(HOFF_LOG_WARN, "the recorded step is inconsistent (%s); recording again next step",
