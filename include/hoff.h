@@ -205,9 +205,10 @@ HOFF_API int hoff_sync(hoff_ctx *ctx);
 /* A training step.  Without marks hoff is a plain caching allocator.  The
  * first step is recorded (warmup: the budget is kept by evicting online); at
  * its end the planner turns the trace into a schedule, which every later step
- * replays.  A step that does not match the plan stops evicting for the rest
- * of the step (counted as divergent); after replan_after divergent steps in a
- * row, hoff records and plans again. */
+ * replays.  A step that does not match the plan fires no planned action for
+ * the rest of the step (counted as divergent; the budget is still kept, by
+ * evicting on demand); after replan_after divergent steps in a row, hoff
+ * records and plans again. */
 HOFF_API int hoff_step_begin(hoff_ctx *ctx);
 HOFF_API int hoff_step_end(hoff_ctx *ctx);
 

@@ -16,9 +16,10 @@ check() { # check FILE PATTERN WHAT
     fi
 }
 
-small="--layers 4 --hidden 512 --seq 2048 --steps 2"
+small="--layers 4 --hidden 512 --seq 2048 --steps 3"
 
-# 1. The human report.
+# 1. The human report (--mode plan, the default): step 0 is the warmup, the
+#    plan is printed after it, later steps replay it.
 ./hoff-demo $small >"$out" 2>&1
 rc=$?
 cat "$out"
@@ -26,10 +27,26 @@ if [ "$rc" -ne 0 ]; then
     echo "FAIL: hoff-demo $small exited $rc"
     fail=1
 fi
-for key in "backend: " "budget: " "activation peak without offload: " \
-           "peak resident offload bytes: " "evicted: " "prefetched: " "faults: " \
-           "stall: " "late prefetches: " "integrity: OK (" "step 0: " "step 1: "; do
+for key in "mode plan" "backend: " "budget: " "activation peak without offload: " \
+           "peak resident offload bytes: .*(within budget)" "evicted: " "prefetched: " \
+           "faults: " "stall: " "late prefetches: " "integrity: OK (" \
+           "^step 0 (warmup): " "^plan: greedy, [0-9]* actions, feasible" \
+           "^step 1 (replay): " "^step 2 (replay): " "actions fired [0-9]* skipped " \
+           "peak resident [0-9]" "divergent steps: 0" "^actions: [0-9]* fired, "; do
     check "$out" "$key" "hoff-demo report"
+done
+
+# 1b. --mode manual (the pre-pipeline hand prefetches) runs the pipeline too.
+./hoff-demo $small --mode manual >"$out" 2>&1
+rc=$?
+if [ "$rc" -ne 0 ]; then
+    echo "FAIL: hoff-demo $small --mode manual exited $rc"
+    cat "$out"
+    fail=1
+fi
+for key in "mode manual" "^step 0 (warmup): " "^plan: greedy, " "^step 2 (replay): " \
+           "peak resident offload bytes: .*(within budget)" "integrity: OK ("; do
+    check "$out" "$key" "hoff-demo --mode manual"
 done
 
 # 2. The JSON report, with an explicit size budget.
@@ -40,8 +57,11 @@ if [ "$rc" -ne 0 ]; then
     cat "$out.json"
     fail=1
 fi
-for key in '"backend":' '"budget_bytes":16777216' '"peak_resident_bytes":' \
-           '"within_budget":true' '"integrity":{"ok":true' '"stats":{'; do
+for key in '"backend":' '"mode":"plan"' '"budget_bytes":16777216' '"peak_resident_bytes":' \
+           '"within_budget":true' '"integrity":{"ok":true' '"stats":{' \
+           '"step":0,"state":"warmup","planned":true' '"step":1,"state":"replay"' \
+           '"actions_fired":' '"step_peak_resident_bytes":' '"plan":{"planner":"greedy"' \
+           '"divergent_steps":0'; do
     check "$out.json" "$key" "hoff-demo --json"
 done
 
@@ -62,6 +82,14 @@ if [ "$rc" -ne 2 ]; then
     fail=1
 fi
 check "$out" "UDGET" "HOFF_BUDGET=bogus hoff-demo"
+./hoff-demo --mode bogus >"$out" 2>&1
+rc=$?
+if [ "$rc" -ne 2 ]; then
+    echo "FAIL: hoff-demo --mode bogus exited $rc, expected 2"
+    cat "$out"
+    fail=1
+fi
+check "$out" "mode" "hoff-demo --mode bogus"
 
 # 4. A corrupted byte is caught: FAILED and exit 1.
 ./hoff-demo $small --corrupt >"$out" 2>&1
@@ -71,7 +99,7 @@ if [ "$rc" -ne 1 ]; then
     cat "$out"
     fail=1
 fi
-check "$out" "integrity: FAILED (step 1, layer 2, block qkv" "hoff-demo --corrupt"
+check "$out" "integrity: FAILED (step 2, layer 2, block qkv" "hoff-demo --corrupt"
 
 # 5. The benchmark runs and reports both medians.
 ./bench/alloc --json --quick >"$out.bench" 2>&1

@@ -1,5 +1,7 @@
-/* hoff-demo.c — a synthetic transformer training run on hoff: parameters in the device pool, activations
- * offloaded under a budget and prefetched ahead in backward, every byte checked on the way back.
+/* hoff-demo.c — a synthetic transformer training run on hoff's pipeline: parameters in the device pool;
+ * activations marked (steps, ops, accesses) so that hoff records step 0 (warmup), plans a residency schedule
+ * and replays it in later steps; every byte checked on the way back.  --mode manual adds the pre-pipeline
+ * demo's hand prefetches in backward, for comparison.
  * Threading: single-threaded (the library's issuing thread runs behind the API). */
 #include <errno.h>
 #include <getopt.h>
@@ -27,9 +29,17 @@ struct act {
     uint64_t seed;
 };
 
+enum demo_mode {
+    MODE_PLAN = 0,   /* marks only: the pipeline evicts and prefetches */
+    MODE_MANUAL = 1, /* ...plus hand prefetches in backward (the pre-pipeline demo) */
+};
+
 struct step_report {
+    int state;                    /* enum hoff_plan_state of the step (fallback if it diverged) */
+    int planned;                  /* a schedule was built at the end of this step */
     uint64_t time_ns, compute_ns, stall_ns;
     uint64_t evicted, prefetched, faults, bytes_faulted, late;
+    uint64_t fired, skipped, peak_resident;
     uint64_t prefetch_issued, prefetch_resident, prefetch_nospace;
 };
 
@@ -45,7 +55,8 @@ struct bad_block {
 struct demo {
     /* options */
     unsigned layers, hidden, seq, batch, steps;
-    unsigned lookahead;           /* layers prefetched ahead in backward; 0 = budget room */
+    int mode;                     /* enum demo_mode */
+    unsigned lookahead;           /* manual: layers prefetched ahead in backward; 0 = budget room */
     int corrupt;                  /* flip a byte after writing (checks the checker) */
     double tflops;
     int json;
@@ -109,13 +120,17 @@ static void usage(FILE *f) {
             "  --hidden H        hidden size (default 1024)\n"
             "  --seq S           sequence length (default 2048)\n"
             "  --batch B         micro-batch size (default 1)\n"
-            "  --steps N         training steps (default 3)\n"
+            "  --steps N         training steps (default 4: the warmup and 3 replays)\n"
             "  --budget SIZE|P%%  device budget for resident activations: a size (512M,\n"
             "                    2G, 0 = no limit) or a percentage of the activation peak\n"
             "                    without offload (default 25%%, or HOFF_BUDGET)\n"
             "  --backend NAME    auto, sim or cuda (default auto, or HOFF_BACKEND)\n"
-            "  --lookahead N     in backward, prefetch up to N layers ahead (default 0:\n"
-            "                    the next layer, and more while the budget has room)\n"
+            "  --mode MODE       plan (default): mark steps, ops and accesses and let hoff's\n"
+            "                    pipeline evict and prefetch (warmup, plan, replay);\n"
+            "                    manual: the same plus the pre-pipeline demo's hand\n"
+            "                    prefetches in backward, for comparison\n"
+            "  --lookahead N     manual mode: in backward, prefetch up to N layers ahead\n"
+            "                    (default 0: the next layer, and more while the budget has room)\n"
             "  --tflops T        modelled compute throughput on sim (default 400)\n"
             "  --json            print one JSON object instead of the report\n"
             "  --corrupt         flip one byte of one activation after writing it, to\n"
@@ -288,8 +303,21 @@ static void compute(struct demo *d, uint64_t ns, uint64_t *acc) {
         *acc += ns;
 }
 
+/* An op boundary: the events the plan attaches its actions to are the
+ * allocations and accesses; the op marks name where they are. */
+static int mark_op(struct demo *d, unsigned l, const char *phase) {
+    char name[32];
+    int rc;
+
+    snprintf(name, sizeof name, "L%u.%s", l, phase);
+    rc = hoff_mark_op(d->ctx, name);
+    return rc ? fail_call("hoff_mark_op", rc) : 0;
+}
+
 static int forward(struct demo *d, int step, struct step_report *r) {
     for (unsigned l = 0; l < d->layers; l++) {
+        if (mark_op(d, l, "fwd"))
+            return 1;
         for (int j = 0; j < d->nspec; j++) {
             struct act *a = &d->acts[l * d->nspec + j];
             int rc;
@@ -364,6 +392,8 @@ static void prefetch_layer(struct demo *d, unsigned l, struct step_report *r, in
 
 static int backward(struct demo *d, int step, struct step_report *r) {
     for (int l = (int)d->layers - 1; l >= 0; l--) {
+        if (mark_op(d, (unsigned)l, "bwd"))
+            return 1;
         /* Read this layer's activations (in the reverse of their order). */
         for (int j = d->nspec - 1; j >= 0; j--) {
             struct act *a = &d->acts[l * d->nspec + j];
@@ -390,12 +420,14 @@ static int backward(struct demo *d, int step, struct step_report *r) {
                 d->verified_bytes += d->spec[j].bytes;
             }
         }
-        /* ...bring the next layer back while this one computes, as far as
-         * the budget has room without evicting this layer, then the layers
-         * after it while there is room... */
-        if (l > 0)
+        /* Manual mode: bring the next layer back while this one computes,
+         * as far as the budget has room without evicting this layer, then
+         * the layers after it while there is room... (plan mode leaves it
+         * to the replayed schedule) */
+        if (d->mode == MODE_MANUAL && l > 0)
             prefetch_layer(d, (unsigned)l - 1, r, 1);
-        for (int k = l - 2; k >= 0 && (d->lookahead == 0 || l - k <= (int)d->lookahead); k--) {
+        for (int k = l - 2; d->mode == MODE_MANUAL && k >= 0 &&
+                            (d->lookahead == 0 || l - k <= (int)d->lookahead); k--) {
             uint64_t need = away_bytes(d, (unsigned)k);
             struct hoff_stats st;
 
@@ -417,7 +449,7 @@ static int backward(struct demo *d, int step, struct step_report *r) {
             a->p = NULL;
         }
         /* ...and what did not fit before now that this layer is gone. */
-        if (l > 0)
+        if (d->mode == MODE_MANUAL && l > 0)
             prefetch_layer(d, (unsigned)l - 1, r, 0);
     }
     return 0;
@@ -437,8 +469,38 @@ static const char *res_name(int r) {
     }
 }
 
+static const char *state_name(int s) {
+    switch (s) {
+    case HOFF_PLAN_NONE: return "none";
+    case HOFF_PLAN_WARMUP: return "warmup";
+    case HOFF_PLAN_REPLAY: return "replay";
+    case HOFF_PLAN_FALLBACK: return "fallback";
+    default: return "?";
+    }
+}
+
+static const char *mode_name(int m) {
+    return m == MODE_MANUAL ? "manual" : "plan";
+}
+
+/* MB/s (the stats' unit) as GB/s. */
+static double gbps(uint64_t mbps) {
+    return (double)mbps / 1000.0;
+}
+
+static void print_plan(const struct demo *d, const struct hoff_stats *st, const char *planner) {
+    printf("plan: %s, %" PRIu64 " actions, ", planner, st->plan_actions);
+    if (st->plan_feasible)
+        printf("feasible (peak %s)", SZ(st->plan_peak_bytes));
+    else
+        printf("NOT feasible (lowest peak %s, over the budget %s)", SZ(st->plan_peak_bytes),
+               SZ(d->budget));
+    printf(", planned in %s, bandwidths %g GB/s H2D and %g GB/s D2H\n", TM(st->plan_ns),
+           gbps(st->h2d_mbps), gbps(st->d2h_mbps));
+}
+
 static void print_json(struct demo *d, const struct hoff_stats *st, int within_budget,
-                       int params_ok) {
+                       int params_ok, const char *planner) {
     char *stats_json = NULL;
     int n = hoff_stats_json(d->ctx, NULL, 0);
 
@@ -447,10 +509,10 @@ static void print_json(struct demo *d, const struct hoff_stats *st, int within_b
         free(stats_json);
         stats_json = NULL;
     }
-    printf("{\"backend\":\"%s\",\"layers\":%u,\"hidden\":%u,\"seq\":%u,\"batch\":%u,"
-           "\"steps\":%u,\"lookahead\":%u,\"tflops\":%g,",
-           hoff_backend_name(d->ctx), d->layers, d->hidden, d->seq, d->batch, d->steps,
-           d->lookahead, d->tflops);
+    printf("{\"backend\":\"%s\",\"mode\":\"%s\",\"layers\":%u,\"hidden\":%u,\"seq\":%u,"
+           "\"batch\":%u,\"steps\":%u,\"lookahead\":%u,\"tflops\":%g,",
+           hoff_backend_name(d->ctx), mode_name(d->mode), d->layers, d->hidden, d->seq, d->batch,
+           d->steps, d->lookahead, d->tflops);
     printf("\"param_bytes\":%" PRIu64 ",\"activation_bytes_per_step\":%" PRIu64
            ",\"activation_peak_bytes\":%" PRIu64 ",\"budget_bytes\":%" PRIu64 ",",
            d->param_bytes, d->act_bytes_layer * d->layers, d->act_peak, d->budget);
@@ -459,15 +521,18 @@ static void print_json(struct demo *d, const struct hoff_stats *st, int within_b
     printf("\"compute_modelled\":%s,\"step_reports\":[", d->compute_modelled ? "true" : "false");
     for (unsigned s = 0; s < d->steps; s++) {
         const struct step_report *r = &d->rep[s];
-        printf("%s{\"step\":%u,\"time_ns\":%" PRIu64 ",\"compute_ns\":%" PRIu64
+        printf("%s{\"step\":%u,\"state\":\"%s\",\"planned\":%s,\"time_ns\":%" PRIu64
+               ",\"compute_ns\":%" PRIu64
                ",\"stall_ns\":%" PRIu64 ",\"bytes_evicted\":%" PRIu64
                ",\"bytes_prefetched\":%" PRIu64 ",\"faults\":%" PRIu64
                ",\"bytes_faulted\":%" PRIu64 ",\"late_prefetches\":%" PRIu64
                ",\"prefetches_issued\":%" PRIu64 ",\"prefetches_already_resident\":%" PRIu64
-               ",\"prefetches_no_space\":%" PRIu64 "}",
-               s ? "," : "", s, r->time_ns, r->compute_ns, r->stall_ns, r->evicted,
-               r->prefetched, r->faults, r->bytes_faulted, r->late, r->prefetch_issued,
-               r->prefetch_resident, r->prefetch_nospace);
+               ",\"prefetches_no_space\":%" PRIu64 ",\"actions_fired\":%" PRIu64
+               ",\"actions_skipped\":%" PRIu64 ",\"step_peak_resident_bytes\":%" PRIu64 "}",
+               s ? "," : "", s, state_name(r->state), r->planned ? "true" : "false", r->time_ns,
+               r->compute_ns, r->stall_ns, r->evicted, r->prefetched, r->faults, r->bytes_faulted,
+               r->late, r->prefetch_issued, r->prefetch_resident, r->prefetch_nospace, r->fired,
+               r->skipped, r->peak_resident);
     }
     printf("],\"peak_resident_bytes\":%" PRIu64 ",\"within_budget\":%s,"
            "\"bytes_evicted\":%" PRIu64 ",\"bytes_prefetched\":%" PRIu64
@@ -476,6 +541,14 @@ static void print_json(struct demo *d, const struct hoff_stats *st, int within_b
            st->peak_resident_bytes, within_budget ? "true" : "false", st->bytes_evicted,
            st->bytes_prefetched, st->faults, st->bytes_faulted, st->stall_ns,
            st->late_prefetches, params_ok ? "true" : "false");
+    printf("\"plan\":{\"planner\":\"%s\",\"plans\":%" PRIu64 ",\"actions\":%" PRIu64
+           ",\"feasible\":%s,\"peak_bytes\":%" PRIu64 ",\"plan_ns\":%" PRIu64
+           ",\"h2d_mbps\":%" PRIu64 ",\"d2h_mbps\":%" PRIu64 "},",
+           planner, st->plans, st->plan_actions, st->plan_feasible ? "true" : "false",
+           st->plan_peak_bytes, st->plan_ns, st->h2d_mbps, st->d2h_mbps);
+    printf("\"divergent_steps\":%" PRIu64 ",\"replans\":%" PRIu64 ",\"actions_fired\":%" PRIu64
+           ",\"actions_skipped\":%" PRIu64 ",",
+           st->divergent_steps, st->replans, st->actions_fired, st->actions_skipped);
     printf("\"integrity\":{\"ok\":%s,\"blocks\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"first_bad\":",
            d->bad.found ? "false" : "true", d->verified_blocks, d->verified_bytes);
     if (d->bad.found)
@@ -492,7 +565,7 @@ static void print_json(struct demo *d, const struct hoff_stats *st, int within_b
 static void print_step(struct demo *d, unsigned s) {
     const struct step_report *r = &d->rep[s];
 
-    printf("step %u: %s", s, TM(r->time_ns));
+    printf("step %u (%s): %s", s, state_name(r->state), TM(r->time_ns));
     if (d->compute_modelled)
         printf(" (compute %s, stall %s)", TM(r->compute_ns), TM(r->stall_ns));
     else
@@ -501,7 +574,9 @@ static void print_step(struct demo *d, unsigned s) {
            r->faults);
     if (r->faults)
         printf(" (%s)", SZ(r->bytes_faulted));
-    printf(", late prefetches %" PRIu64 "\n", r->late);
+    printf(", late prefetches %" PRIu64 ", actions fired %" PRIu64 " skipped %" PRIu64
+           ", peak resident %s\n",
+           r->late, r->fired, r->skipped, SZ(r->peak_resident));
 }
 
 int main(int argc, char **argv) {
@@ -512,12 +587,13 @@ int main(int argc, char **argv) {
         {"backend", required_argument, NULL, 'k'}, {"tflops", required_argument, NULL, 't'},
         {"lookahead", required_argument, NULL, 'a'}, {"json", no_argument, NULL, 'j'},
         {"corrupt", no_argument, NULL, 'c'},         {"help", no_argument, NULL, 'h'},
+        {"mode", required_argument, NULL, 'm'},
         {NULL, 0, NULL, 0},
     };
-    struct demo d = {.layers = 8, .hidden = 1024, .seq = 2048, .batch = 1, .steps = 3,
+    struct demo d = {.layers = 8, .hidden = 1024, .seq = 2048, .batch = 1, .steps = 4,
                      .tflops = 400.0, .budget_pct = -1, .compute_modelled = 1};
     struct hoff_config cfg;
-    struct hoff_stats st0, st;
+    struct hoff_stats st0, st, sb;
     const char *budget_arg = NULL, *backend_arg = NULL, *what = NULL;
     char err[256];
     int opt, rc, within_budget, params_ok = 1;
@@ -544,6 +620,16 @@ int main(int argc, char **argv) {
             }
             break;
         }
+        case 'm':
+            if (strcmp(optarg, "plan") == 0)
+                d.mode = MODE_PLAN;
+            else if (strcmp(optarg, "manual") == 0)
+                d.mode = MODE_MANUAL;
+            else {
+                fprintf(stderr, "hoff-demo: --mode: expected plan or manual, got '%s'\n", optarg);
+                return 2;
+            }
+            break;
         case 'j': d.json = 1; break;
         case 'c': d.corrupt = 1; break;
         case 'h': usage(stdout); return 0;
@@ -626,8 +712,8 @@ int main(int argc, char **argv) {
     }
 
     if (!d.json) {
-        printf("hoff-demo: %u layers, hidden %u, seq %u, batch %u, %u steps\n", d.layers,
-               d.hidden, d.seq, d.batch, d.steps);
+        printf("hoff-demo: %u layers, hidden %u, seq %u, batch %u, %u steps, mode %s\n",
+               d.layers, d.hidden, d.seq, d.batch, d.steps, mode_name(d.mode));
         printf("backend: %s\n", hoff_backend_name(d.ctx));
         if (d.compute_modelled && strcmp(hoff_backend_name(d.ctx), "sim") == 0)
             printf("sim model: compute at %g TFLOP/s (forward %s, backward %s per layer), "
@@ -661,12 +747,28 @@ int main(int argc, char **argv) {
 
         if ((rc = hoff_step_begin(d.ctx)) != 0)
             return fail_call("hoff_step_begin", rc);
+        /* Where the pipeline is: warmup (recording) or replay. */
+        if ((rc = hoff_stats_get(d.ctx, &sb)) != 0)
+            return fail_call("hoff_stats_get", rc);
+        r->state = (int)sb.plan_state;
         if (forward(&d, (int)s, r) || backward(&d, (int)s, r))
             return 1;
+        /* A replay that diverged is in fallback by now. */
+        if ((rc = hoff_stats_get(d.ctx, &sb)) != 0)
+            return fail_call("hoff_stats_get", rc);
+        if (sb.plan_state == HOFF_PLAN_FALLBACK)
+            r->state = HOFF_PLAN_FALLBACK;
         if ((rc = hoff_step_end(d.ctx)) != 0)
             return fail_call("hoff_step_end", rc);
         if ((rc = hoff_stats_get(d.ctx, &st)) != 0)
             return fail_call("hoff_stats_get", rc);
+        /* ...or diverged at its end (fewer events than the recorded step). */
+        if (st.divergent_steps > st0.divergent_steps)
+            r->state = HOFF_PLAN_FALLBACK;
+        r->planned = st.plans > st0.plans;
+        r->fired = st.actions_fired - st0.actions_fired;
+        r->skipped = st.actions_skipped - st0.actions_skipped;
+        r->peak_resident = st.step_peak_resident_bytes;
         r->time_ns = st.last_step_ns;
         r->stall_ns = st.stall_ns - st0.stall_ns;
         r->evicted = st.bytes_evicted - st0.bytes_evicted;
@@ -675,8 +777,13 @@ int main(int argc, char **argv) {
         r->bytes_faulted = st.bytes_faulted - st0.bytes_faulted;
         r->late = st.late_prefetches - st0.late_prefetches;
         st0 = st;
-        if (!d.json)
+        if (!d.json) {
             print_step(&d, s);
+            if (r->planned)
+                print_plan(&d, &st, cfg.planner);
+            else if (r->state == HOFF_PLAN_WARMUP)
+                printf("plan: none (the planner did not produce a schedule; recording again)\n");
+        }
     }
     if ((rc = hoff_sync(d.ctx)) != 0)
         return fail_call("hoff_sync", rc);
@@ -694,7 +801,7 @@ int main(int argc, char **argv) {
     within_budget = d.budget == 0 || st.peak_resident_bytes <= d.budget;
 
     if (d.json) {
-        print_json(&d, &st, within_budget, params_ok);
+        print_json(&d, &st, within_budget, params_ok, cfg.planner);
     } else {
         printf("activation peak without offload: %s\n", SZ(d.act_peak));
         if (d.budget == 0)
@@ -720,6 +827,10 @@ int main(int argc, char **argv) {
             printf("stall: %s\n", TM(st.stall_ns));
         }
         printf("late prefetches: %" PRIu64 "\n", st.late_prefetches);
+        printf("plans: %" PRIu64 " (%" PRIu64 " replans), divergent steps: %" PRIu64 "\n",
+               st.plans, st.replans, st.divergent_steps);
+        printf("actions: %" PRIu64 " fired, %" PRIu64 " skipped\n", st.actions_fired,
+               st.actions_skipped);
         printf("parameters: %s\n", params_ok ? "stayed on the device" : "MOVED (unexpected)");
         if (d.bad.found)
             printf("integrity: FAILED (step %d, layer %d, block %s, byte %zu: expected 0x%02x, "

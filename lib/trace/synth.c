@@ -1,0 +1,497 @@
+/* synth.c — synthetic traces: one training step of a decoder-only transformer built from its shapes and FLOPs,
+ * and random training-shaped traces of a requested size for planner benchmarks.
+ * Threading: pure functions of their options (the trace written is the caller's). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "trace/synth.h"
+
+/*
+ * The transformer model (pre-LayerNorm decoder layer, bf16 by default).
+ *
+ * Units: T = b*s tokens; a "width w" tensor holds T*w elements of elem_bytes.
+ * Per layer l the forward pass saves for backward:
+ *   x        the layer input, h (= the residual stream; allocated by the layer
+ *            before, or by the embedding for layer 0)
+ *   ln1.st   LayerNorm mean and rstd, T*8 bytes (float32; small: device pool)
+ *   ln1.out  the QKV projection's input, h
+ *   qkv      3h
+ *   probs    the softmax probabilities, b*heads*s*s elements, only when the
+ *            attention is not flash attention: modelled for s <= 1024 (short
+ *            sequences, where frameworks use the math kernel); for longer ones
+ *            flash attention saves only its log-sum-exp, b*heads*s float32
+ *   ctx      the attention output (the output projection's input), h
+ *   ln2.in   x + attention (residual), h
+ *   ln2.st   mean and rstd, T*8 bytes
+ *   ln2.out  the MLP's input, h
+ *   up       the MLP up projection (the activation's input), 4h
+ *   act      the activation's output (the down projection's input), 4h
+ * Temporaries, allocated and freed inside the layer: the attention's
+ * workspace (b*heads*s float32, small), the output projection's result and
+ * the down projection's result (h each, freed by the residual add), and in
+ * backward the activation gradients (h to 4h).  Sizes at or above
+ * managed_min go to the managed pool (offload candidates), smaller ones to
+ * the device pool.  Backward allocates the layer's parameter gradients in the
+ * device pool (W_qkv 3h^2, W_o h^2, W_up 4h^2, W_down 4h^2 = 12h^2 elements,
+ * plus one buffer of 13h for the biases and LayerNorm weights); they are never
+ * freed in the step (retained), like the gradients a framework keeps for the
+ * optimizer.  The embedding and the LM head are modelled only by the layer-0
+ * input and a loss op (no b*s*vocab logits).
+ *
+ * Access marks (access_marks != 0) are what saved_tensors_hooks give: a read
+ * at the last forward use of each saved tensor (pack) and one at its first
+ * backward use (unpack).
+ *
+ * Times: an op's time is its FLOPs / tflops.  Forward: 2 * parameters *
+ * tokens for the projections, 4*b*s^2*h for attention (QK^T and PV), about 8
+ * FLOPs per element for LayerNorm, activation and adds; backward is twice the
+ * forward.  Every event of an op carries the op's start time (host and GPU
+ * timelines are the same here), so the gap before the next op mark is the
+ * op's compute.
+ */
+
+struct sb {
+    struct hoff__trace *t;
+    const struct hoff__synth_opts *o;
+    uint64_t now, pending; /* start of the current op, its duration */
+    int region;            /* inside a region */
+    int rc;
+};
+
+static void sb_append(struct sb *s, struct hoff__tev *e) {
+    int rc;
+
+    if (s->rc)
+        return;
+    e->t_cpu_ns = s->now;
+    e->t_gpu_ns = s->now;
+    rc = hoff__trace_append(s->t, e);
+    if (rc)
+        s->rc = rc;
+}
+
+/* Allocate a block of size bytes in pool; returns its id. */
+static uint32_t sb_alloc_pool(struct sb *s, uint64_t size, int pool) {
+    struct hoff__tev e;
+    uint32_t id = s->t->nblocks;
+
+    memset(&e, 0, sizeof e);
+    e.kind = HOFF__TEV_ALLOC;
+    e.pool = (uint8_t)pool;
+    e.flags = s->region && pool == 1 ? HOFF__TEV_PINNED : 0;
+    e.block = id;
+    e.name = UINT32_MAX;
+    e.size = size ? size : 1;
+    sb_append(s, &e);
+    return id;
+}
+
+/* An in-step tensor: the pool follows managed_min, as hoff_malloc would. */
+static uint32_t sb_alloc(struct sb *s, uint64_t size) {
+    return sb_alloc_pool(s, size, size >= s->o->managed_min ? 1 : 0);
+}
+
+static void sb_block_ev(struct sb *s, int kind, uint32_t id, int write) {
+    struct hoff__tev e;
+
+    if (id == UINT32_MAX)
+        return;
+    memset(&e, 0, sizeof e);
+    e.kind = (uint8_t)kind;
+    e.block = id;
+    e.name = UINT32_MAX;
+    e.flags = write ? HOFF__TEV_WRITE : 0;
+    sb_append(s, &e);
+}
+
+static void sb_free(struct sb *s, uint32_t id) {
+    sb_block_ev(s, HOFF__TEV_FREE, id, 0);
+}
+
+/* A saved-tensor hook's mark (only with access marks). */
+static void sb_mark(struct sb *s, uint32_t id) {
+    if (s->o->access_marks)
+        sb_block_ev(s, HOFF__TEV_ACCESS, id, 0);
+}
+
+static void sb_region(struct sb *s, int begin) {
+    struct hoff__tev e;
+
+    memset(&e, 0, sizeof e);
+    e.kind = begin ? HOFF__TEV_REGION_BEGIN : HOFF__TEV_REGION_END;
+    e.block = UINT32_MAX;
+    e.name = UINT32_MAX;
+    sb_append(s, &e);
+    s->region = begin;
+}
+
+/* Start an op that runs for ns: the previous op's time passes first. */
+static void sb_op_ns(struct sb *s, const char *name, uint64_t ns) {
+    struct hoff__tev e;
+
+    s->now += s->pending;
+    s->pending = ns;
+    if (s->rc)
+        return;
+    memset(&e, 0, sizeof e);
+    e.kind = HOFF__TEV_OP;
+    e.block = UINT32_MAX;
+    e.name = hoff__trace_name(s->t, name);
+    if (e.name == UINT32_MAX) {
+        s->rc = -ENOMEM;
+        return;
+    }
+    sb_append(s, &e);
+}
+
+/* ns for flops at o->tflops (at least 1 ns). */
+static uint64_t flops_ns(const struct sb *s, double flops) {
+    double ns = flops / (s->o->tflops * 1e3);
+
+    return ns < 1.0 ? 1 : (uint64_t)(ns + 0.5);
+}
+
+static void sb_op(struct sb *s, uint32_t layer, const char *what, double flops) {
+    char name[64];
+
+    snprintf(name, sizeof name, "L%u.%s", (unsigned)layer, what);
+    sb_op_ns(s, name, flops_ns(s, flops));
+}
+
+void hoff__synth_defaults(struct hoff__synth_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->layers = 8;
+    o->hidden = 1024;
+    o->seq = 2048;
+    o->batch = 1;
+    o->elem_bytes = 2;
+    o->access_marks = 1;
+    o->tflops = 400.0;
+    o->managed_min = 1u << 20;
+}
+
+/* Non-flash attention (softmax probabilities saved) for short sequences. */
+#define SYNTH_FLASH_FROM_SEQ 1024
+
+struct saved {
+    uint32_t x, ln1_st, ln1_out, qkv, probs, lse, ctx, ln2_in, ln2_st, ln2_out, up, act;
+};
+
+int hoff__synth_transformer(struct hoff__trace *t, const struct hoff__synth_opts *o) {
+    struct sb s;
+    struct saved *sv;
+    uint64_t h, e, T, heads, bsh, wsb;
+    double Td, hd, f_ln, f_qkv, f_attn, f_proj, f_up, f_act, f_down, f_add;
+    uint32_t l, x_next, g;
+    int flash;
+
+    if (!t || !o || o->layers == 0 || o->hidden == 0 || o->seq == 0 || o->batch == 0 || o->elem_bytes == 0 ||
+        !(o->tflops > 0))
+        return hoff__error(-EINVAL, "synth: layers, hidden, seq, batch, elem_bytes and tflops must be positive");
+    if (o->layers > 100000 || o->hidden > (1u << 20) || o->seq > (1u << 24) || o->batch > (1u << 20))
+        return hoff__error(-EINVAL, "synth: shape out of range (layers <= 100000, hidden <= 2^20, seq <= 2^24, "
+                           "batch <= 2^20)");
+    h = o->hidden;
+    e = o->elem_bytes;
+    T = o->batch * o->seq;
+    heads = h >= 64 ? h / 64 : 1;
+    bsh = T * h * e;
+    if (bsh / e / h != T || bsh > ((uint64_t)1 << 44))
+        return hoff__error(-EINVAL, "synth: b*s*h*elem_bytes is too large");
+    flash = o->seq > SYNTH_FLASH_FROM_SEQ;
+    wsb = o->batch * heads * o->seq * 4; /* log-sum-exp / softmax statistics, float32 */
+    sv = calloc(o->layers, sizeof *sv);
+    if (!sv)
+        return hoff__error(-ENOMEM, "synth: out of memory");
+    memset(&s, 0, sizeof s);
+    s.t = t;
+    s.o = o;
+    if (!t->backend[0])
+        snprintf(t->backend, sizeof t->backend, "synth");
+
+    Td = (double)T;
+    hd = (double)h;
+    f_ln = 8.0 * Td * hd;
+    f_qkv = 2.0 * 3.0 * hd * hd * Td;
+    f_attn = 4.0 * (double)o->batch * (double)o->seq * (double)o->seq * hd;
+    f_proj = 2.0 * hd * hd * Td;
+    f_up = 2.0 * 4.0 * hd * hd * Td;
+    f_act = 8.0 * Td * 4.0 * hd;
+    f_down = f_up;
+    f_add = Td * hd;
+
+    /* --- forward --- */
+    sb_op_ns(&s, "embed", flops_ns(&s, f_add));
+    x_next = sb_alloc(&s, bsh);
+    for (l = 0; l < o->layers; l++) {
+        struct saved *v = &sv[l];
+        uint32_t tmp;
+
+        v->x = x_next;
+        v->probs = v->lse = UINT32_MAX;
+        sb_op(&s, l, "ln1", f_ln);
+        v->ln1_st = sb_alloc(&s, T * 8);
+        v->ln1_out = sb_alloc(&s, bsh);
+        sb_mark(&s, v->ln1_st);
+        sb_op(&s, l, "qkv", f_qkv);
+        v->qkv = sb_alloc(&s, 3 * bsh);
+        sb_mark(&s, v->ln1_out);
+        sb_op(&s, l, "attn", f_attn);
+        tmp = sb_alloc(&s, wsb); /* workspace */
+        if (flash) {
+            v->lse = sb_alloc(&s, wsb);
+        } else {
+            v->probs = sb_alloc(&s, o->batch * heads * o->seq * o->seq * e);
+        }
+        v->ctx = sb_alloc(&s, bsh);
+        sb_free(&s, tmp);
+        sb_mark(&s, v->qkv);
+        sb_mark(&s, flash ? v->lse : v->probs);
+        sb_op(&s, l, "proj", f_proj);
+        tmp = sb_alloc(&s, bsh);
+        sb_mark(&s, v->ctx);
+        sb_op(&s, l, "add1", f_add);
+        v->ln2_in = sb_alloc(&s, bsh);
+        sb_mark(&s, v->x);
+        sb_free(&s, tmp);
+        sb_op(&s, l, "ln2", f_ln);
+        v->ln2_st = sb_alloc(&s, T * 8);
+        v->ln2_out = sb_alloc(&s, bsh);
+        sb_mark(&s, v->ln2_st);
+        sb_op(&s, l, "mlp_up", f_up);
+        v->up = sb_alloc(&s, 4 * bsh);
+        sb_mark(&s, v->ln2_out);
+        sb_op(&s, l, "act", f_act);
+        v->act = sb_alloc(&s, 4 * bsh);
+        sb_mark(&s, v->up);
+        sb_op(&s, l, "mlp_down", f_down);
+        tmp = sb_alloc(&s, bsh);
+        sb_mark(&s, v->act);
+        sb_op(&s, l, "add2", f_add);
+        x_next = sb_alloc(&s, bsh);
+        sb_mark(&s, v->ln2_in);
+        sb_free(&s, tmp);
+    }
+    sb_op_ns(&s, "loss", flops_ns(&s, f_ln));
+    sb_mark(&s, x_next);
+
+    /* --- backward --- */
+    sb_op_ns(&s, "loss.bwd", flops_ns(&s, 2 * f_ln));
+    sb_mark(&s, x_next);
+    g = sb_alloc(&s, bsh);
+    sb_free(&s, x_next);
+    for (l = o->layers; l-- > 0;) {
+        struct saved *v = &sv[l];
+        uint32_t g_act, g_up, g_ln2out, g_mid, g_ctx, g_qkv, g_ln1out, g_in, tmp;
+
+        sb_op(&s, l, "mlp_down.bwd", 2 * f_down);
+        sb_mark(&s, v->act);
+        sb_alloc_pool(&s, 4 * h * h * e, 0); /* dW_down, retained */
+        g_act = sb_alloc(&s, 4 * bsh);
+        sb_free(&s, v->act);
+        sb_op(&s, l, "act.bwd", 2 * f_act);
+        sb_mark(&s, v->up);
+        g_up = sb_alloc(&s, 4 * bsh);
+        sb_free(&s, g_act);
+        sb_free(&s, v->up);
+        sb_op(&s, l, "mlp_up.bwd", 2 * f_up);
+        sb_mark(&s, v->ln2_out);
+        sb_alloc_pool(&s, 4 * h * h * e, 0); /* dW_up */
+        g_ln2out = sb_alloc(&s, bsh);
+        sb_free(&s, g_up);
+        sb_free(&s, v->ln2_out);
+        sb_op(&s, l, "ln2.bwd", 2 * f_ln);
+        sb_mark(&s, v->ln2_in);
+        sb_mark(&s, v->ln2_st);
+        sb_alloc_pool(&s, 13 * h * e, 0); /* biases and LayerNorm weights */
+        g_mid = sb_alloc(&s, bsh);        /* g + LN2'(g_ln2out): the residual */
+        sb_free(&s, g_ln2out);
+        sb_free(&s, g);
+        sb_free(&s, v->ln2_st);
+        sb_free(&s, v->ln2_in);
+        sb_op(&s, l, "proj.bwd", 2 * f_proj);
+        sb_mark(&s, v->ctx);
+        sb_alloc_pool(&s, h * h * e, 0); /* dW_o */
+        g_ctx = sb_alloc(&s, bsh);
+        sb_free(&s, v->ctx);
+        sb_op(&s, l, "attn.bwd", 2 * f_attn);
+        sb_mark(&s, v->qkv);
+        sb_mark(&s, flash ? v->lse : v->probs);
+        tmp = sb_alloc(&s, wsb); /* workspace (softmax-gradient row sums) */
+        g_qkv = sb_alloc(&s, 3 * bsh);
+        sb_free(&s, tmp);
+        sb_free(&s, g_ctx);
+        sb_free(&s, flash ? v->lse : v->probs);
+        sb_free(&s, v->qkv);
+        sb_op(&s, l, "qkv.bwd", 2 * f_qkv);
+        sb_mark(&s, v->ln1_out);
+        sb_alloc_pool(&s, 3 * h * h * e, 0); /* dW_qkv */
+        g_ln1out = sb_alloc(&s, bsh);
+        sb_free(&s, g_qkv);
+        sb_free(&s, v->ln1_out);
+        sb_op(&s, l, "ln1.bwd", 2 * f_ln);
+        sb_mark(&s, v->x);
+        sb_mark(&s, v->ln1_st);
+        g_in = sb_alloc(&s, bsh);
+        sb_free(&s, g_ln1out);
+        sb_free(&s, g_mid);
+        sb_free(&s, v->ln1_st);
+        sb_free(&s, v->x);
+        g = g_in;
+    }
+    sb_op_ns(&s, "embed.bwd", flops_ns(&s, 2 * f_add));
+    sb_free(&s, g);
+    s.now += s.pending;
+    free(sv);
+    if (s.rc)
+        return s.rc;
+    t->step_ns = s.now;
+    t->step_gpu_ns = s.now;
+    return hoff__trace_finish(t);
+}
+
+/* --- random training-shaped traces ----------------------------------------- */
+
+static uint64_t rnd(uint64_t *st) {
+    uint64_t z = (*st += 0x9E3779B97F4A7C15ull);
+
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t rnd_range(uint64_t *st, uint64_t lo, uint64_t hi) {
+    return lo + rnd(st) % (hi - lo + 1);
+}
+
+/* Log-uniform size between 2^lo and 2^hi bytes, rounded to 512. */
+static uint64_t rnd_size(uint64_t *st, int lo, int hi) {
+    int sh = (int)rnd_range(st, (uint64_t)lo, (uint64_t)hi - 1);
+    uint64_t v = ((uint64_t)1 << sh) + rnd(st) % ((uint64_t)1 << sh);
+
+    return (v + 511) / 512 * 512;
+}
+
+#define EV_MAX_SAVED 8
+
+struct rlayer {
+    uint32_t saved[EV_MAX_SAVED];
+    uint32_t nsaved, ntemp_f, ntemp_b;
+    int region;          /* one pinned block allocated inside a region */
+    uint32_t pinned;
+    uint64_t fwd_ns;
+};
+
+/* Events a layer with these counts produces (forward + backward). */
+static size_t rlayer_events(const struct rlayer *r) {
+    size_t n = 0;
+
+    n += 1 + r->nsaved * 2 + r->ntemp_f * 2;     /* op, alloc + pack, temps */
+    n += r->region ? 3 : 0;                     /* region begin, alloc, end */
+    n += 1 + r->nsaved * 2 + r->ntemp_b * 2 + 1; /* op, unpack + free, temps, grad */
+    n += r->region ? 1 : 0;                     /* pinned free */
+    return n;
+}
+
+int hoff__synth_events(struct hoff__trace *t, size_t nev, uint64_t seed) {
+    struct hoff__synth_opts o;
+    struct rlayer *L = NULL;
+    size_t nl = 0, cap = 0, total = 1, i; /* the loss op */
+    uint64_t st = seed ^ 0x6A09E667F3BCC909ull;
+    struct sb s;
+    char name[48];
+    uint32_t j;
+
+    if (!t)
+        return -EINVAL;
+    if (nev < 16)
+        nev = 16;
+    /* Shape the layers first, so that forward + backward add up to nev. */
+    while (total < nev) {
+        struct rlayer *r;
+
+        if (nl == cap) {
+            size_t nc = cap ? cap * 2 : 64;
+            struct rlayer *nlp = realloc(L, nc * sizeof *L);
+
+            if (!nlp) {
+                free(L);
+                return hoff__error(-ENOMEM, "synth: out of memory");
+            }
+            L = nlp;
+            cap = nc;
+        }
+        r = &L[nl];
+        memset(r, 0, sizeof *r);
+        r->nsaved = (uint32_t)rnd_range(&st, 1, EV_MAX_SAVED);
+        r->ntemp_f = (uint32_t)rnd_range(&st, 0, 3);
+        r->ntemp_b = (uint32_t)rnd_range(&st, 0, 3);
+        r->region = rnd(&st) % 8 == 0;
+        r->fwd_ns = rnd_range(&st, 20000, 500000);
+        total += rlayer_events(r);
+        nl++;
+    }
+    hoff__synth_defaults(&o);
+    o.access_marks = 1;
+    memset(&s, 0, sizeof s);
+    s.t = t;
+    s.o = &o;
+    if (!t->backend[0])
+        snprintf(t->backend, sizeof t->backend, "synth");
+    /* forward: each layer allocates its saved tensors (a few below 1 MiB,
+     * which go to the device pool), uses temporaries, and marks the saved
+     * tensors of the layer before as packed (their last forward use). */
+    for (i = 0; i < nl; i++) {
+        struct rlayer *r = &L[i];
+
+        snprintf(name, sizeof name, "f%zu", i);
+        sb_op_ns(&s, name, r->fwd_ns);
+        for (j = 0; j < r->nsaved; j++)
+            r->saved[j] = sb_alloc(&s, rnd_size(&st, 16, 24));
+        for (j = 0; j < r->ntemp_f; j++) {
+            uint32_t tmp = sb_alloc(&s, rnd_size(&st, 12, 22));
+            sb_free(&s, tmp);
+        }
+        if (r->region) {
+            sb_region(&s, 1);
+            r->pinned = sb_alloc_pool(&s, rnd_size(&st, 20, 23), 1);
+            sb_region(&s, 0);
+        }
+        if (i > 0)
+            for (j = 0; j < L[i - 1].nsaved; j++)
+                sb_mark(&s, L[i - 1].saved[j]);
+    }
+    sb_op_ns(&s, "loss", 10000);
+    for (j = 0; nl && j < L[nl - 1].nsaved; j++)
+        sb_mark(&s, L[nl - 1].saved[j]);
+    /* backward, in reverse: unpack, temporaries, a retained gradient, frees */
+    for (i = nl; i-- > 0;) {
+        struct rlayer *r = &L[i];
+
+        snprintf(name, sizeof name, "b%zu", i);
+        sb_op_ns(&s, name, r->fwd_ns * 2);
+        for (j = r->nsaved; j-- > 0;)
+            sb_mark(&s, r->saved[j]);
+        for (j = 0; j < r->ntemp_b; j++) {
+            uint32_t tmp = sb_alloc(&s, rnd_size(&st, 12, 23));
+            sb_free(&s, tmp);
+        }
+        sb_alloc_pool(&s, rnd_size(&st, 12, 22), 0); /* a parameter gradient, retained */
+        for (j = r->nsaved; j-- > 0;)
+            sb_free(&s, r->saved[j]);
+        if (r->region)
+            sb_free(&s, r->pinned);
+    }
+    s.now += s.pending;
+    free(L);
+    if (s.rc)
+        return s.rc;
+    t->step_ns = s.now;
+    t->step_gpu_ns = s.now;
+    return hoff__trace_finish(t);
+}

@@ -1,0 +1,398 @@
+/* trace.c — the trace IR: appending and validating events, interning op names, deriving per-block facts
+ * (hoff__trace_finish) and the no-offload peak of offload-candidate bytes.
+ * Threading: a trace is owned by one thread at a time; nothing here locks. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "trace/trace.h"
+
+/* Sizes of allocations are > 0 and below this (the reader checks the same). */
+#define TRACE_SIZE_LIMIT ((uint64_t)1 << 47)
+/* Event indices and block ids are uint32 with UINT32_MAX meaning "none". */
+#define TRACE_INDEX_LIMIT (UINT32_MAX - 2u)
+
+/*
+ * Builder state.  trace.h has no fields for it, so it lives in memory this
+ * file owns:
+ *
+ * - blocks[] is kept current by hoff__trace_append (size, pool, pinned,
+ *   alloc_ev, and free_ev: UINT32_MAX while the block is live), so append can
+ *   check frees and accesses in O(1), and the reader can say why an id is
+ *   wrong.  One scratch entry past the end, blocks[nblocks], holds the number
+ *   of open regions (alloc_ev) and the number of entries allocated (naccess).
+ *   finish keeps it.
+ * - names[] is allocated with cap_names pointers followed by an open-address
+ *   hash of 2 * cap_names uint32 slots (index + 1, 0 = empty) so interning is
+ *   O(1).
+ *
+ * So blocks[] and names[] must only be grown by this file (hoff__trace_append,
+ * hoff__trace_name, hoff__trace_finish), never by hand.
+ */
+
+static struct hoff__tblock *scratch(const struct hoff__trace *t) {
+    return t->blocks ? &t->blocks[t->nblocks] : NULL;
+}
+
+/* Make room for one more block and the scratch entry. */
+static int blocks_reserve(struct hoff__trace *t, uint32_t more) {
+    struct hoff__tblock *s = scratch(t), *nb, keep;
+    uint64_t cap = s ? s->naccess : 0, need = (uint64_t)t->nblocks + more + 1, ncap;
+
+    if (need <= cap)
+        return 0;
+    ncap = cap ? cap : 64;
+    while (ncap < need)
+        ncap *= 2;
+    if (ncap > UINT32_MAX)
+        ncap = UINT32_MAX;
+    if (ncap < need)
+        return hoff__error(-ERANGE, "trace: too many blocks (%u)", t->nblocks);
+    if (s)
+        keep = *s;
+    else
+        memset(&keep, 0, sizeof keep);
+    nb = realloc(t->blocks, (size_t)ncap * sizeof *nb);
+    if (!nb)
+        return hoff__error(-ENOMEM, "trace: out of memory for %llu blocks", (unsigned long long)ncap);
+    t->blocks = nb;
+    keep.naccess = (uint32_t)ncap;
+    nb[t->nblocks] = keep;
+    return 0;
+}
+
+static int events_reserve(struct hoff__trace *t) {
+    size_t ncap;
+    struct hoff__tev *ne;
+
+    if (t->nev < t->cap_ev)
+        return 0;
+    ncap = t->cap_ev ? t->cap_ev * 2 : 1024;
+    if (ncap > (size_t)TRACE_INDEX_LIMIT + 1)
+        ncap = (size_t)TRACE_INDEX_LIMIT + 1;
+    ne = realloc(t->ev, ncap * sizeof *ne);
+    if (!ne)
+        return hoff__error(-ENOMEM, "trace: out of memory for %zu events", ncap);
+    t->ev = ne;
+    t->cap_ev = ncap;
+    return 0;
+}
+
+void hoff__trace_init(struct hoff__trace *t) {
+    memset(t, 0, sizeof *t);
+    t->version = HOFF__TRACE_VERSION;
+}
+
+void hoff__trace_destroy(struct hoff__trace *t) {
+    uint32_t i;
+
+    for (i = 0; i < t->nnames; i++)
+        free(t->names[i]);
+    free(t->names);
+    free(t->ev);
+    free(t->blocks);
+    free(t->acc);
+    hoff__trace_init(t);
+}
+
+static int block_live(const struct hoff__trace *t, uint32_t b) {
+    return b < t->nblocks && t->blocks[b].free_ev == UINT32_MAX;
+}
+
+int hoff__trace_append(struct hoff__trace *t, const struct hoff__tev *e) {
+    struct hoff__tev ev;
+    struct hoff__tblock *s;
+    int err;
+
+    if (t->nev >= TRACE_INDEX_LIMIT)
+        return hoff__error(-ERANGE, "trace: too many events (%zu)", t->nev);
+    /* Store a normalized copy: fields that do not apply to the kind are zero
+     * (name: UINT32_MAX), so a trace round-trips through its file exactly. */
+    memset(&ev, 0, sizeof ev);
+    ev.kind = e->kind;
+    ev.name = UINT32_MAX;
+    ev.t_cpu_ns = e->t_cpu_ns;
+    ev.t_gpu_ns = e->t_gpu_ns;
+    switch (e->kind) {
+    case HOFF__TEV_ALLOC:
+        if (e->block != t->nblocks)
+            return hoff__error(-EINVAL, "trace: allocation of block %u, expected id %u (ids are dense)",
+                               e->block, t->nblocks);
+        if (e->size == 0 || e->size >= TRACE_SIZE_LIMIT)
+            return hoff__error(-EINVAL, "trace: allocation of block %u has size %llu (must be 1 to 2^47-1)",
+                               e->block, (unsigned long long)e->size);
+        if (e->pool > 1)
+            return hoff__error(-EINVAL, "trace: allocation of block %u in pool %u (0 or 1)", e->block, e->pool);
+        if (t->nblocks >= TRACE_INDEX_LIMIT)
+            return hoff__error(-ERANGE, "trace: too many blocks (%u)", t->nblocks);
+        ev.block = e->block;
+        ev.size = e->size;
+        ev.pool = e->pool;
+        ev.stream = e->stream;
+        ev.flags = e->flags & HOFF__TEV_PINNED;
+        if ((err = blocks_reserve(t, 1)) < 0)
+            return err;
+        if (scratch(t)->alloc_ev > 0)
+            ev.flags |= HOFF__TEV_PINNED;
+        break;
+    case HOFF__TEV_FREE:
+    case HOFF__TEV_ACCESS:
+        if (!block_live(t, e->block))
+            return hoff__error(-EINVAL, "trace: %s of block %u, which is %s",
+                               e->kind == HOFF__TEV_FREE ? "free" : "access", e->block,
+                               e->block < t->nblocks ? "already freed" : "not allocated");
+        ev.block = e->block;
+        ev.stream = e->stream;
+        if (e->kind == HOFF__TEV_ACCESS)
+            ev.flags = e->flags & HOFF__TEV_WRITE;
+        break;
+    case HOFF__TEV_OP:
+        if (e->name != UINT32_MAX && e->name >= t->nnames)
+            return hoff__error(-EINVAL, "trace: op name %u out of range (%u names)", e->name, t->nnames);
+        ev.name = e->name;
+        break;
+    case HOFF__TEV_REGION_BEGIN:
+        if ((err = blocks_reserve(t, 0)) < 0)
+            return err;
+        if (scratch(t)->alloc_ev >= TRACE_INDEX_LIMIT)
+            return hoff__error(-ERANGE, "trace: regions nested too deep");
+        break;
+    case HOFF__TEV_REGION_END:
+        if (!t->blocks || scratch(t)->alloc_ev == 0)
+            return hoff__error(-EINVAL, "trace: region end without a region begin");
+        break;
+    default:
+        return hoff__error(-EINVAL, "trace: unknown event kind %u", e->kind);
+    }
+    if ((err = events_reserve(t)) < 0)
+        return err;
+
+    /* Commit. */
+    switch (ev.kind) {
+    case HOFF__TEV_ALLOC:
+        s = scratch(t);
+        t->blocks[t->nblocks + 1] = *s;
+        s->size = ev.size;
+        s->pool = ev.pool;
+        s->pinned = !!(ev.flags & HOFF__TEV_PINNED);
+        s->retained = 0;
+        s->alloc_ev = (uint32_t)t->nev;
+        s->free_ev = UINT32_MAX;
+        s->first_access = 0;
+        s->naccess = 0;
+        t->nblocks++;
+        break;
+    case HOFF__TEV_FREE:
+        t->blocks[ev.block].free_ev = (uint32_t)t->nev;
+        break;
+    case HOFF__TEV_ACCESS:
+        t->has_access_events = 1;
+        break;
+    case HOFF__TEV_REGION_BEGIN:
+        scratch(t)->alloc_ev++;
+        break;
+    case HOFF__TEV_REGION_END:
+        scratch(t)->alloc_ev--;
+        break;
+    }
+    t->ev[t->nev++] = ev;
+    return 0;
+}
+
+/* --- op names ------------------------------------------------------------ */
+
+static uint32_t *name_hash(const struct hoff__trace *t) {
+    return (uint32_t *)(void *)(t->names + t->cap_names);
+}
+
+static uint32_t hash_str(const char *s) {
+    uint32_t h = 2166136261u;
+
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+static void hash_insert(struct hoff__trace *t, uint32_t idx) {
+    uint32_t *h = name_hash(t), mask = 2 * t->cap_names - 1, i = hash_str(t->names[idx]) & mask;
+
+    while (h[i])
+        i = (i + 1) & mask;
+    h[i] = idx + 1;
+}
+
+uint32_t hoff__trace_name(struct hoff__trace *t, const char *name) {
+    uint32_t i, mask, *h;
+    char *copy;
+
+    if (!name)
+        return UINT32_MAX;
+    if (t->names) {
+        h = name_hash(t);
+        mask = 2 * t->cap_names - 1;
+        for (i = hash_str(name) & mask; h[i]; i = (i + 1) & mask)
+            if (strcmp(t->names[h[i] - 1], name) == 0)
+                return h[i] - 1;
+    }
+    if (t->nnames >= TRACE_INDEX_LIMIT) {
+        hoff__error(-ERANGE, "trace: too many op names");
+        return UINT32_MAX;
+    }
+    if (t->nnames >= t->cap_names) {
+        uint32_t ncap = t->cap_names ? t->cap_names * 2 : 16;
+        char **nn;
+
+        if (ncap > (1u << 28)) {
+            hoff__error(-ERANGE, "trace: too many op names");
+            return UINT32_MAX;
+        }
+        nn = realloc(t->names, (size_t)ncap * (sizeof(char *) + 2 * sizeof(uint32_t)));
+        if (!nn) {
+            hoff__error(-ENOMEM, "trace: out of memory for op names");
+            return UINT32_MAX;
+        }
+        t->names = nn;
+        t->cap_names = ncap;
+        memset(name_hash(t), 0, (size_t)ncap * 2 * sizeof(uint32_t));
+        for (i = 0; i < t->nnames; i++)
+            hash_insert(t, i);
+    }
+    copy = strdup(name);
+    if (!copy) {
+        hoff__error(-ENOMEM, "trace: out of memory for op names");
+        return UINT32_MAX;
+    }
+    t->names[t->nnames] = copy;
+    hash_insert(t, t->nnames);
+    return t->nnames++;
+}
+
+/* --- finish ---------------------------------------------------------------- */
+
+int hoff__trace_finish(struct hoff__trace *t) {
+    uint32_t nalloc = 0, depth = 0, b;
+    size_t i, nacc = 0, last_begin = 0;
+    struct hoff__tacc *acc;
+    int err;
+
+    if ((err = blocks_reserve(t, 0)) < 0)
+        return err;
+
+    /* Pass 1: per-block facts, region nesting, pinning, access counts. */
+    t->has_access_events = 0;
+    for (i = 0; i < t->nev; i++) {
+        struct hoff__tev *e = &t->ev[i];
+        struct hoff__tblock *bl;
+
+        switch (e->kind) {
+        case HOFF__TEV_ALLOC:
+            if (e->block != nalloc || nalloc >= t->nblocks)
+                return hoff__error(-EINVAL, "trace: event %zu allocates block %u, expected %u (of %u)", i,
+                                   e->block, nalloc, t->nblocks);
+            if (depth)
+                e->flags |= HOFF__TEV_PINNED;
+            bl = &t->blocks[nalloc++];
+            bl->size = e->size;
+            bl->pool = e->pool;
+            bl->pinned = !!(e->flags & HOFF__TEV_PINNED);
+            bl->alloc_ev = (uint32_t)i;
+            bl->free_ev = UINT32_MAX;
+            bl->naccess = 1;
+            nacc++;
+            break;
+        case HOFF__TEV_FREE:
+        case HOFF__TEV_ACCESS:
+            if (e->block >= nalloc || t->blocks[e->block].free_ev != UINT32_MAX)
+                return hoff__error(-EINVAL, "trace: event %zu %s block %u, which is not live", i,
+                                   e->kind == HOFF__TEV_FREE ? "frees" : "accesses", e->block);
+            if (e->kind == HOFF__TEV_FREE) {
+                t->blocks[e->block].free_ev = (uint32_t)i;
+            } else {
+                t->blocks[e->block].naccess++;
+                t->has_access_events = 1;
+                nacc++;
+            }
+            break;
+        case HOFF__TEV_REGION_BEGIN:
+            if (depth++ == 0)
+                last_begin = i;
+            break;
+        case HOFF__TEV_REGION_END:
+            if (depth == 0)
+                return hoff__error(-EINVAL, "trace: event %zu ends a region that was never begun", i);
+            depth--;
+            break;
+        default:
+            break;
+        }
+    }
+    scratch(t)->alloc_ev = depth;
+    if (nalloc != t->nblocks)
+        return hoff__error(-EINVAL, "trace: %u blocks but %u allocation events", t->nblocks, nalloc);
+    if (depth)
+        return hoff__error(-EINVAL, "trace: unbalanced regions: %u still open at the end of the step "
+                           "(the outermost begins at event %zu)", depth, last_begin);
+
+    /* Pass 2: retained blocks, access ranges, and the accesses themselves. */
+    acc = nacc ? realloc(t->acc, nacc * sizeof *acc) : (free(t->acc), NULL);
+    if (nacc && !acc)
+        return hoff__error(-ENOMEM, "trace: out of memory for %zu accesses", nacc);
+    t->acc = acc;
+    t->nacc = nacc;
+    nacc = 0;
+    for (b = 0; b < t->nblocks; b++) {
+        struct hoff__tblock *bl = &t->blocks[b];
+
+        bl->retained = bl->free_ev == UINT32_MAX;
+        bl->first_access = (uint32_t)nacc;
+        nacc += bl->naccess;
+        bl->naccess = 0;
+    }
+    for (i = 0; i < t->nev; i++) {
+        const struct hoff__tev *e = &t->ev[i];
+        struct hoff__tblock *bl;
+
+        if (e->kind != HOFF__TEV_ALLOC && e->kind != HOFF__TEV_ACCESS)
+            continue;
+        bl = &t->blocks[e->block];
+        acc[bl->first_access + bl->naccess].ev = (uint32_t)i;
+        acc[bl->first_access + bl->naccess].write = e->kind == HOFF__TEV_ALLOC || (e->flags & HOFF__TEV_WRITE);
+        bl->naccess++;
+    }
+    return 0;
+}
+
+/* --- peak ------------------------------------------------------------------ */
+
+/* A block counts from its alloc event through its free event (inclusive), so
+ * the peak can only rise at an allocation; *at_ev is the first event where it
+ * is reached (0 when there are no candidate bytes). */
+uint64_t hoff__trace_offload_peak(const struct hoff__trace *t, size_t *at_ev) {
+    uint64_t cur = 0, peak = 0;
+    size_t i, at = 0;
+
+    for (i = 0; i < t->nev; i++) {
+        const struct hoff__tev *e = &t->ev[i];
+
+        if (e->kind == HOFF__TEV_ALLOC) {
+            if (e->pool == 1 && !(e->flags & HOFF__TEV_PINNED)) {
+                cur += e->size;
+                if (cur > peak) {
+                    peak = cur;
+                    at = i;
+                }
+            }
+        } else if (e->kind == HOFF__TEV_FREE && e->block < t->nblocks) {
+            const struct hoff__tev *a = &t->ev[t->blocks[e->block].alloc_ev];
+
+            if (a->pool == 1 && !(a->flags & HOFF__TEV_PINNED))
+                cur -= a->size;
+        }
+    }
+    if (at_ev)
+        *at_ev = at;
+    return peak;
+}

@@ -1,0 +1,132 @@
+#!/bin/sh
+# plan.sh — the trace tool (hoff-plan): synth, info, show and simulate run and say what a user relies on, the
+# budget holds and every stamp is intact; bad input fails clearly.  Runs in the build directory ($builddir or cwd).
+set -u
+
+cd "${builddir:-.}" || exit 99
+fail=0
+tmp=${TMPDIR:-/tmp}/hoff-plan-test.$$
+trap 'rm -f "$tmp".*' EXIT INT TERM
+
+check() { # check FILE PATTERN WHAT
+    if ! grep -qi -- "$2" "$1"; then
+        echo "FAIL: $3: no '$2' in the output:"
+        cat "$1"
+        fail=1
+    fi
+}
+
+expect_rc() { # expect_rc RC WANT WHAT OUTFILE
+    if [ "$1" -ne "$2" ]; then
+        echo "FAIL: $3 exited $1, expected $2"
+        cat "$4"
+        fail=1
+    fi
+}
+
+# A JSON number field's value (the first one, top level first in our output).
+field() { # field FILE NAME
+    sed -n "s/.*\"$2\":\\([0-9][0-9]*\\).*/\\1/p" "$1" | head -n 1
+}
+
+trace=$tmp.trace
+
+# 1. synth and info.
+./hoff-plan synth --layers 4 --hidden 512 --seq 2048 -o "$trace" >"$tmp.out" 2>&1
+expect_rc $? 0 "hoff-plan synth" "$tmp.out"
+./hoff-plan info "$trace" >"$tmp.out" 2>&1
+expect_rc $? 0 "hoff-plan info" "$tmp.out"
+for key in "events: " "blocks: " "retained at step end: " "offload peak without offload: " "step time: "; do
+    check "$tmp.out" "$key" "hoff-plan info"
+done
+./hoff-plan info "$trace" --json >"$tmp.out" 2>&1
+expect_rc $? 0 "hoff-plan info --json" "$tmp.out"
+check "$tmp.out" '"offload_peak_bytes":[1-9]' "hoff-plan info --json"
+
+# 2. show: the schedule and its summary.
+./hoff-plan show "$trace" --budget 25% >"$tmp.out" 2>&1
+expect_rc $? 0 "hoff-plan show" "$tmp.out"
+for key in "evict b" "prefetch b" "feasible: yes" "peak: " "plan time: "; do
+    check "$tmp.out" "$key" "hoff-plan show"
+done
+./hoff-plan show "$trace" --budget 25% --json --actions-only >"$tmp.out" 2>&1
+expect_rc $? 0 "hoff-plan show --json" "$tmp.out"
+check "$tmp.out" '"summary":{"feasible":true' "hoff-plan show --json"
+
+# 3. simulate at 50% and 25%: the JSON fields, integrity, the budget.
+for pct in 50 25; do
+    out=$tmp.sim$pct
+    ./hoff-plan simulate "$trace" --budget "$pct%" --json >"$out" 2>"$out.err"
+    rc=$?
+    cat "$out.err"
+    expect_rc $rc 0 "hoff-plan simulate --budget $pct% --json" "$out"
+    for key in budget_bytes peak_resident_bytes peak_device_bytes bytes_d2h bytes_h2d actions faults \
+               stall_ns step_ns step_ns_no_offload plan_ns; do
+        check "$out" "\"$key\":[0-9]" "simulate $pct% field $key"
+    done
+    check "$out" '"integrity_ok":true' "simulate $pct% integrity"
+    check "$out" '"warmup":{' "simulate $pct% warmup"
+    budget=$(field "$out" budget_bytes)
+    peak=$(field "$out" peak_resident_bytes)
+    if [ -z "$budget" ] || [ -z "$peak" ] || [ "$peak" -gt "$budget" ]; then
+        echo "FAIL: simulate $pct%: peak_resident_bytes '$peak' > budget_bytes '$budget'"
+        fail=1
+    fi
+    d2h=$(field "$out" bytes_d2h)
+    if [ -z "$d2h" ] || [ "$d2h" -eq 0 ]; then
+        echo "FAIL: simulate $pct%: nothing was offloaded (bytes_d2h '$d2h')"
+        fail=1
+    fi
+done
+
+# 4. The human report.
+./hoff-plan simulate "$trace" --budget 25% >"$tmp.out" 2>&1
+expect_rc $? 0 "hoff-plan simulate --budget 25%" "$tmp.out"
+for key in "budget: " "peak resident offload bytes: " "within budget" "peak device bytes: " "evicted: " \
+           "prefetched: " "actions: " "faults: " "exposed stall: " "step time: " "without offload" \
+           "integrity: OK" "step 0 (warmup): "; do
+    check "$tmp.out" "$key" "hoff-plan simulate report"
+done
+
+# 5. A malformed trace is a clear error (exit != 0), as is a missing one.
+printf 'hoff-trace 1\nthis is not an event\n' >"$tmp.bad"
+./hoff-plan info "$tmp.bad" >"$tmp.out" 2>&1
+rc=$?
+if [ "$rc" -eq 0 ]; then
+    echo "FAIL: hoff-plan info on a malformed trace exited 0"
+    fail=1
+fi
+check "$tmp.out" "cannot read trace" "hoff-plan info (malformed)"
+check "$tmp.out" ":[0-9]" "hoff-plan info (malformed: line and column)"
+./hoff-plan simulate "$tmp.bad" --budget 50% >"$tmp.out" 2>&1
+rc=$?
+if [ "$rc" -eq 0 ]; then
+    echo "FAIL: hoff-plan simulate on a malformed trace exited 0"
+    fail=1
+fi
+check "$tmp.out" "cannot read trace" "hoff-plan simulate (malformed)"
+./hoff-plan info "$tmp.missing" >"$tmp.out" 2>&1
+rc=$?
+if [ "$rc" -eq 0 ]; then
+    echo "FAIL: hoff-plan info on a missing file exited 0"
+    fail=1
+fi
+
+# 6. Usage errors: exit 2 with a message naming the problem.
+./hoff-plan simulate "$trace" --budget bogus >"$tmp.out" 2>&1
+expect_rc $? 2 "hoff-plan simulate --budget bogus" "$tmp.out"
+check "$tmp.out" "budget" "hoff-plan simulate --budget bogus"
+./hoff-plan simulate "$trace" >"$tmp.out" 2>&1
+expect_rc $? 2 "hoff-plan simulate (no budget)" "$tmp.out"
+./hoff-plan show "$trace" --budget 25% --planner nosuch >"$tmp.out" 2>&1
+expect_rc $? 2 "hoff-plan show --planner nosuch" "$tmp.out"
+check "$tmp.out" "greedy" "hoff-plan show --planner nosuch (lists the planners)"
+./hoff-plan frobnicate >"$tmp.out" 2>&1
+expect_rc $? 2 "hoff-plan frobnicate" "$tmp.out"
+for sub in simulate show synth info; do
+    ./hoff-plan $sub --help >"$tmp.out" 2>&1
+    expect_rc $? 0 "hoff-plan $sub --help" "$tmp.out"
+    check "$tmp.out" "usage: hoff-plan $sub" "hoff-plan $sub --help"
+done
+
+exit $fail

@@ -1,0 +1,343 @@
+/* test_pipeline.c — end to end on sim: synthetic transformer traces driven through the public API for a warmup
+ * and two replay steps under budgets of 50%, 25% and 10% of their offload peak; the budget holds, every stamp
+ * survives, replay fires exactly the plan.  Single-threaded (the library's issuing thread runs behind the API). */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hoff.h"
+#include "testutil.h"
+#include "trace/drive.h"
+#include "trace/synth.h"
+#include "trace/trace.h"
+
+#define MiB ((uint64_t)1 << 20)
+#define GiB ((uint64_t)1 << 30)
+
+static hoff_ctx *open_ctx(uint64_t budget) {
+    struct hoff_config cfg;
+    hoff_ctx *ctx = NULL;
+
+    hoff_config_init(&cfg);
+    cfg.backend = HOFF_BACKEND_SIM;
+    cfg.sim_device_bytes = 16 * GiB; /* capacity is a limit, not an allocation */
+    cfg.oversub_margin_bytes = 0;
+    cfg.sim_h2d_gbps = 50;
+    cfg.sim_d2h_gbps = 50;
+    cfg.sim_protect = HOFF_SIM_POISON; /* a stray touch of a non-resident page crashes */
+    cfg.budget_bytes = budget;
+    cfg.log_level = HOFF_LOG_ERROR;
+    CU_ASSERT_EQUAL(hoff_init(&ctx, &cfg), 0);
+    return ctx;
+}
+
+static int make_transformer(struct hoff__trace *t, uint32_t layers, uint64_t hidden, uint64_t seq, uint64_t batch,
+                            int access) {
+    struct hoff__synth_opts o;
+
+    hoff__synth_defaults(&o);
+    o.layers = layers;
+    o.hidden = hidden;
+    o.seq = seq;
+    o.batch = batch;
+    o.access_marks = access;
+    hoff__trace_init(t);
+    return hoff__synth_transformer(t, &o);
+}
+
+/* Drive t for 3 steps (warmup + 2 replays) at pct% of its offload peak and
+ * check what a replay promises.  aligned: every offload candidate is a
+ * multiple of 2 MiB (the managed grain), so that the plan's byte counts are
+ * the runtime's and a feasible plan leaves nothing to demand paging. */
+static void run_budget(const struct hoff__trace *t, const char *what, int pct, int aligned) {
+    struct hoff__drive_opts o;
+    struct hoff__drive_result r;
+    struct hoff_stats st;
+    uint64_t peak, budget, d2h = 0;
+    hoff_ctx *ctx;
+    int rc, k;
+
+    peak = hoff__trace_offload_peak(t, NULL);
+    CU_ASSERT_FATAL(peak > 0);
+    budget = peak * (uint64_t)pct / 100;
+    ctx = open_ctx(budget);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    memset(&o, 0, sizeof o);
+    o.steps = 3;
+    o.verify = 1;
+    o.compute_scale = 1;
+    rc = hoff__trace_drive(ctx, t, &o, &r);
+    if (rc)
+        fprintf(stderr, "%s at %d%%: drive failed: %s\n", what, pct, hoff_last_error());
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CU_ASSERT_EQUAL(r.steps, 3);
+    CU_ASSERT_EQUAL(hoff_stats_get(ctx, &st), 0);
+
+    /* Every stamp intact. */
+    if (r.integrity_errors)
+        fprintf(stderr, "%s at %d%%: %" PRIu64 " wrong stamps; first: %s\n", what, pct, r.integrity_errors,
+                r.first_error);
+    CU_ASSERT_EQUAL(r.integrity_errors, 0);
+    CU_ASSERT(r.blocks_verified > 0);
+
+    /* The pipeline: one plan, replayed twice without divergence. */
+    CU_ASSERT_EQUAL(r.step[0].plan_state, HOFF_PLAN_WARMUP);
+    CU_ASSERT_EQUAL(st.plans, 1);
+    CU_ASSERT_EQUAL(st.divergent_steps, 0);
+    CU_ASSERT(st.plan_actions > 0);
+    if (aligned)
+        CU_ASSERT_EQUAL(st.plan_feasible, 1);
+    for (k = 1; k < r.steps; k++) {
+        const struct hoff__drive_step *s = &r.step[k];
+
+        CU_ASSERT_EQUAL(s->plan_state, HOFF_PLAN_REPLAY);
+        if (s->peak_resident_bytes > budget)
+            fprintf(stderr, "%s at %d%%: step %d peak %" PRIu64 " > budget %" PRIu64 "\n", what, pct, k,
+                    s->peak_resident_bytes, budget);
+        CU_ASSERT(s->peak_resident_bytes <= budget);
+        if (aligned) {
+            if (s->faults)
+                fprintf(stderr, "%s at %d%%: step %d: %" PRIu64 " faults\n", what, pct, k, s->faults);
+            CU_ASSERT_EQUAL(s->faults, 0);
+        }
+        d2h += s->bytes_d2h;
+    }
+    CU_ASSERT(d2h > 0); /* below the peak something has to move */
+    /* Replay fires exactly the plan: a step fires at most plan_actions (the
+     * cursor only moves forward), so 2 replay steps firing 2 * plan_actions
+     * with nothing skipped means each fired all of them. */
+    if (st.actions_fired != 2 * st.plan_actions || st.actions_skipped != 0)
+        fprintf(stderr, "%s at %d%%: %" PRIu64 " actions planned, %" PRIu64 " fired, %" PRIu64
+                " skipped over 2 replays\n", what, pct, st.plan_actions, st.actions_fired, st.actions_skipped);
+    CU_ASSERT_EQUAL(st.actions_fired, 2 * st.plan_actions);
+    CU_ASSERT_EQUAL(st.actions_skipped, 0);
+    CU_ASSERT_EQUAL(st.live_blocks, 0);
+    hoff__drive_result_free(&r);
+    CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
+}
+
+static void run_transformer(uint32_t layers, uint64_t hidden, uint64_t seq, uint64_t batch, int access,
+                            int aligned) {
+    static const int pcts[] = {50, 25, 10};
+    struct hoff__trace t;
+    char what[96];
+    size_t i;
+
+    snprintf(what, sizeof what, "transformer L%u h%" PRIu64 " s%" PRIu64 " b%" PRIu64 "%s", (unsigned)layers,
+             hidden, seq, batch, access ? "" : " (no access marks)");
+    CU_ASSERT_EQUAL_FATAL(make_transformer(&t, layers, hidden, seq, batch, access), 0);
+    for (i = 0; i < sizeof pcts / sizeof pcts[0]; i++)
+        run_budget(&t, what, pcts[i], aligned);
+    hoff__trace_destroy(&t);
+}
+
+/* Flash attention (s > 1024): 8 layers, b*s*h*2 = 2 MiB. */
+static void test_flash_access(void) {
+    run_transformer(8, 256, 4096, 1, 1, 1);
+}
+
+static void test_flash_no_access(void) {
+    run_transformer(8, 256, 4096, 1, 0, 1);
+}
+
+/* Saved attention probabilities (s <= 1024), 6 layers, short sequences. */
+static void test_probs_access(void) {
+    run_transformer(6, 256, 256, 16, 1, 1);
+}
+
+static void test_probs_no_access(void) {
+    run_transformer(6, 256, 256, 16, 0, 1);
+}
+
+/* Activations of 1 MiB, under the 2 MiB managed grain: each takes a 2 MiB
+ * block, so the runtime holds more bytes than the trace says; the budget,
+ * integrity and the plan still hold (demand paging is allowed). */
+static void test_small_blocks(void) {
+    struct hoff__trace t;
+
+    CU_ASSERT_EQUAL_FATAL(make_transformer(&t, 6, 512, 1024, 1, 1), 0);
+    run_budget(&t, "transformer L6 h512 s1024 (1 MiB activations)", 25, 0);
+    hoff__trace_destroy(&t);
+}
+
+/* --- the synthetic traces themselves --------------------------------------- */
+
+static void test_transformer_shape(void) {
+    struct hoff__trace t, u;
+    uint64_t h = 256, e = 2, grads = 0, bsh = 2 * MiB;
+    uint32_t layers = 3, i, retained = 0, probs = 0;
+    size_t acc = 0;
+
+    CU_ASSERT_EQUAL_FATAL(make_transformer(&t, layers, h, 4096, 1, 1), 0);
+    CU_ASSERT(t.has_access_events);
+    for (i = 0; i < t.nblocks; i++) {
+        const struct hoff__tblock *b = &t.blocks[i];
+
+        if (b->retained) {
+            retained++;
+            grads += b->size;
+            CU_ASSERT_EQUAL(b->pool, 0); /* gradients: the device pool */
+        }
+        if (b->pool == 1) {
+            CU_ASSERT(b->size >= MiB);
+        } else {
+            CU_ASSERT(b->size < MiB || b->retained);
+        }
+    }
+    /* 4 weight gradients and 1 of biases and norms per layer: 12h^2 + 13h elements. */
+    CU_ASSERT_EQUAL(retained, 5 * layers);
+    CU_ASSERT_EQUAL(grads, layers * (12 * h * h + 13 * h) * e);
+    /* Forward saves 16 b*s*h units per layer (x, ln1 out, qkv 3, ctx, ln2 in and
+     * out, up 4, act 4); the peak is at the end of forward, plus the next
+     * layer's input and the loss gradient. */
+    CU_ASSERT(hoff__trace_offload_peak(&t, NULL) >= layers * 16 * bsh);
+    CU_ASSERT(hoff__trace_offload_peak(&t, NULL) <= layers * 16 * bsh + 8 * bsh);
+    CU_ASSERT(t.step_ns > 0);
+    CU_ASSERT_EQUAL(t.step_ns, t.step_gpu_ns);
+    for (i = 0; i < t.nev; i++) {
+        acc += t.ev[i].kind == HOFF__TEV_ACCESS;
+        CU_ASSERT(t.ev[i].t_gpu_ns == t.ev[i].t_cpu_ns);
+        CU_ASSERT(i == 0 || t.ev[i].t_cpu_ns >= t.ev[i - 1].t_cpu_ns);
+    }
+    CU_ASSERT(acc > 0);
+
+    /* Without access marks: the same allocations, no access events. */
+    CU_ASSERT_EQUAL_FATAL(make_transformer(&u, layers, h, 4096, 1, 0), 0);
+    CU_ASSERT_FALSE(u.has_access_events);
+    CU_ASSERT_EQUAL(u.nblocks, t.nblocks);
+    CU_ASSERT_EQUAL(u.nev + acc, t.nev);
+    CU_ASSERT_EQUAL(hoff__trace_offload_peak(&u, NULL), hoff__trace_offload_peak(&t, NULL));
+    hoff__trace_destroy(&u);
+
+    /* Short sequences save the s x s probabilities. */
+    CU_ASSERT_EQUAL_FATAL(make_transformer(&u, 1, 256, 512, 8, 1), 0);
+    for (i = 0; i < u.nblocks; i++)
+        probs += u.blocks[i].size == 8ull * 4 * 512 * 512 * 2; /* b * heads * s^2 * 2 */
+    CU_ASSERT_EQUAL(probs, 1);
+    hoff__trace_destroy(&u);
+    hoff__trace_destroy(&t);
+}
+
+static void test_transformer_bad_options(void) {
+    struct hoff__synth_opts o;
+    struct hoff__trace t;
+
+    hoff__synth_defaults(&o);
+    CU_ASSERT_EQUAL(o.layers, 8);
+    CU_ASSERT_EQUAL(o.hidden, 1024);
+    CU_ASSERT_EQUAL(o.elem_bytes, 2);
+    o.layers = 0;
+    hoff__trace_init(&t);
+    CU_ASSERT_EQUAL(hoff__synth_transformer(&t, &o), -EINVAL);
+    hoff__trace_destroy(&t);
+}
+
+static int same_trace(const struct hoff__trace *a, const struct hoff__trace *b) {
+    size_t i;
+
+    if (a->nev != b->nev || a->nblocks != b->nblocks)
+        return 0;
+    for (i = 0; i < a->nev; i++)
+        if (a->ev[i].kind != b->ev[i].kind || a->ev[i].block != b->ev[i].block || a->ev[i].size != b->ev[i].size ||
+            a->ev[i].pool != b->ev[i].pool || a->ev[i].t_cpu_ns != b->ev[i].t_cpu_ns)
+            return 0;
+    return 1;
+}
+
+static void test_synth_events(void) {
+    struct hoff__trace a, b, c;
+    struct hoff__drive_opts o;
+    struct hoff__drive_result r;
+    struct hoff_stats st;
+    hoff_ctx *ctx;
+    size_t i, regions = 0;
+
+    hoff__trace_init(&a);
+    hoff__trace_init(&b);
+    hoff__trace_init(&c);
+    CU_ASSERT_EQUAL_FATAL(hoff__synth_events(&a, 600, 7), 0);
+    CU_ASSERT_EQUAL_FATAL(hoff__synth_events(&b, 600, 7), 0);
+    CU_ASSERT_EQUAL_FATAL(hoff__synth_events(&c, 600, 8), 0);
+    CU_ASSERT(a.nev >= 600 && a.nev < 700);
+    CU_ASSERT(same_trace(&a, &b));
+    CU_ASSERT_FALSE(same_trace(&a, &c));
+    CU_ASSERT(a.has_access_events);
+    for (i = 0; i < a.nev; i++)
+        regions += a.ev[i].kind == HOFF__TEV_REGION_BEGIN;
+    CU_ASSERT(regions > 0);
+
+    /* It replays like a real step: integrity, no divergence, the plan fired. */
+    ctx = open_ctx(hoff__trace_offload_peak(&a, NULL) / 2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    memset(&o, 0, sizeof o);
+    o.steps = 3;
+    o.verify = 1;
+    o.gpu_step_ns = 20000000; /* 20 ms of compute per step */
+    CU_ASSERT_EQUAL_FATAL(hoff__trace_drive(ctx, &a, &o, &r), 0);
+    if (r.integrity_errors)
+        fprintf(stderr, "synth_events: %s\n", r.first_error);
+    CU_ASSERT_EQUAL(r.integrity_errors, 0);
+    CU_ASSERT_EQUAL(hoff_stats_get(ctx, &st), 0);
+    CU_ASSERT_EQUAL(st.divergent_steps, 0);
+    CU_ASSERT_EQUAL(st.actions_fired, 2 * st.plan_actions);
+    CU_ASSERT_EQUAL(st.actions_skipped, 0);
+    CU_ASSERT_EQUAL(r.step[2].plan_state, HOFF_PLAN_REPLAY);
+    CU_ASSERT_EQUAL(r.step[2].compute_ns, 20000000);
+    hoff__drive_result_free(&r);
+    hoff_shutdown(ctx);
+    hoff__trace_destroy(&a);
+    hoff__trace_destroy(&b);
+    hoff__trace_destroy(&c);
+}
+
+/* Without a budget nothing moves, and a step lasts exactly its compute. */
+static void test_drive_no_budget(void) {
+    struct hoff__trace t;
+    struct hoff__drive_opts o;
+    struct hoff__drive_result r;
+    hoff_ctx *ctx;
+    int k;
+
+    CU_ASSERT_EQUAL_FATAL(make_transformer(&t, 2, 256, 4096, 1, 1), 0);
+    ctx = open_ctx(0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    memset(&o, 0, sizeof o);
+    o.steps = 2;
+    o.verify = 1;
+    o.compute_scale = 2; /* twice as fast as the trace */
+    CU_ASSERT_EQUAL_FATAL(hoff__trace_drive(ctx, &t, &o, &r), 0);
+    CU_ASSERT_EQUAL(r.integrity_errors, 0);
+    for (k = 0; k < r.steps; k++) {
+        uint64_t want = (t.step_gpu_ns + 1) / 2;
+
+        CU_ASSERT(r.step[k].compute_ns + 1 >= want && r.step[k].compute_ns <= want + 1);
+        CU_ASSERT_EQUAL(r.step[k].step_ns, r.step[k].compute_ns);
+        CU_ASSERT_EQUAL(r.step[k].bytes_d2h, 0);
+        CU_ASSERT_EQUAL(r.step[k].stall_ns, 0);
+        CU_ASSERT_EQUAL(r.step[k].peak_resident_bytes, hoff__trace_offload_peak(&t, NULL));
+    }
+    CU_ASSERT(r.peak_device_bytes >= hoff__trace_offload_peak(&t, NULL));
+    hoff__drive_result_free(&r);
+    hoff_shutdown(ctx);
+    hoff__trace_destroy(&t);
+}
+
+int main(void) {
+    static const struct hoff_test tests[] = {
+        {"transformer_shape", test_transformer_shape},
+        {"transformer_bad_options", test_transformer_bad_options},
+        {"synth_events", test_synth_events},
+        {"drive_no_budget", test_drive_no_budget},
+        {"flash_access", test_flash_access},
+        {"flash_no_access", test_flash_no_access},
+        {"probs_access", test_probs_access},
+        {"probs_no_access", test_probs_no_access},
+        {"small_blocks", test_small_blocks},
+        {NULL, NULL},
+    };
+    return hoff_test_run("pipeline", tests);
+}
