@@ -165,7 +165,7 @@ static int run(const struct hoff__planner *pl, size_t nev, int reps, struct resu
     memset(&o, 0, sizeof o);
     r->events = t.nev;
     r->blocks = t.nblocks;
-    r->offload_peak = hoff__trace_offload_peak(&t, &peak_ev);
+    r->offload_peak = hoff__trace_offload_peak(&t, NULL, &peak_ev);
     o.budget_bytes = r->offload_peak / 4 ? r->offload_peak / 4 : 1;
     o.guard_after_alloc = 2;
     o.guard_before_free = 2;

@@ -13,6 +13,7 @@
 #include "testutil.h"
 #include "trace/drive.h"
 #include "trace/synth.h"
+#include "mem/pool.h"
 #include "trace/trace.h"
 
 #define MiB ((uint64_t)1 << 20)
@@ -61,7 +62,7 @@ static void run_budget(const struct hoff__trace *t, const char *what, int pct, i
     hoff_ctx *ctx;
     int rc, k;
 
-    peak = hoff__trace_offload_peak(t, NULL);
+    peak = hoff__trace_offload_peak(t, hoff__pool_block_bytes, NULL);
     CU_ASSERT_FATAL(peak > 0);
     budget = peak * (uint64_t)pct / 100;
     ctx = open_ctx(budget);
@@ -194,8 +195,8 @@ static void test_transformer_shape(void) {
     /* Forward saves 16 b*s*h units per layer (x, ln1 out, qkv 3, ctx, ln2 in and
      * out, up 4, act 4); the peak is at the end of forward, plus the next
      * layer's input and the loss gradient. */
-    CU_ASSERT(hoff__trace_offload_peak(&t, NULL) >= layers * 16 * bsh);
-    CU_ASSERT(hoff__trace_offload_peak(&t, NULL) <= layers * 16 * bsh + 8 * bsh);
+    CU_ASSERT(hoff__trace_offload_peak(&t, hoff__pool_block_bytes, NULL) >= layers * 16 * bsh);
+    CU_ASSERT(hoff__trace_offload_peak(&t, hoff__pool_block_bytes, NULL) <= layers * 16 * bsh + 8 * bsh);
     CU_ASSERT(t.step_ns > 0);
     CU_ASSERT_EQUAL(t.step_ns, t.step_gpu_ns);
     for (i = 0; i < t.nev; i++) {
@@ -210,7 +211,7 @@ static void test_transformer_shape(void) {
     CU_ASSERT_FALSE(u.has_access_events);
     CU_ASSERT_EQUAL(u.nblocks, t.nblocks);
     CU_ASSERT_EQUAL(u.nev + acc, t.nev);
-    CU_ASSERT_EQUAL(hoff__trace_offload_peak(&u, NULL), hoff__trace_offload_peak(&t, NULL));
+    CU_ASSERT_EQUAL(hoff__trace_offload_peak(&u, hoff__pool_block_bytes, NULL), hoff__trace_offload_peak(&t, hoff__pool_block_bytes, NULL));
     hoff__trace_destroy(&u);
 
     /* Short sequences save the s x s probabilities. */
@@ -271,7 +272,7 @@ static void test_synth_events(void) {
     CU_ASSERT(regions > 0);
 
     /* It replays like a real step: integrity, no divergence, the plan fired. */
-    ctx = open_ctx(hoff__trace_offload_peak(&a, NULL) / 2);
+    ctx = open_ctx(hoff__trace_offload_peak(&a, hoff__pool_block_bytes, NULL) / 2);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
     memset(&o, 0, sizeof o);
     o.steps = 3;
@@ -318,9 +319,9 @@ static void test_drive_no_budget(void) {
         CU_ASSERT_EQUAL(r.step[k].step_ns, r.step[k].compute_ns);
         CU_ASSERT_EQUAL(r.step[k].bytes_d2h, 0);
         CU_ASSERT_EQUAL(r.step[k].stall_ns, 0);
-        CU_ASSERT_EQUAL(r.step[k].peak_resident_bytes, hoff__trace_offload_peak(&t, NULL));
+        CU_ASSERT_EQUAL(r.step[k].peak_resident_bytes, hoff__trace_offload_peak(&t, hoff__pool_block_bytes, NULL));
     }
-    CU_ASSERT(r.peak_device_bytes >= hoff__trace_offload_peak(&t, NULL));
+    CU_ASSERT(r.peak_device_bytes >= hoff__trace_offload_peak(&t, hoff__pool_block_bytes, NULL));
     hoff__drive_result_free(&r);
     hoff_shutdown(ctx);
     hoff__trace_destroy(&t);

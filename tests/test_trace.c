@@ -338,12 +338,17 @@ static void test_finish(void) {
     hoff__trace_destroy(&t);
 }
 
+static uint64_t round100(int pool, uint64_t size) {
+    (void)pool;
+    return (size + 99) / 100 * 100;
+}
+
 static void test_offload_peak(void) {
     struct hoff__trace t;
     size_t at = 99;
 
     hoff__trace_init(&t);
-    CU_ASSERT_EQUAL(hoff__trace_offload_peak(&t, &at), 0);
+    CU_ASSERT_EQUAL(hoff__trace_offload_peak(&t, NULL, &at), 0);
     CU_ASSERT_EQUAL(at, 0);
     CU_ASSERT_EQUAL(ev_alloc(&t, 0, 100, 1, 0), 0);                         /* 0: 100 */
     CU_ASSERT_EQUAL(ev_alloc(&t, 1, 1000, 0, 0), 0);                        /* 1: device, no */
@@ -351,19 +356,22 @@ static void test_offload_peak(void) {
     CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_FREE, 0, 0, 0), 0);                /* 3: 150 (inclusive), then 50 */
     CU_ASSERT_EQUAL(ev_alloc(&t, 3, 30, 1, 0), 0);                          /* 4: 80 */
     CU_ASSERT_EQUAL(ev_mark(&t, HOFF__TEV_REGION_BEGIN, UINT32_MAX, 0), 0); /* 5 */
-    CU_ASSERT_EQUAL(ev_alloc(&t, 4, 5000, 1, 0), 0);                        /* 6: pinned, no */
+    CU_ASSERT_EQUAL(ev_alloc(&t, 4, 40, 1, 0), 0);                          /* 6: pinned, counts: 120 */
     CU_ASSERT_EQUAL(ev_mark(&t, HOFF__TEV_REGION_END, UINT32_MAX, 0), 0);   /* 7 */
     CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_ACCESS, 2, 0, 0), 0);              /* 8 */
     CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_FREE, 2, 0, 0), 0);                /* 9: 80, then 30 */
     CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_FREE, 4, 0, 0), 0);                /* 10 */
     CU_ASSERT_EQUAL(ev_alloc(&t, 5, 100, 1, 0), 0);                         /* 11: 130 */
-    CU_ASSERT_EQUAL(hoff__trace_offload_peak(&t, &at), 150);
+    CU_ASSERT_EQUAL(hoff__trace_offload_peak(&t, NULL, &at), 150);
     CU_ASSERT_EQUAL(at, 2);
     CU_ASSERT_EQUAL(ev_alloc(&t, 6, 21, 1, 0), 0);                          /* 12: 151, 3 and 5 retained */
     CU_ASSERT_EQUAL(hoff__trace_finish(&t), 0);
-    CU_ASSERT_EQUAL(hoff__trace_offload_peak(&t, &at), 151);
+    CU_ASSERT_EQUAL(hoff__trace_offload_peak(&t, NULL, &at), 151);
     CU_ASSERT_EQUAL(at, 12);
-    CU_ASSERT_EQUAL(hoff__trace_offload_peak(&t, NULL), 151);
+    CU_ASSERT_EQUAL(hoff__trace_offload_peak(&t, NULL, NULL), 151);
+    /* Counting what each block holds (here every block holds 100). */
+    CU_ASSERT_EQUAL(hoff__trace_offload_peak(&t, round100, &at), 300);
+    CU_ASSERT_EQUAL(at, 6);
     hoff__trace_destroy(&t);
 }
 

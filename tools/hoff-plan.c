@@ -17,6 +17,7 @@
 #include "plan/plan.h"
 #include "trace/drive.h"
 #include "trace/synth.h"
+#include "mem/pool.h"
 #include "trace/trace.h"
 
 #define EXIT_FAIL 1  /* integrity failure, budget exceeded, unreadable trace, runtime error */
@@ -468,7 +469,7 @@ static int cmd_simulate(int argc, char **argv) {
     so.trace_path = argv[optind];
     if (load_trace(so.trace_path, &t))
         return EXIT_FAIL;
-    offload_peak = hoff__trace_offload_peak(&t, &peak_ev);
+    offload_peak = hoff__trace_offload_peak(&t, hoff__pool_block_bytes, &peak_ev);
     if (resolve_budget(sub, &so.budget, offload_peak, &budget)) {
         hoff__trace_destroy(&t);
         return EXIT_USAGE;
@@ -838,13 +839,14 @@ static int cmd_show(int argc, char **argv) {
     path = argv[optind];
     if (load_trace(path, &t))
         return EXIT_FAIL;
-    offload_peak = hoff__trace_offload_peak(&t, &nopeak_ev);
+    offload_peak = hoff__trace_offload_peak(&t, hoff__pool_block_bytes, &nopeak_ev);
     if (resolve_budget(sub, &ba, offload_peak, &po.budget_bytes)) {
         hoff__trace_destroy(&t);
         return EXIT_USAGE;
     }
     po.guard_after_alloc = (uint32_t)ga;
     po.guard_before_free = (uint32_t)gb;
+    po.block_bytes = hoff__pool_block_bytes; /* as the runtime plans */
     po.h2d_gbps = bw;
     po.d2h_gbps = bw;
     hoff__schedule_init(&s);
@@ -1142,7 +1144,7 @@ static int cmd_info(int argc, char **argv) {
             retained_bytes += b->size;
         }
     }
-    offload_peak = hoff__trace_offload_peak(&t, &peak_ev);
+    offload_peak = hoff__trace_offload_peak(&t, hoff__pool_block_bytes, &peak_ev);
     tpeak = total_peak(&t);
     if (json) {
         printf("{\"trace\":");

@@ -191,6 +191,7 @@ int hoff__record_finish(struct hoff_ctx *ctx) {
     o.guard_before_free = ctx->cfg.guard_before_free;
     o.h2d_gbps = p->h2d_gbps;
     o.d2h_gbps = p->d2h_gbps;
+    o.block_bytes = hoff__pool_block_bytes; /* plan in the bytes the budget counts */
     hoff__schedule_destroy(&p->sched);
     hoff__schedule_init(&p->sched);
     rc = pl->build(&p->trace, &o, &p->sched);

@@ -18,6 +18,7 @@ enum hoff__block_flags {
     HOFF__BLK_PINNED = 1u << 1, /* allocated inside a region: never evicted */
     HOFF__BLK_SLAB = 1u << 2,   /* a slot of a slab segment */
     HOFF__BLK_FREED = 1u << 3,  /* freed by the user while a transfer was in flight */
+    HOFF__BLK_DISCARDING = 1u << 4, /* the transfer in flight (state EVICTING) is a discard */
 };
 
 struct hoff__seg;

@@ -55,6 +55,17 @@ int hoff__pool_class(const struct hoff__pool *p, size_t size) {
     return hoff__sizeclass(size);
 }
 
+uint64_t hoff__pool_block_bytes(int kind, uint64_t size) {
+    int cls;
+
+    if (size == 0)
+        size = 1;
+    if (kind == HOFF__POOL_MANAGED && size < HOFF__MANAGED_GRAIN)
+        size = HOFF__MANAGED_GRAIN;
+    cls = size <= HOFF__SIZECLASS_MAX_BYTES ? hoff__sizeclass((size_t)size) : -1;
+    return cls < 0 ? 0 : hoff__sizeclass_bytes(cls);
+}
+
 static int is_slab_class(const struct hoff__pool *p, int cls) {
     return p->kind == HOFF__POOL_DEVICE && hoff__sizeclass_bytes(cls) <= HOFF__SLAB_MAX;
 }

@@ -43,6 +43,10 @@ void hoff__pool_destroy(struct hoff__pool *p);
 
 /* Class (and so usable size) a request of size bytes gets in this pool, or -1. */
 int hoff__pool_class(const struct hoff__pool *p, size_t size);
+/* The bytes a request of size bytes holds in a pool of this kind (its class
+ * size; at least 2 MiB in the managed pool): what the budget counts, and so
+ * what planners must count.  0 when out of range. */
+uint64_t hoff__pool_block_bytes(int kind, uint64_t size);
 
 /* A block of class cls for use on stream s: from the cache when one is free
  * on s or fenced on another stream, else newly mapped.  NULL and *err set on

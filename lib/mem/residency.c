@@ -174,16 +174,6 @@ void hoff__res_cmd_done(void *arg, const struct hoff__cmd *cmd, int rc) {
     pthread_mutex_unlock(&ctx->done_lock);
 }
 
-/* Wait (real time) until the issuing thread has run b's command. */
-static void wait_issued(struct hoff_ctx *ctx, struct hoff__block *b) {
-    if (!__atomic_load_n(&b->pending, __ATOMIC_ACQUIRE))
-        return;
-    pthread_mutex_lock(&ctx->done_lock);
-    while (__atomic_load_n(&b->pending, __ATOMIC_ACQUIRE))
-        pthread_cond_wait(&ctx->done_cond, &ctx->done_lock);
-    pthread_mutex_unlock(&ctx->done_lock);
-}
-
 /* --- completion ------------------------------------------------------------ */
 
 static void put_back(struct hoff_ctx *ctx, struct hoff__block *b);
@@ -195,7 +185,22 @@ static void retire(struct hoff_ctx *ctx, struct hoff__block *b, int rc) {
 
     if (!live) /* freed in flight: finish as a live block, then free it */
         b->flags = (uint8_t)((b->flags & ~HOFF__BLK_FREED) | HOFF__BLK_LIVE);
-    if (b->state == S_EVI) {
+    if (b->state == S_EVI && (b->flags & HOFF__BLK_DISCARDING)) {
+        /* A discard: the device pages are gone once the copy stream got
+         * there; nothing went to the host. */
+        b->flags &= (uint8_t)~HOFF__BLK_DISCARDING;
+        ctx->res.evicting -= b->size;
+        if (rc) {
+            st->transfer_errors++;
+            HOFF__LOG_ONCE(HOFF_LOG_WARN, "discard failed (%s); the block keeps its contents on the device",
+                           hoff_strerror(rc));
+            set_state(ctx, b, S_DEV);
+        } else {
+            st->discards++;
+            ctx->res.resident -= b->size;
+            set_state(ctx, b, S_DIS);
+        }
+    } else if (b->state == S_EVI) {
         ctx->res.evicting -= b->size;
         if (rc) {
             st->transfer_errors++;
@@ -471,37 +476,29 @@ int hoff__res_prefetch(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
 }
 
 int hoff__res_discard(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
-    int rc, prev;
+    int rc;
 
     if ((rc = candidate(b)) != 0)
         return rc;
     hoff__res_poll(ctx);
     if ((rc = check_next(b, HOFF__EV_DISCARD)) < 0)
         return rc;
-    prev = b->state;
-    if (prev == S_DEV) {
-        /* Stream-ordered drop of the device pages: the command is waited
-         * for on the issuing thread (a queue hop, not a copy). */
+    if (b->state == S_DEV) {
+        /* Stream-ordered drop of the device pages on the copy stream, after
+         * the work queued on s: in flight like an eviction (the pages count
+         * against the budget until it lands), and retired the same way.
+         * Until then the block may not be touched or reused: a use waits for
+         * it (hoff__res_access), a free is deferred (hoff__res_on_free). */
         if ((rc = issue(ctx, b, HOFF__CMD_DISCARD, s)) != 0)
             return rc;
-        wait_issued(ctx, b);
-        rc = __atomic_load_n(&b->xfer_rc, __ATOMIC_RELAXED);
-        if (rc) {
-            ctx->st.transfer_errors++;
-            return hoff__error(rc, "discard of %p failed; the block keeps its contents", b->ptr);
-        }
-        /* Work queued on s from now on must not overlap the drop (it would
-         * lose writes): s waits for the discard's completion. */
-        if (ctx->be->ops->stream_wait(ctx->be, s, b->ev) != 0) {
-            ctx->st.transfer_errors++;
-            ctx->be->ops->event_sync(ctx->be, b->ev); /* order it from the host instead */
-        }
-        ctx->res.resident -= b->size;
+        ctx->res.evicting += b->size;
+        b->flags |= HOFF__BLK_DISCARDING;
+        set_state(ctx, b, S_EVI);
     } else {
         ctx->res.host -= b->size; /* the host copy is simply dead */
+        set_state(ctx, b, S_DIS);
+        ctx->st.discards++;
     }
-    set_state(ctx, b, S_DIS);
-    ctx->st.discards++;
     note_resident(ctx);
     return 0;
 }

@@ -206,14 +206,14 @@ static int collect(const struct hoff__trace *t, const struct hoff__plan_opts *o,
                 if (acc[p].write)
                     lw = acc[p].ev;
                 if (acc[p + 1].ev > acc[p].ev + 1)
-                    c[nc++] = (struct cand){b->size, acc[p].ev, acc[p + 1].ev, i, lw};
+                    c[nc++] = (struct cand){hoff__plan_bytes(o->block_bytes, b), acc[p].ev, acc[p + 1].ev, i, lw};
             }
             continue;
         }
         ga = (int64_t)b->alloc_ev + o->guard_after_alloc;
         gb = b->retained ? (int64_t)nev : (int64_t)b->free_ev - o->guard_before_free;
         if (gb > ga + 1)
-            c[nc++] = (struct cand){b->size, (uint32_t)ga, (uint32_t)gb, i, b->alloc_ev};
+            c[nc++] = (struct cand){hoff__plan_bytes(o->block_bytes, b), (uint32_t)ga, (uint32_t)gb, i, b->alloc_ev};
     }
     *out = c;
     *nout = nc;
@@ -256,6 +256,7 @@ static int greedy_build(const struct hoff__trace *t, const struct hoff__plan_opt
     out->feasible = 1;
     out->candidates = 0;
     memset(out->planner, 0, sizeof out->planner);
+    out->block_bytes = o->block_bytes;
     strncpy(out->planner, hoff__planner_greedy.name, sizeof out->planner - 1);
     rc = check_trace(t);
     if (rc)
@@ -272,9 +273,9 @@ static int greedy_build(const struct hoff__trace *t, const struct hoff__plan_opt
 
         if (b->pool != 1)
             continue;
-        res[b->alloc_ev] += (int64_t)b->size;
+        res[b->alloc_ev] += (int64_t)hoff__plan_bytes(o->block_bytes, b);
         if (!b->retained)
-            res[b->free_ev + 1] -= (int64_t)b->size;
+            res[b->free_ev + 1] -= (int64_t)hoff__plan_bytes(o->block_bytes, b);
     }
     /* The no-offload peak, then (budget set) the releases. */
     for (i = 0, run = 0, best = -1; i < nev; i++) {
@@ -301,8 +302,8 @@ static int greedy_build(const struct hoff__trace *t, const struct hoff__plan_opt
         rc = hoff__schedule_add(out, last, HOFF__ACT_AFTER, HOFF__ACT_RELEASE, i, UINT32_MAX);
         if (rc)
             goto done;
-        res[last + 1] -= (int64_t)b->size;
-        res[b->free_ev + 1] += (int64_t)b->size;
+        res[last + 1] -= (int64_t)hoff__plan_bytes(o->block_bytes, b);
+        res[b->free_ev + 1] += (int64_t)hoff__plan_bytes(o->block_bytes, b);
     }
     for (i = 0, run = 0; i < nev; i++) {
         run += res[i];

@@ -140,8 +140,8 @@ void hoff__schedule_sort(struct hoff__schedule *s) {
 enum { B_UNBORN = 0, B_RESIDENT, B_EVICTED, B_RELEASED, B_FREED };
 
 /* Apply one action to the block states and the running resident sum. */
-static int apply(const struct hoff__trace *t, uint8_t *st, const struct hoff__action *a,
-                 uint64_t *cur) {
+static int apply(const struct hoff__trace *t, hoff__block_bytes_fn bytes, uint8_t *st,
+                 const struct hoff__action *a, uint64_t *cur) {
     const struct hoff__tblock *b;
 
     if (a->block >= t->nblocks)
@@ -154,17 +154,17 @@ static int apply(const struct hoff__trace *t, uint8_t *st, const struct hoff__ac
         if (st[a->block] != B_RESIDENT)
             return -EINVAL;
         st[a->block] = B_EVICTED;
-        *cur -= b->size;
+        *cur -= hoff__plan_bytes(bytes, b);
         return 0;
     case HOFF__ACT_PREFETCH:
         if (st[a->block] != B_EVICTED)
             return -EINVAL;
         st[a->block] = B_RESIDENT;
-        *cur += b->size;
+        *cur += hoff__plan_bytes(bytes, b);
         return 0;
     case HOFF__ACT_RELEASE:
         if (st[a->block] == B_RESIDENT)
-            *cur -= b->size;
+            *cur -= hoff__plan_bytes(bytes, b);
         else if (st[a->block] != B_EVICTED)
             return -EINVAL;
         st[a->block] = B_RELEASED;
@@ -197,7 +197,7 @@ int hoff__schedule_peak(const struct hoff__trace *t, const struct hoff__schedule
         const struct hoff__tblock *b = NULL;
 
         for (; rc == 0 && k < s->nact && s->act[k].ev == i && s->act[k].when == HOFF__ACT_BEFORE; k++)
-            rc = apply(t, st, &s->act[k], &cur);
+            rc = apply(t, s->block_bytes, st, &s->act[k], &cur);
         if (rc)
             break;
         if ((e->kind == HOFF__TEV_ALLOC || e->kind == HOFF__TEV_FREE) && e->block < t->nblocks)
@@ -205,7 +205,7 @@ int hoff__schedule_peak(const struct hoff__trace *t, const struct hoff__schedule
         if (e->kind == HOFF__TEV_ALLOC && b) {
             st[e->block] = B_RESIDENT;
             if (b->pool == 1)
-                cur += b->size;
+                cur += hoff__plan_bytes(s->block_bytes, b);
         }
         if (cur > best || i == 0) {
             best = cur;
@@ -213,11 +213,11 @@ int hoff__schedule_peak(const struct hoff__trace *t, const struct hoff__schedule
         }
         if (e->kind == HOFF__TEV_FREE && b) {
             if (st[e->block] == B_RESIDENT && b->pool == 1)
-                cur -= b->size;
+                cur -= hoff__plan_bytes(s->block_bytes, b);
             st[e->block] = B_FREED;
         }
         for (; rc == 0 && k < s->nact && s->act[k].ev == i; k++)
-            rc = apply(t, st, &s->act[k], &cur);
+            rc = apply(t, s->block_bytes, st, &s->act[k], &cur);
     }
     free(st);
     if (rc)

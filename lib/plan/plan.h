@@ -35,12 +35,22 @@ struct hoff__action {
                                Prefetch and release: UINT32_MAX. */
 };
 
+/* The bytes a block of the trace holds on the device, from its pool and the
+ * size asked for: hoff__pool_block_bytes in the runtime (size classes, 2 MiB
+ * managed grain); NULL counts the size asked for. */
+typedef uint64_t (*hoff__block_bytes_fn)(int pool, uint64_t size);
+
+static inline uint64_t hoff__plan_bytes(hoff__block_bytes_fn f, const struct hoff__tblock *b) {
+    return f ? f(b->pool, b->size) : b->size;
+}
+
 struct hoff__plan_opts {
     uint64_t budget_bytes;      /* resident offload bytes allowed (0 = no limit: empty schedule) */
     uint64_t host_cap_bytes;    /* 0 = no limit */
     uint32_t guard_after_alloc; /* no-access blocks: events after the alloc before an eviction */
     uint32_t guard_before_free; /* no-access blocks: events before the free for the prefetch */
     double h2d_gbps, d2h_gbps;  /* for timed planners */
+    hoff__block_bytes_fn block_bytes; /* what a block counts for (NULL: its size) */
 };
 
 struct hoff__schedule {
@@ -58,6 +68,7 @@ struct hoff__schedule {
     uint64_t bytes_d2h, bytes_h2d;  /* planned traffic */
     uint64_t plan_ns;           /* planning time */
     uint64_t candidates;        /* gaps the planner considered (0 for planners without) */
+    hoff__block_bytes_fn block_bytes; /* the opts' (hoff__schedule_peak counts with it) */
 };
 
 struct hoff__planner {

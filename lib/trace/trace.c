@@ -370,7 +370,8 @@ int hoff__trace_finish(struct hoff__trace *t) {
 /* A block counts from its alloc event through its free event (inclusive), so
  * the peak can only rise at an allocation; *at_ev is the first event where it
  * is reached (0 when there are no candidate bytes). */
-uint64_t hoff__trace_offload_peak(const struct hoff__trace *t, size_t *at_ev) {
+uint64_t hoff__trace_offload_peak(const struct hoff__trace *t, uint64_t (*bytes)(int pool, uint64_t size),
+                                  size_t *at_ev) {
     uint64_t cur = 0, peak = 0;
     size_t i, at = 0;
 
@@ -378,8 +379,8 @@ uint64_t hoff__trace_offload_peak(const struct hoff__trace *t, size_t *at_ev) {
         const struct hoff__tev *e = &t->ev[i];
 
         if (e->kind == HOFF__TEV_ALLOC) {
-            if (e->pool == 1 && !(e->flags & HOFF__TEV_PINNED)) {
-                cur += e->size;
+            if (e->pool == 1) {
+                cur += bytes ? bytes(1, e->size) : e->size;
                 if (cur > peak) {
                     peak = cur;
                     at = i;
@@ -388,8 +389,8 @@ uint64_t hoff__trace_offload_peak(const struct hoff__trace *t, size_t *at_ev) {
         } else if (e->kind == HOFF__TEV_FREE && e->block < t->nblocks) {
             const struct hoff__tev *a = &t->ev[t->blocks[e->block].alloc_ev];
 
-            if (a->pool == 1 && !(a->flags & HOFF__TEV_PINNED))
-                cur -= a->size;
+            if (a->pool == 1)
+                cur -= bytes ? bytes(1, a->size) : a->size;
         }
     }
     if (at_ev)

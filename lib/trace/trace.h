@@ -89,9 +89,13 @@ uint32_t hoff__trace_name(struct hoff__trace *t, const char *name);
  * -EINVAL with a message if the trace is inconsistent (unbalanced regions). */
 int hoff__trace_finish(struct hoff__trace *t);
 
-/* Peak of the bytes of live managed, unpinned blocks over the trace (the
- * no-offload peak of offload-candidate bytes), and the event where it is. */
-uint64_t hoff__trace_offload_peak(const struct hoff__trace *t, size_t *at_ev);
+/* Peak of the bytes of live managed blocks over the trace (the no-offload
+ * peak of resident offload bytes, pinned ones included, as the budget counts
+ * them), and the event where it is.  bytes(pool, size) gives what a block
+ * holds (hoff__pool_block_bytes for hoff's size classes); NULL counts the
+ * size asked for. */
+uint64_t hoff__trace_offload_peak(const struct hoff__trace *t, uint64_t (*bytes)(int pool, uint64_t size),
+                                  size_t *at_ev);
 
 /* Text format (doc/trace-format.md).  write: 0 or -errno.  read: 0, or
  * -EINVAL with "LINE:COL: expected ..." in err (and hoff_last_error), -EIO,

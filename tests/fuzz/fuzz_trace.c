@@ -71,7 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         size_t len1, len2, at;
         char *text1 = write_mem(&t, &len1), *text2;
 
-        (void)hoff__trace_offload_peak(&t, &at);
+        (void)hoff__trace_offload_peak(&t, NULL, &at);
         check(at < t.nev || t.nev == 0, "peak event in range");
         check(hoff__trace_parse(&u, text1, len1, err, sizeof err) == 0, "written text reads back");
         check(u.nev == t.nev && u.nblocks == t.nblocks && u.nnames == t.nnames && u.nacc == t.nacc,
