@@ -78,6 +78,15 @@ struct hoff_config {
                                       measure them (HOFF_BANDWIDTH_GBPS) */
     char trace_path[256];          /* write each recorded step's trace here; "" = don't
                                       (HOFF_TRACE) */
+    int stats_publish;             /* publish the stats for hoff-stat (HOFF_STATS) */
+    char numa[64];                 /* host-tier placement: "nearest", "interleave" or a
+                                      node list "0,2" (HOFF_NUMA) */
+    char spill_dir[256];           /* NVMe tier: spill files go here; "" = no NVMe tier
+                                      (HOFF_SPILL_DIR) */
+    uint64_t spill_chunk_bytes;    /* NVMe I/O chunk (HOFF_SPILL_CHUNK) */
+    int io_queue_depth;            /* io_uring queue depth (HOFF_IO_DEPTH) */
+    double sim_nvme_read_gbps;     /* sim NVMe read rate, GB/s (HOFF_SIM_NVME_READ_GBPS) */
+    double sim_nvme_write_gbps;    /* sim NVMe write rate, GB/s (HOFF_SIM_NVME_WRITE_GBPS) */
 };
 
 /* Fill cfg with the defaults (no environment). */
@@ -255,6 +264,18 @@ HOFF_API int hoff_sim_compute(hoff_ctx *ctx, hoff_stream stream, uint64_t ns);
     X(managed_in_use_bytes, "managed-pool bytes handed out")                   \
     X(host_bytes, "offload bytes on the host tier now")                        \
     X(peak_host_bytes, "highest host_bytes seen")                              \
+    X(host_cap_bytes, "cap of the host tier (0 = none)")                      \
+    X(nvme_bytes, "offload bytes on the NVMe tier now")                        \
+    X(peak_nvme_bytes, "highest nvme_bytes seen")                              \
+    X(spills, "blocks written to the NVMe tier")                               \
+    X(bytes_spilled, "bytes written to the NVMe tier")                         \
+    X(spill_ns, "time spent writing spills")                                   \
+    X(restores, "blocks read back from the NVMe tier")                         \
+    X(bytes_restored, "bytes read back from the NVMe tier")                    \
+    X(restore_ns, "time spent reading restores")                               \
+    X(spill_failures, "spills that failed; the block stayed on the host")     \
+    X(crc_errors, "spilled chunks whose CRC32C did not match on restore")      \
+    X(host_cap_waits, "evictions held back because the host tier was full")    \
     X(allocs, "successful allocations")                                        \
     X(frees, "frees")                                                          \
     X(cache_hits, "allocations served from the cache")                         \
@@ -264,8 +285,10 @@ HOFF_API int hoff_sim_compute(hoff_ctx *ctx, hoff_stream stream, uint64_t ns);
     X(cache_flushes, "times cached memory was released")                       \
     X(evictions, "evictions completed")                                        \
     X(bytes_evicted, "bytes moved device -> host")                             \
+    X(evict_ns, "time evictions took, issue to completion")                    \
     X(prefetches, "prefetches completed")                                      \
     X(bytes_prefetched, "bytes moved host -> device")                          \
+    X(prefetch_ns, "time prefetches took, issue to completion")                \
     X(discards, "blocks released without a copy")                              \
     X(faults, "blocks paged in on demand")                                     \
     X(bytes_faulted, "bytes paged in on demand")                               \

@@ -171,14 +171,39 @@ static const struct opt opts[] = {
      .offset = OFF_STR(trace_path), .size = FIELD_SIZE(trace_path), .def = "",
      .unit = "path",
      .help = "write each recorded step's trace to this file; empty = don't"},
+    {.name = "stats", .env = "HOFF_STATS", .type = OPT_BOOL,
+     .offset = OFF(stats_publish, int), .def = "1",
+     .help = "publish the statistics in shared memory for hoff-stat"},
+    {.name = "numa", .env = "HOFF_NUMA", .type = OPT_STRING,
+     .offset = OFF_STR(numa), .size = FIELD_SIZE(numa), .def = "nearest",
+     .unit = "placement",
+     .help = "host-tier placement: nearest (the GPU's NUMA node), interleave, or a node list like 0,2"},
+    {.name = "spill_dir", .env = "HOFF_SPILL_DIR", .type = OPT_STRING,
+     .offset = OFF_STR(spill_dir), .size = FIELD_SIZE(spill_dir), .def = "",
+     .unit = "path",
+     .help = "directory for NVMe spill files (created unlinked); empty = no NVMe tier"},
+    {.name = "spill_chunk", .env = "HOFF_SPILL_CHUNK", .type = OPT_SIZE,
+     .offset = OFF(spill_chunk_bytes, uint64_t), .def = "4M", .min = 65536,
+     .max = (uint64_t)1 << 30,
+     .help = "size of one NVMe I/O (a multiple of 4 KiB)"},
+    {.name = "io_depth", .env = "HOFF_IO_DEPTH", .type = OPT_INT,
+     .offset = OFF(io_queue_depth, int), .def = "32", .min = 8, .max = 4096,
+     .help = "io_uring queue depth of the NVMe tier"},
+    {.name = "sim_nvme_read_gbps", .env = "HOFF_SIM_NVME_READ_GBPS", .type = OPT_DOUBLE,
+     .offset = OFF(sim_nvme_read_gbps, double), .def = "6.5", .min = 0, .min_open = 1,
+     .max = 100000, .unit = "GB/s",
+     .help = "read rate of the simulated NVMe tier, GB/s"},
+    {.name = "sim_nvme_write_gbps", .env = "HOFF_SIM_NVME_WRITE_GBPS", .type = OPT_DOUBLE,
+     .offset = OFF(sim_nvme_write_gbps, double), .def = "3.5", .min = 0, .min_open = 1,
+     .max = 100000, .unit = "GB/s",
+     .help = "write rate of the simulated NVMe tier, GB/s"},
 };
 
 #define NOPTS ((int)(sizeof opts / sizeof opts[0]))
 
 /* Variables other parts of hoff read; hoff_config_from_env lets them pass. */
 static const char *const reserved[] = {
-    "HOFF_LIBRARY", "HOFF_STATS", "HOFF_STEP_MARK", "HOFF_TEST",
-    "HOFF_SPILL_DIR", "HOFF_NUMA", NULL,
+    "HOFF_LIBRARY", "HOFF_STEP_MARK", "HOFF_TEST", NULL,
 };
 
 union val {

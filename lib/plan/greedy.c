@@ -10,6 +10,7 @@
 
 #include "core/core.h"
 #include "plan/plan.h"
+#include "plan/segtree.h"
 
 /*
  * What the planner does:
@@ -76,91 +77,6 @@ static int cand_cmp(const void *pa, const void *pb) {
     if (x->block != y->block)
         return x->block < y->block ? -1 : 1;
     return 0;
-}
-
-/* --- segment tree: range add, range max ------------------------------------
- * A perfect binary tree over `size` (a power of two) leaves.  mx[v] is the
- * maximum over v's leaves counting the adds of v and below, ad[v] the add
- * pending on all of v's leaves; the adds of v's ancestors are not in mx[v]
- * (no push-down needed). */
-
-#define SEG_NONE (INT64_MIN / 4) /* padding leaves: never a maximum */
-
-struct seg {
-    int64_t *mx, *ad;
-    uint32_t size;
-};
-
-static int seg_init(struct seg *sg, const int64_t *v, uint32_t n) {
-    uint32_t size = 1, i;
-
-    while (size < n)
-        size *= 2;
-    sg->size = size;
-    sg->mx = malloc(2 * (size_t)size * sizeof *sg->mx);
-    sg->ad = calloc(2 * (size_t)size, sizeof *sg->ad);
-    if (!sg->mx || !sg->ad) {
-        free(sg->mx);
-        free(sg->ad);
-        sg->mx = sg->ad = NULL;
-        return -ENOMEM;
-    }
-    for (i = 0; i < size; i++)
-        sg->mx[size + i] = i < n ? v[i] : SEG_NONE;
-    for (i = size - 1; i >= 1; i--)
-        sg->mx[i] = sg->mx[2 * i] > sg->mx[2 * i + 1] ? sg->mx[2 * i] : sg->mx[2 * i + 1];
-    return 0;
-}
-
-static void seg_destroy(struct seg *sg) {
-    free(sg->mx);
-    free(sg->ad);
-}
-
-static void seg_add(struct seg *sg, uint32_t v, uint32_t lo, uint32_t hi, uint32_t l, uint32_t r,
-                    int64_t d) {
-    uint32_t mid;
-    int64_t a, b;
-
-    if (l <= lo && hi <= r) {
-        sg->mx[v] += d;
-        sg->ad[v] += d;
-        return;
-    }
-    mid = lo + (hi - lo) / 2;
-    if (l <= mid)
-        seg_add(sg, 2 * v, lo, mid, l, r, d);
-    if (r > mid)
-        seg_add(sg, 2 * v + 1, mid + 1, hi, l, r, d);
-    a = sg->mx[2 * v];
-    b = sg->mx[2 * v + 1];
-    sg->mx[v] = (a > b ? a : b) + sg->ad[v];
-}
-
-static int64_t seg_max(const struct seg *sg, uint32_t v, uint32_t lo, uint32_t hi, uint32_t l,
-                       uint32_t r) {
-    uint32_t mid;
-    int64_t m = SEG_NONE, x;
-
-    if (l <= lo && hi <= r)
-        return sg->mx[v];
-    mid = lo + (hi - lo) / 2;
-    if (l <= mid)
-        m = seg_max(sg, 2 * v, lo, mid, l, r);
-    if (r > mid) {
-        x = seg_max(sg, 2 * v + 1, mid + 1, hi, l, r);
-        m = x > m ? x : m;
-    }
-    return m + sg->ad[v];
-}
-
-/* The first leaf holding the overall maximum. */
-static uint32_t seg_argmax(const struct seg *sg) {
-    uint32_t v = 1;
-
-    while (v < sg->size)
-        v = sg->mx[2 * v] >= sg->mx[2 * v + 1] ? 2 * v : 2 * v + 1;
-    return v - sg->size;
 }
 
 /* --- the planner ------------------------------------------------------------ */
@@ -246,7 +162,7 @@ static int greedy_build(const struct hoff__trace *t, const struct hoff__plan_opt
     struct cand *c = NULL;
     uint32_t *taken = NULL;
     size_t nc = 0, ntaken = 0, k;
-    struct seg sg = {0};
+    struct hoff__seg sg = {0};
     int rc;
 
     out->nact = 0;
@@ -317,19 +233,19 @@ static int greedy_build(const struct hoff__trace *t, const struct hoff__plan_opt
     if (nc)
         qsort(c, nc, sizeof *c, cand_cmp);
     taken = malloc((nc ? nc : 1) * sizeof *taken);
-    rc = taken ? seg_init(&sg, res, nev) : -ENOMEM;
+    rc = taken ? hoff__seg_init(&sg, res, nev) : -ENOMEM;
     if (rc)
         goto done;
-    for (k = 0; k < nc && sg.mx[1] > (int64_t)o->budget_bytes; k++) {
+    for (k = 0; k < nc && hoff__seg_top(&sg) > (int64_t)o->budget_bytes; k++) {
         uint32_t l = c[k].a + 1, r = c[k].b - 1;
 
-        if (seg_max(&sg, 1, 0, sg.size - 1, l, r) > (int64_t)o->budget_bytes) {
-            seg_add(&sg, 1, 0, sg.size - 1, l, r, -(int64_t)c[k].size);
+        if (hoff__seg_max(&sg, l, r) > (int64_t)o->budget_bytes) {
+            hoff__seg_add(&sg, l, r, -(int64_t)c[k].size);
             taken[ntaken++] = (uint32_t)k;
         }
     }
-    out->peak_bytes = (uint64_t)sg.mx[1];
-    out->peak_ev = seg_argmax(&sg);
+    out->peak_bytes = (uint64_t)hoff__seg_top(&sg);
+    out->peak_ev = hoff__seg_argmax(&sg);
     out->feasible = out->peak_bytes <= o->budget_bytes;
 
     /* Actions of the taken candidates, in the order they were taken (within
@@ -357,7 +273,7 @@ done:
         out->bytes_d2h = out->bytes_h2d = 0;
     }
     if (sg.mx)
-        seg_destroy(&sg);
+        hoff__seg_destroy(&sg);
     free(taken);
     free(c);
     free(res);

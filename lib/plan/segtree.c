@@ -1,0 +1,100 @@
+/* segtree.c — range add / range max over events for the planners, O(log n) per operation.
+ * Threading: a tree belongs to one planner call. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "plan/segtree.h"
+
+/* A perfect binary tree over `size` (a power of two) leaves.  mx[v] is the
+ * maximum over v's leaves counting the adds of v and below, ad[v] the add
+ * pending on all of v's leaves; the adds of v's ancestors are not in mx[v]
+ * (no push-down needed). */
+
+#define SEG_NONE (INT64_MIN / 4) /* padding leaves: never a maximum */
+
+int hoff__seg_init(struct hoff__seg *sg, const int64_t *v, uint32_t n) {
+    uint32_t size = 1, i;
+
+    while (size < n)
+        size *= 2;
+    sg->size = size;
+    sg->mx = malloc(2 * (size_t)size * sizeof *sg->mx);
+    sg->ad = calloc(2 * (size_t)size, sizeof *sg->ad);
+    if (!sg->mx || !sg->ad) {
+        free(sg->mx);
+        free(sg->ad);
+        sg->mx = sg->ad = NULL;
+        return -ENOMEM;
+    }
+    for (i = 0; i < size; i++)
+        sg->mx[size + i] = i < n ? v[i] : SEG_NONE;
+    for (i = size - 1; i >= 1; i--)
+        sg->mx[i] = sg->mx[2 * i] > sg->mx[2 * i + 1] ? sg->mx[2 * i] : sg->mx[2 * i + 1];
+    return 0;
+}
+
+void hoff__seg_destroy(struct hoff__seg *sg) {
+    free(sg->mx);
+    free(sg->ad);
+}
+
+static void add(struct hoff__seg *sg, uint32_t v, uint32_t lo, uint32_t hi, uint32_t l, uint32_t r,
+                    int64_t d) {
+    uint32_t mid;
+    int64_t a, b;
+
+    if (l <= lo && hi <= r) {
+        sg->mx[v] += d;
+        sg->ad[v] += d;
+        return;
+    }
+    mid = lo + (hi - lo) / 2;
+    if (l <= mid)
+        add(sg, 2 * v, lo, mid, l, r, d);
+    if (r > mid)
+        add(sg, 2 * v + 1, mid + 1, hi, l, r, d);
+    a = sg->mx[2 * v];
+    b = sg->mx[2 * v + 1];
+    sg->mx[v] = (a > b ? a : b) + sg->ad[v];
+}
+
+static int64_t max(const struct hoff__seg *sg, uint32_t v, uint32_t lo, uint32_t hi, uint32_t l,
+                       uint32_t r) {
+    uint32_t mid;
+    int64_t m = SEG_NONE, x;
+
+    if (l <= lo && hi <= r)
+        return sg->mx[v];
+    mid = lo + (hi - lo) / 2;
+    if (l <= mid)
+        m = max(sg, 2 * v, lo, mid, l, r);
+    if (r > mid) {
+        x = max(sg, 2 * v + 1, mid + 1, hi, l, r);
+        m = x > m ? x : m;
+    }
+    return m + sg->ad[v];
+}
+
+/* The first leaf holding the overall maximum. */
+uint32_t hoff__seg_argmax(const struct hoff__seg *sg) {
+    uint32_t v = 1;
+
+    while (v < sg->size)
+        v = sg->mx[2 * v] >= sg->mx[2 * v + 1] ? 2 * v : 2 * v + 1;
+    return v - sg->size;
+}
+
+
+void hoff__seg_add(struct hoff__seg *sg, uint32_t l, uint32_t r, int64_t d) {
+    add(sg, 1, 0, sg->size - 1, l, r, d);
+}
+
+int64_t hoff__seg_max(const struct hoff__seg *sg, uint32_t l, uint32_t r) {
+    return max(sg, 1, 0, sg->size - 1, l, r);
+}
+
+int64_t hoff__seg_top(const struct hoff__seg *sg) {
+    return sg->mx[1];
+}

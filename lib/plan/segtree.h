@@ -1,0 +1,24 @@
+/* segtree.h — a segment tree over events with range add and range max (lazy adds, no push-down): the
+ * planners' per-event resident bytes.  Threading: a tree belongs to one planner call. */
+#ifndef HOFF_SEGTREE_H
+#define HOFF_SEGTREE_H
+
+#include <stdint.h>
+
+struct hoff__seg {
+    int64_t *mx, *ad;
+    uint32_t size;  /* leaves: a power of two >= n */
+};
+
+/* Build over v[0..n-1].  0 or -ENOMEM. */
+int hoff__seg_init(struct hoff__seg *sg, const int64_t *v, uint32_t n);
+void hoff__seg_destroy(struct hoff__seg *sg);
+/* Add d to every leaf in [l, r] (l <= r < n). */
+void hoff__seg_add(struct hoff__seg *sg, uint32_t l, uint32_t r, int64_t d);
+/* Maximum over [l, r]. */
+int64_t hoff__seg_max(const struct hoff__seg *sg, uint32_t l, uint32_t r);
+/* Maximum over every leaf, and the first leaf holding it. */
+int64_t hoff__seg_top(const struct hoff__seg *sg);
+uint32_t hoff__seg_argmax(const struct hoff__seg *sg);
+
+#endif
