@@ -266,6 +266,7 @@ static int greedy_build(const struct hoff__trace *t, const struct hoff__plan_opt
         }
     }
     hoff__schedule_sort(out);
+    rc = hoff__plan_tiers(t, o, out); /* the host cap, and the NVMe tier below it */
 
 done:
     if (rc) {

@@ -78,9 +78,19 @@ int hoff__schedule_add(struct hoff__schedule *s, uint32_t ev, int when, int kind
 /* The sort key: event, then before/after, then evictions and releases ahead
  * of prefetches (a block that comes back and one that leaves at the same
  * point: make room first). */
+/* Within one event and timing: evictions and releases, then spills, then
+ * restores, then prefetches. */
+static inline unsigned kind_rank(int kind) {
+    switch (kind) {
+    case HOFF__ACT_SPILL: return 1;
+    case HOFF__ACT_RESTORE: return 2;
+    case HOFF__ACT_PREFETCH: return 3;
+    default: return 0;
+    }
+}
+
 static inline uint64_t act_key(const struct hoff__action *a) {
-    return (uint64_t)a->ev << 2 | (uint64_t)(a->when ? 1 : 0) << 1 |
-           (uint64_t)(a->kind == HOFF__ACT_PREFETCH);
+    return (uint64_t)a->ev << 3 | (uint64_t)(a->when ? 1 : 0) << 2 | (uint64_t)kind_rank(a->kind);
 }
 
 /* Bottom-up merge sort: stable, O(n log n), one buffer of n actions. */
@@ -137,7 +147,7 @@ void hoff__schedule_sort(struct hoff__schedule *s) {
 
 /* --- the residency check --------------------------------------------------- */
 
-enum { B_UNBORN = 0, B_RESIDENT, B_EVICTED, B_RELEASED, B_FREED };
+enum { B_UNBORN = 0, B_RESIDENT, B_EVICTED, B_RELEASED, B_FREED, B_SPILLED };
 
 /* Apply one action to the block states and the running resident sum. */
 static int apply(const struct hoff__trace *t, hoff__block_bytes_fn bytes, uint8_t *st,
@@ -162,10 +172,20 @@ static int apply(const struct hoff__trace *t, hoff__block_bytes_fn bytes, uint8_
         st[a->block] = B_RESIDENT;
         *cur += hoff__plan_bytes(bytes, b);
         return 0;
+    case HOFF__ACT_SPILL: /* tiers below the device: no device bytes change */
+        if (st[a->block] != B_EVICTED)
+            return -EINVAL;
+        st[a->block] = B_SPILLED;
+        return 0;
+    case HOFF__ACT_RESTORE:
+        if (st[a->block] != B_SPILLED)
+            return -EINVAL;
+        st[a->block] = B_EVICTED;
+        return 0;
     case HOFF__ACT_RELEASE:
         if (st[a->block] == B_RESIDENT)
             *cur -= hoff__plan_bytes(bytes, b);
-        else if (st[a->block] != B_EVICTED)
+        else if (st[a->block] != B_EVICTED && st[a->block] != B_SPILLED)
             return -EINVAL;
         st[a->block] = B_RELEASED;
         return 0;

@@ -12,6 +12,8 @@ enum hoff__act_kind {
     HOFF__ACT_EVICT = 0,    /* start the copy to host (D2H) of block */
     HOFF__ACT_PREFETCH,     /* start the copy back (H2D) of block */
     HOFF__ACT_RELEASE,      /* block's contents are dead (after its last use): drop, no copy */
+    HOFF__ACT_SPILL,        /* write the host copy of an evicted block to the NVMe tier */
+    HOFF__ACT_RESTORE,      /* read a spilled block back to the host (before its prefetch) */
     HOFF__ACT_KIND_COUNT
 };
 
@@ -51,6 +53,8 @@ struct hoff__plan_opts {
     uint32_t guard_before_free; /* no-access blocks: events before the free for the prefetch */
     double h2d_gbps, d2h_gbps;  /* for timed planners */
     hoff__block_bytes_fn block_bytes; /* what a block counts for (NULL: its size) */
+    int nvme;                   /* an NVMe tier exists: the host cap is kept by spilling */
+    double nvme_read_gbps, nvme_write_gbps;
 };
 
 struct hoff__schedule {
@@ -69,6 +73,13 @@ struct hoff__schedule {
     uint64_t plan_ns;           /* planning time */
     uint64_t candidates;        /* gaps the planner considered (0 for planners without) */
     hoff__block_bytes_fn block_bytes; /* the opts' (hoff__schedule_peak counts with it) */
+    /* The host and NVMe tiers (hoff__plan_tiers): peaks of evicted bytes on
+     * the host and of spilled bytes, traffic, and whether the host cap holds. */
+    uint64_t host_cap_bytes;
+    uint64_t peak_host_bytes, peak_nvme_bytes;
+    uint32_t peak_host_ev;
+    uint64_t bytes_spilled, bytes_restored;
+    int host_feasible;
 };
 
 struct hoff__planner {
@@ -84,6 +95,15 @@ struct hoff__planner {
 
 /* The RFC's greedy residency planner (section 4.4), O(M log S): greedy.c. */
 extern const struct hoff__planner hoff__planner_greedy;
+
+/* The host and NVMe tiers, after any planner's evictions (tiers.c): where
+ * the evicted bytes would take the host tier over o->host_cap_bytes, spill
+ * the blocks that stay away longest to NVMe once their eviction has landed,
+ * and restore them early enough (event times and NVMe bandwidth) before
+ * their prefetch; without an NVMe tier, report the host peak only.  Fills
+ * the schedule's tier fields.  0 or -ENOMEM. */
+int hoff__plan_tiers(const struct hoff__trace *t, const struct hoff__plan_opts *o,
+                     struct hoff__schedule *s);
 
 /* Planners by name ("greedy", ...); NULL if unknown. */
 const struct hoff__planner *hoff__planner_find(const char *name);

@@ -1,0 +1,192 @@
+/* test_tiers_plan.c — the tier pass of the planners: the host cap kept by spilling to NVMe, restores in time
+ * before prefetches, and honest reports when it cannot be kept.  Single-threaded. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/plan.h"
+#include "testutil.h"
+#include "trace/trace.h"
+
+#define MB 1000000ull
+
+/* A forward/backward step: n blocks of `size` allocated 1 ms apart, then read
+ * back and freed in reverse, 1 ms apart, with access marks. */
+static void make_step(struct hoff__trace *t, int n, uint64_t size) {
+    struct hoff__tev e;
+    uint64_t now = 0;
+    int i;
+
+    hoff__trace_init(t);
+    for (i = 0; i < n; i++) {
+        memset(&e, 0, sizeof e);
+        e.kind = HOFF__TEV_ALLOC;
+        e.pool = 1;
+        e.block = (uint32_t)i;
+        e.size = size;
+        e.name = UINT32_MAX;
+        e.t_cpu_ns = e.t_gpu_ns = now;
+        CU_ASSERT_EQUAL_FATAL(hoff__trace_append(t, &e), 0);
+        now += 1000000;
+    }
+    for (i = n - 1; i >= 0; i--) {
+        memset(&e, 0, sizeof e);
+        e.kind = HOFF__TEV_ACCESS;
+        e.block = (uint32_t)i;
+        e.name = UINT32_MAX;
+        e.t_cpu_ns = e.t_gpu_ns = now;
+        CU_ASSERT_EQUAL_FATAL(hoff__trace_append(t, &e), 0);
+        now += 1000000;
+        e.kind = HOFF__TEV_FREE;
+        e.t_cpu_ns = e.t_gpu_ns = now;
+        CU_ASSERT_EQUAL_FATAL(hoff__trace_append(t, &e), 0);
+    }
+    CU_ASSERT_EQUAL_FATAL(hoff__trace_finish(t), 0);
+}
+
+static void opts(struct hoff__plan_opts *o, uint64_t budget, uint64_t cap, int nvme) {
+    memset(o, 0, sizeof *o);
+    o->budget_bytes = budget;
+    o->host_cap_bytes = cap;
+    o->nvme = nvme;
+    o->h2d_gbps = o->d2h_gbps = 50;
+    o->nvme_read_gbps = 6.5;
+    o->nvme_write_gbps = 3.5;
+}
+
+static size_t count(const struct hoff__schedule *s, int kind) {
+    size_t i, n = 0;
+    for (i = 0; i < s->nact; i++)
+        n += s->act[i].kind == kind;
+    return n;
+}
+
+static const struct hoff__action *find(const struct hoff__schedule *s, int kind, uint32_t block) {
+    size_t i;
+    for (i = 0; i < s->nact; i++)
+        if (s->act[i].kind == kind && s->act[i].block == block)
+            return &s->act[i];
+    return NULL;
+}
+
+static void test_no_cap_no_spill(void) {
+    struct hoff__trace t;
+    struct hoff__schedule s;
+    struct hoff__plan_opts o;
+
+    make_step(&t, 16, 10 * MB);
+    opts(&o, 40 * MB, 0, 1);
+    hoff__schedule_init(&s);
+    CU_ASSERT_EQUAL(hoff__planner_greedy.build(&t, &o, &s), 0);
+    CU_ASSERT_EQUAL(count(&s, HOFF__ACT_SPILL), 0);
+    CU_ASSERT(s.host_feasible);
+    CU_ASSERT(s.peak_host_bytes > 0);
+    CU_ASSERT_EQUAL(s.peak_nvme_bytes, 0);
+    hoff__schedule_destroy(&s);
+    hoff__trace_destroy(&t);
+}
+
+static void test_cap_kept_by_spilling(void) {
+    struct hoff__trace t;
+    struct hoff__schedule s;
+    struct hoff__plan_opts o;
+    uint64_t peak;
+    uint32_t at, b;
+    size_t i;
+
+    make_step(&t, 16, 10 * MB);
+    opts(&o, 40 * MB, 50 * MB, 1);
+    hoff__schedule_init(&s);
+    CU_ASSERT_EQUAL(hoff__planner_greedy.build(&t, &o, &s), 0);
+    CU_ASSERT(s.feasible);
+    CU_ASSERT(s.host_feasible);
+    CU_ASSERT(s.peak_host_bytes <= 50 * MB);
+    CU_ASSERT(count(&s, HOFF__ACT_SPILL) > 0);
+    CU_ASSERT_EQUAL(count(&s, HOFF__ACT_SPILL), count(&s, HOFF__ACT_RESTORE));
+    CU_ASSERT(s.peak_nvme_bytes > 0);
+    CU_ASSERT_EQUAL(s.bytes_spilled, s.bytes_restored);
+    /* Each spill comes after its eviction has landed, each restore before
+     * its prefetch with time for the read (10 MB at 6.5 GB/s = 1.54 ms). */
+    for (b = 0; b < t.nblocks; b++) {
+        const struct hoff__action *ev = find(&s, HOFF__ACT_EVICT, b), *sp = find(&s, HOFF__ACT_SPILL, b),
+                                  *rs = find(&s, HOFF__ACT_RESTORE, b), *pf = find(&s, HOFF__ACT_PREFETCH, b);
+        if (!sp)
+            continue;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(rs);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(pf);
+        CU_ASSERT(sp->ev > ev->ev);
+        CU_ASSERT(rs->ev > sp->ev);
+        CU_ASSERT(rs->ev <= pf->ev);
+        CU_ASSERT(t.ev[pf->ev].t_gpu_ns - t.ev[rs->ev].t_gpu_ns >= 1538461);
+    }
+    /* The device side is unchanged, and the schedule stays consistent. */
+    CU_ASSERT_EQUAL(hoff__schedule_peak(&t, &s, &peak, &at), 0);
+    CU_ASSERT(peak <= 40 * MB);
+    for (i = 1; i < s.nact; i++)
+        CU_ASSERT(s.act[i - 1].ev <= s.act[i].ev);
+    hoff__schedule_destroy(&s);
+    hoff__trace_destroy(&t);
+}
+
+static void test_no_nvme_reports_host_peak(void) {
+    struct hoff__trace t;
+    struct hoff__schedule s;
+    struct hoff__plan_opts o;
+
+    make_step(&t, 16, 10 * MB);
+    opts(&o, 40 * MB, 50 * MB, 0);
+    hoff__schedule_init(&s);
+    CU_ASSERT_EQUAL(hoff__planner_greedy.build(&t, &o, &s), 0);
+    CU_ASSERT_EQUAL(count(&s, HOFF__ACT_SPILL), 0);
+    CU_ASSERT_FALSE(s.host_feasible);
+    CU_ASSERT(s.peak_host_bytes > 50 * MB);
+    CU_ASSERT(s.peak_host_ev < t.nev);
+    hoff__schedule_destroy(&s);
+    hoff__trace_destroy(&t);
+}
+
+static void test_schedule_peak_checks_tiers(void) {
+    struct hoff__trace t;
+    struct hoff__schedule s;
+    uint64_t peak;
+    uint32_t at;
+
+    make_step(&t, 2, 10 * MB);
+    hoff__schedule_init(&s);
+    /* A restore of a block never spilled is refused, as is a prefetch of a
+     * spilled block that was not restored. */
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 0, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 0, 0), 0);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 1, HOFF__ACT_BEFORE, HOFF__ACT_RESTORE, 0, UINT32_MAX), 0);
+    CU_ASSERT_EQUAL(hoff__schedule_peak(&t, &s, &peak, &at), -EINVAL);
+    hoff__schedule_destroy(&s);
+    hoff__schedule_init(&s);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 0, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 0, 0), 0);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 1, HOFF__ACT_AFTER, HOFF__ACT_SPILL, 0, UINT32_MAX), 0);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 4, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, 0, UINT32_MAX), 0);
+    CU_ASSERT_EQUAL(hoff__schedule_peak(&t, &s, &peak, &at), -EINVAL);
+    hoff__schedule_destroy(&s);
+    hoff__schedule_init(&s);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 0, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 0, 0), 0);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 1, HOFF__ACT_AFTER, HOFF__ACT_SPILL, 0, UINT32_MAX), 0);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 4, HOFF__ACT_BEFORE, HOFF__ACT_RESTORE, 0, UINT32_MAX), 0);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 4, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, 0, UINT32_MAX), 0);
+    hoff__schedule_sort(&s);
+    CU_ASSERT_EQUAL(s.act[2].kind, HOFF__ACT_RESTORE); /* restore before prefetch in one event */
+    CU_ASSERT_EQUAL(hoff__schedule_peak(&t, &s, &peak, &at), 0);
+    hoff__schedule_destroy(&s);
+    hoff__trace_destroy(&t);
+}
+
+int main(void) {
+    static const struct hoff_test tests[] = {
+        {"no_cap_no_spill", test_no_cap_no_spill},
+        {"cap_kept_by_spilling", test_cap_kept_by_spilling},
+        {"no_nvme_reports_host_peak", test_no_nvme_reports_host_peak},
+        {"schedule_peak_checks_tiers", test_schedule_peak_checks_tiers},
+        {NULL, NULL},
+    };
+    return hoff_test_run("tiers_plan", tests);
+}
