@@ -85,6 +85,8 @@ static void test_every_transition(void) {
 static hoff_ctx *ctx;
 #define S ((hoff_stream)0)
 
+static uint64_t host_cap;
+
 static void open_sim(uint64_t budget) {
     struct hoff_config cfg;
 
@@ -98,6 +100,7 @@ static void open_sim(uint64_t budget) {
     cfg.sim_fault_gbps = 0.5;
     cfg.sim_fault_ns = 1000;
     cfg.budget_bytes = budget;
+    cfg.host_cap_bytes = host_cap;
     CU_ASSERT_EQUAL_FATAL(hoff_init(&ctx, &cfg), 0);
 }
 
@@ -368,8 +371,43 @@ static void test_free_in_flight(void) {
     hoff_shutdown(ctx);
 }
 
+/* Without an NVMe tier the host cap is a hard limit: an eviction that would
+ * pass it is refused, the block stays on the device and the refusal counted. */
+static void test_host_cap(void) {
+    void *p[3];
+    struct hoff_stats st;
+    int i;
+
+    host_cap = 4 * MiB;
+    open_sim(0);
+    for (i = 0; i < 3; i++)
+        p[i] = managed(2 * MiB, (unsigned char)(0x80 + i));
+    CU_ASSERT_EQUAL(hoff_evict(ctx, p[0], S), 0);
+    CU_ASSERT_EQUAL(hoff_evict(ctx, p[1], S), 0); /* in flight: counted against the cap */
+    CU_ASSERT_EQUAL(hoff_evict(ctx, p[2], S), -ENOSPC);
+    CU_ASSERT_EQUAL(hoff_residency(ctx, p[2]), HOFF_RES_DEVICE);
+    hoff_sync(ctx);
+    st = stats();
+    CU_ASSERT_EQUAL(st.host_bytes, 4 * MiB);
+    CU_ASSERT(st.peak_host_bytes <= 4 * MiB);
+    CU_ASSERT_EQUAL(st.host_cap_waits, 1);
+    CU_ASSERT_EQUAL(st.host_cap_bytes, 4 * MiB);
+    CU_ASSERT_EQUAL(hoff_prefetch(ctx, p[0], S), 0);
+    hoff_sync(ctx);
+    CU_ASSERT_EQUAL(hoff_evict(ctx, p[2], S), 0); /* room again */
+    hoff_sync(ctx);
+    for (i = 0; i < 3; i++) {
+        hoff_access(ctx, p[i], 0, S);
+        CU_ASSERT(all_bytes(p[i], 2 * MiB, (unsigned char)(0x80 + i)));
+        hoff_free(ctx, p[i], S);
+    }
+    hoff_shutdown(ctx);
+    host_cap = 0;
+}
+
 int main(void) {
     static const struct hoff_test tests[] = {
+        {"host_cap", test_host_cap},
         {"every_transition", test_every_transition},
         {"evict_prefetch_round_trip", test_evict_prefetch_round_trip},
         {"fault_on_access", test_fault_on_access},

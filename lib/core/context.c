@@ -86,6 +86,7 @@ HOFF_API int hoff_init(hoff_ctx **out, const struct hoff_config *cfg) {
     ctx->st.version = HOFF_STATS_VERSION;
     ctx->st.size = sizeof ctx->st;
     ctx->st.budget_bytes = ctx->cfg.budget_bytes;
+    ctx->st.host_cap_bytes = ctx->cfg.host_cap_bytes;
     hoff__pipe_init(ctx);
     hoff__log(HOFF_LOG_INFO, "context ready: backend %s, budget %llu bytes", ctx->be->ops->name,
               (unsigned long long)ctx->cfg.budget_bytes);

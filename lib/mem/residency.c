@@ -202,6 +202,7 @@ static void retire(struct hoff_ctx *ctx, struct hoff__block *b, int rc) {
         }
     } else if (b->state == S_EVI) {
         ctx->res.evicting -= b->size;
+        ctx->res.to_host -= b->size;
         if (rc) {
             st->transfer_errors++;
             HOFF__LOG_ONCE(HOFF_LOG_WARN, "eviction failed (%s); the block stays on the device "
@@ -299,12 +300,27 @@ int hoff__res_wait_all(struct hoff_ctx *ctx) {
 
 /* --- the budget ------------------------------------------------------------ */
 
-static int start_evict(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
-    int rc = issue(ctx, b, HOFF__CMD_EVICT, s);
+/* Would one more eviction of `bytes` take the host tier over its cap? */
+static int host_full(const struct hoff_ctx *ctx, uint64_t bytes) {
+    uint64_t cap = ctx->cfg.host_cap_bytes;
 
+    return cap && ctx->res.host + ctx->res.to_host + bytes > cap;
+}
+
+static int start_evict(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+    int rc;
+
+    if (host_full(ctx, b->size)) {
+        /* The block stays where it is: the host tier never goes over its cap. */
+        ctx->st.host_cap_waits++;
+        return hoff__error(-ENOSPC, "evicting %p (%zu bytes) would take the host tier over its cap "
+                           "(HOFF_HOST_CAP)", b->ptr, b->size);
+    }
+    rc = issue(ctx, b, HOFF__CMD_EVICT, s);
     if (rc)
         return rc;
     ctx->res.evicting += b->size;
+    ctx->res.to_host += b->size;
     set_state(ctx, b, S_EVI);
     return 0;
 }

@@ -43,6 +43,7 @@ struct hoff__residency {
     uint64_t resident;   /* live offload bytes on the device (incl. in flight) */
     uint64_t evicting;   /* of which, bytes being evicted */
     uint64_t host;       /* live offload bytes on the host */
+    uint64_t to_host;    /* bytes of evictions in flight (they land on the host) */
 };
 
 /* A managed block was handed out (new or from the cache): make room in the
