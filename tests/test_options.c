@@ -43,6 +43,11 @@ static const char *get(const struct hoff_config *cfg, const char *name) {
             fprintf(stderr, "\n  got:  %s\n  want: %s\n", err, (msg));          \
     } while (0)
 
+/* What the messages about numa say it accepts. */
+#define NUMA_FORMS                                                             \
+    "expected nearest, interleave, or a comma-separated list of NUMA node "    \
+    "numbers from 0 to 1023 without repeats (e.g. 0 or 0,2)"
+
 /* The registered planners as "greedy, ..." (what the messages list). */
 static const char *planner_list(void) {
     static char buf[512];
@@ -108,9 +113,18 @@ static void test_defaults(void) {
     CU_ASSERT_EQUAL(c.replan_after, 2);
     CU_ASSERT_DOUBLE_EQUAL(c.bandwidth_gbps, 16.0, 0.0);
     CU_ASSERT_STRING_EQUAL(c.trace_path, "");
+    CU_ASSERT_EQUAL(c.stats_publish, 1);
+    CU_ASSERT_STRING_EQUAL(c.numa, "nearest");
+    CU_ASSERT_STRING_EQUAL(c.spill_dir, "");
+    CU_ASSERT_EQUAL(c.spill_chunk_bytes, 4ull << 20);
+    CU_ASSERT_EQUAL(c.io_queue_depth, 32);
+    CU_ASSERT_DOUBLE_EQUAL(c.sim_nvme_read_gbps, 6.5, 0.0);
+    CU_ASSERT_DOUBLE_EQUAL(c.sim_nvme_write_gbps, 3.5, 0.0);
     /* the strings are zero-padded: no 0xA5 left behind the NUL */
     CU_ASSERT_EQUAL(c.planner[sizeof c.planner - 1], 0);
     CU_ASSERT_EQUAL(c.trace_path[sizeof c.trace_path - 1], 0);
+    CU_ASSERT_EQUAL(c.numa[sizeof c.numa - 1], 0);
+    CU_ASSERT_EQUAL(c.spill_dir[sizeof c.spill_dir - 1], 0);
     CU_ASSERT_EQUAL(hoff__config_validate(&c, err, sizeof err), 0);
     hoff_config_init(NULL); /* harmless */
 }
@@ -138,12 +152,19 @@ static void test_default_texts(void) {
     CU_ASSERT_STRING_EQUAL(get(&c, "replan_after"), "2");
     CU_ASSERT_STRING_EQUAL(get(&c, "bandwidth_gbps"), "16");
     CU_ASSERT_STRING_EQUAL(get(&c, "trace"), "");
+    CU_ASSERT_STRING_EQUAL(get(&c, "stats"), "1");
+    CU_ASSERT_STRING_EQUAL(get(&c, "numa"), "nearest");
+    CU_ASSERT_STRING_EQUAL(get(&c, "spill_dir"), "");
+    CU_ASSERT_STRING_EQUAL(get(&c, "spill_chunk"), "4M");
+    CU_ASSERT_STRING_EQUAL(get(&c, "io_depth"), "32");
+    CU_ASSERT_STRING_EQUAL(get(&c, "sim_nvme_read_gbps"), "6.5");
+    CU_ASSERT_STRING_EQUAL(get(&c, "sim_nvme_write_gbps"), "3.5");
 }
 
 static void test_table(void) {
     int n = hoff_config_count(), i, j;
 
-    CU_ASSERT_EQUAL(n, 22);
+    CU_ASSERT_EQUAL(n, 29);
     CU_ASSERT_PTR_NULL(hoff_config_name(-1));
     CU_ASSERT_PTR_NULL(hoff_config_name(n));
     CU_ASSERT_PTR_NULL(hoff_config_help(n));
@@ -201,6 +222,17 @@ static const struct {
     {"replan_after", "0", "0"},
     {"bandwidth_gbps", "24.5", "24.5"},
     {"trace", " /tmp/hoff step.trace ", "/tmp/hoff step.trace"},
+    {"stats", "off", "0"},
+    {"numa", " Interleave ", "interleave"},
+    {"numa", "0,2", "0,2"},
+    {"numa", "1023,0,511", "1023,0,511"},
+    {"spill_dir", " /mnt/nvme 0/hoff ", "/mnt/nvme 0/hoff"},
+    {"spill_chunk", "64K", "64K"},
+    {"spill_chunk", "1G", "1G"},
+    {"spill_chunk", "69632", "68K"},
+    {"io_depth", "4096", "4096"},
+    {"sim_nvme_read_gbps", "7.25", "7.25"},
+    {"sim_nvme_write_gbps", "0.5", "0.5"},
 };
 #define NRT ((int)(sizeof roundtrips / sizeof roundtrips[0]))
 
@@ -283,9 +315,25 @@ static void test_set_fields(void) {
     CU_ASSERT_DOUBLE_EQUAL(c.bandwidth_gbps, 12.5, 0.0);
     CU_ASSERT_EQUAL(set(&c, "HOFF_TRACE", "/tmp/step0.trace"), 0);
     CU_ASSERT_STRING_EQUAL(c.trace_path, "/tmp/step0.trace");
+    CU_ASSERT_EQUAL(set(&c, "HOFF_STATS", "no"), 0);
+    CU_ASSERT_EQUAL(c.stats_publish, 0);
+    CU_ASSERT_EQUAL(set(&c, "NUMA", "3,1"), 0);
+    CU_ASSERT_STRING_EQUAL(c.numa, "3,1");
+    CU_ASSERT_EQUAL(set(&c, "hoff_spill_dir", "/scratch/hoff"), 0);
+    CU_ASSERT_STRING_EQUAL(c.spill_dir, "/scratch/hoff");
+    CU_ASSERT_EQUAL(set(&c, "spill_chunk", "256K"), 0);
+    CU_ASSERT_EQUAL(c.spill_chunk_bytes, 256ull << 10);
+    CU_ASSERT_EQUAL(set(&c, "IO_DEPTH", "8"), 0);
+    CU_ASSERT_EQUAL(c.io_queue_depth, 8);
+    CU_ASSERT_EQUAL(set(&c, "sim_nvme_read_gbps", "12"), 0);
+    CU_ASSERT_DOUBLE_EQUAL(c.sim_nvme_read_gbps, 12.0, 0.0);
+    CU_ASSERT_EQUAL(set(&c, "HOFF_SIM_NVME_WRITE_GBPS", "1e1"), 0);
+    CU_ASSERT_DOUBLE_EQUAL(c.sim_nvme_write_gbps, 10.0, 0.0);
     CU_ASSERT_EQUAL(hoff__config_validate(&c, err, sizeof err), 0);
     CU_ASSERT_EQUAL(set(&c, "trace", ""), 0); /* back to "don't write" */
     CU_ASSERT_STRING_EQUAL(c.trace_path, "");
+    CU_ASSERT_EQUAL(set(&c, "spill_dir", ""), 0); /* back to "no NVMe tier" */
+    CU_ASSERT_STRING_EQUAL(c.spill_dir, "");
 }
 
 /* ---- each type's parser -------------------------------------------------- */
@@ -336,6 +384,20 @@ static void test_parse_size(void) {
     good("sim_device", "4K", "4K");
     bad("sim_device", "4095");
     bad("sim_device", "0");
+    /* spill_chunk: 64K to 1G, whole 4K pages */
+    good("spill_chunk", "64K", "64K");
+    good("spill_chunk", "65536", "64K");
+    good("spill_chunk", "68K", "68K");
+    good("spill_chunk", "1.5M", "1536K");
+    good("spill_chunk", "1G", "1G");
+    bad("spill_chunk", "60K");
+    bad("spill_chunk", "0");
+    bad("spill_chunk", "65537");
+    bad("spill_chunk", "66K");
+    bad("spill_chunk", "1048575");
+    bad("spill_chunk", "1025M");
+    bad("spill_chunk", "1.1G");
+    bad("spill_chunk", "4M!");
 }
 
 static void test_parse_bool(void) {
@@ -347,6 +409,10 @@ static void test_parse_bool(void) {
         good("oversubscribe", yes[i], "1");
     for (i = 0; i < sizeof no / sizeof no[0]; i++)
         good("oversubscribe", no[i], "0");
+    good("stats", "off", "0");
+    good("stats", "YES", "1");
+    bad("stats", "2");
+    bad("stats", "");
     bad("oversubscribe", "maybe");
     bad("oversubscribe", "2");
     bad("oversubscribe", "y");
@@ -368,6 +434,13 @@ static void test_parse_int(void) {
     bad("device", "99999999999999999999");
     bad("queue_depth", "0");
     bad("queue_depth", "1048577");
+    good("io_depth", "8", "8");
+    good("io_depth", "4096", "4096");
+    bad("io_depth", "7");
+    bad("io_depth", "0");
+    bad("io_depth", "4097");
+    bad("io_depth", "-32");
+    bad("io_depth", "32x");
 }
 
 static void test_parse_uint32(void) {
@@ -424,6 +497,49 @@ static void test_parse_string(void) {
     bad("planner", "123456789012345"); /* 15: fits, but no such planner */
     bad("planner", "1234567890123456");
     bad("planner", "greedygreedygreedygreedy");
+
+    /* spill_dir: a path like trace, not looked at until the NVMe tier opens it */
+    good("spill_dir", "", "");
+    good("spill_dir", " /nonexistent/dir ", "/nonexistent/dir");
+    good("spill_dir", "relative", "relative");
+    memset(path, 'd', sizeof path);
+    path[255] = '\0';
+    good("spill_dir", path, path);
+    path[255] = 'd';
+    path[256] = '\0';
+    bad("spill_dir", path);
+
+    /* numa: a keyword (any case, stored in lower case) or a list of nodes */
+    good("numa", "nearest", "nearest");
+    good("numa", "NEAREST", "nearest");
+    good("numa", "interleave", "interleave");
+    good("numa", "\tInterLeave ", "interleave");
+    good("numa", "0", "0");
+    good("numa", "1023", "1023");
+    good("numa", " 0,2 ", "0,2");
+    good("numa", "7,3,5", "7,3,5");
+    good("numa", "00,01", "00,01"); /* nodes 0 and 1, kept as written */
+    good("numa", "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23",
+         "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23");
+    bad("numa", "");
+    bad("numa", "near");
+    bad("numa", "nearest,0");
+    bad("numa", "interleave,1");
+    bad("numa", "0,0");
+    bad("numa", "1,2,1");
+    bad("numa", "0,00");
+    bad("numa", "1024");
+    bad("numa", "0,99999999999999999999");
+    bad("numa", "-1");
+    bad("numa", "+1");
+    bad("numa", "0,");
+    bad("numa", ",0");
+    bad("numa", "0,,1");
+    bad("numa", "0, 2");
+    bad("numa", "0;2");
+    bad("numa", "0x1");
+    bad("numa", "1-3");
+    bad("numa", "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24");
 }
 
 static void test_parse_enum(void) {
@@ -464,6 +580,12 @@ static void test_parse_double(void) {
     bad("sim_h2d_gbps", "12.5GB/s");
     bad("sim_h2d_gbps", ".");
     bad("sim_h2d_gbps", "");
+    good("sim_nvme_read_gbps", "100000", "100000");
+    good("sim_nvme_write_gbps", "0.001", "0.001");
+    bad("sim_nvme_read_gbps", "0");
+    bad("sim_nvme_write_gbps", "-3.5");
+    bad("sim_nvme_write_gbps", "100000.1");
+    bad("sim_nvme_read_gbps", "nan");
 }
 
 static void test_parse_duration(void) {
@@ -582,6 +704,61 @@ static void test_messages(void) {
         CU_ASSERT_EQUAL(c.trace_path[0], 'a');
         CU_ASSERT_EQUAL(set(&c, "trace", ""), 0);
     }
+    /* the new tiers' options */
+    CHECK_MSG(&c, "HOFF_STATS", "maybe",
+              "HOFF_STATS='maybe': not a boolean; expected 1, 0, yes, no, true, false, on "
+              "or off");
+    CHECK_MSG(&c, "HOFF_IO_DEPTH", "4097",
+              "HOFF_IO_DEPTH='4097': out of range; expected an integer from 8 to 4096");
+    CHECK_MSG(&c, "HOFF_SIM_NVME_READ_GBPS", "0",
+              "HOFF_SIM_NVME_READ_GBPS='0': out of range; expected a number of GB/s greater "
+              "than 0 and at most 100000");
+    CHECK_MSG(&c, "sim_nvme_write_gbps", "fast",
+              "option 'sim_nvme_write_gbps'='fast': not a number; expected a number of GB/s "
+              "greater than 0 and at most 100000");
+    CHECK_MSG(&c, "HOFF_SPILL_CHUNK", "65537",
+              "HOFF_SPILL_CHUNK='65537': not a multiple of 4K; expected a size from 64K to 1G "
+              "that is a multiple of 4K");
+    CHECK_MSG(&c, "spill_chunk", " 66K ",
+              "option 'spill_chunk'=' 66K ': not a multiple of 4K; expected a size from 64K "
+              "to 1G that is a multiple of 4K");
+    CHECK_MSG(&c, "HOFF_SPILL_CHUNK", "32K",
+              "HOFF_SPILL_CHUNK='32K': out of range; expected a size from 64K to 1G that is "
+              "a multiple of 4K");
+    CHECK_MSG(&c, "HOFF_SPILL_CHUNK", "2G",
+              "HOFF_SPILL_CHUNK='2G': out of range; expected a size from 64K to 1G that is "
+              "a multiple of 4K");
+    CHECK_MSG(&c, "HOFF_SPILL_CHUNK", "4MB/s",
+              "HOFF_SPILL_CHUNK='4MB/s': not a size; expected a byte count with an optional "
+              "K, M, G or T suffix (e.g. 512M, 2G)");
+    CHECK_MSG(&c, "HOFF_NUMA", "0,2,0", "HOFF_NUMA='0,2,0': node 0 is listed twice; " NUMA_FORMS);
+    CHECK_MSG(&c, "numa", "5,005",
+              "option 'numa'='5,005': node 5 is listed twice; " NUMA_FORMS);
+    CHECK_MSG(&c, "HOFF_NUMA", "0,1024", "HOFF_NUMA='0,1024': node 1024 is out of range; "
+              NUMA_FORMS);
+    CHECK_MSG(&c, "HOFF_NUMA", "99999999999999999999",
+              "HOFF_NUMA='99999999999999999999': node 99999999999999999999 is out of range; "
+              NUMA_FORMS);
+    CHECK_MSG(&c, "HOFF_NUMA", "closest", "HOFF_NUMA='closest': not a placement; " NUMA_FORMS);
+    CHECK_MSG(&c, "HOFF_NUMA", "0, 2", "HOFF_NUMA='0, 2': not a placement; " NUMA_FORMS);
+    CHECK_MSG(&c, "HOFF_NUMA", "0,", "HOFF_NUMA='0,': not a placement; " NUMA_FORMS);
+    CHECK_MSG(&c, "HOFF_NUMA", "-1", "HOFF_NUMA='-1': not a placement; " NUMA_FORMS);
+    CHECK_MSG(&c, "numa", "", "option 'numa'='': not a placement; " NUMA_FORMS);
+    CHECK_MSG(&c, "HOFF_NUMA", "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24",
+              "HOFF_NUMA='0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,1...': too long (64 "
+              "characters, the limit is 63); " NUMA_FORMS);
+    {
+        char path[300];
+
+        memset(path, 's', sizeof path);
+        path[256] = '\0';
+        CHECK_MSG(&c, "HOFF_SPILL_DIR", path,
+                  "HOFF_SPILL_DIR='ssssssssssssssssssssssssssssssssssssssssssssssss...': too "
+                  "long (256 characters, the limit is 255); expected a path of at most 255 "
+                  "characters");
+    }
+    CU_ASSERT_STRING_EQUAL(c.numa, "nearest"); /* none of the above changed anything */
+    CU_ASSERT_EQUAL(c.spill_chunk_bytes, 4ull << 20);
     /* the variable's canonical spelling, whatever case was given */
     CHECK_MSG(&c, "hoff_backend", "gpu", "HOFF_BACKEND='gpu': expected one of auto, sim, cuda");
     CHECK_MSG(&c, "BACKEND", "gpu", "option 'backend'='gpu': expected one of auto, sim, cuda");
@@ -618,9 +795,19 @@ static void test_unknown(void) {
     CU_ASSERT_EQUAL(set(&c, "budget_bytes", "1"), -ENOENT); /* the field, not the option */
     CU_ASSERT(strstr(err, "'budget'") != NULL);
     /* reserved variables are not options */
-    CU_ASSERT_EQUAL(set(&c, "HOFF_STATS", "1"), -ENOENT);
-    CU_ASSERT(strncmp(err, "HOFF_STATS is not a configuration option", 40) == 0);
+    CU_ASSERT_EQUAL(set(&c, "HOFF_LIBRARY", "1"), -ENOENT);
+    CU_ASSERT_STRING_EQUAL(err, "HOFF_LIBRARY is not a configuration option: it is read by "
+                                "another part of hoff (see hoff-config(7))");
+    CU_ASSERT_EQUAL(set(&c, "hoff_step_mark", "1"), -ENOENT);
+    CU_ASSERT(strncmp(err, "HOFF_STEP_MARK is not a configuration option", 44) == 0);
+    CU_ASSERT_EQUAL(set(&c, "step_mark", "1"), -ENOENT); /* only the variable is reserved */
+    CU_ASSERT(strncmp(err, "unknown option 'step_mark'", 26) == 0);
     CU_ASSERT_EQUAL(memcmp(&c, &d, sizeof c), 0);
+    /* HOFF_STATS, HOFF_NUMA and HOFF_SPILL_DIR were reserved; they are options now */
+    CU_ASSERT_EQUAL(set(&c, "HOFF_STATS", "0"), 0);
+    CU_ASSERT_EQUAL(c.stats_publish, 0);
+    CU_ASSERT_EQUAL(set(&c, "HOFF_NUMA", "interleave"), 0);
+    CU_ASSERT_EQUAL(set(&c, "HOFF_SPILL_DIR", "/tmp"), 0);
     CU_ASSERT_EQUAL(hoff_config_get(&c, "nope", buf, sizeof buf), -ENOENT);
     CU_ASSERT(strstr(hoff_last_error(), "nope") != NULL);
 }
@@ -637,6 +824,12 @@ static void test_failed_set_unchanged(void) {
         {"oversub_margin", "lots"}, {"planner", "nope"}, {"planner", "greedygreedygreedy"},
         {"guard_after_alloc", "-1"}, {"guard_before_free", "1000001"},
         {"replan_after", "x"}, {"bandwidth_gbps", "0"},
+        {"stats", "2"}, {"numa", "0,0"}, {"numa", "1024"}, {"numa", "near"}, {"numa", "NEAREST,1"}, {"spill_chunk", "65537"}, {"spill_chunk", "32K"},
+        {"io_depth", "7"}, {"sim_nvme_read_gbps", "0"}, {"sim_nvme_write_gbps", "inf"},
+        {"spill_dir", "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"
+                      "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"
+                      "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"
+                      "yyyyyyyyyyyyyyyy"},
         {"trace", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
                   "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
                   "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
@@ -650,6 +843,9 @@ static void test_failed_set_unchanged(void) {
     CU_ASSERT_EQUAL(set(&c, "sim_h2d_gbps", "33"), 0);
     CU_ASSERT_EQUAL(set(&c, "trace", "/tmp/kept.trace"), 0);
     CU_ASSERT_EQUAL(set(&c, "replan_after", "9"), 0);
+    CU_ASSERT_EQUAL(set(&c, "numa", "1,3"), 0);
+    CU_ASSERT_EQUAL(set(&c, "spill_dir", "/tmp/kept"), 0);
+    CU_ASSERT_EQUAL(set(&c, "spill_chunk", "8M"), 0);
     d = c;
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         CU_ASSERT_EQUAL(set(&c, cases[i].name, cases[i].value), -EINVAL);
@@ -693,6 +889,13 @@ static void test_env(void) {
     setenv("HOFF_REPLAN_AFTER", "0", 1);
     setenv("HOFF_BANDWIDTH_GBPS", "25", 1);
     setenv("HOFF_TRACE", "/tmp/step.trace", 1);
+    setenv("HOFF_STATS", "off", 1);
+    setenv("HOFF_NUMA", "Interleave", 1);
+    setenv("HOFF_SPILL_DIR", "/mnt/nvme0", 1);
+    setenv("HOFF_SPILL_CHUNK", "1M", 1);
+    setenv("HOFF_IO_DEPTH", "128", 1);
+    setenv("HOFF_SIM_NVME_READ_GBPS", "7", 1);
+    setenv("HOFF_SIM_NVME_WRITE_GBPS", "", 1); /* empty: unset */
     setenv("HOFF_LOG_LEVEL", "", 1); /* empty: unset */
     setenv("hoff_budget", "1", 1);   /* not HOFF_: not ours */
     setenv("HOFFMAN", "1", 1);
@@ -710,6 +913,13 @@ static void test_env(void) {
     CU_ASSERT_EQUAL(c.replan_after, 0);
     CU_ASSERT_DOUBLE_EQUAL(c.bandwidth_gbps, 25.0, 0.0);
     CU_ASSERT_STRING_EQUAL(c.trace_path, "/tmp/step.trace");
+    CU_ASSERT_EQUAL(c.stats_publish, 0);
+    CU_ASSERT_STRING_EQUAL(c.numa, "interleave");
+    CU_ASSERT_STRING_EQUAL(c.spill_dir, "/mnt/nvme0");
+    CU_ASSERT_EQUAL(c.spill_chunk_bytes, 1ull << 20);
+    CU_ASSERT_EQUAL(c.io_queue_depth, 128);
+    CU_ASSERT_DOUBLE_EQUAL(c.sim_nvme_read_gbps, 7.0, 0.0);
+    CU_ASSERT_DOUBLE_EQUAL(c.sim_nvme_write_gbps, 3.5, 0.0);
     CU_ASSERT_EQUAL(c.issue_queue_depth, 1024); /* untouched */
     CU_ASSERT_EQUAL(hoff__config_validate(&c, err, sizeof err), 0);
     unsetenv("hoff_budget");
@@ -761,6 +971,17 @@ static void test_env_unknown(void) {
     setenv("HOFF_STAT", "1", 1);
     CU_ASSERT_EQUAL(hoff_config_from_env(&c, err, sizeof err), -ENOENT);
     CU_ASSERT(strstr(err, "mean HOFF_STATS?") != NULL);
+    unsetenv("HOFF_STAT");
+
+    /* a reserved name is suggested too */
+    setenv("HOFF_STEP_MRK", "1", 1);
+    CU_ASSERT_EQUAL(hoff_config_from_env(&c, err, sizeof err), -ENOENT);
+    CU_ASSERT(strstr(err, "mean HOFF_STEP_MARK?") != NULL);
+    unsetenv("HOFF_STEP_MRK");
+
+    setenv("HOFF_SPILLDIR", "/tmp", 1);
+    CU_ASSERT_EQUAL(hoff_config_from_env(&c, err, sizeof err), -ENOENT);
+    CU_ASSERT(strstr(err, "mean HOFF_SPILL_DIR?") != NULL);
     clear_hoff_env();
     CU_ASSERT_EQUAL(memcmp(&c, &d, sizeof c), 0);
 }
@@ -821,10 +1042,7 @@ static void test_env_planner_trace(void) {
 }
 
 static void test_env_reserved(void) {
-    static const char *const names[] = {
-        "HOFF_LIBRARY", "HOFF_STATS", "HOFF_STEP_MARK", "HOFF_TEST",
-        "HOFF_SPILL_DIR", "HOFF_NUMA",
-    };
+    static const char *const names[] = {"HOFF_LIBRARY", "HOFF_STEP_MARK", "HOFF_TEST"};
     int had_test = getenv("HOFF_TEST") != NULL;
     struct hoff_config c, d;
     size_t i;
@@ -839,6 +1057,49 @@ static void test_env_reserved(void) {
     clear_hoff_env();
     if (!had_test)
         unsetenv("HOFF_TEST");
+}
+
+/* HOFF_STATS, HOFF_NUMA and HOFF_SPILL_DIR were reserved names (read, but
+ * not checked); they are options now, and a bad value is an error. */
+static void test_env_stats_numa_spill(void) {
+    struct hoff_config c, d;
+
+    clear_hoff_env();
+    hoff_config_init(&c);
+    d = c;
+    setenv("HOFF_STATS", "whatever", 1);
+    CU_ASSERT_EQUAL(hoff_config_from_env(&c, err, sizeof err), -EINVAL);
+    CU_ASSERT_STRING_EQUAL(err, "HOFF_STATS='whatever': not a boolean; expected 1, 0, yes, no, "
+                                "true, false, on or off");
+    CU_ASSERT_EQUAL(memcmp(&c, &d, sizeof c), 0);
+    setenv("HOFF_STATS", "0", 1);
+    setenv("HOFF_NUMA", "2,3,2", 1);
+    CU_ASSERT_EQUAL(hoff_config_from_env(&c, err, sizeof err), -EINVAL);
+    CU_ASSERT_STRING_EQUAL(err, "HOFF_NUMA='2,3,2': node 2 is listed twice; " NUMA_FORMS);
+    CU_ASSERT_STRING_EQUAL(hoff_last_error(), err);
+    CU_ASSERT_EQUAL(memcmp(&c, &d, sizeof c), 0);
+    setenv("HOFF_NUMA", "2,3", 1);
+    setenv("HOFF_SPILL_CHUNK", "100000", 1);
+    CU_ASSERT_EQUAL(hoff_config_from_env(&c, err, sizeof err), -EINVAL);
+    CU_ASSERT_STRING_EQUAL(err, "HOFF_SPILL_CHUNK='100000': not a multiple of 4K; expected a "
+                                "size from 64K to 1G that is a multiple of 4K");
+    CU_ASSERT_EQUAL(memcmp(&c, &d, sizeof c), 0);
+    setenv("HOFF_SPILL_CHUNK", "128K", 1);
+    /* the directory is the NVMe tier's to check, when it opens it */
+    setenv("HOFF_SPILL_DIR", "/no/such/directory", 1);
+    CU_ASSERT_EQUAL(hoff_config_from_env(&c, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(c.stats_publish, 0);
+    CU_ASSERT_STRING_EQUAL(c.numa, "2,3");
+    CU_ASSERT_EQUAL(c.spill_chunk_bytes, 128ull << 10);
+    CU_ASSERT_STRING_EQUAL(c.spill_dir, "/no/such/directory");
+    CU_ASSERT_EQUAL(hoff__config_validate(&c, err, sizeof err), 0);
+    /* an empty variable is unset: it leaves what the struct has */
+    setenv("HOFF_SPILL_DIR", "", 1);
+    setenv("HOFF_NUMA", "", 1);
+    CU_ASSERT_EQUAL(hoff_config_from_env(&c, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(c.spill_dir, "/no/such/directory");
+    CU_ASSERT_STRING_EQUAL(c.numa, "2,3");
+    clear_hoff_env();
 }
 
 /* ---- validation ------------------------------------------------------------ */
@@ -944,6 +1205,75 @@ static void test_validate(void) {
     CU_ASSERT(validate_fails(&c, "config: planner (HOFF_PLANNER) has no NUL within its 16 bytes; "
                                  "expected one of "));
     CU_ASSERT(strstr(err, planner_list()) != NULL);
+
+    /* the new tiers' options */
+    hoff_config_init(&c);
+    c.stats_publish = -1;
+    CU_ASSERT(validate_fails(&c, "config: stats (HOFF_STATS) is -1; expected 0 or 1"));
+    hoff_config_init(&c);
+    c.io_queue_depth = 7;
+    CU_ASSERT(validate_fails(&c, "config: io_depth (HOFF_IO_DEPTH) is 7; expected an integer "
+                                 "from 8 to 4096"));
+    c.io_queue_depth = 4097;
+    CU_ASSERT(validate_fails(&c, "config: io_depth (HOFF_IO_DEPTH) is 4097;"));
+    hoff_config_init(&c);
+    c.sim_nvme_read_gbps = 0;
+    CU_ASSERT(validate_fails(&c, "config: sim_nvme_read_gbps (HOFF_SIM_NVME_READ_GBPS) is 0; "
+                                 "expected a number of GB/s greater than 0 and at most 100000"));
+    hoff_config_init(&c);
+    c.sim_nvme_write_gbps = NAN;
+    CU_ASSERT(validate_fails(&c, "config: sim_nvme_write_gbps (HOFF_SIM_NVME_WRITE_GBPS) is nan;"));
+    hoff_config_init(&c);
+    c.spill_chunk_bytes = 65537;
+    CU_ASSERT(validate_fails(&c, "config: spill_chunk (HOFF_SPILL_CHUNK) is 65537: not a multiple "
+                                 "of 4K; expected a size from 64K to 1G that is a multiple of 4K"));
+    c.spill_chunk_bytes = 4096;
+    CU_ASSERT(validate_fails(&c, "config: spill_chunk (HOFF_SPILL_CHUNK) is 4K; expected a size "
+                                 "from 64K to 1G that is a multiple of 4K"));
+    c.spill_chunk_bytes = 2ull << 30;
+    CU_ASSERT(validate_fails(&c, "config: spill_chunk (HOFF_SPILL_CHUNK) is 2G;"));
+    c.spill_chunk_bytes = (1ull << 30) - 4096;
+    CU_ASSERT_EQUAL(hoff__config_validate(&c, err, sizeof err), 0);
+    hoff_config_init(&c);
+    memset(c.spill_dir, 'd', sizeof c.spill_dir);
+    CU_ASSERT(validate_fails(&c, "config: spill_dir (HOFF_SPILL_DIR) has no NUL within its 256 "
+                                 "bytes; expected a path of at most 255 characters"));
+    c.spill_dir[sizeof c.spill_dir - 1] = '\0';
+    CU_ASSERT_EQUAL(hoff__config_validate(&c, err, sizeof err), 0);
+
+    /* numa: what hoff_config_set stores, nothing else (the keywords only in lower case) */
+    {
+        static const char *const ok[] = {"nearest", "interleave", "0", "0,2", "1023,5"};
+        static const struct {
+            const char *value, *want;
+        } ko[] = {
+            {"", "config: numa (HOFF_NUMA) is '': not a placement; " NUMA_FORMS},
+            {"Nearest", "config: numa (HOFF_NUMA) is 'Nearest': not a placement; " NUMA_FORMS},
+            {" 0", "config: numa (HOFF_NUMA) is ' 0': not a placement; " NUMA_FORMS},
+            {"0,0", "config: numa (HOFF_NUMA) is '0,0': node 0 is listed twice; " NUMA_FORMS},
+            {"4,1024", "config: numa (HOFF_NUMA) is '4,1024': node 1024 is out of range; "
+                       NUMA_FORMS},
+            {"n\001", "config: numa (HOFF_NUMA) is 'n?': not a placement; " NUMA_FORMS},
+        };
+        size_t i;
+
+        for (i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+            hoff_config_init(&c);
+            snprintf(c.numa, sizeof c.numa, "%s", ok[i]);
+            CU_ASSERT_EQUAL(hoff__config_validate(&c, err, sizeof err), 0);
+        }
+        for (i = 0; i < sizeof ko / sizeof ko[0]; i++) {
+            hoff_config_init(&c);
+            snprintf(c.numa, sizeof c.numa, "%s", ko[i].value);
+            CU_ASSERT_EQUAL(hoff__config_validate(&c, err, sizeof err), -EINVAL);
+            CU_ASSERT_STRING_EQUAL(err, ko[i].want);
+            CU_ASSERT_STRING_EQUAL(hoff_last_error(), ko[i].want);
+        }
+        hoff_config_init(&c);
+        memset(c.numa, '1', sizeof c.numa);
+        CU_ASSERT(validate_fails(&c, "config: numa (HOFF_NUMA) has no NUL within its 64 bytes; "
+                                     NUMA_FORMS));
+    }
 
     /* across fields: a sim budget beyond the sim device */
     hoff_config_init(&c);
@@ -1216,6 +1546,7 @@ int main(void) {
         {"env_bad_value", test_env_bad_value},
         {"env_reserved", test_env_reserved},
         {"env_planner_trace", test_env_planner_trace},
+        {"env_stats_numa_spill", test_env_stats_numa_spill},
         {"validate", test_validate},
         {"planners", test_planners},
         {"parse_size_edges", test_parse_size_edges},

@@ -48,6 +48,14 @@ struct opt {
      * accept s.  hoff_config_set stores the registered spelling. */
     const char *(*choice_at)(int i);
     int (*known)(const char *s);
+    /* OPT_STRING with a syntax of its own: check(s, n, why, whylen) is 0 when
+     * s[0..n) is acceptable, else -1 with the reason in why ("node 2 is listed
+     * twice").  With choice_at as well, the choices are accepted too (any case
+     * in hoff_config_set, which stores the listed spelling; only as listed in
+     * hoff__config_validate) and check judges everything else. */
+    int (*check)(const char *s, size_t n, char *why, size_t whylen);
+    const char *expect; /* the accepted forms, to follow "expected " (else derived) */
+    uint64_t multiple;  /* OPT_SIZE: the value must be a multiple of this (0: any) */
     const char *help;
 };
 
@@ -89,6 +97,57 @@ static const char *planner_at(int i) {
 
 static int planner_known(const char *s) {
     return hoff__planner_find(s) != NULL;
+}
+
+/* numa: a keyword, or a list of node numbers below NUMA_NODES. */
+#define NUMA_NODES 1024
+#define NUMA_EXPECT                                                            \
+    "nearest, interleave, or a comma-separated list of NUMA node numbers "     \
+    "from 0 to 1023 without repeats (e.g. 0 or 0,2)"
+
+static const char *numa_at(int i) {
+    static const char *const names[] = {"nearest", "interleave", NULL};
+
+    return i >= 0 && i < 2 ? names[i] : NULL;
+}
+
+/* "0", "0,2", "3,1": digits and commas, no empty item, each node below
+ * NUMA_NODES, none twice.  (The keywords are numa_at's.) */
+static int numa_check(const char *s, size_t n, char *why, size_t whylen) {
+    unsigned char seen[NUMA_NODES / 8];
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        if (isdigit((unsigned char)s[i]))
+            continue;
+        if (s[i] != ',' || i == 0 || i + 1 == n || s[i + 1] == ',') {
+            snprintf(why, whylen, "not a placement");
+            return -1;
+        }
+    }
+    if (n == 0) {
+        snprintf(why, whylen, "not a placement");
+        return -1;
+    }
+    memset(seen, 0, sizeof seen);
+    for (i = 0; i < n; i++) {
+        size_t start = i;
+        unsigned node = 0;
+
+        for (; i < n && s[i] != ','; i++)
+            if (node < NUMA_NODES) /* stays below 10 * NUMA_NODES */
+                node = node * 10 + (unsigned)(s[i] - '0');
+        if (node >= NUMA_NODES) {
+            snprintf(why, whylen, "node %.*s is out of range", (int)(i - start), s + start);
+            return -1;
+        }
+        if (seen[node / 8] & (1u << (node % 8))) {
+            snprintf(why, whylen, "node %u is listed twice", node);
+            return -1;
+        }
+        seen[node / 8] |= (unsigned char)(1u << (node % 8));
+    }
+    return 0;
 }
 
 /* The table, in the order of struct hoff_config.  doc/man/hoff-config.7
@@ -176,7 +235,8 @@ static const struct opt opts[] = {
      .help = "publish the statistics in shared memory for hoff-stat"},
     {.name = "numa", .env = "HOFF_NUMA", .type = OPT_STRING,
      .offset = OFF_STR(numa), .size = FIELD_SIZE(numa), .def = "nearest",
-     .unit = "placement",
+     .unit = "placement", .choice_at = numa_at, .check = numa_check,
+     .expect = NUMA_EXPECT,
      .help = "host-tier placement: nearest (the GPU's NUMA node), interleave, or a node list like 0,2"},
     {.name = "spill_dir", .env = "HOFF_SPILL_DIR", .type = OPT_STRING,
      .offset = OFF_STR(spill_dir), .size = FIELD_SIZE(spill_dir), .def = "",
@@ -184,7 +244,7 @@ static const struct opt opts[] = {
      .help = "directory for NVMe spill files (created unlinked); empty = no NVMe tier"},
     {.name = "spill_chunk", .env = "HOFF_SPILL_CHUNK", .type = OPT_SIZE,
      .offset = OFF(spill_chunk_bytes, uint64_t), .def = "4M", .min = 65536,
-     .max = (uint64_t)1 << 30,
+     .max = (uint64_t)1 << 30, .multiple = 4096,
      .help = "size of one NVMe I/O (a multiple of 4 KiB)"},
     {.name = "io_depth", .env = "HOFF_IO_DEPTH", .type = OPT_INT,
      .offset = OFF(io_queue_depth, int), .def = "32", .min = 8, .max = 4096,
@@ -436,6 +496,10 @@ static void describe_range(const struct opt *o, char *buf, size_t len) {
     size_t k;
     int i;
 
+    if (o->expect) {
+        snprintf(buf, len, "%s", o->expect);
+        return;
+    }
     if (o->type == OPT_STRING) {
         if (!o->choice_at) {
             snprintf(buf, len, "a %s of at most %zu characters", o->unit, o->size - 1);
@@ -449,7 +513,18 @@ static void describe_range(const struct opt *o, char *buf, size_t len) {
     fmt_bound(o, opt_min(o), lo, sizeof lo);
     fmt_bound(o, opt_max(o), hi, sizeof hi);
     switch (o->type) {
-    case OPT_SIZE: snprintf(buf, len, "a size from %s to %s", lo, hi); break;
+    case OPT_SIZE:
+        if (o->multiple) {
+            char m[32];
+            union val v;
+
+            v.u = o->multiple;
+            fmt_val(o, v, m, sizeof m);
+            snprintf(buf, len, "a size from %s to %s that is a multiple of %s", lo, hi, m);
+        } else {
+            snprintf(buf, len, "a size from %s to %s", lo, hi);
+        }
+        break;
     case OPT_DURATION: snprintf(buf, len, "a duration from %s to %s", lo, hi); break;
     case OPT_INT:
     case OPT_UINT32: snprintf(buf, len, "an integer from %s to %s", lo, hi); break;
@@ -465,6 +540,30 @@ static void describe_range(const struct opt *o, char *buf, size_t len) {
         break;
     case OPT_STRING: break; /* above */
     }
+}
+
+/* The checks beyond the range, on a value in range: 0, or -1 with the reason
+ * in why.  A choice counts only as listed (hoff_config_set has stored the
+ * listed spelling by then). */
+static int check_val(const struct opt *o, union val v, char *why, size_t whylen) {
+    const char *c;
+    int i;
+
+    if (o->type == OPT_SIZE && o->multiple && v.u % o->multiple) {
+        char m[32];
+        union val mv;
+
+        mv.u = o->multiple;
+        fmt_val(o, mv, m, sizeof m);
+        snprintf(why, whylen, "not a multiple of %s", m);
+        return -1;
+    }
+    if (o->type != OPT_STRING || !o->check)
+        return 0;
+    for (i = 0; o->choice_at && (c = o->choice_at(i)) != NULL; i++)
+        if (strlen(c) == v.s.n && !memcmp(c, v.s.p, v.s.n))
+            return 0;
+    return o->check(v.s.p, v.s.n, why, whylen);
 }
 
 /* ---- parsing ------------------------------------------------------------- */
@@ -526,7 +625,8 @@ static int parse_uint32(const char *s, uint64_t *out) {
 
 /* s[0..n) as a string option: P_RANGE if it does not fit the field, P_FORM
  * if o has choices and s is none of them (any case; the registered spelling
- * is what *v points to). */
+ * is what *v points to).  An option with a check takes what is not a choice
+ * as it is; check_val judges it. */
 static int parse_string(const struct opt *o, const char *s, size_t n, union val *v) {
     const char *c;
     int i;
@@ -544,6 +644,11 @@ static int parse_string(const struct opt *o, const char *s, size_t n, union val 
             v->s.n = n;
             return P_OK;
         }
+    }
+    if (o->check) {
+        v->s.p = s;
+        v->s.n = n;
+        return P_OK;
     }
     return P_FORM;
 }
@@ -735,10 +840,16 @@ static int bad_value(const struct opt *o, const char *who, const char *value,
 static int set_opt(struct hoff_config *cfg, const struct opt *o, const char *value,
                    const char *who, char *err, size_t errlen) {
     union val v;
+    char why[128], shown_v[64], range[256];
     int rc = parse_val(o, value, &v);
 
     if (rc != P_OK)
         return bad_value(o, who, value, rc, err, errlen);
+    if (check_val(o, v, why, sizeof why) != 0) {
+        describe_range(o, range, sizeof range);
+        return fail(-EINVAL, err, errlen, "%s='%s': %s; expected %s", who,
+                    shown(value, (size_t)-1, shown_v, sizeof shown_v), why, range);
+    }
     store(cfg, o, v);
     return 0;
 }
@@ -950,7 +1061,7 @@ HOFF_API const char *hoff_config_help(int i) {
 }
 
 int hoff__config_validate(const struct hoff_config *cfg, char *err, size_t errlen) {
-    char a[64], b[64], range[256];
+    char a[64], b[64], range[256], why[128];
     int i;
 
     if (!cfg)
@@ -969,8 +1080,17 @@ int hoff__config_validate(const struct hoff_config *cfg, char *err, size_t errle
         const struct opt *o = &opts[i];
         union val v = load(cfg, o);
 
-        if (in_range(o, v))
-            continue;
+        if (in_range(o, v)) {
+            if (check_val(o, v, why, sizeof why) == 0)
+                continue;
+            describe_range(o, range, sizeof range);
+            if (o->type == OPT_STRING)
+                return fail(-EINVAL, err, errlen, "config: %s (%s) is '%s': %s; expected %s",
+                            o->name, o->env, shown(v.s.p, v.s.n, a, sizeof a), why, range);
+            fmt_val(o, v, a, sizeof a);
+            return fail(-EINVAL, err, errlen, "config: %s (%s) is %s: %s; expected %s",
+                        o->name, o->env, a, why, range);
+        }
         if (o->type == OPT_STRING) {
             describe_range(o, range, sizeof range);
             if (v.s.n >= o->size)
