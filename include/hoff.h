@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h> /* ssize_t (the PyTorch entry points) */
 
 #ifdef __cplusplus
 extern "C" {
@@ -138,6 +139,9 @@ HOFF_API int hoff_shutdown(hoff_ctx *ctx);
 /* The backend in use: "sim" or "cuda". */
 HOFF_API const char *hoff_backend_name(const hoff_ctx *ctx);
 
+/* The planner in use, by name ("greedy"); hoff-stat(1) shows it too. */
+HOFF_API const char *hoff_planner_name(const hoff_ctx *ctx);
+
 /* The message of the last failed call on this thread (never NULL). */
 HOFF_API const char *hoff_last_error(void);
 
@@ -220,6 +224,12 @@ HOFF_API int hoff_sync(hoff_ctx *ctx);
  * records and plans again. */
 HOFF_API int hoff_step_begin(hoff_ctx *ctx);
 HOFF_API int hoff_step_end(hoff_ctx *ctx);
+/* End the open step without using it: for a step that failed (an exception
+ * in the framework).  Waits for every queued transfer and closes open
+ * regions.  A warmup's recording is dropped (the next step records again);
+ * a replay's remaining planned actions are counted as skipped and the plan
+ * is kept.  -EINVAL if no step is open. */
+HOFF_API int hoff_step_abort(hoff_ctx *ctx);
 
 /* An op boundary (from the framework): recorded in the trace, and a point
  * the plan can attach actions to.  name may be NULL. */
@@ -334,6 +344,46 @@ HOFF_API int hoff_stats_json(hoff_ctx *ctx, char *buf, size_t len);
 /* Format a stats struct as JSON without a context (for tools). */
 HOFF_API int hoff_stats_format_json(const struct hoff_stats *st, char *buf,
                                     size_t len);
+
+/* ---------------------------------------------------------------------------
+ * PyTorch entry points (hoff_torch(3)).
+ *
+ * For torch.cuda.memory.CUDAPluggableAllocator(libhoff.so, "hoff_torch_alloc",
+ * "hoff_torch_free") and the optional hooks of its C++ class (set_init_fn,
+ * set_reset_fn, set_memory_fraction_fn, set_record_stream_fn).  They share
+ * one process-wide context per CUDA device (0 to 63), created on first use
+ * with the configuration from the HOFF_* environment and hoff_torch_configure.
+ * A stream is a cudaStream_t (void * here, so this header needs no CUDA).
+ * ------------------------------------------------------------------------- */
+
+/* alloc_fn: size bytes on device for stream; NULL for size 0 and on failure
+ * (PyTorch raises its out-of-memory error; hoff logs why once). */
+HOFF_API void *hoff_torch_alloc(ssize_t size, int device, void *stream);
+/* free_fn: ptr as returned by hoff_torch_alloc; size is ignored. */
+HOFF_API void hoff_torch_free(void *ptr, ssize_t size, int device, void *stream);
+/* init_fn: PyTorch's device count; reports a bad HOFF_* variable now. */
+HOFF_API void hoff_torch_init(int device_count);
+/* reset_fn (torch.cuda.empty_cache): return cached blocks of every device. */
+HOFF_API void hoff_torch_empty_cache(void);
+/* memory_fraction_fn: the budget of device becomes fraction (0 < f <= 1) of
+ * its memory; the next step records and plans again. */
+HOFF_API void hoff_torch_set_memory_fraction(double fraction, int device);
+/* record_stream_fn: ptr is also used on stream; its free waits until the
+ * work queued there by then is done (checked at later allocations/frees). */
+HOFF_API void hoff_torch_record_stream(void *ptr, void *stream);
+/* The context of device (created if needed), for step, region and access
+ * marks; NULL with hoff_last_error() when it cannot be created. */
+HOFF_API hoff_ctx *hoff_torch_context(int device);
+/* Set an option (hoff_config_set's names and forms) for device, or every
+ * device if -1: it applies to contexts created later and, for budget,
+ * host_cap, planner and log_level, to a live context at once (the next step
+ * then records and plans again).  Other options: -EBUSY once the context
+ * exists.  -EINVAL/-ENOENT with the message in err as hoff_config_set. */
+HOFF_API int hoff_torch_configure(int device, const char *name,
+                                  const char *value, char *err, size_t errlen);
+/* Check name=value the way hoff_torch_configure would, changing nothing. */
+HOFF_API int hoff_torch_config_check(const char *name, const char *value,
+                                     char *err, size_t errlen);
 
 /* ---------------------------------------------------------------------------
  * Errors.

@@ -15,58 +15,44 @@
 
 /* --- the table, written out independently of the implementation ---------- */
 
-struct legal {
-    int from, ev, to;
+/* The spec, one rule per event (st: the state the block is in):
+ *  EVICT:   device -> evicting; evicting, or not on the device -> EALREADY;
+ *           prefetching -> EBUSY.
+ *  PREFETCH: host, discarded -> prefetching; device, prefetching -> EALREADY;
+ *           any other transfer in flight, or on NVMe -> EBUSY.
+ *  DISCARD: device, host, nvme -> discarded; discarded -> EALREADY; in flight -> EBUSY.
+ *  FAULT:   host, discarded -> device; device -> EALREADY; in flight or on NVMe -> EBUSY.
+ *  POPULATE: host, discarded -> device; device -> EALREADY; in flight -> EBUSY;
+ *           nvme -> EINVAL (a cached block is never on NVMe).
+ *  SPILL:   host -> spilling; spilling, nvme -> EALREADY; evicting, prefetching,
+ *           restoring -> EBUSY; device, discarded -> EINVAL (no host copy).
+ *  RESTORE: nvme -> restoring; restoring, host -> EALREADY; spilling -> EBUSY;
+ *           device, evicting, prefetching, discarded -> EINVAL.
+ *  *_DONE / *_FAIL: only in the matching in-flight state, else EINVAL. */
+enum { DEV = HOFF_RES_DEVICE, EVI = HOFF_RES_EVICTING, HST = HOFF_RES_HOST, PRE = HOFF_RES_PREFETCHING,
+       DIS = HOFF_RES_DISCARDED, SPI = HOFF_RES_SPILLING, NVM = HOFF_RES_NVME, RES = HOFF_RES_RESTORING };
+#define AL (-EALREADY)
+#define BZ (-EBUSY)
+#define IV (-EINVAL)
+
+static const int spec[HOFF__RES_STATE_COUNT][HOFF__EV_COUNT] = {
+    /*     EVICT E_DONE E_FAIL PREF P_DONE P_FAIL DISC FAULT POPUL SPILL S_DONE S_FAIL REST R_DONE R_FAIL */
+    [DEV] = {EVI, IV,   IV,    AL,  IV,    IV,    DIS, AL,   AL,   IV,   IV,    IV,    IV,  IV,    IV},
+    [EVI] = {AL,  HST,  DEV,   BZ,  IV,    IV,    BZ,  BZ,   BZ,   BZ,   IV,    IV,    IV,  IV,    IV},
+    [HST] = {AL,  IV,   IV,    PRE, IV,    IV,    DIS, DEV,  DEV,  SPI,  IV,    IV,    AL,  IV,    IV},
+    [PRE] = {BZ,  IV,   IV,    AL,  DEV,   HST,   BZ,  BZ,   BZ,   BZ,   IV,    IV,    IV,  IV,    IV},
+    [DIS] = {AL,  IV,   IV,    PRE, IV,    IV,    AL,  DEV,  DEV,  IV,   IV,    IV,    IV,  IV,    IV},
+    [SPI] = {AL,  IV,   IV,    BZ,  IV,    IV,    BZ,  BZ,   BZ,   AL,   NVM,   HST,   BZ,  IV,    IV},
+    [NVM] = {AL,  IV,   IV,    BZ,  IV,    IV,    DIS, BZ,   IV,   AL,   IV,    IV,    RES, IV,    IV},
+    [RES] = {AL,  IV,   IV,    BZ,  IV,    IV,    BZ,  BZ,   BZ,   BZ,   IV,    IV,    AL,  HST,   NVM},
 };
-
-static const struct legal legal[] = {
-    {HOFF_RES_DEVICE, HOFF__EV_EVICT, HOFF_RES_EVICTING},
-    {HOFF_RES_DEVICE, HOFF__EV_DISCARD, HOFF_RES_DISCARDED},
-    {HOFF_RES_EVICTING, HOFF__EV_EVICT_DONE, HOFF_RES_HOST},
-    {HOFF_RES_EVICTING, HOFF__EV_EVICT_FAIL, HOFF_RES_DEVICE},
-    {HOFF_RES_HOST, HOFF__EV_PREFETCH, HOFF_RES_PREFETCHING},
-    {HOFF_RES_HOST, HOFF__EV_DISCARD, HOFF_RES_DISCARDED},
-    {HOFF_RES_HOST, HOFF__EV_FAULT, HOFF_RES_DEVICE},
-    {HOFF_RES_HOST, HOFF__EV_POPULATE, HOFF_RES_DEVICE},
-    {HOFF_RES_PREFETCHING, HOFF__EV_PREFETCH_DONE, HOFF_RES_DEVICE},
-    {HOFF_RES_PREFETCHING, HOFF__EV_PREFETCH_FAIL, HOFF_RES_HOST},
-    {HOFF_RES_DISCARDED, HOFF__EV_PREFETCH, HOFF_RES_PREFETCHING},
-    {HOFF_RES_DISCARDED, HOFF__EV_FAULT, HOFF_RES_DEVICE},
-    {HOFF_RES_DISCARDED, HOFF__EV_POPULATE, HOFF_RES_DEVICE},
-};
-
-static int is_inflight(int st) {
-    return st == HOFF_RES_EVICTING || st == HOFF_RES_PREFETCHING;
-}
-
-/* The errno an illegal transition must give. */
-static int expected_error(int st, int ev) {
-    if (st >= HOFF_RES_SPILLING || ev == HOFF__EV_SPILL || ev == HOFF__EV_RESTORE)
-        return -ENOTSUP;
-    if (ev == HOFF__EV_EVICT_DONE || ev == HOFF__EV_EVICT_FAIL)
-        return -EINVAL; /* only from evicting, which is legal */
-    if (ev == HOFF__EV_PREFETCH_DONE || ev == HOFF__EV_PREFETCH_FAIL)
-        return -EINVAL;
-    if (is_inflight(st))
-        return (st == HOFF_RES_EVICTING && ev == HOFF__EV_EVICT) ||
-                       (st == HOFF_RES_PREFETCHING && ev == HOFF__EV_PREFETCH)
-                   ? -EALREADY
-                   : -EBUSY;
-    return -EALREADY; /* already where the event would put it */
-}
 
 static void test_every_transition(void) {
     int st, ev, checked = 0;
-    size_t i;
 
     for (st = 0; st < HOFF__RES_STATE_COUNT; st++)
         for (ev = 0; ev < HOFF__EV_COUNT; ev++) {
-            int want = 1000, got = hoff__res_next(st, ev);
-            for (i = 0; i < sizeof legal / sizeof legal[0]; i++)
-                if (legal[i].from == st && legal[i].ev == ev)
-                    want = legal[i].to;
-            if (want == 1000)
-                want = expected_error(st, ev);
+            int want = spec[st][ev], got = hoff__res_next(st, ev);
             if (got != want)
                 fprintf(stderr, "\n  %s --%s--> got %d want %d\n", hoff__res_state_name(st),
                         hoff__res_event_name(ev), got, want);
@@ -74,10 +60,12 @@ static void test_every_transition(void) {
             checked++;
         }
     CU_ASSERT_EQUAL(checked, HOFF__RES_STATE_COUNT * HOFF__EV_COUNT);
+    CU_ASSERT_EQUAL(HOFF__EV_COUNT, 15);
     CU_ASSERT_EQUAL(hoff__res_next(-1, 0), -EINVAL);
     CU_ASSERT_EQUAL(hoff__res_next(0, HOFF__EV_COUNT), -EINVAL);
     CU_ASSERT_STRING_EQUAL(hoff__res_state_name(HOFF_RES_PREFETCHING), "prefetching");
     CU_ASSERT_STRING_EQUAL(hoff__res_event_name(HOFF__EV_FAULT), "fault");
+    CU_ASSERT_STRING_EQUAL(hoff__res_event_name(HOFF__EV_RESTORE_FAIL), "restore-fail");
 }
 
 /* --- the runtime on sim ---------------------------------------------------- */

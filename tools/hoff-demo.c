@@ -135,6 +135,10 @@ static void usage(FILE *f) {
             "  --json            print one JSON object instead of the report\n"
             "  --corrupt         flip one byte of one activation after writing it, to\n"
             "                    show that the check catches it (exits 1)\n"
+            "  --step-delay MS   sleep MS milliseconds after each step (to watch it with\n"
+            "                    hoff-stat)\n"
+            "  --hold SECONDS    after the report, stay alive SECONDS before shutting down,\n"
+            "                    its statistics still published (for hoff-stat)\n"
             "  -h, --help        this text\n"
             "\n"
             "Every HOFF_* environment variable applies (see hoff-config(7)); the options\n"
@@ -588,6 +592,7 @@ int main(int argc, char **argv) {
         {"lookahead", required_argument, NULL, 'a'}, {"json", no_argument, NULL, 'j'},
         {"corrupt", no_argument, NULL, 'c'},         {"help", no_argument, NULL, 'h'},
         {"mode", required_argument, NULL, 'm'},
+        {"step-delay", required_argument, NULL, 'D'}, {"hold", required_argument, NULL, 'W'},
         {NULL, 0, NULL, 0},
     };
     struct demo d = {.layers = 8, .hidden = 1024, .seq = 2048, .batch = 1, .steps = 4,
@@ -600,6 +605,7 @@ int main(int argc, char **argv) {
     void **params = NULL;
     uint64_t total_plan;
     long pages = sysconf(_SC_PHYS_PAGES), pagesz = sysconf(_SC_PAGESIZE);
+    unsigned step_delay_ms = 0, hold_s = 0;
 
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (opt) {
@@ -632,6 +638,8 @@ int main(int argc, char **argv) {
             break;
         case 'j': d.json = 1; break;
         case 'c': d.corrupt = 1; break;
+        case 'D': if (parse_uint("step-delay", optarg, 0, 3600000, &step_delay_ms)) return 2; break;
+        case 'W': if (parse_uint("hold", optarg, 0, 86400, &hold_s)) return 2; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -784,6 +792,10 @@ int main(int argc, char **argv) {
             else if (r->state == HOFF_PLAN_WARMUP)
                 printf("plan: none (the planner did not produce a schedule; recording again)\n");
         }
+        if (step_delay_ms) {
+            fflush(stdout);
+            usleep(step_delay_ms * 1000u);
+        }
     }
     if ((rc = hoff_sync(d.ctx)) != 0)
         return fail_call("hoff_sync", rc);
@@ -842,6 +854,12 @@ int main(int argc, char **argv) {
                    SZ(d.verified_bytes));
     }
 
+    /* --hold: hoff_stats_get publishes the final counters; with --json they
+     * equal the "stats" printed (nothing happened since its hoff_stats_json). */
+    fflush(stdout);
+    if (hold_s && hoff_stats_get(d.ctx, &st) == 0)
+        for (unsigned t = 0; t < hold_s; t++)
+            sleep(1);
     if ((rc = hoff_shutdown(d.ctx)) != 0)
         fprintf(stderr, "hoff-demo: warning: hoff_shutdown: %s\n", hoff_strerror(rc));
     free(d.acts);

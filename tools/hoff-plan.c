@@ -1,5 +1,6 @@
 /* hoff-plan.c — the trace and plan tool: simulate a recorded trace under a budget on the sim backend, show the
- * schedule a planner builds for it, write synthetic transformer traces, and summarise a trace.
+ * schedule a planner builds for it, draw it (timeline: SVG; export: Perfetto JSON), write synthetic transformer
+ * traces, and summarise a trace.
  * Threading: single-threaded (the library's issuing thread runs behind the API). */
 #include "config.h"
 
@@ -7,11 +8,13 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/context.h"
 #include "core/core.h"
 #include "hoff.h"
 #include "plan/plan.h"
@@ -250,6 +253,7 @@ static void usage_simulate(FILE *f) {
             "  --budget SIZE|PCT%%  resident offload bytes allowed: a size (512M, 2G; 0 = no limit)\n"
             "                      or a percentage of the trace's offload peak without offload\n"
             "  --host-cap SIZE     host-tier bytes (default: no limit)\n"
+            "  --spill-dir DIR     NVMe tier: spill what passes the host cap to files in DIR\n"
             "  --bandwidth GBPS    the sim's H2D and D2H copy engines, and what the planner\n"
             "                      assumes, GB/s (default 50)\n"
             "  --planner NAME      planner (default greedy; 'hoff-plan show --help' lists them)\n"
@@ -273,6 +277,7 @@ struct sim_opts {
     double compute_scale;
     double gpu_step_ms;
     int json;
+    const char *spill_dir;   /* NVMe tier (HOFF_SPILL_DIR); NULL = none */
 };
 
 struct sim_run {
@@ -300,6 +305,10 @@ static int make_ctx(const struct sim_opts *so, uint64_t budget, uint64_t device_
     err[0] = '\0';
     if ((rc = hoff_config_set(&cfg, "planner", so->planner, err, sizeof err)) != 0) {
         fprintf(stderr, "%s simulate: --planner: %s\n", cmd, err[0] ? err : hoff_strerror(rc));
+        return rc;
+    }
+    if (so->spill_dir && (rc = hoff_config_set(&cfg, "spill_dir", so->spill_dir, err, sizeof err)) != 0) {
+        fprintf(stderr, "%s: --spill-dir: %s\n", cmd, err[0] ? err : hoff_strerror(rc));
         return rc;
     }
     if ((rc = hoff_init(ctx, &cfg)) != 0) {
@@ -400,7 +409,8 @@ static int cmd_simulate(int argc, char **argv) {
         {"bandwidth", required_argument, NULL, 'w'}, {"planner", required_argument, NULL, 'p'},
         {"steps", required_argument, NULL, 's'},   {"compute-scale", required_argument, NULL, 'c'},
         {"gpu-step", required_argument, NULL, 'g'}, {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+        {"spill-dir", required_argument, NULL, 'N'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     const char *sub = "simulate";
     struct sim_opts so;
     struct hoff__trace t;
@@ -450,6 +460,9 @@ static int cmd_simulate(int argc, char **argv) {
             break;
         case 'j':
             so.json = 1;
+            break;
+        case 'N':
+            so.spill_dir = optarg;
             break;
         case 'h':
             usage_simulate(stdout);
@@ -955,6 +968,1136 @@ static int cmd_show(int argc, char **argv) {
 }
 
 /* ---------------------------------------------------------------------------
+ * timeline and export: a replay on sim, sampled after every event, with every
+ * copy the sim's engines carried out and every stall of the compute stream
+ * ------------------------------------------------------------------------- */
+
+enum rec_kind { REC_D2H = 0, REC_H2D, REC_FAULT, REC_WAIT, REC_NVME_W, REC_NVME_R };
+
+struct rec_span {
+    uint64_t t0, t1;        /* virtual ns */
+    uint64_t bytes;
+    int kind;               /* enum rec_kind */
+    int step;
+};
+
+struct rec_sample {
+    uint64_t t;             /* virtual ns */
+    struct hoff_stats st;
+};
+
+struct recorder {
+    hoff_ctx *ctx;
+    const struct hoff__trace *t;
+    int steps;
+    size_t per_step;                /* nev + 2: step begin, each event, step end */
+    struct rec_sample *s;           /* steps * per_step */
+    unsigned char *have;            /* which samples were taken */
+    struct rec_span *sp;
+    size_t nsp, cap_sp;
+    int step;                       /* the step being driven */
+    int oom;
+    pthread_mutex_t lock;
+    struct hoff__backend_ops ops;   /* the sim's, with the transfers wrapped */
+    const struct hoff__backend_ops *orig;
+    double h2d_gbps, d2h_gbps, nvme_w_gbps, nvme_r_gbps;
+    uint64_t latency_ns;
+};
+
+static struct recorder *g_rec; /* the backend ops have no argument of their own */
+
+/* As the sim computes a copy's duration: ceil(bytes / GB/s) ns. */
+static uint64_t copy_ns(uint64_t bytes, double gbps) {
+    double q = (double)bytes / gbps;
+    uint64_t ns = (uint64_t)q;
+
+    return (double)ns < q ? ns + 1 : ns;
+}
+
+static void rec_span_add(struct recorder *r, int kind, uint64_t t0, uint64_t t1, uint64_t bytes) {
+    pthread_mutex_lock(&r->lock);
+    if (r->nsp == r->cap_sp) {
+        size_t cap = r->cap_sp ? r->cap_sp * 2 : 1024;
+        struct rec_span *n = realloc(r->sp, cap * sizeof *n);
+
+        if (!n) {
+            r->oom = 1;
+            pthread_mutex_unlock(&r->lock);
+            return;
+        }
+        r->sp = n;
+        r->cap_sp = cap;
+    }
+    r->sp[r->nsp++] = (struct rec_span){.t0 = t0, .t1 = t1, .bytes = bytes, .kind = kind, .step = r->step};
+    pthread_mutex_unlock(&r->lock);
+}
+
+static int rec_evict(struct hoff__backend *be, void *p, size_t size, hoff__event *after, hoff__event *done) {
+    struct hoff__sim_counters c;
+    int rc = g_rec->orig->evict(be, p, size, after, done);
+    uint64_t dur = g_rec->latency_ns + copy_ns(size, g_rec->d2h_gbps);
+
+    if (rc == 0 && hoff__sim_counters(be, &c) == 0)
+        rec_span_add(g_rec, REC_D2H, c.d2h_busy_until > dur ? c.d2h_busy_until - dur : 0, c.d2h_busy_until, size);
+    return rc;
+}
+
+static int rec_evict_node(struct hoff__backend *be, void *p, size_t size, int node, hoff__event *after,
+                          hoff__event *done) {
+    struct hoff__sim_counters c;
+    int rc = g_rec->orig->evict_node(be, p, size, node, after, done);
+    uint64_t dur = g_rec->latency_ns + copy_ns(size, g_rec->d2h_gbps);
+
+    if (rc == 0 && hoff__sim_counters(be, &c) == 0)
+        rec_span_add(g_rec, REC_D2H, c.d2h_busy_until > dur ? c.d2h_busy_until - dur : 0, c.d2h_busy_until, size);
+    return rc;
+}
+
+/* The simulated NVMe device: one queue for writes (spills) and reads (restores). */
+static int rec_nvme_model(struct hoff__backend *be, uint64_t bytes, int write, hoff__event *after,
+                          hoff__event *done) {
+    struct hoff__sim_counters c;
+    int rc = g_rec->orig->nvme_model(be, bytes, write, after, done);
+    uint64_t dur = g_rec->latency_ns + copy_ns(bytes, write ? g_rec->nvme_w_gbps : g_rec->nvme_r_gbps);
+
+    if (rc == 0 && hoff__sim_counters(be, &c) == 0)
+        rec_span_add(g_rec, write ? REC_NVME_W : REC_NVME_R, c.nvme_busy_until > dur ? c.nvme_busy_until - dur : 0,
+                     c.nvme_busy_until, bytes);
+    return rc;
+}
+
+static int rec_prefetch(struct hoff__backend *be, void *p, size_t size, hoff__event *after, hoff__event *done) {
+    struct hoff__sim_counters c0, c;
+    int rc, have0 = hoff__sim_counters(be, &c0) == 0;
+    uint64_t dur = g_rec->latency_ns + copy_ns(size, g_rec->h2d_gbps);
+
+    rc = g_rec->orig->prefetch(be, p, size, after, done);
+    /* A prefetch of a released block moves nothing: not a copy. */
+    if (rc == 0 && have0 && hoff__sim_counters(be, &c) == 0 && c.bytes_h2d > c0.bytes_h2d)
+        rec_span_add(g_rec, REC_H2D, c.h2d_busy_until > dur ? c.h2d_busy_until - dur : 0, c.h2d_busy_until, size);
+    return rc;
+}
+
+static int rec_fault(struct hoff__backend *be, void *p, size_t size, hoff_stream s, uint64_t *stall_ns) {
+    uint64_t t0 = g_rec->orig->clock_ns(be), stall = 0;
+    int rc = g_rec->orig->fault(be, p, size, s, &stall);
+
+    if (stall_ns)
+        *stall_ns = stall;
+    if (rc == 0 && stall)
+        rec_span_add(g_rec, REC_FAULT, t0, t0 + stall, size);
+    return rc;
+}
+
+static int rec_event_sync(struct hoff__backend *be, hoff__event *ev) {
+    uint64_t t0 = g_rec->orig->clock_ns(be), t1;
+    int rc = g_rec->orig->event_sync(be, ev);
+
+    t1 = g_rec->orig->clock_ns(be);
+    if (t1 > t0)
+        rec_span_add(g_rec, REC_WAIT, t0, t1, 0);
+    return rc;
+}
+
+static int rec_stream_wait(struct hoff__backend *be, hoff_stream s, hoff__event *ev) {
+    uint64_t t0 = g_rec->orig->clock_ns(be), t1;
+    int rc = g_rec->orig->stream_wait(be, s, ev);
+
+    t1 = g_rec->orig->clock_ns(be);
+    if (t1 > t0)
+        rec_span_add(g_rec, REC_WAIT, t0, t1, 0);
+    return rc;
+}
+
+/* The driver's callback: the counters as they are (no poll: sampling must not
+ * change what the replay does) and the virtual clock. */
+static void rec_on_event(void *arg, int step, size_t ev) {
+    struct recorder *r = arg;
+    size_t i = ev == SIZE_MAX ? 0 : ev + 1;
+    struct rec_sample *s;
+
+    r->step = step;
+    if (step < 0 || step >= r->steps || i >= r->per_step)
+        return;
+    s = &r->s[(size_t)step * r->per_step + i];
+    pthread_mutex_lock(&r->ctx->lock);
+    hoff__stats_snapshot(r->ctx, &s->st);
+    pthread_mutex_unlock(&r->ctx->lock);
+    s->t = r->ctx->be->ops->clock_ns(r->ctx->be);
+    r->have[(size_t)step * r->per_step + i] = 1;
+}
+
+static struct rec_sample *rec_at(const struct recorder *r, int step, size_t i) {
+    return r->have[(size_t)step * r->per_step + i] ? &r->s[(size_t)step * r->per_step + i] : NULL;
+}
+
+/* What the picture commands share: the trace, the budget, the run. */
+struct pic {
+    const char *sub;
+    struct sim_opts so;
+    struct hoff__trace t;
+    uint64_t budget, offload_peak;
+    size_t peak_ev;
+    struct recorder rec;
+    /* the plan the context replayed, taken before shutdown */
+    struct hoff__schedule sched;
+    struct hoff__trace planned;     /* the trace it was planned on */
+    int have_plan;
+    char planner[16];
+    struct hoff_stats last;
+};
+
+static void pic_free(struct pic *p) {
+    free(p->rec.s);
+    free(p->rec.have);
+    free(p->rec.sp);
+    pthread_mutex_destroy(&p->rec.lock);
+    hoff__schedule_destroy(&p->sched);
+    hoff__trace_destroy(&p->planned);
+    hoff__trace_destroy(&p->t);
+}
+
+/* Copy a finished trace (events and names) and finish the copy. */
+static int trace_copy(struct hoff__trace *dst, const struct hoff__trace *src) {
+    size_t i;
+    int rc;
+
+    hoff__trace_init(dst);
+    for (i = 0; i < src->nnames; i++)
+        if (hoff__trace_name(dst, src->names[i]) == UINT32_MAX)
+            return -ENOMEM;
+    for (i = 0; i < src->nev; i++)
+        if ((rc = hoff__trace_append(dst, &src->ev[i])) != 0)
+            return rc;
+    dst->budget_bytes = src->budget_bytes;
+    dst->host_cap_bytes = src->host_cap_bytes;
+    dst->h2d_gbps = src->h2d_gbps;
+    dst->d2h_gbps = src->d2h_gbps;
+    dst->step_ns = src->step_ns;
+    dst->step_gpu_ns = src->step_gpu_ns;
+    memcpy(dst->backend, src->backend, sizeof dst->backend);
+    return hoff__trace_finish(dst);
+}
+
+static int schedule_copy(struct hoff__schedule *dst, const struct hoff__schedule *src) {
+    size_t i;
+    int rc;
+
+    for (i = 0; i < src->nact; i++) {
+        const struct hoff__action *a = &src->act[i];
+
+        if ((rc = hoff__schedule_add(dst, a->ev, a->when, a->kind, a->block, a->copy_ev)) != 0)
+            return rc;
+    }
+    memcpy(dst->planner, src->planner, sizeof dst->planner);
+    dst->budget_bytes = src->budget_bytes;
+    dst->peak_bytes = src->peak_bytes;
+    dst->peak_ev = src->peak_ev;
+    dst->nopeak_bytes = src->nopeak_bytes;
+    dst->feasible = src->feasible;
+    dst->block_bytes = src->block_bytes;
+    return 0;
+}
+
+/* Drive the trace on sim with the recorder in place; keep the plan. */
+static int pic_run(struct pic *p) {
+    struct hoff__drive_opts o;
+    struct hoff__drive_result res;
+    struct hoff__sim_counters c;
+    struct recorder *r = &p->rec;
+    uint64_t device_bytes = 80 * GiB, tpeak = total_peak(&p->t);
+    hoff_ctx *ctx = NULL;
+    int rc;
+
+    if (tpeak > device_bytes / 2)
+        device_bytes = tpeak * 2;
+    if (make_ctx(&p->so, p->budget, device_bytes, &ctx))
+        return -1;
+    r->ctx = ctx;
+    r->t = &p->t;
+    r->steps = (int)p->so.steps;
+    r->per_step = p->t.nev + 2;
+    r->s = calloc((size_t)r->steps * r->per_step, sizeof *r->s);
+    r->have = calloc((size_t)r->steps * r->per_step, 1);
+    if (!r->s || !r->have) {
+        hoff_shutdown(ctx);
+        fprintf(stderr, "%s %s: out of memory\n", cmd, p->sub);
+        return -1;
+    }
+    r->orig = ctx->be->ops;
+    r->ops = *r->orig;
+    r->ops.evict = rec_evict;
+    r->ops.prefetch = rec_prefetch;
+    r->ops.fault = rec_fault;
+    r->ops.event_sync = rec_event_sync;
+    r->ops.stream_wait = rec_stream_wait;
+    if (r->orig->evict_node)
+        r->ops.evict_node = rec_evict_node;
+    if (r->orig->nvme_model)
+        r->ops.nvme_model = rec_nvme_model;
+    r->h2d_gbps = p->so.bandwidth;
+    r->d2h_gbps = p->so.bandwidth;
+    r->nvme_w_gbps = ctx->cfg.sim_nvme_write_gbps;
+    r->nvme_r_gbps = ctx->cfg.sim_nvme_read_gbps;
+    r->latency_ns = ctx->cfg.sim_latency_ns;
+    g_rec = r;
+    ctx->be->ops = &r->ops;
+
+    memset(&o, 0, sizeof o);
+    o.steps = r->steps;
+    o.verify = 1;
+    o.compute_scale = p->so.compute_scale;
+    o.gpu_step_ns = p->so.gpu_step_ms > 0 ? (uint64_t)(p->so.gpu_step_ms * 1e6 + 0.5) : 0;
+    o.on_event = rec_on_event;
+    o.on_event_arg = r;
+    rc = hoff__trace_drive(ctx, &p->t, &o, &res);
+    if (rc == 0 && res.integrity_errors)
+        fprintf(stderr, "%s %s: warning: integrity: %s\n", cmd, p->sub, res.first_error);
+    hoff__drive_result_free(&res);
+    if (rc) {
+        fprintf(stderr, "%s %s: %s: %s\n", cmd, p->sub, p->so.trace_path, hoff_last_error());
+    } else {
+        hoff_stats_get(ctx, &p->last);
+        pthread_mutex_lock(&ctx->lock);
+        hoff__schedule_init(&p->sched);
+        if (ctx->pipe.have_plan && ctx->pipe.have_trace) {
+            rc = schedule_copy(&p->sched, &ctx->pipe.sched);
+            if (rc == 0)
+                rc = trace_copy(&p->planned, &ctx->pipe.trace);
+            p->have_plan = rc == 0;
+            if (rc)
+                fprintf(stderr, "%s %s: cannot copy the plan: %s\n", cmd, p->sub, hoff_strerror(rc));
+        }
+        snprintf(p->planner, sizeof p->planner, "%s", ctx->cfg.planner);
+        pthread_mutex_unlock(&ctx->lock);
+        if (hoff__sim_counters(ctx->be, &c) != 0)
+            memset(&c, 0, sizeof c);
+    }
+    ctx->be->ops = r->orig;
+    g_rec = NULL;
+    hoff_shutdown(ctx);
+    if (r->oom) {
+        fprintf(stderr, "%s %s: out of memory recording the replay\n", cmd, p->sub);
+        return -1;
+    }
+    return rc ? -1 : 0;
+}
+
+/* The options both commands take (simulate's, without --json). */
+static int pic_parse(struct pic *p, int argc, char **argv, const char *short_opts, const struct option *extra,
+                     int nextra, int (*on_extra)(struct pic *, int, const char *), void (*usage_fn)(FILE *)) {
+    struct option longopts[24];
+    static const struct option common[] = {
+        {"budget", required_argument, NULL, 'b'},  {"host-cap", required_argument, NULL, 'H'},
+        {"bandwidth", required_argument, NULL, 'w'}, {"planner", required_argument, NULL, 'p'},
+        {"steps", required_argument, NULL, 's'},   {"compute-scale", required_argument, NULL, 'c'},
+        {"gpu-step", required_argument, NULL, 'g'}, {"spill-dir", required_argument, NULL, 'N'},
+        {"help", no_argument, NULL, 'h'}};
+    const int ncommon = (int)(sizeof common / sizeof common[0]);
+    int opt, have_budget = 0, i, n = 0;
+
+    for (i = 0; i < ncommon; i++)
+        longopts[n++] = common[i];
+    for (i = 0; i < nextra && n < 23; i++)
+        longopts[n++] = extra[i];
+    memset(&longopts[n], 0, sizeof longopts[n]);
+    memset(&p->so, 0, sizeof p->so);
+    p->so.bandwidth = 50.0;
+    p->so.planner = "greedy";
+    p->so.steps = 3;
+    p->so.compute_scale = 1.0;
+    opterr = 0;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, short_opts, longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'b':
+            if (parse_budget(p->sub, optarg, &p->so.budget))
+                return EXIT_USAGE;
+            have_budget = 1;
+            break;
+        case 'H':
+            if (parse_size_opt(p->sub, "--host-cap", optarg, &p->so.host_cap))
+                return EXIT_USAGE;
+            break;
+        case 'w':
+            if (parse_pos_double(p->sub, "--bandwidth", optarg, &p->so.bandwidth))
+                return EXIT_USAGE;
+            break;
+        case 'p':
+            p->so.planner = optarg;
+            break;
+        case 's':
+            if (parse_u64(p->sub, "--steps", optarg, 2, 1000, &p->so.steps))
+                return EXIT_USAGE;
+            break;
+        case 'c':
+            if (parse_pos_double(p->sub, "--compute-scale", optarg, &p->so.compute_scale))
+                return EXIT_USAGE;
+            break;
+        case 'g':
+            if (parse_pos_double(p->sub, "--gpu-step", optarg, &p->so.gpu_step_ms))
+                return EXIT_USAGE;
+            break;
+        case 'N':
+            p->so.spill_dir = optarg;
+            break;
+        case 'h':
+            usage_fn(stdout);
+            return -1;
+        case ':':
+        case '?':
+            return bad_option(p->sub, argv, opt);
+        default:
+            if (on_extra(p, opt, optarg))
+                return EXIT_USAGE;
+            break;
+        }
+    }
+    if (optind >= argc)
+        return usage_error(p->sub, "no trace file given");
+    if (optind + 1 < argc)
+        return usage_error(p->sub, "one trace file expected, got also '%s'", argv[optind + 1]);
+    if (!have_budget)
+        return usage_error(p->sub, "--budget is required");
+    if (check_planner(p->sub, p->so.planner))
+        return EXIT_USAGE;
+    p->so.trace_path = argv[optind];
+    return 0;
+}
+
+static int pic_load(struct pic *p) {
+    if (load_trace(p->so.trace_path, &p->t))
+        return EXIT_FAIL;
+    p->offload_peak = hoff__trace_offload_peak(&p->t, hoff__pool_block_bytes, &p->peak_ev);
+    if (resolve_budget(p->sub, &p->so.budget, p->offload_peak, &p->budget)) {
+        hoff__trace_destroy(&p->t);
+        return EXIT_USAGE;
+    }
+    pthread_mutex_init(&p->rec.lock, NULL);
+    hoff__schedule_init(&p->sched);
+    hoff__trace_init(&p->planned);
+    return 0;
+}
+
+static const char *base_name(const char *path) {
+    const char *s = strrchr(path, '/');
+
+    return s ? s + 1 : path;
+}
+
+/* Where each managed block of `t` is at each event under schedule s, with
+ * transfers instant (the model of hoff__schedule_peak): bytes on the device,
+ * the host and NVMe at each event's peak point (after the actions before it
+ * and the event; a block freed at i counts at i). */
+enum { AT_NONE = 0, AT_DEVICE, AT_HOST, AT_NVME, AT_RELEASED };
+
+static int counted(int at) {
+    return at == AT_DEVICE || at == AT_HOST || at == AT_NVME;
+}
+
+static void plan_tiers(const struct hoff__trace *t, const struct hoff__schedule *s, uint64_t *dev, uint64_t *host,
+                       uint64_t *nvme) {
+    uint8_t *at = calloc(t->nblocks ? t->nblocks : 1, 1);
+    uint64_t cur[5] = {0};
+    size_t i, k = 0;
+
+    if (!at)
+        return;
+    for (i = 0; i < t->nev; i++) {
+        const struct hoff__tev *e = &t->ev[i];
+        int pass;
+
+        for (pass = 0; pass < 2; pass++) {
+            if (pass == 1) {
+                if (e->kind == HOFF__TEV_ALLOC && e->block < t->nblocks && e->pool == 1) {
+                    at[e->block] = AT_DEVICE;
+                    cur[AT_DEVICE] += hoff__pool_block_bytes(1, e->size);
+                }
+                dev[i] = cur[AT_DEVICE];
+                host[i] = cur[AT_HOST];
+                nvme[i] = cur[AT_NVME];
+                if (e->kind == HOFF__TEV_FREE && e->block < t->nblocks && t->blocks[e->block].pool == 1) {
+                    if (counted(at[e->block]))
+                        cur[at[e->block]] -= hoff__pool_block_bytes(1, t->blocks[e->block].size);
+                    at[e->block] = AT_NONE;
+                }
+            }
+            for (; k < s->nact && s->act[k].ev == i && (pass == 1 || s->act[k].when == HOFF__ACT_BEFORE); k++) {
+                const struct hoff__action *a = &s->act[k];
+                uint64_t b;
+                int to;
+
+                if (a->block >= t->nblocks || t->blocks[a->block].pool != 1 || at[a->block] == AT_NONE)
+                    continue;
+                switch (a->kind) {
+                case HOFF__ACT_EVICT:
+                case HOFF__ACT_RESTORE:
+                    to = AT_HOST;
+                    break;
+                case HOFF__ACT_PREFETCH:
+                    to = AT_DEVICE;
+                    break;
+                case HOFF__ACT_SPILL:
+                    to = AT_NVME;
+                    break;
+                default:
+                    to = AT_RELEASED;
+                    break;
+                }
+                b = hoff__pool_block_bytes(1, t->blocks[a->block].size);
+                if (counted(at[a->block]))
+                    cur[at[a->block]] -= b;
+                if (counted(to))
+                    cur[to] += b;
+                at[a->block] = (uint8_t)to;
+            }
+        }
+    }
+    free(at);
+}
+
+/* --- timeline: SVG --------------------------------------------------------- */
+
+static void usage_timeline(FILE *f) {
+    fprintf(f,
+            "usage: hoff-plan timeline TRACE --budget SIZE|PCT%% -o FILE.svg [options]\n"
+            "Draws resident offload bytes over the step, events on the x axis: without offload,\n"
+            "and with the plan (on the device, the host tier and the NVMe tier stacked), the\n"
+            "replay's own resident bytes as the sim measured them, the budget line, and marks\n"
+            "where prefetches were late.  The last step of a replay on the sim backend is shown.\n"
+            "No dependencies: the SVG is written by hand.\n"
+            "\n"
+            "  -o, --output FILE    the SVG to write (required)\n"
+            "  --budget SIZE|PCT%%   resident offload bytes allowed (as in simulate)\n"
+            "  --host-cap SIZE      host-tier bytes (default: no limit)\n"
+            "  --spill-dir DIR      NVMe tier: spill what passes the host cap to files in DIR\n"
+            "  --bandwidth GBPS     the sim's copy engines and the planner's figure (default 50)\n"
+            "  --planner NAME       planner (default greedy)\n"
+            "  --steps N            steps to simulate, the first the warmup (default 3, >= 2)\n"
+            "  --compute-scale X    divide the trace's compute gaps by X (default 1)\n"
+            "  --gpu-step MS        scale the compute gaps so a step computes for MS ms\n"
+            "  --width PX           picture width (default 1200, >= 400)\n"
+            "  --height PX          picture height (default 640, >= 300)\n"
+            "  -h, --help           this text\n"
+            "\n"
+            "Exit status: 0 ok, 1 unreadable trace, runtime error or unwritable file, 2 bad usage.\n");
+}
+
+struct tl_opts {
+    const char *out;
+    uint64_t width, height;
+};
+
+static struct tl_opts tl;
+
+static int tl_extra(struct pic *p, int opt, const char *arg) {
+    switch (opt) {
+    case 'o':
+        tl.out = arg;
+        return 0;
+    case 'W':
+        return parse_u64(p->sub, "--width", arg, 400, 20000, &tl.width);
+    case 'T':
+        return parse_u64(p->sub, "--height", arg, 300, 20000, &tl.height);
+    default:
+        return -1;
+    }
+}
+
+/* Axis units: the largest power of 1024 under max, and a 1-2-5 step that
+ * gives about `ticks` ticks. */
+static double nice_step(double range, int ticks) {
+    double raw = range / ticks, mag = pow(10, floor(log10(raw))), f = raw / mag;
+
+    return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
+}
+
+static void xml_text(FILE *f, const char *s) {
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '<':
+            fputs("&lt;", f);
+            break;
+        case '>':
+            fputs("&gt;", f);
+            break;
+        case '&':
+            fputs("&amp;", f);
+            break;
+        case '"':
+            fputs("&quot;", f);
+            break;
+        default:
+            if ((unsigned char)*s >= 0x20 || *s == '\n' || *s == '\t')
+                fputc(*s, f);
+            break;
+        }
+    }
+}
+
+/* A step function of one value per column as an SVG path: along the top
+ * from left to right, then back along `base` (NULL: the x axis). */
+static void band_path(FILE *f, const double *top, const double *base, int ncol, double x0, double colw, double y0,
+                      double yscale) {
+    int c;
+
+    fprintf(f, "M%.1f,%.1f", x0, y0 - top[0] * yscale);
+    for (c = 0; c < ncol; c++) {
+        double y = y0 - top[c] * yscale;
+
+        fprintf(f, " L%.1f,%.1f L%.1f,%.1f", x0 + c * colw, y, x0 + (c + 1) * colw, y);
+    }
+    for (c = ncol - 1; c >= 0; c--) {
+        double y = y0 - (base ? base[c] : 0) * yscale;
+
+        fprintf(f, " L%.1f,%.1f L%.1f,%.1f", x0 + (c + 1) * colw, y, x0 + c * colw, y);
+    }
+    fputs(" Z", f);
+}
+
+static void line_path(FILE *f, const double *v, int ncol, double x0, double colw, double y0, double yscale) {
+    int c;
+
+    for (c = 0; c < ncol; c++) {
+        double y = y0 - v[c] * yscale;
+
+        fprintf(f, "%s%.1f,%.1f L%.1f,%.1f", c ? " L" : "M", x0 + c * colw, y, x0 + (c + 1) * colw, y);
+    }
+}
+
+static int cmd_timeline(int argc, char **argv) {
+    static const struct option extra[] = {{"output", required_argument, NULL, 'o'},
+                                          {"width", required_argument, NULL, 'W'},
+                                          {"height", required_argument, NULL, 'T'}};
+    struct pic p;
+    uint64_t *nooff = NULL, *pdev = NULL, *phost = NULL, *pnvme = NULL, *real = NULL, *late = NULL;
+    double *c_nooff = NULL, *c_dev = NULL, *c_host = NULL, *c_nvme = NULL, *c_real = NULL, *c_late = NULL;
+    double W, H, L = 96, R = 24, T = 74, B = 150, pw, ph, x0, y0, colw, ymax, unit, ystep, xstep, yscale, v;
+    const char *uname;
+    size_t i, nev, nlate = 0, late_total = 0;
+    int rc, ncol, c, exit_code = EXIT_FAIL, last, tick;
+    FILE *f = NULL;
+    char buf[256];
+
+    memset(&p, 0, sizeof p);
+    memset(&tl, 0, sizeof tl);
+    tl.width = 1200;
+    tl.height = 640;
+    p.sub = "timeline";
+    rc = pic_parse(&p, argc, argv, ":ho:", extra, 3, tl_extra, usage_timeline);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    if (!tl.out)
+        return usage_error(p.sub, "-o FILE.svg is required");
+    if ((rc = pic_load(&p)) != 0)
+        return rc;
+    if (pic_run(&p))
+        goto out;
+    nev = p.t.nev;
+    if (nev == 0) {
+        fprintf(stderr, "%s timeline: %s has no events\n", cmd, p.so.trace_path);
+        goto out;
+    }
+    last = p.rec.steps - 1;
+    nooff = calloc(nev, sizeof *nooff);
+    pdev = calloc(nev, sizeof *pdev);
+    phost = calloc(nev, sizeof *phost);
+    pnvme = calloc(nev, sizeof *pnvme);
+    real = calloc(nev, sizeof *real);
+    late = calloc(nev, sizeof *late);
+    if (!nooff || !pdev || !phost || !pnvme || !real || !late) {
+        fprintf(stderr, "%s timeline: out of memory\n", cmd);
+        goto out;
+    }
+    /* Without offload: the live managed bytes (what the budget counts). */
+    {
+        struct hoff__schedule empty;
+
+        hoff__schedule_init(&empty);
+        plan_tiers(&p.t, &empty, nooff, phost, pnvme);
+        hoff__schedule_destroy(&empty);
+    }
+    /* With the plan: the replayed schedule on the trace it was planned on
+     * (the same events as TRACE, as the replay did not diverge). */
+    memset(phost, 0, nev * sizeof *phost);
+    memset(pnvme, 0, nev * sizeof *pnvme);
+    if (p.have_plan && p.planned.nev == nev)
+        plan_tiers(&p.planned, &p.sched, pdev, phost, pnvme);
+    else
+        memcpy(pdev, nooff, nev * sizeof *pdev);
+    /* The replay as measured: resident bytes after each event of the last
+     * step, and the late prefetches each event saw. */
+    for (i = 0; i < nev; i++) {
+        struct rec_sample *s = rec_at(&p.rec, last, i + 1), *s0 = rec_at(&p.rec, last, i);
+
+        real[i] = s ? s->st.resident_bytes : 0;
+        late[i] = s && s0 && s->st.late_prefetches > s0->st.late_prefetches
+                      ? s->st.late_prefetches - s0->st.late_prefetches
+                      : 0;
+        nlate += late[i] != 0;
+        late_total += late[i];
+    }
+
+    /* Columns: at most one per pixel, each the maximum of its events. */
+    W = (double)tl.width;
+    H = (double)tl.height;
+    pw = W - L - R;
+    ph = H - T - B;
+    ncol = nev < (size_t)pw ? (int)nev : (int)pw;
+    c_nooff = calloc((size_t)ncol, sizeof(double));
+    c_dev = calloc((size_t)ncol, sizeof(double));
+    c_host = calloc((size_t)ncol, sizeof(double));
+    c_nvme = calloc((size_t)ncol, sizeof(double));
+    c_real = calloc((size_t)ncol, sizeof(double));
+    c_late = calloc((size_t)ncol, sizeof(double));
+    if (!c_nooff || !c_dev || !c_host || !c_nvme || !c_real || !c_late) {
+        fprintf(stderr, "%s timeline: out of memory\n", cmd);
+        goto out;
+    }
+    ymax = (double)p.budget;
+    for (i = 0; i < nev; i++) {
+        c = (int)((double)i * ncol / (double)nev);
+        if (c >= ncol)
+            c = ncol - 1;
+#define MAXTO(a, x) ((a) = (a) > (x) ? (a) : (x))
+        MAXTO(c_nooff[c], (double)nooff[i]);
+        MAXTO(c_dev[c], (double)pdev[i]);
+        MAXTO(c_host[c], (double)(pdev[i] + phost[i]));
+        MAXTO(c_nvme[c], (double)(pdev[i] + phost[i] + pnvme[i]));
+        MAXTO(c_real[c], (double)real[i]);
+        c_late[c] += (double)late[i];
+        MAXTO(ymax, (double)nooff[i]);
+        MAXTO(ymax, (double)(pdev[i] + phost[i] + pnvme[i]));
+        MAXTO(ymax, (double)real[i]);
+#undef MAXTO
+    }
+    if (ymax <= 0)
+        ymax = 1;
+    if (ymax >= (double)GiB) {
+        unit = (double)GiB;
+        uname = "GiB";
+    } else if (ymax >= (double)(1 << 20)) {
+        unit = (double)(1 << 20);
+        uname = "MiB";
+    } else {
+        unit = 1024;
+        uname = "KiB";
+    }
+    ystep = nice_step(ymax / unit * 1.05, 6);
+    ymax = ceil(ymax / unit * 1.05 / ystep) * ystep * unit;
+    x0 = L;
+    y0 = T + ph;
+    colw = pw / ncol;
+    yscale = ph / ymax;
+
+    f = fopen(tl.out, "w");
+    if (!f) {
+        fprintf(stderr, "%s timeline: cannot write %s: %s\n", cmd, tl.out, strerror(errno));
+        goto out;
+    }
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
+            "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"13\">\n",
+            W, H, W, H);
+    fprintf(f, "<title>hoff-plan timeline: ");
+    xml_text(f, base_name(p.so.trace_path));
+    fprintf(f, "</title>\n<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"#ffffff\"/>\n", W, H);
+    /* Title and what was run. */
+    fprintf(f, "<text x=\"%.0f\" y=\"28\" font-size=\"18\" font-weight=\"bold\">Resident offload bytes over the step: ",
+            L);
+    xml_text(f, base_name(p.so.trace_path));
+    fprintf(f, "</text>\n");
+    snprintf(buf, sizeof buf, "%s", SZ(p.budget));
+    fprintf(f, "<text x=\"%.0f\" y=\"50\" fill=\"#444444\">planner %s, budget %s", L, p.planner, buf);
+    if (p.so.budget.pct >= 0)
+        fprintf(f, " (%g%% of the %s peak)", p.so.budget.pct, SZ(p.offload_peak));
+    fprintf(f, ", copy engines %g GB/s; step %d of %d simulated on sim (", p.so.bandwidth, last, p.rec.steps);
+    fprintf(f, "%s), %zu events", p.last.plans ? "replay" : "no plan", nev);
+    if (p.so.host_cap)
+        fprintf(f, ", host cap %s", SZ(p.so.host_cap));
+    fprintf(f, "</text>\n");
+
+    /* Grid and y axis. */
+    fprintf(f, "<g stroke=\"#e4e4e4\" stroke-width=\"1\">\n");
+    for (v = 0; v <= ymax / unit + 1e-9; v += ystep)
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", x0, y0 - v * unit * yscale, x0 + pw,
+                y0 - v * unit * yscale);
+    fprintf(f, "</g>\n<g text-anchor=\"end\" fill=\"#333333\">\n");
+    for (v = 0; v <= ymax / unit + 1e-9; v += ystep)
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%g</text>\n", x0 - 8, y0 - v * unit * yscale + 4, v);
+    fprintf(f, "</g>\n");
+    fprintf(f,
+            "<text transform=\"translate(%.0f,%.1f) rotate(-90)\" text-anchor=\"middle\" fill=\"#333333\">"
+            "resident offload bytes (%s)</text>\n",
+            L - 62, T + ph / 2, uname);
+
+    /* The plan's tiers, stacked: NVMe on top, then host, then device. */
+    fprintf(f, "<path fill=\"#b39ddb\" fill-opacity=\"0.85\" stroke=\"none\" d=\"");
+    band_path(f, c_nvme, c_host, ncol, x0, colw, y0, yscale);
+    fprintf(f, "\"><title>with the plan: on the NVMe tier</title></path>\n");
+    fprintf(f, "<path fill=\"#ffcc80\" fill-opacity=\"0.9\" stroke=\"none\" d=\"");
+    band_path(f, c_host, c_dev, ncol, x0, colw, y0, yscale);
+    fprintf(f, "\"><title>with the plan: on the host tier</title></path>\n");
+    fprintf(f, "<path fill=\"#90caf9\" fill-opacity=\"0.95\" stroke=\"none\" d=\"");
+    band_path(f, c_dev, NULL, ncol, x0, colw, y0, yscale);
+    fprintf(f, "\"><title>with the plan: resident on the device (transfers instant)</title></path>\n");
+    /* Without offload, and the replay as measured. */
+    fprintf(f, "<path fill=\"none\" stroke=\"#757575\" stroke-width=\"1.4\" d=\"");
+    line_path(f, c_nooff, ncol, x0, colw, y0, yscale);
+    fprintf(f, "\"><title>without offload: %s peak</title></path>\n", SZ(p.offload_peak));
+    fprintf(f, "<path fill=\"none\" stroke=\"#0d47a1\" stroke-width=\"1.6\" d=\"");
+    line_path(f, c_real, ncol, x0, colw, y0, yscale);
+    fprintf(f, "\"><title>replay on sim: resident bytes measured after each event</title></path>\n");
+    /* The budget. */
+    if (p.budget) {
+        double yb = y0 - (double)p.budget * yscale;
+
+        fprintf(f,
+                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#d32f2f\" stroke-width=\"2\" "
+                "stroke-dasharray=\"10,5\"/>\n",
+                x0, yb, x0 + pw, yb);
+        /* Its label goes where the curves stay lowest under it (the right
+         * end, the left end, or a tenth of the way in between). */
+        double lw = 8.0 * (7 + (double)strlen(SZ(p.budget))), best_x = x0 + pw - 4 - lw, best = -1;
+        int cand;
+
+        for (cand = 0; cand <= 10; cand++) {
+            double lx = x0 + 4 + (pw - 8 - lw) * (10 - cand) / 10.0, top = 0;
+            int c0 = (int)((lx - x0) / colw), c1 = (int)((lx + lw - x0) / colw);
+
+            for (c = c0 < 0 ? 0 : c0; c <= c1 && c < ncol; c++) {
+                top = c_nooff[c] > top ? c_nooff[c] : top;
+                top = c_nvme[c] > top ? c_nvme[c] : top;
+                top = c_real[c] > top ? c_real[c] : top;
+            }
+            if (best < 0 || top < best) {
+                best = top;
+                best_x = lx;
+            }
+        }
+        fprintf(f,
+                "<text x=\"%.1f\" y=\"%.1f\" fill=\"#d32f2f\" font-weight=\"bold\" "
+                "stroke=\"#ffffff\" stroke-width=\"3\" paint-order=\"stroke\">budget %s</text>\n",
+                best_x, yb - 6, SZ(p.budget));
+    }
+    /* Late prefetches: a red triangle under the axis at each event that
+     * waited for one. */
+    fprintf(f, "<g fill=\"#d32f2f\">\n");
+    for (c = 0; c < ncol; c++) {
+        double xc = x0 + (c + 0.5) * colw;
+
+        if (c_late[c] <= 0)
+            continue;
+        fprintf(f, "<path d=\"M%.1f,%.1f l-5,9 l10,0 Z\"><title>%.0f late prefetch%s</title></path>\n", xc, y0 + 3,
+                c_late[c], c_late[c] == 1 ? "" : "es");
+    }
+    fprintf(f, "</g>\n");
+
+    /* Axes and the x ticks. */
+    fprintf(f,
+            "<g stroke=\"#333333\" stroke-width=\"1.2\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
+            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/></g>\n",
+            x0, y0, x0 + pw, y0, x0, y0, x0, T);
+    xstep = nice_step((double)nev, 10);
+    if (xstep < 1)
+        xstep = 1;
+    fprintf(f, "<g text-anchor=\"middle\" fill=\"#333333\">\n");
+    for (v = 0, tick = 0; v <= (double)nev + 1e-9 && tick < 100; v += xstep, tick++) {
+        double xv = x0 + v / (double)nev * pw;
+
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333333\"/>", xv, y0, xv, y0 + 5);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%.0f</text>\n", xv, y0 + 28, v);
+    }
+    fprintf(f, "</g>\n<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#333333\">trace event "
+               "(allocations, frees, accesses and op marks of one step, in order)</text>\n",
+            x0 + pw / 2, y0 + 50);
+
+    /* Legend, two rows under the axis. */
+    {
+        struct item {
+            const char *kind; /* "fill", "line", "budget", "late" */
+            const char *color;
+            const char *text;
+        } items[] = {
+            {"fill", "#90caf9", "with the plan: on the device"},
+            {"fill", "#ffcc80", "with the plan: on the host tier"},
+            {"fill", "#b39ddb", "with the plan: on the NVMe tier"},
+            {"line", "#757575", "without offload"},
+            {"line", "#0d47a1", "replay on sim (measured)"},
+            {"budget", "#d32f2f", "budget"},
+            {"late", "#d32f2f", "late prefetch"},
+        };
+        int n = (int)(sizeof items / sizeof items[0]), k;
+
+        /* Row 1: the plan's three tiers; row 2: the lines and marks. */
+        for (k = 0; k < n; k++) {
+            int row = k < 3 ? 0 : 1, col = k < 3 ? k : k - 3;
+            double lx = x0 + col * (row ? pw / 4 : pw / 3), yy = y0 + 78 + row * 24;
+
+            if (!strcmp(items[k].kind, "fill"))
+                fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"22\" height=\"12\" fill=\"%s\"/>", lx, yy - 10,
+                        items[k].color);
+            else if (!strcmp(items[k].kind, "late"))
+                fprintf(f, "<path d=\"M%.1f,%.1f l-5,9 l10,0 Z\" fill=\"%s\"/>", lx + 11, yy - 10, items[k].color);
+            else
+                fprintf(f,
+                        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"%s/>",
+                        lx, yy - 4, lx + 22, yy - 4, items[k].color,
+                        !strcmp(items[k].kind, "budget") ? " stroke-dasharray=\"10,5\"" : "");
+            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">", lx + 30, yy);
+            xml_text(f, items[k].text);
+            if (!strcmp(items[k].kind, "late"))
+                fprintf(f, " (%zu at %zu events)", late_total, nlate);
+            else if (!strcmp(items[k].kind, "budget"))
+                fprintf(f, " %s", p.budget ? SZ(p.budget) : "(none)");
+            else if (k == 2 && !p.last.spills)
+                fprintf(f, "%s", p.so.host_cap ? " (none)" : " (none: no host cap)");
+            fprintf(f, "</text>\n");
+        }
+    }
+    fprintf(f, "</svg>\n");
+    if (fclose(f) != 0) {
+        f = NULL;
+        fprintf(stderr, "%s timeline: cannot write %s: %s\n", cmd, tl.out, strerror(errno));
+        goto out;
+    }
+    f = NULL;
+    printf("%s: %zu events, budget %s, peak %s without offload; %zu late prefetches in the last step\n", tl.out, nev,
+           SZ(p.budget), SZ(p.offload_peak), late_total);
+    exit_code = 0;
+out:
+    if (f)
+        fclose(f);
+    free(nooff);
+    free(pdev);
+    free(phost);
+    free(pnvme);
+    free(real);
+    free(late);
+    free(c_nooff);
+    free(c_dev);
+    free(c_host);
+    free(c_nvme);
+    free(c_real);
+    free(c_late);
+    pic_free(&p);
+    return exit_code;
+}
+
+/* --- export: Chrome trace-event JSON (Perfetto) ------------------------------ */
+
+static void usage_export(FILE *f) {
+    fprintf(f,
+            "usage: hoff-plan export TRACE --budget SIZE|PCT%% --perfetto FILE.json [options]\n"
+            "Writes the simulated replay as Chrome trace-event JSON, which ui.perfetto.dev and\n"
+            "chrome://tracing open: a compute track (steps, ops, stalls for faults and waits),\n"
+            "D2H and H2D copy tracks (every eviction and prefetch), an NVMe track (spills and\n"
+            "restores), and counter tracks for the bytes on the device, the host tier and the\n"
+            "NVMe tier.  Times are the sim's virtual clock; every step is exported.\n"
+            "\n"
+            "  --perfetto FILE      the JSON to write (required)\n"
+            "  --budget SIZE|PCT%%   resident offload bytes allowed (as in simulate)\n"
+            "  --host-cap SIZE      host-tier bytes (default: no limit)\n"
+            "  --spill-dir DIR      NVMe tier: spill what passes the host cap to files in DIR\n"
+            "  --bandwidth GBPS     the sim's copy engines and the planner's figure (default 50)\n"
+            "  --planner NAME       planner (default greedy)\n"
+            "  --steps N            steps to simulate, the first the warmup (default 3, >= 2)\n"
+            "  --compute-scale X    divide the trace's compute gaps by X (default 1)\n"
+            "  --gpu-step MS        scale the compute gaps so a step computes for MS ms\n"
+            "  -h, --help           this text\n"
+            "\n"
+            "Exit status: 0 ok, 1 unreadable trace, runtime error or unwritable file, 2 bad usage.\n");
+}
+
+static const char *ex_out;
+
+static int ex_extra(struct pic *p, int opt, const char *arg) {
+    if (opt == 'P') {
+        ex_out = arg;
+        return 0;
+    }
+    return -1;
+}
+
+#define TID_COMPUTE 1
+#define TID_D2H 2
+#define TID_H2D 3
+#define TID_NVME 4
+
+static void ex_sep(FILE *f, int *first) {
+    fputs(*first ? "\n" : ",\n", f);
+    *first = 0;
+}
+
+/* ns as trace-event microseconds. */
+static double us(uint64_t ns) {
+    return (double)ns / 1000.0;
+}
+
+static void ex_slice(FILE *f, int *first, int tid, const char *name, const char *cat, uint64_t t0, uint64_t t1,
+                     const char *args) {
+    ex_sep(f, first);
+    fprintf(f, "{\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"name\":", tid);
+    json_str(f, name);
+    fprintf(f, ",\"cat\":\"%s\",\"ts\":%.3f,\"dur\":%.3f%s%s}", cat, us(t0), us(t1 > t0 ? t1 - t0 : 0),
+            args ? ",\"args\":" : "", args ? args : "");
+}
+
+static void ex_counter(FILE *f, int *first, const char *name, uint64_t t, uint64_t v) {
+    ex_sep(f, first);
+    fprintf(f, "{\"ph\":\"C\",\"pid\":1,\"name\":\"%s\",\"ts\":%.3f,\"args\":{\"bytes\":%" PRIu64 "}}", name, us(t),
+            v);
+}
+
+static int cmd_export(int argc, char **argv) {
+    static const struct option extra[] = {{"perfetto", required_argument, NULL, 'P'}};
+    static const struct {
+        int tid;
+        const char *name;
+    } tracks[] = {{TID_COMPUTE, "compute"},
+                  {TID_D2H, "D2H copy engine (evictions)"},
+                  {TID_H2D, "H2D copy engine (prefetches)"},
+                  {TID_NVME, "NVMe tier (spills, restores)"}};
+    struct pic p;
+    FILE *f = NULL;
+    int rc, first = 1, exit_code = EXIT_FAIL, k;
+    size_t i, j, nslices = 0;
+    char args[256];
+
+    memset(&p, 0, sizeof p);
+    ex_out = NULL;
+    p.sub = "export";
+    rc = pic_parse(&p, argc, argv, ":h", extra, 1, ex_extra, usage_export);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    if (!ex_out)
+        return usage_error(p.sub, "--perfetto FILE.json is required");
+    if ((rc = pic_load(&p)) != 0)
+        return rc;
+    if (pic_run(&p))
+        goto out;
+    f = fopen(ex_out, "w");
+    if (!f) {
+        fprintf(stderr, "%s export: cannot write %s: %s\n", cmd, ex_out, strerror(errno));
+        goto out;
+    }
+    fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"tool\":\"hoff-plan export\",\"trace\":");
+    json_str(f, p.so.trace_path);
+    fprintf(f, ",\"planner\":");
+    json_str(f, p.planner);
+    fprintf(f, ",\"budget_bytes\":%" PRIu64 ",\"offload_peak_bytes\":%" PRIu64 ",\"bandwidth_gbps\":%g,\"steps\":%d"
+               ",\"clock\":\"sim virtual time\"},\n\"traceEvents\":[",
+            p.budget, p.offload_peak, p.so.bandwidth, p.rec.steps);
+    /* Tracks. */
+    ex_sep(f, &first);
+    fprintf(f, "{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":{\"name\":");
+    snprintf(args, sizeof args, "hoff sim replay: %s (budget %s)", base_name(p.so.trace_path), SZ(p.budget));
+    json_str(f, args);
+    fprintf(f, "}}");
+    for (k = 0; k < (int)(sizeof tracks / sizeof tracks[0]); k++) {
+        ex_sep(f, &first);
+        fprintf(f, "{\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":\"%s\"}}",
+                tracks[k].tid, tracks[k].name);
+        ex_sep(f, &first);
+        fprintf(f, "{\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%d}}",
+                tracks[k].tid, k);
+    }
+    /* Compute: a slice per step, per op (op mark to the next), per stall. */
+    for (k = 0; k < p.rec.steps; k++) {
+        struct rec_sample *b = rec_at(&p.rec, k, 0), *e = rec_at(&p.rec, k, p.rec.per_step - 1);
+        size_t op_ev = SIZE_MAX;
+        uint64_t op_t = 0;
+        struct rec_sample *s0 = b;
+
+        if (!b || !e)
+            continue;
+        snprintf(args, sizeof args, "step %d (%s)", k, k == 0 ? "warmup" : "replay");
+        ex_slice(f, &first, TID_COMPUTE, args, "step", b->t, e->t, NULL);
+        nslices++;
+        for (i = 0; i <= p.t.nev; i++) {
+            struct rec_sample *s = rec_at(&p.rec, k, i + 1);
+            int is_op = i < p.t.nev && p.t.ev[i].kind == HOFF__TEV_OP;
+
+            if ((is_op || i == p.t.nev) && op_ev != SIZE_MAX && s) {
+                ex_slice(f, &first, TID_COMPUTE, op_name(&p.t, &p.t.ev[op_ev])[0] ? op_name(&p.t, &p.t.ev[op_ev])
+                                                                                   : "op",
+                         "op", op_t, s->t, NULL);
+                nslices++;
+            }
+            if (is_op && s) {
+                op_ev = i;
+                op_t = s->t;
+            }
+            /* The bytes per tier after every event, and the late prefetches. */
+            if (s && i < p.t.nev) {
+                ex_counter(f, &first, "device: resident offload bytes", s->t, s->st.resident_bytes);
+                ex_counter(f, &first, "host tier bytes", s->t, s->st.host_bytes);
+                ex_counter(f, &first, "NVMe tier bytes", s->t, s->st.nvme_bytes);
+                if (s0 && s->st.late_prefetches > s0->st.late_prefetches) {
+                    ex_sep(f, &first);
+                    fprintf(f,
+                            "{\"ph\":\"i\",\"s\":\"t\",\"pid\":1,\"tid\":%d,\"name\":\"late prefetch\",\"ts\":%.3f,"
+                            "\"args\":{\"event\":%zu,\"count\":%" PRIu64 "}}",
+                            TID_COMPUTE, us(s->t), i, s->st.late_prefetches - s0->st.late_prefetches);
+                }
+            }
+            if (s)
+                s0 = s;
+        }
+        if (e) {
+            ex_counter(f, &first, "device: resident offload bytes", e->t, e->st.resident_bytes);
+            ex_counter(f, &first, "host tier bytes", e->t, e->st.host_bytes);
+            ex_counter(f, &first, "NVMe tier bytes", e->t, e->st.nvme_bytes);
+        }
+    }
+    if (p.budget) {
+        struct rec_sample *b = rec_at(&p.rec, 0, 0), *e = rec_at(&p.rec, p.rec.steps - 1, p.rec.per_step - 1);
+
+        if (b && e) {
+            ex_counter(f, &first, "budget", b->t, p.budget);
+            ex_counter(f, &first, "budget", e->t, p.budget);
+        }
+    }
+    /* Copies and stalls as the sim's engines and clock had them. */
+    for (j = 0; j < p.rec.nsp; j++) {
+        const struct rec_span *sp = &p.rec.sp[j];
+        static const char *const names[] = {"evict",  "prefetch", "fault (page-in)", "wait for a transfer",
+                                            "spill (write)", "restore (read)"};
+        static const char *const cats[] = {"d2h", "h2d", "stall", "stall", "nvme", "nvme"};
+        static const int tids[] = {TID_D2H, TID_H2D, TID_COMPUTE, TID_COMPUTE, TID_NVME, TID_NVME};
+
+        snprintf(args, sizeof args, "{\"bytes\":%" PRIu64 ",\"step\":%d}", sp->bytes, sp->step);
+        ex_slice(f, &first, tids[sp->kind], names[sp->kind], cats[sp->kind], sp->t0, sp->t1, args);
+        nslices++;
+    }
+    if (!p.last.spills && !p.last.restores) {
+        struct rec_sample *b = rec_at(&p.rec, 0, 0);
+
+        ex_sep(f, &first);
+        fprintf(f,
+                "{\"ph\":\"i\",\"s\":\"t\",\"pid\":1,\"tid\":%d,\"name\":\"no NVMe traffic in this replay\","
+                "\"ts\":%.3f}",
+                TID_NVME, b ? us(b->t) : 0.0);
+    }
+    fprintf(f, "\n]}\n");
+    if (fclose(f) != 0) {
+        f = NULL;
+        fprintf(stderr, "%s export: cannot write %s: %s\n", cmd, ex_out, strerror(errno));
+        goto out;
+    }
+    f = NULL;
+    printf("%s: %d steps, %zu slices (%zu copies and stalls), counters after each of %zu events\n", ex_out,
+           p.rec.steps, nslices, p.rec.nsp, p.t.nev);
+    exit_code = 0;
+out:
+    if (f)
+        fclose(f);
+    pic_free(&p);
+    return exit_code;
+}
+
+/* ---------------------------------------------------------------------------
  * synth
  * ------------------------------------------------------------------------- */
 
@@ -1201,6 +2344,10 @@ static void usage(FILE *f) {
             "\n"
             "  simulate TRACE --budget SIZE|PCT%%   replay TRACE on the sim backend under a budget\n"
             "  show TRACE --budget SIZE|PCT%%       print the schedule a planner builds\n"
+            "  timeline TRACE --budget SIZE|PCT%% -o FILE.svg\n"
+            "                                      draw resident bytes over the step (SVG)\n"
+            "  export TRACE --budget SIZE|PCT%% --perfetto FILE.json\n"
+            "                                      the simulated replay as a Perfetto trace\n"
             "  synth -o FILE                       write a synthetic transformer trace\n"
             "  info TRACE                          summarise a trace\n"
             "\n"
@@ -1227,10 +2374,15 @@ int main(int argc, char **argv) {
         return cmd_simulate(argc - 1, argv + 1);
     if (strcmp(c, "show") == 0)
         return cmd_show(argc - 1, argv + 1);
+    if (strcmp(c, "timeline") == 0)
+        return cmd_timeline(argc - 1, argv + 1);
+    if (strcmp(c, "export") == 0)
+        return cmd_export(argc - 1, argv + 1);
     if (strcmp(c, "synth") == 0)
         return cmd_synth(argc - 1, argv + 1);
     if (strcmp(c, "info") == 0)
         return cmd_info(argc - 1, argv + 1);
-    fprintf(stderr, "%s: unknown command '%s' (simulate, show, synth or info; see '%s --help')\n", cmd, c, cmd);
+    fprintf(stderr, "%s: unknown command '%s' (simulate, show, timeline, export, synth or info; see '%s --help')\n",
+            cmd, c, cmd);
     return EXIT_USAGE;
 }

@@ -82,6 +82,25 @@ struct hoff__backend_ops {
     uint64_t (*clock_ns)(struct hoff__backend *be);
     /* sim: compute on s for ns of virtual time.  cuda: -ENOTSUP. */
     int (*compute)(struct hoff__backend *be, hoff_stream s, uint64_t ns);
+
+    /* The host and NVMe tiers (all may be NULL where a backend has nothing
+     * to do).  evict_node: evict to host NUMA node `node` (the host tier's
+     * choice).  host_bytes: where the host copy of an evicted mapping is, for
+     * the NVMe tier to read (sim: its shadow; cuda: the managed pointer
+     * itself).  host_drop: the host copy is spilled, free its memory.
+     * host_make: make room for a host copy to restore into.  nvme_model: sim
+     * only, account a write (write != 0) or read of bytes on the simulated
+     * NVMe after `after`, recording `done` when it would complete.  Called
+     * from hoff's tier thread, never while another op runs on the mapping. */
+    int (*evict_node)(struct hoff__backend *be, void *p, size_t size, int node,
+                      hoff__event *after, hoff__event *done);
+    int (*host_bytes)(struct hoff__backend *be, void *p, size_t size, void **host);
+    int (*host_drop)(struct hoff__backend *be, void *p, size_t size);
+    int (*host_make)(struct hoff__backend *be, void *p, size_t size, void **host);
+    int (*nvme_model)(struct hoff__backend *be, uint64_t bytes, int write, hoff__event *after,
+                      hoff__event *done);
+    /* The GPU's PCI bus id ("0000:41:00.0"), for NUMA placement; NULL on sim. */
+    int (*pci_bus_id)(struct hoff__backend *be, char *buf, size_t len);
 };
 
 struct hoff__backend {
@@ -103,6 +122,8 @@ struct hoff__sim_counters {
     uint64_t bytes_d2h, bytes_h2d, bytes_faulted;
     uint64_t faults, fault_stall_ns, wait_stall_ns;
     uint64_t over_capacity;   /* times device_used exceeded capacity */
+    uint64_t nvme_busy_until; /* the simulated NVMe is free from */
+    uint64_t bytes_nvme_written, bytes_nvme_read;
 };
 int hoff__sim_counters(struct hoff__backend *be, struct hoff__sim_counters *out);
 

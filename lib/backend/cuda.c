@@ -569,8 +569,8 @@ static const char *loc_text(struct cudaMemLocation loc, char *buf, size_t len) {
 
 /* Prefetch (p, size) to the host on s: the NUMA node if the driver takes it,
  * else plain host memory (and plain host from then on). */
-static int prefetch_host(struct cuda_be *b, void *p, size_t size, cudaStream_t s) {
-    struct cudaMemLocation loc = b->host_loc;
+static int prefetch_host_to(struct cuda_be *b, struct cudaMemLocation loc, void *p, size_t size,
+                            cudaStream_t s) {
     char lt[48];
     cudaError_t e;
 
@@ -600,6 +600,10 @@ static int prefetch_host(struct cuda_be *b, void *p, size_t size, cudaStream_t s
     return 0;
 }
 
+static int prefetch_host(struct cuda_be *b, void *p, size_t size, cudaStream_t s) {
+    return prefetch_host_to(b, b->host_loc, p, size, s);
+}
+
 static int prefetch_device(struct cuda_be *b, void *p, size_t size, cudaStream_t s) {
     cudaError_t e = cuda_prefetch_(p, size, b->dev_loc, 0, s);
 
@@ -622,6 +626,80 @@ static int cuda_evict(struct hoff__backend *be, void *p, size_t size,
     rc2 = record_done(b->d2h, done, "D2H");
     dev_leave(b, saved);
     return rc ? rc : rc2;
+}
+
+/* Evict to host NUMA node `node` (the host tier's choice: interleave or a
+ * node list); -1 is the backend's own choice. */
+static int cuda_evict_node(struct hoff__backend *be, void *p, size_t size, int node,
+                           hoff__event *after, hoff__event *done) {
+    struct cuda_be *b = cbe(be);
+    struct cudaMemLocation loc = {.type = cudaMemLocationTypeHostNuma, .id = node};
+    int saved, rc, rc2;
+
+    if (node < 0)
+        return cuda_evict(be, p, size, after, done);
+    rc = dev_enter(b, &saved);
+    if (rc)
+        return rc;
+    rc = wait_after(b->d2h, after, "D2H");
+    if (rc == 0)
+        rc = prefetch_host_to(b, loc, p, size, b->d2h);
+    rc2 = record_done(b->d2h, done, "D2H");
+    dev_leave(b, saved);
+    return rc ? rc : rc2;
+}
+
+/* The host copy of an evicted mapping is the mapping itself: the CPU reads
+ * host-resident managed pages in place. */
+static int cuda_host_bytes(struct hoff__backend *be, void *p, size_t size, void **host) {
+    (void)be;
+    (void)size;
+    *host = p;
+    return 0;
+}
+
+static int cuda_host_make(struct hoff__backend *be, void *p, size_t size, void **host) {
+    (void)be;
+    (void)size;
+    *host = p; /* CPU writes populate the pages on the host */
+    return 0;
+}
+
+/* Spilled: drop the host pages (a discard, waited for on the tier thread). */
+static int cuda_host_drop(struct hoff__backend *be, void *p, size_t size) {
+    struct cuda_be *b = cbe(be);
+    int saved, rc;
+
+    if (!__atomic_load_n(&b->discard_ok, __ATOMIC_RELAXED)) {
+        HOFF__LOG_ONCE(HOFF_LOG_WARN, "cuda: no discard API: spilled blocks keep their host pages");
+        return 0;
+    }
+    rc = dev_enter(b, &saved);
+    if (rc)
+        return rc;
+#if HAVE_DECL_CUDAMEMDISCARDBATCHASYNC
+    {
+        void *ptrs[1] = {p};
+        size_t sizes[1] = {size};
+        cudaError_t e = cudaMemDiscardBatchAsync(ptrs, sizes, 1, 0, b->d2h);
+        if (e == cudaSuccess)
+            e = cudaStreamSynchronize(b->d2h);
+        if (e != cudaSuccess)
+            rc = cuda_fail(e, "cudaMemDiscardBatchAsync(%p, %zu) of a spilled block", p, size);
+    }
+#else
+    (void)p;
+    (void)size;
+#endif
+    dev_leave(b, saved);
+    return rc;
+}
+
+static int cuda_pci_bus_id(struct hoff__backend *be, char *buf, size_t len) {
+    struct cuda_be *b = cbe(be);
+    cudaError_t e = cudaDeviceGetPCIBusId(buf, (int)len, b->device);
+
+    return e == cudaSuccess ? 0 : cuda_fail(e, "cudaDeviceGetPCIBusId(%d)", b->device);
 }
 
 static int cuda_prefetch(struct hoff__backend *be, void *p, size_t size,
@@ -813,6 +891,11 @@ static const struct hoff__backend_ops cuda_ops = {
     .event_sync = cuda_event_sync,
     .stream_wait = cuda_stream_wait,
     .evict = cuda_evict,
+    .evict_node = cuda_evict_node,
+    .pci_bus_id = cuda_pci_bus_id,
+    .host_bytes = cuda_host_bytes,
+    .host_drop = cuda_host_drop,
+    .host_make = cuda_host_make,
     .prefetch = cuda_prefetch,
     .discard = cuda_discard,
     .fault = cuda_fault,

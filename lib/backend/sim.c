@@ -89,7 +89,7 @@ struct sim {
     struct hoff__backend be; /* first: the ops table */
     pthread_mutex_t lock;
     uint64_t capacity;
-    double h2d_gbps, d2h_gbps, fault_gbps;
+    double h2d_gbps, d2h_gbps, fault_gbps, nvme_read_gbps, nvme_write_gbps;
     uint64_t latency_ns, fault_ns;
     int protect;
     struct mapping **buckets; /* power-of-two hash table keyed by address */
@@ -523,6 +523,10 @@ static int sim_prefetch(struct hoff__backend *be, void *p, size_t size,
         rc = hoff__error(-EALREADY, "sim: prefetch: %p is already resident", p);
         goto out;
     }
+    if (m->state == ST_EVICTED && !m->shadow) {
+        rc = hoff__error(-EIO, "sim: prefetch: %p has no host copy (spilled and not restored)", p);
+        goto out;
+    }
     rc = view_show(s, m);
     if (rc)
         goto out;
@@ -577,10 +581,14 @@ static int sim_fault(struct hoff__backend *be, void *p, size_t size, hoff_stream
     rc = find_managed(s, p, size, "fault", &m);
     if (rc || m->state == ST_RESIDENT)
         goto out;
+    stall = s->fault_ns;
+    if (m->state == ST_EVICTED && !m->shadow) {
+        rc = hoff__error(-EIO, "sim: fault: %p has no host copy (spilled and not restored)", p);
+        goto out;
+    }
     rc = view_show(s, m);
     if (rc)
         goto out;
-    stall = s->fault_ns;
     if (m->state == ST_EVICTED) {
         memcpy(m->p, m->shadow, size);
         stall = sat_add(stall, xfer_ns(size, s->fault_gbps));
@@ -683,7 +691,86 @@ static void sim_close(struct hoff__backend *be) {
     free(s);
 }
 
+/* --- tiers ---------------------------------------------------------------- */
+
+static int sim_host_bytes(struct hoff__backend *be, void *p, size_t size, void **host) {
+    struct sim *s = to_sim(be);
+    struct mapping *m;
+    int rc;
+
+    pthread_mutex_lock(&s->lock);
+    rc = find_managed(s, p, size, "host_bytes", &m);
+    if (rc == 0 && (m->state != ST_EVICTED || !m->shadow))
+        rc = hoff__error(-EINVAL, "sim: host_bytes: %p has no host copy", p);
+    if (rc == 0)
+        *host = m->shadow;
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+static int sim_host_drop(struct hoff__backend *be, void *p, size_t size) {
+    struct sim *s = to_sim(be);
+    struct mapping *m;
+    int rc;
+
+    pthread_mutex_lock(&s->lock);
+    rc = find_managed(s, p, size, "host_drop", &m);
+    if (rc == 0 && m->state != ST_EVICTED)
+        rc = hoff__error(-EINVAL, "sim: host_drop: %p is not evicted", p);
+    if (rc == 0) {
+        free(m->shadow); /* the bytes live on the NVMe tier now */
+        m->shadow = NULL;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+static int sim_host_make(struct hoff__backend *be, void *p, size_t size, void **host) {
+    struct sim *s = to_sim(be);
+    struct mapping *m;
+    int rc;
+
+    pthread_mutex_lock(&s->lock);
+    rc = find_managed(s, p, size, "host_make", &m);
+    if (rc == 0 && m->state != ST_EVICTED)
+        rc = hoff__error(-EINVAL, "sim: host_make: %p is not evicted", p);
+    if (rc == 0 && !m->shadow && !(m->shadow = malloc(size)))
+        rc = hoff__error(-ENOMEM, "sim: host_make: no host memory for %zu bytes", size);
+    if (rc == 0)
+        *host = m->shadow;
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+/* One simulated NVMe device: reads and writes share it. */
+static int sim_nvme_model(struct hoff__backend *be, uint64_t bytes, int write, hoff__event *after,
+                          hoff__event *done) {
+    struct sim *s = to_sim(be);
+
+    pthread_mutex_lock(&s->lock);
+    schedule(s, &s->c.nvme_busy_until, xfer_ns(bytes, write ? s->nvme_write_gbps : s->nvme_read_gbps),
+             after, done);
+    if (write)
+        s->c.bytes_nvme_written += bytes;
+    else
+        s->c.bytes_nvme_read += bytes;
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
+/* The node is only a label on sim: one host memory. */
+static int sim_evict_node(struct hoff__backend *be, void *p, size_t size, int node, hoff__event *after,
+                          hoff__event *done) {
+    (void)node;
+    return sim_evict(be, p, size, after, done);
+}
+
 static const struct hoff__backend_ops sim_ops = {
+    .evict_node = sim_evict_node,
+    .host_bytes = sim_host_bytes,
+    .host_drop = sim_host_drop,
+    .host_make = sim_host_make,
+    .nvme_model = sim_nvme_model,
     .name = "sim",
     .close = sim_close,
     .mem_info = sim_mem_info,
@@ -748,6 +835,8 @@ int hoff__backend_open_sim(const struct hoff_config *cfg, struct hoff__backend *
     s->h2d_gbps = cfg->sim_h2d_gbps;
     s->d2h_gbps = cfg->sim_d2h_gbps;
     s->fault_gbps = cfg->sim_fault_gbps;
+    s->nvme_read_gbps = cfg->sim_nvme_read_gbps > 0 ? cfg->sim_nvme_read_gbps : 6.5;
+    s->nvme_write_gbps = cfg->sim_nvme_write_gbps > 0 ? cfg->sim_nvme_write_gbps : 3.5;
     s->latency_ns = cfg->sim_latency_ns;
     s->fault_ns = cfg->sim_fault_ns;
     s->protect = cfg->sim_protect;
@@ -760,7 +849,9 @@ int hoff__sim_counters(struct hoff__backend *be, struct hoff__sim_counters *out)
 
     if (!out)
         return hoff__error(-EINVAL, "sim: counters: out is NULL");
-    if (!be || be->ops != &sim_ops) {
+    /* A copy of the table with some ops wrapped (hoff-plan's recorder) is
+     * still the sim: its close is the sim's. */
+    if (!be || !be->ops || be->ops->close != sim_close) {
         memset(out, 0, sizeof *out);
         return -ENOTSUP;
     }

@@ -9,7 +9,10 @@
 #include "core/context.h"
 #include "core/core.h"
 #include "core/options.h"
+#include "core/publish.h"
 #include "mem/guard.h"
+#include "tier/host.h"
+#include "tier/nvme.h"
 
 #define LOCK(ctx) pthread_mutex_lock(&(ctx)->lock)
 #define UNLOCK(ctx) pthread_mutex_unlock(&(ctx)->lock)
@@ -29,6 +32,53 @@ static int open_backend(struct hoff_ctx *ctx) {
         hoff__log(HOFF_LOG_INFO, "no usable GPU (%s): using the sim backend", hoff_last_error());
         return hoff__backend_open_sim(&ctx->cfg, &ctx->be);
     }
+}
+
+/* The host tier (placement of evictions) and, with HOFF_SPILL_DIR, the NVMe
+ * tier and its thread. */
+static int open_tiers(struct hoff_ctx *ctx) {
+    char bus[64], desc[160];
+    const char *busid = NULL;
+    int rc;
+
+    if (ctx->be->ops->pci_bus_id && ctx->be->ops->pci_bus_id(ctx->be, bus, sizeof bus) == 0)
+        busid = bus;
+    rc = hoff__host_tier_open(&ctx->host_tier, ctx->cfg.numa, busid, NULL, 0);
+    if (rc)
+        return rc; /* a bad HOFF_NUMA: the message says why */
+    hoff__log(HOFF_LOG_INFO, "host tier: %s", hoff__host_tier_describe(ctx->host_tier, desc, sizeof desc));
+    if (!ctx->cfg.spill_dir[0])
+        return 0;
+    rc = hoff__nvme_open(&ctx->nvme, ctx->cfg.spill_dir, (size_t)ctx->cfg.spill_chunk_bytes,
+                         ctx->cfg.io_queue_depth, ctx->host_tier, NULL);
+    if (rc)
+        goto fail;
+    rc = hoff__issuer_start(&ctx->tier_issuer, ctx->be, 64, hoff__res_cmd_done, ctx);
+    if (rc) {
+        hoff__error(rc, "cannot start the NVMe tier's thread");
+        goto fail;
+    }
+    hoff__log(HOFF_LOG_INFO, "NVMe tier in %s: %s", ctx->cfg.spill_dir, hoff__nvme_mode(ctx->nvme, desc, sizeof desc));
+    return 0;
+fail:
+    if (ctx->nvme)
+        hoff__nvme_close(ctx->nvme);
+    ctx->nvme = NULL;
+    hoff__host_tier_close(ctx->host_tier);
+    ctx->host_tier = NULL;
+    return rc;
+}
+
+static void close_tiers(struct hoff_ctx *ctx) {
+    if (ctx->tier_issuer)
+        hoff__issuer_stop(ctx->tier_issuer);
+    if (ctx->nvme)
+        hoff__nvme_close(ctx->nvme);
+    if (ctx->host_tier)
+        hoff__host_tier_close(ctx->host_tier);
+    ctx->tier_issuer = NULL;
+    ctx->nvme = NULL;
+    ctx->host_tier = NULL;
 }
 
 HOFF_API int hoff_init(hoff_ctx **out, const struct hoff_config *cfg) {
@@ -83,6 +133,8 @@ HOFF_API int hoff_init(hoff_ctx **out, const struct hoff_config *cfg) {
         hoff__error(rc, "cannot start the issuing thread");
         goto fail_bt;
     }
+    if ((rc = open_tiers(ctx)) != 0)
+        goto fail_issuer;
     ctx->st.version = HOFF_STATS_VERSION;
     ctx->st.size = sizeof ctx->st;
     ctx->st.budget_bytes = ctx->cfg.budget_bytes;
@@ -90,8 +142,11 @@ HOFF_API int hoff_init(hoff_ctx **out, const struct hoff_config *cfg) {
     hoff__pipe_init(ctx);
     hoff__log(HOFF_LOG_INFO, "context ready: backend %s, budget %llu bytes", ctx->be->ops->name,
               (unsigned long long)ctx->cfg.budget_bytes);
+    hoff__publish_open(ctx); /* stats for hoff-stat; never fails the init */
     *out = ctx;
     return 0;
+fail_issuer:
+    hoff__issuer_stop(ctx->issuer);
 fail_bt:
     hoff__bt_destroy(&ctx->table);
 fail_be:
@@ -121,9 +176,12 @@ HOFF_API int hoff_shutdown(hoff_ctx *ctx) {
         return -EINVAL;
     LOCK(ctx);
     ctx->shutting_down = 1;
+    hoff__publish_close(ctx);
     hoff__res_wait_all(ctx);
     UNLOCK(ctx);
     hoff__issuer_stop(ctx->issuer);
+    if (ctx->tier_issuer)
+        hoff__issuer_drain(ctx->tier_issuer);
     LOCK(ctx);
     hoff__res_wait_all(ctx);
     ctx->be->ops->sync(ctx->be);
@@ -132,6 +190,7 @@ HOFF_API int hoff_shutdown(hoff_ctx *ctx) {
         hoff__log(HOFF_LOG_WARN, "shutdown with %zu blocks still allocated; releasing them", leaked);
     hoff__bt_foreach(&ctx->table, count_leak, ctx);
     hoff__pipe_destroy(ctx);
+    close_tiers(ctx); /* after the blocks let go of their spills */
     hoff__pool_destroy(&ctx->pools[HOFF__POOL_DEVICE]);
     hoff__pool_destroy(&ctx->pools[HOFF__POOL_MANAGED]);
     hoff__bt_destroy(&ctx->table);
@@ -146,6 +205,10 @@ HOFF_API int hoff_shutdown(hoff_ctx *ctx) {
 
 HOFF_API const char *hoff_backend_name(const hoff_ctx *ctx) {
     return ctx && ctx->be ? ctx->be->ops->name : "none";
+}
+
+HOFF_API const char *hoff_planner_name(const hoff_ctx *ctx) {
+    return ctx ? ctx->cfg.planner : "none";
 }
 
 /* --- allocation ------------------------------------------------------------ */
@@ -227,6 +290,7 @@ HOFF_API void *hoff_malloc_flags(hoff_ctx *ctx, size_t size, hoff_stream stream,
     b->tstep = 0;
     e.b = b;
     hoff__pipe_after(ctx, &e);
+    hoff__publish_tick(ctx, &ctx->st.allocs);
     UNLOCK(ctx);
     return b->ptr;
 fail:
@@ -269,6 +333,7 @@ HOFF_API int hoff_free(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
     else
         hoff__pool_put(&ctx->pools[b->pool], b, stream);
     hoff__pipe_after(ctx, &e); /* reads only b's step and id, which the pool keeps */
+    hoff__publish_tick(ctx, &ctx->st.frees);
     UNLOCK(ctx);
     return 0;
 }
@@ -315,6 +380,7 @@ static int with_block(hoff_ctx *ctx, const void *ptr, const char *what, res_acti
 #ifdef HOFF_DEBUG
     hoff__res_check(ctx);
 #endif
+    hoff__publish_tick(ctx, NULL);
     UNLOCK(ctx);
     return rc;
 }
@@ -403,6 +469,7 @@ HOFF_API int hoff_step_begin(hoff_ctx *ctx) {
     rc = hoff__pipe_step_begin(ctx);
     if (rc)
         ctx->in_step = 0;
+    hoff__publish_now(ctx);
     UNLOCK(ctx);
     return rc;
 }
@@ -427,6 +494,27 @@ HOFF_API int hoff_step_end(hoff_ctx *ctx) {
     ctx->st.steps++;
     ctx->st.last_step_ns = now - ctx->step_start_ns;
     rc = hoff__pipe_step_end(ctx);
+    hoff__publish_now(ctx);
+    UNLOCK(ctx);
+    return rc;
+}
+
+HOFF_API int hoff_step_abort(hoff_ctx *ctx) {
+    int rc;
+
+    if (!ctx)
+        return -EINVAL;
+    LOCK(ctx);
+    if (!ctx->in_step) {
+        UNLOCK(ctx);
+        return hoff__error(-EINVAL, "hoff_step_abort: no step is open");
+    }
+    /* Transfers land first, so every block is in a settled state. */
+    hoff__res_wait_all(ctx);
+    ctx->be->ops->sync(ctx->be);
+    ctx->in_step = 0;
+    ctx->region_depth = 0;
+    rc = hoff__pipe_step_abort(ctx);
     UNLOCK(ctx);
     return rc;
 }
@@ -511,15 +599,10 @@ HOFF_API int hoff_sim_compute(hoff_ctx *ctx, hoff_stream stream, uint64_t ns) {
 
 /* --- statistics ------------------------------------------------------------ */
 
-HOFF_API int hoff_stats_get(hoff_ctx *ctx, struct hoff_stats *out) {
+void hoff__stats_snapshot(struct hoff_ctx *ctx, struct hoff_stats *out) {
     struct hoff__issuer_stats is;
     struct hoff__pool *dp, *mp;
 
-    if (!ctx || !out)
-        return -EINVAL;
-    LOCK(ctx);
-    if (ctx->res.inf_head)
-        hoff__res_poll(ctx);
     dp = &ctx->pools[HOFF__POOL_DEVICE];
     mp = &ctx->pools[HOFF__POOL_MANAGED];
     *out = ctx->st;
@@ -531,9 +614,26 @@ HOFF_API int hoff_stats_get(hoff_ctx *ctx, struct hoff_stats *out) {
     out->cache_misses = dp->misses + mp->misses;
     out->cross_stream_reuses = dp->cross_stream + mp->cross_stream;
     out->live_blocks = ctx->table.count;
-    UNLOCK(ctx);
-    hoff__issuer_stats(ctx->issuer, &is);
+    hoff__issuer_stats(ctx->issuer, &is); /* its own lock, taken under ctx->lock as pushes do */
     out->queue_depth_max = is.depth_max;
+    if (ctx->nvme) { /* the tier's own clocks and checks */
+        struct hoff__nvme_stats ns;
+        hoff__nvme_stats(ctx->nvme, &ns);
+        out->spill_ns = ns.spill_ns;
+        out->restore_ns = ns.restore_ns;
+        out->crc_errors = ns.crc_errors;
+    }
+}
+
+HOFF_API int hoff_stats_get(hoff_ctx *ctx, struct hoff_stats *out) {
+    if (!ctx || !out)
+        return -EINVAL;
+    LOCK(ctx);
+    if (ctx->res.inf_head)
+        hoff__res_poll(ctx);
+    hoff__stats_snapshot(ctx, out);
+    hoff__publish_write(ctx, out); /* what the caller reads, hoff-stat reads */
+    UNLOCK(ctx);
     return 0;
 }
 

@@ -12,6 +12,8 @@
 #include "mem/pool.h"
 #include "mem/residency.h"
 
+struct hoff__publisher;
+
 struct hoff_ctx {
     struct hoff_config cfg;
     struct hoff__backend *be;
@@ -21,6 +23,12 @@ struct hoff_ctx {
     pthread_mutex_t done_lock;
     pthread_cond_t done_cond;
     struct hoff__issuer *issuer;
+    /* The tiers below the device: placement of evictions, and the NVMe tier
+     * (NULL without HOFF_SPILL_DIR) with its own thread, so disk I/O never
+     * holds up a transfer. */
+    struct hoff__host_tier *host_tier;
+    struct hoff__nvme *nvme;
+    struct hoff__issuer *tier_issuer;
     struct hoff__blocktable table;   /* live blocks by address */
     struct hoff__pool pools[2];      /* indexed by enum hoff__pool_kind */
     struct hoff__residency res;
@@ -32,6 +40,11 @@ struct hoff_ctx {
     int region_depth;
     uint64_t step_start_ns;
     int shutting_down;
+    struct hoff__publisher *pub;     /* the stats segment for hoff-stat (core/publish.h), or NULL */
 };
+
+/* The counters with the pool and issuer figures folded in (hoff_stats_get
+ * without the lock and the poll).  Caller holds ctx->lock. */
+void hoff__stats_snapshot(struct hoff_ctx *ctx, struct hoff_stats *out);
 
 #endif

@@ -263,7 +263,10 @@ static const struct opt opts[] = {
 
 /* Variables other parts of hoff read; hoff_config_from_env lets them pass. */
 static const char *const reserved[] = {
-    "HOFF_LIBRARY", "HOFF_STEP_MARK", "HOFF_TEST", NULL,
+    "HOFF_LIBRARY", "HOFF_STEP_MARK", "HOFF_TEST",
+    /* hoff-record(1) and its preload */
+    "HOFF_RECORD_OUTPUT", "HOFF_RECORD_THRESHOLD", "HOFF_RECORD_STEP", "HOFF_RECORD_QUIET",
+    "HOFF_RECORD_LIBRARY", NULL,
 };
 
 union val {

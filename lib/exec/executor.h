@@ -58,6 +58,10 @@ void hoff__pipe_destroy(struct hoff_ctx *ctx);
  * online, not an error of the step). */
 int hoff__pipe_step_begin(struct hoff_ctx *ctx);
 int hoff__pipe_step_end(struct hoff_ctx *ctx);
+/* The step failed (an exception in the framework): a warmup's recording is
+ * dropped (the next step records again); a replay's remaining actions count
+ * as skipped and the plan stays.  Caller has waited for the transfers. */
+int hoff__pipe_step_abort(struct hoff_ctx *ctx);
 
 /* Is this block part of the current step's trace? */
 static inline int hoff__pipe_owns(const struct hoff__pipeline *p, const struct hoff__block *b) {

@@ -44,7 +44,11 @@ static int run_cmd(struct hoff__backend *be, const struct hoff__cmd *c) {
     int (*fn)(struct hoff__backend *, void *, size_t, hoff__event *, hoff__event *);
 
     switch (c->op) {
+    case HOFF__CMD_RUN:
+        return c->run ? c->run(c->run_arg, c) : -EINVAL;
     case HOFF__CMD_EVICT:
+        if (c->node >= 0 && ops->evict_node)
+            return ops->evict_node(be, c->ptr, c->size, c->node, c->after, c->done);
         fn = ops->evict;
         break;
     case HOFF__CMD_PREFETCH:

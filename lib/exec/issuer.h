@@ -12,6 +12,7 @@ enum hoff__cmd_op {
     HOFF__CMD_EVICT = 1,
     HOFF__CMD_PREFETCH = 2,
     HOFF__CMD_DISCARD = 3,
+    HOFF__CMD_RUN = 4,      /* call cmd->run(cmd->run_arg, cmd): work that is not a backend op */
 };
 
 struct hoff__cmd {
@@ -21,6 +22,9 @@ struct hoff__cmd {
     hoff__event *after; /* recorded on the compute stream at push time (may be NULL) */
     hoff__event *done;  /* recorded by the backend when the transfer completes */
     void *cookie;       /* the caller's (the block) */
+    int node;           /* evict: host NUMA node to target, -1 = the backend's choice */
+    int (*run)(void *arg, const struct hoff__cmd *cmd); /* HOFF__CMD_RUN */
+    void *run_arg;
 };
 
 /* Called on the issuing thread after each command ran, with the backend's

@@ -124,6 +124,30 @@ int hoff__pipe_step_end(struct hoff_ctx *ctx) {
     }
 }
 
+int hoff__pipe_step_abort(struct hoff_ctx *ctx) {
+    struct hoff__pipeline *p = &ctx->pipe;
+
+    switch (p->state) {
+    case HOFF_PLAN_WARMUP:
+        hoff__trace_destroy(&p->trace);
+        hoff__trace_init(&p->trace);
+        p->have_trace = 0;
+        hoff__log(HOFF_LOG_INFO, "step %llu aborted during warmup: its recording is dropped; the next step records",
+                  (unsigned long long)p->step);
+        return 0;
+    case HOFF_PLAN_REPLAY:
+    case HOFF_PLAN_FALLBACK:
+        p->diverged = 1; /* fire nothing more */
+        hoff__replay_finish(ctx);
+        set_state(ctx, HOFF_PLAN_REPLAY);
+        hoff__log(HOFF_LOG_INFO, "step %llu aborted during replay: %llu planned actions skipped",
+                  (unsigned long long)p->step, (unsigned long long)p->skipped);
+        return 0;
+    default:
+        return 0;
+    }
+}
+
 /* Frees and accesses of blocks from before this step are not its events. */
 static int in_trace(const struct hoff_ctx *ctx, const struct hoff__event_info *e) {
     if (!ctx->in_step)

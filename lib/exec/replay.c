@@ -66,6 +66,12 @@ static void fire(struct hoff_ctx *ctx, const struct hoff__action *a, hoff_stream
     case HOFF__ACT_RELEASE:
         rc = hoff__res_discard(ctx, b, s);
         break;
+    case HOFF__ACT_SPILL:
+        rc = hoff__res_spill(ctx, b, s);
+        break;
+    case HOFF__ACT_RESTORE:
+        rc = hoff__res_restore(ctx, b, s);
+        break;
     default:
         rc = -EINVAL;
         break;

@@ -22,6 +22,7 @@ enum hoff__block_flags {
 };
 
 struct hoff__seg;
+struct hoff__nvme_spill;
 
 struct hoff__block {
     void *ptr;
@@ -38,8 +39,10 @@ struct hoff__block {
     uint64_t tstep;          /* the step it was allocated in (1-based; 0 = outside a step) */
     uint32_t tid;            /* its block id in that step's trace */
     int xfer_rc;             /* result of the last command run (atomic) */
+    uint64_t t_issue;        /* backend clock when its transfer was issued */
     hoff__event *ev;         /* completion of the block's last transfer */
     hoff__event *after;      /* the compute-stream point that transfer waits for */
+    struct hoff__nvme_spill *spill; /* its copy on the NVMe tier (state NVME, RESTORING) */
     struct hoff__block *next, *prev;   /* free list while cached; LRU or in-flight
                                           list (residency) while live */
     struct hoff__seg *seg;   /* slab segment, for HOFF__BLK_SLAB */

@@ -12,10 +12,14 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/context.h"
 #include "core/core.h"
 #include "mem/residency.h"
+#include "tier/host.h"
+#include "tier/nvme.h"
+#include "tier/spill.h"
 
 /* --- the state machine ----------------------------------------------------- */
 
@@ -27,19 +31,24 @@
 #define NO_AL (-EALREADY)
 #define BUSY (-EBUSY)
 #define INVAL (-EINVAL)
-#define NOTSUP (-ENOTSUP)
 
-/* next[state][event] */
+#define S_SPI HOFF_RES_SPILLING
+#define S_NVM HOFF_RES_NVME
+#define S_RES HOFF_RES_RESTORING
+
+/* next[state][event].  A discard in flight is shown as evicting (it holds
+ * device pages until it lands); a block on the NVMe tier is restored to the
+ * host before it can be prefetched or paged in (-EBUSY until then). */
 static const int next_state[HOFF__RES_STATE_COUNT][HOFF__EV_COUNT] = {
-    /*            EVICT   E_DONE  E_FAIL  PREF   P_DONE P_FAIL  DISC   FAULT   POPUL  SPILL   RESTORE */
-    [S_DEV]  = {S_EVI,  INVAL,  INVAL,  NO_AL, INVAL, INVAL,  S_DIS, NO_AL,  NO_AL, NOTSUP, NOTSUP},
-    [S_EVI]  = {NO_AL,  S_HOST, S_DEV,  BUSY,  INVAL, INVAL,  BUSY,  BUSY,   BUSY,  NOTSUP, NOTSUP},
-    [S_HOST] = {NO_AL,  INVAL,  INVAL,  S_PRE, INVAL, INVAL,  S_DIS, S_DEV,  S_DEV, NOTSUP, NOTSUP},
-    [S_PRE]  = {BUSY,   INVAL,  INVAL,  NO_AL, S_DEV, S_HOST, BUSY,  BUSY,   BUSY,  NOTSUP, NOTSUP},
-    [S_DIS]  = {NO_AL,  INVAL,  INVAL,  S_PRE, INVAL, INVAL,  NO_AL, S_DEV,  S_DEV, NOTSUP, NOTSUP},
-    [HOFF_RES_SPILLING]  = {NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP},
-    [HOFF_RES_NVME]      = {NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP},
-    [HOFF_RES_RESTORING] = {NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP, NOTSUP},
+    /*           EVICT  E_DONE  E_FAIL PREF   P_DONE P_FAIL  DISC   FAULT  POPUL  SPILL  S_DONE S_FAIL REST   R_DONE R_FAIL */
+    [S_DEV]  = {S_EVI, INVAL,  INVAL, NO_AL, INVAL, INVAL,  S_DIS, NO_AL, NO_AL, INVAL, INVAL, INVAL, INVAL, INVAL, INVAL},
+    [S_EVI]  = {NO_AL, S_HOST, S_DEV, BUSY,  INVAL, INVAL,  BUSY,  BUSY,  BUSY,  BUSY,  INVAL, INVAL, INVAL, INVAL, INVAL},
+    [S_HOST] = {NO_AL, INVAL,  INVAL, S_PRE, INVAL, INVAL,  S_DIS, S_DEV, S_DEV, S_SPI, INVAL, INVAL, NO_AL, INVAL, INVAL},
+    [S_PRE]  = {BUSY,  INVAL,  INVAL, NO_AL, S_DEV, S_HOST, BUSY,  BUSY,  BUSY,  BUSY,  INVAL, INVAL, INVAL, INVAL, INVAL},
+    [S_DIS]  = {NO_AL, INVAL,  INVAL, S_PRE, INVAL, INVAL,  NO_AL, S_DEV, S_DEV, INVAL, INVAL, INVAL, INVAL, INVAL, INVAL},
+    [S_SPI]  = {NO_AL, INVAL,  INVAL, BUSY,  INVAL, INVAL,  BUSY,  BUSY,  BUSY,  NO_AL, S_NVM, S_HOST, BUSY, INVAL, INVAL},
+    [S_NVM]  = {NO_AL, INVAL,  INVAL, BUSY,  INVAL, INVAL,  S_DIS, BUSY,  INVAL, NO_AL, INVAL, INVAL, S_RES, INVAL, INVAL},
+    [S_RES]  = {NO_AL, INVAL,  INVAL, BUSY,  INVAL, INVAL,  BUSY,  BUSY,  BUSY,  BUSY,  INVAL, INVAL, NO_AL, S_HOST, S_NVM},
 };
 
 int hoff__res_next(int st, int ev) {
@@ -57,7 +66,8 @@ const char *hoff__res_state_name(int st) {
 const char *hoff__res_event_name(int ev) {
     static const char *const names[HOFF__EV_COUNT] = {
         "evict", "evict-done", "evict-fail", "prefetch", "prefetch-done", "prefetch-fail",
-        "discard", "fault", "populate", "spill", "restore"};
+        "discard", "fault", "populate", "spill", "spill-done", "spill-fail",
+        "restore", "restore-done", "restore-fail"};
     return ev >= 0 && ev < HOFF__EV_COUNT ? names[ev] : "invalid";
 }
 
@@ -87,25 +97,34 @@ static void list_remove(struct hoff__block **head, struct hoff__block **tail, st
 
 #define LRU(ctx) &(ctx)->res.lru_head, &(ctx)->res.lru_tail
 #define INF(ctx) &(ctx)->res.inf_head, &(ctx)->res.inf_tail
+#define HOSTL(ctx) &(ctx)->res.host_head, &(ctx)->res.host_tail
+
+static int in_flight(int st) {
+    return st == S_EVI || st == S_PRE || st == S_SPI || st == S_RES;
+}
 
 static int evictable(const struct hoff__block *b) {
     return !(b->flags & HOFF__BLK_PINNED);
 }
 
-/* The block enters state st: move it between lists. */
+/* The block enters state st: move it between lists (LRU on the device,
+ * in flight, on the host; none for the others). */
 static void set_state(struct hoff_ctx *ctx, struct hoff__block *b, int st) {
-    int was_listed_lru = b->state == S_DEV && evictable(b) && (b->flags & HOFF__BLK_LIVE);
-    int was_inflight = b->state == S_EVI || b->state == S_PRE;
+    int live = (b->flags & HOFF__BLK_LIVE) != 0;
 
-    if (was_listed_lru)
+    if (b->state == S_DEV && evictable(b) && live)
         list_remove(LRU(ctx), b);
-    else if (was_inflight)
+    else if (in_flight(b->state))
         list_remove(INF(ctx), b);
+    else if (b->state == S_HOST && live)
+        list_remove(HOSTL(ctx), b);
     b->state = (uint8_t)st;
-    if (st == S_DEV && evictable(b) && (b->flags & HOFF__BLK_LIVE))
+    if (st == S_DEV && evictable(b) && live)
         list_append(LRU(ctx), b);
-    else if (st == S_EVI || st == S_PRE)
+    else if (in_flight(st))
         list_append(INF(ctx), b);
+    else if (st == S_HOST && live)
+        list_append(HOSTL(ctx), b);
 }
 
 static void note_resident(struct hoff_ctx *ctx) {
@@ -121,6 +140,9 @@ static void note_resident(struct hoff_ctx *ctx) {
     st->host_bytes = ctx->res.host;
     if (ctx->res.host > st->peak_host_bytes)
         st->peak_host_bytes = ctx->res.host;
+    st->nvme_bytes = ctx->res.nvme;
+    if (ctx->res.nvme > st->peak_nvme_bytes)
+        st->peak_nvme_bytes = ctx->res.nvme;
 }
 
 /* --- issuing --------------------------------------------------------------- */
@@ -140,7 +162,8 @@ static int ensure_events(struct hoff_ctx *ctx, struct hoff__block *b) {
     return 0;
 }
 
-static int issue(struct hoff_ctx *ctx, struct hoff__block *b, int op, hoff_stream s) {
+static int issue_run(struct hoff_ctx *ctx, struct hoff__block *b, int op,
+                     int (*run)(void *, const struct hoff__cmd *), hoff_stream s) {
     struct hoff__backend *be = ctx->be;
     struct hoff__cmd cmd;
     int rc;
@@ -149,18 +172,29 @@ static int issue(struct hoff_ctx *ctx, struct hoff__block *b, int op, hoff_strea
         return rc;
     if ((rc = be->ops->event_record(be, b->after, s)) != 0)
         return rc;
+    memset(&cmd, 0, sizeof cmd);
     cmd.op = op;
     cmd.ptr = b->ptr;
     cmd.size = b->size;
     cmd.after = b->after;
     cmd.done = b->ev;
     cmd.cookie = b;
+    cmd.node = op == HOFF__CMD_EVICT && ctx->host_tier ? hoff__host_tier_node(ctx->host_tier) : -1;
+    if (op == HOFF__CMD_RUN) { /* the NVMe tier: its own thread */
+        cmd.run = run;
+        cmd.run_arg = ctx;
+    }
     __atomic_store_n(&b->xfer_rc, 0, __ATOMIC_RELAXED);
+    b->t_issue = be->ops->clock_ns(be);
     __atomic_add_fetch(&b->pending, 1, __ATOMIC_ACQ_REL);
-    rc = hoff__issuer_push(ctx->issuer, &cmd);
+    rc = hoff__issuer_push(op == HOFF__CMD_RUN ? ctx->tier_issuer : ctx->issuer, &cmd);
     if (rc)
         __atomic_sub_fetch(&b->pending, 1, __ATOMIC_ACQ_REL);
     return rc;
+}
+
+static int issue(struct hoff_ctx *ctx, struct hoff__block *b, int op, hoff_stream s) {
+    return issue_run(ctx, b, op, NULL, s);
 }
 
 void hoff__res_cmd_done(void *arg, const struct hoff__cmd *cmd, int rc) {
@@ -174,14 +208,28 @@ void hoff__res_cmd_done(void *arg, const struct hoff__cmd *cmd, int rc) {
     pthread_mutex_unlock(&ctx->done_lock);
 }
 
+/* Wait (real time) until the command of b has run on its thread. */
+static void wait_issued(struct hoff_ctx *ctx, struct hoff__block *b) {
+    if (!__atomic_load_n(&b->pending, __ATOMIC_ACQUIRE))
+        return;
+    pthread_mutex_lock(&ctx->done_lock);
+    while (__atomic_load_n(&b->pending, __ATOMIC_ACQUIRE))
+        pthread_cond_wait(&ctx->done_cond, &ctx->done_lock);
+    pthread_mutex_unlock(&ctx->done_lock);
+}
+
 /* --- completion ------------------------------------------------------------ */
 
 static void put_back(struct hoff_ctx *ctx, struct hoff__block *b);
+static int to_host_now(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
 
 /* b's command has run: finish the transition (success or failure). */
 static void retire(struct hoff_ctx *ctx, struct hoff__block *b, int rc) {
     struct hoff_stats *st = &ctx->st;
     int live = !(b->flags & HOFF__BLK_FREED);
+    uint64_t now = ctx->be->ops->clock_ns(ctx->be);
+    /* issue to completion as seen here (sim: the virtual clock when polled) */
+    uint64_t took = now > b->t_issue ? now - b->t_issue : 0;
 
     if (!live) /* freed in flight: finish as a live block, then free it */
         b->flags = (uint8_t)((b->flags & ~HOFF__BLK_FREED) | HOFF__BLK_LIVE);
@@ -211,6 +259,7 @@ static void retire(struct hoff_ctx *ctx, struct hoff__block *b, int rc) {
         } else {
             st->evictions++;
             st->bytes_evicted += b->size;
+            st->evict_ns += took;
             ctx->res.resident -= b->size;
             ctx->res.host += b->size;
             set_state(ctx, b, hoff__res_next(S_EVI, HOFF__EV_EVICT_DONE));
@@ -225,8 +274,37 @@ static void retire(struct hoff_ctx *ctx, struct hoff__block *b, int rc) {
         } else {
             st->prefetches++;
             st->bytes_prefetched += b->size;
+            st->prefetch_ns += took;
             ctx->res.host -= b->size;
             set_state(ctx, b, hoff__res_next(S_PRE, HOFF__EV_PREFETCH_DONE));
+        }
+    } else if (b->state == S_SPI) {
+        ctx->res.spilling -= b->size;
+        if (rc) {
+            st->spill_failures++;
+            HOFF__LOG_ONCE(HOFF_LOG_WARN, "spill to the NVMe tier failed (%s: %s); the block stays on the host "
+                           "(further failures are counted in spill_failures)", hoff_strerror(rc), hoff_last_error());
+            set_state(ctx, b, hoff__res_next(S_SPI, HOFF__EV_SPILL_FAIL));
+        } else {
+            st->spills++;
+            st->bytes_spilled += b->size;
+            ctx->res.host -= b->size;
+            ctx->res.nvme += b->size;
+            set_state(ctx, b, hoff__res_next(S_SPI, HOFF__EV_SPILL_DONE));
+        }
+    } else if (b->state == S_RES) {
+        ctx->res.to_host -= b->size;
+        if (rc) {
+            st->transfer_errors++;
+            HOFF__LOG_ONCE(HOFF_LOG_WARN, "restore from the NVMe tier failed (%s: %s); the spill is kept and "
+                           "will be read again when the block is used", hoff_strerror(rc), hoff_last_error());
+            set_state(ctx, b, hoff__res_next(S_RES, HOFF__EV_RESTORE_FAIL));
+        } else {
+            st->restores++;
+            st->bytes_restored += b->size;
+            ctx->res.nvme -= b->size;
+            ctx->res.host += b->size;
+            set_state(ctx, b, hoff__res_next(S_RES, HOFF__EV_RESTORE_DONE));
         }
     }
     if (!live && hoff__res_on_free(ctx, b))
@@ -276,8 +354,10 @@ static void finish(struct hoff_ctx *ctx, struct hoff__block *b, enum wait_kind w
 
     /* Every queued command runs before the host waits: on sim, a command run
      * after the clock moved would start later than its place in the program
-     * (the simulation stays deterministic); on cuda it is on the way anyway. */
+     * (the simulation stays deterministic); on cuda it is on the way anyway.
+     * A tier command runs on the tier thread: wait for that one too. */
     hoff__issuer_drain(ctx->issuer);
+    wait_issued(ctx, b);
     if (try_retire(ctx, b))
         return;
     {
@@ -307,15 +387,65 @@ static int host_full(const struct hoff_ctx *ctx, uint64_t bytes) {
     return cap && ctx->res.host + ctx->res.to_host + bytes > cap;
 }
 
+/* Write a host block to the NVMe tier (on the tier thread). */
+static int start_spill(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+    int rc = issue_run(ctx, b, HOFF__CMD_RUN, hoff__spill_run, s);
+
+    if (rc)
+        return rc;
+    ctx->res.spilling += b->size;
+    set_state(ctx, b, S_SPI);
+    return 0;
+}
+
+/* Make room for `bytes` more on the host tier by spilling the blocks evicted
+ * longest ago, waiting for the writes if it must (a counted stall): the host
+ * tier never goes over its cap.  -ENOSPC without an NVMe tier or when
+ * nothing more can be spilled. */
+static int host_room(struct hoff_ctx *ctx, uint64_t bytes, const struct hoff__block *keep, hoff_stream s) {
+    uint64_t cap = ctx->cfg.host_cap_bytes;
+    int waited = 0;
+
+    while (host_full(ctx, bytes)) {
+        struct hoff__block *v;
+
+        if (!ctx->nvme)
+            break;
+        /* Enough already on its way to the disk? Then wait for it. */
+        if (ctx->res.host - ctx->res.spilling + ctx->res.to_host + bytes > cap) {
+            for (v = ctx->res.host_head; v && (v == keep || v->pending); v = v->next)
+                ;
+            if (v && start_spill(ctx, v, s) == 0)
+                continue;
+        }
+        /* Wait for a spill to land; failing that, for an eviction, whose
+         * block can then be spilled. */
+        for (v = ctx->res.inf_head; v && v->state != S_SPI; v = v->next)
+            ;
+        if (!v)
+            for (v = ctx->res.inf_head; v && (v->state != S_EVI || (v->flags & HOFF__BLK_DISCARDING));
+                 v = v->next)
+                ;
+        if (!v)
+            break;
+        waited = 1;
+        finish(ctx, v, WAIT_USE);
+    }
+    if (waited)
+        ctx->st.host_cap_waits++;
+    if (!host_full(ctx, bytes))
+        return 0;
+    if (!waited)
+        ctx->st.host_cap_waits++;
+    return hoff__error(-ENOSPC, "%zu more bytes would take the host tier over its cap (HOFF_HOST_CAP)%s",
+                       (size_t)bytes, ctx->nvme ? "" : "; set HOFF_SPILL_DIR to spill to NVMe");
+}
+
 static int start_evict(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
     int rc;
 
-    if (host_full(ctx, b->size)) {
-        /* The block stays where it is: the host tier never goes over its cap. */
-        ctx->st.host_cap_waits++;
-        return hoff__error(-ENOSPC, "evicting %p (%zu bytes) would take the host tier over its cap "
-                           "(HOFF_HOST_CAP)", b->ptr, b->size);
-    }
+    if (host_full(ctx, b->size) && (rc = host_room(ctx, b->size, b, s)) != 0)
+        return rc; /* the block stays where it is */
     rc = issue(ctx, b, HOFF__CMD_EVICT, s);
     if (rc)
         return rc;
@@ -416,10 +546,19 @@ int hoff__res_on_alloc(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
     return 0;
 }
 
+/* The spilled copy is dead (freed, discarded): give its file space back. */
+static void drop_spill(struct hoff_ctx *ctx, struct hoff__block *b) {
+    hoff__nvme_drop(ctx->nvme, b->spill);
+    b->spill = NULL;
+    ctx->res.nvme -= b->size;
+}
+
 int hoff__res_on_free(struct hoff_ctx *ctx, struct hoff__block *b) {
     switch (b->state) {
     case S_EVI:
     case S_PRE:
+    case S_SPI:
+    case S_RES:
         b->flags |= HOFF__BLK_FREED;
         b->flags &= (uint8_t)~HOFF__BLK_LIVE;
         return 0;
@@ -430,7 +569,11 @@ int hoff__res_on_free(struct hoff_ctx *ctx, struct hoff__block *b) {
         break;
     case S_HOST:
         ctx->res.host -= b->size;
-        b->state = S_DIS; /* the host copy is dead: reuse repopulates */
+        set_state(ctx, b, S_DIS); /* the host copy is dead: reuse repopulates */
+        break;
+    case S_NVM:
+        drop_spill(ctx, b);
+        set_state(ctx, b, S_DIS);
         break;
     default:
         break;
@@ -476,6 +619,8 @@ int hoff__res_prefetch(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
     if ((rc = candidate(b)) != 0)
         return rc;
     hoff__res_poll(ctx);
+    if (b->state == S_NVM && (rc = to_host_now(ctx, b, s)) != 0)
+        return rc; /* an online prefetch of a spilled block: restore, waiting */
     if ((rc = check_next(b, HOFF__EV_PREFETCH)) < 0)
         return rc;
     if (make_room(ctx, b->size, b, s) != 0)
@@ -510,6 +655,10 @@ int hoff__res_discard(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s
         ctx->res.evicting += b->size;
         b->flags |= HOFF__BLK_DISCARDING;
         set_state(ctx, b, S_EVI);
+    } else if (b->state == S_NVM) {
+        drop_spill(ctx, b); /* the spilled copy is simply dead */
+        set_state(ctx, b, S_DIS);
+        ctx->st.discards++;
     } else {
         ctx->res.host -= b->size; /* the host copy is simply dead */
         set_state(ctx, b, S_DIS);
@@ -517,6 +666,65 @@ int hoff__res_discard(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s
     }
     note_resident(ctx);
     return 0;
+}
+
+/* Read a spilled block back to the host (on the tier thread); host room first. */
+static int start_restore(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+    int rc;
+
+    if (host_full(ctx, b->size) && (rc = host_room(ctx, b->size, b, s)) != 0)
+        return rc;
+    rc = issue_run(ctx, b, HOFF__CMD_RUN, hoff__restore_run, s);
+    if (rc)
+        return rc;
+    ctx->res.to_host += b->size;
+    set_state(ctx, b, S_RES);
+    return 0;
+}
+
+int hoff__res_spill(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+    int rc;
+
+    if ((rc = candidate(b)) != 0)
+        return rc;
+    if (!ctx->nvme)
+        return hoff__error(-ENOTSUP, "no NVMe tier (set HOFF_SPILL_DIR)");
+    hoff__res_poll(ctx);
+    if ((rc = check_next(b, HOFF__EV_SPILL)) < 0)
+        return rc;
+    rc = start_spill(ctx, b, s);
+    note_resident(ctx);
+    return rc;
+}
+
+int hoff__res_restore(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+    int rc;
+
+    if ((rc = candidate(b)) != 0)
+        return rc;
+    hoff__res_poll(ctx);
+    if ((rc = check_next(b, HOFF__EV_RESTORE)) < 0)
+        return rc;
+    rc = start_restore(ctx, b, s);
+    note_resident(ctx);
+    return rc;
+}
+
+/* Bring a block on the NVMe tier (or on its way there or back) to the host,
+ * waiting for it: a use or a prefetch needs the bytes. */
+static int to_host_now(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+    int rc;
+
+    if (b->state == S_SPI || b->state == S_RES)
+        finish(ctx, b, WAIT_USE);
+    if (b->state == S_NVM) {
+        if ((rc = start_restore(ctx, b, s)) != 0)
+            return rc;
+        finish(ctx, b, WAIT_USE);
+    }
+    return b->state == S_NVM ? hoff__error(-EIO, "restore of %p from the NVMe tier failed: %s", b->ptr,
+                                           hoff_last_error())
+                             : 0;
 }
 
 int hoff__res_access(struct hoff_ctx *ctx, struct hoff__block *b, int write, hoff_stream s) {
@@ -543,6 +751,12 @@ int hoff__res_access(struct hoff_ctx *ctx, struct hoff__block *b, int write, hof
         finish(ctx, b, WAIT_USE); /* the eviction must land before the page-in */
         if (b->state == S_DEV)
             return 0;
+        break;
+    case S_SPI:
+    case S_NVM:
+    case S_RES:
+        if ((rc = to_host_now(ctx, b, s)) != 0) /* off the disk first */
+            return rc;
         break;
     default:
         break;
@@ -589,7 +803,7 @@ void hoff__res_check(struct hoff_ctx *ctx) {
             evi += b->size;
         else if (b->state == S_PRE)
             pre += b->size;
-        else
+        else if (b->state != S_SPI && b->state != S_RES)
             abort();
     }
     if (evi != ctx->res.evicting || lru + evi + pre > ctx->res.resident) {

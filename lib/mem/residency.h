@@ -21,16 +21,20 @@ enum hoff__res_event {
     HOFF__EV_DISCARD,        /* contents dropped without a copy */
     HOFF__EV_FAULT,          /* used while not resident: paged in on demand */
     HOFF__EV_POPULATE,       /* reused from the cache: resident, contents undefined */
-    HOFF__EV_SPILL,          /* NVMe tier (reserved) */
-    HOFF__EV_RESTORE,        /* NVMe tier (reserved) */
+    HOFF__EV_SPILL,          /* spill of the host copy to the NVMe tier queued */
+    HOFF__EV_SPILL_DONE,     /* written (and its host pages dropped) */
+    HOFF__EV_SPILL_FAIL,     /* it failed: the bytes stayed on the host */
+    HOFF__EV_RESTORE,        /* read back from the NVMe tier queued */
+    HOFF__EV_RESTORE_DONE,   /* read, CRC-checked, on the host again */
+    HOFF__EV_RESTORE_FAIL,   /* it failed: the spill is kept, to retry */
     HOFF__EV_COUNT
 };
 #define HOFF__RES_STATE_COUNT 8
 
 /* The state after event ev in state st (>= 0), or a -errno saying why the
  * event is not legal there: -EALREADY (already where asked), -EBUSY (a
- * transfer is in flight), -EINVAL (cannot happen in st), -ENOTSUP (NVMe
- * states, not built yet). */
+ * transfer is in flight, or the block must come off the NVMe tier first),
+ * -EINVAL (cannot happen in st). */
 int hoff__res_next(int st, int ev);
 const char *hoff__res_state_name(int st);
 const char *hoff__res_event_name(int ev);
@@ -44,6 +48,9 @@ struct hoff__residency {
     uint64_t evicting;   /* of which, bytes being evicted */
     uint64_t host;       /* live offload bytes on the host */
     uint64_t to_host;    /* bytes of evictions in flight (they land on the host) */
+    uint64_t spilling;   /* bytes of spills in flight (they leave the host) */
+    uint64_t nvme;       /* live offload bytes on the NVMe tier */
+    struct hoff__block *host_head, *host_tail; /* blocks on the host, oldest eviction first */
 };
 
 /* A managed block was handed out (new or from the cache): make room in the
@@ -57,6 +64,9 @@ int hoff__res_evict(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
 int hoff__res_prefetch(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
 int hoff__res_discard(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
 int hoff__res_access(struct hoff_ctx *ctx, struct hoff__block *b, int write, hoff_stream s);
+/* The NVMe tier: write a block on the host to it / read it back to the host. */
+int hoff__res_spill(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
+int hoff__res_restore(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
 
 /* Retire completed transfers (cheap when nothing is in flight). */
 void hoff__res_poll(struct hoff_ctx *ctx);

@@ -346,6 +346,8 @@ static int run_step(struct drv *d, struct hoff__drive_step *out) {
     if ((rc = hoff_step_begin(d->ctx)) != 0)
         return api_error(rc, "hoff_step_begin", d, 0);
     d->in_step = 1;
+    if (d->o->on_event)
+        d->o->on_event(d->o->on_event_arg, d->step, SIZE_MAX);
     if ((rc = hoff_stats_get(d->ctx, &mid)) != 0)
         return rc;
     out->plan_state = (int)mid.plan_state;
@@ -354,6 +356,8 @@ static int run_step(struct drv *d, struct hoff__drive_step *out) {
             return api_error(rc, "hoff_sim_compute", d, i);
         if ((rc = do_event(d, i)) != 0)
             return rc;
+        if (d->o->on_event)
+            d->o->on_event(d->o->on_event_arg, d->step, i);
     }
     if ((rc = advance_to(d, step_end_time(d->t, d->use_gpu))) != 0)
         return api_error(rc, "hoff_sim_compute", d, d->t->nev);
@@ -364,6 +368,8 @@ static int run_step(struct drv *d, struct hoff__drive_step *out) {
     if ((rc = hoff_step_end(d->ctx)) != 0)
         return api_error(rc, "hoff_step_end", d, d->t->nev);
     d->in_step = 0;
+    if (d->o->on_event)
+        d->o->on_event(d->o->on_event_arg, d->step, d->t->nev);
     if ((rc = hoff_stats_get(d->ctx, &s1)) != 0)
         return rc;
     out->step_ns = s1.last_step_ns;

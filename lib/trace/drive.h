@@ -13,6 +13,11 @@ struct hoff__drive_opts {
     int verify;             /* stamp each block at alloc/write and check at read/free */
     double compute_scale;   /* divide the trace's compute gaps by this (1 = as recorded) */
     uint64_t gpu_step_ns;   /* if nonzero, scale the gaps so the step's compute takes this */
+    /* If set, called after hoff_step_begin (ev = SIZE_MAX), after each event
+     * ev of the trace, and after hoff_step_end (ev = the trace's nev), with
+     * the step's index (hoff-plan timeline/export sample the context there). */
+    void (*on_event)(void *arg, int step, size_t ev);
+    void *on_event_arg;
 };
 
 struct hoff__drive_step {

@@ -1,0 +1,52 @@
+# common.py — the training loop the bench models share: a few steps of forward, backward and an optimizer step,
+# each one hoff step (OffloadSession), on CPU; under hoff-record the second step becomes a trace.
+# Threading: single-threaded (PyTorch on CPU as Debian builds it runs one thread).
+"""Shared training loop for bench/models/*.py."""
+
+import argparse
+import os
+import sys
+import time
+
+import torch
+
+try:
+    import hoff
+except ImportError:  # run from a source tree without 'pip install ./python'
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+    import hoff
+
+
+def parser(description):
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--steps", type=int, default=3, help="training steps (default 3; hoff-record records step 1)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-access-marks", action="store_true", help="no saved_tensors_hooks access marks")
+    return p
+
+
+def train(model, batch, loss_fn, args, lr=1e-3):
+    """Run args.steps steps; each is one hoff step.  batch() gives (model inputs tuple, target);
+    loss_fn(output, target) the loss."""
+    torch.manual_seed(args.seed)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    nparams = sum(p.numel() for p in model.parameters())
+    mode = "recording (hoff-record)" if hoff.recording() else ("hoff allocator" if hoff.is_installed() else "plain")
+    print("%s: %.2f M parameters, %d steps, %s" % (model.__class__.__name__, nparams / 1e6, args.steps, mode),
+          flush=True)
+    session = hoff.OffloadSession(hoff.OffloadConfig(access_marks=not args.no_access_marks))
+    for i in range(args.steps):
+        inputs, target = batch()
+        t0 = time.perf_counter()
+        with session:
+            opt.zero_grad(set_to_none=True)
+            out = model(*inputs)
+            loss = loss_fn(out, target)
+            loss.backward()
+            opt.step()
+        print("step %d (%s): loss %.4f, %.2f s" % (i, session.phase, loss.item(), time.perf_counter() - t0),
+              flush=True)
+    if session.last_hooks is not None:
+        h = session.last_hooks
+        print("access marks in the last step: %d packs, %d unpacks (%d of them of storages hoff does not track)"
+              % (h.packed, h.unpacked, h.unmatched), flush=True)

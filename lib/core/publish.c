@@ -1,0 +1,271 @@
+/* publish.c — the writer of the statistics segment: created 0600 with O_EXCL as /dev/shm/hoff.<uid>.<pid>, written
+ * under a sequence lock at step marks, at hoff_stats_get and (rate-limited) after allocator events, removed at
+ * shutdown and at exit.
+ * Threading: writes run with ctx->lock held; the process's list of segments (for atexit) has its own lock. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/context.h"
+#include "core/core.h"
+#include "core/publish.h"
+
+/* The process's live segments: the atexit handler unlinks them. */
+static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct hoff__publisher *list_head;
+static pthread_once_t atexit_once = PTHREAD_ONCE_INIT;
+
+static void unlink_all_at_exit(void) {
+    struct hoff__publisher *p;
+    pid_t me = getpid();
+
+    pthread_mutex_lock(&list_lock);
+    for (p = list_head; p; p = p->next)
+        if (p->pid == me)
+            shm_unlink(p->name);
+    pthread_mutex_unlock(&list_lock);
+}
+
+static void register_atexit(void) {
+    /* atexit from a shared object runs at exit and when it is unloaded. */
+    if (atexit(unlink_all_at_exit) != 0)
+        hoff__log(HOFF_LOG_WARN, "stats: cannot register the exit handler; a process that exits without "
+                                 "hoff_shutdown leaves its segment behind (hoff-stat --clean removes it)");
+}
+
+static uint64_t realtime_ns(void) {
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t coarse_ns(void) {
+    struct timespec ts;
+
+#ifdef CLOCK_MONOTONIC_COARSE
+    if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) == 0)
+        return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+#endif
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void copy_name(char *dst, size_t len, const char *src) {
+    size_t n = src ? strnlen(src, len - 1) : 0;
+
+    memset(dst, 0, len);
+    if (n)
+        memcpy(dst, src, n);
+}
+
+static void read_comm(char *dst, size_t len) {
+    char buf[64] = "";
+    FILE *f = fopen("/proc/self/comm", "re");
+
+    if (f) {
+        if (!fgets(buf, sizeof buf, f))
+            buf[0] = '\0';
+        fclose(f);
+    }
+    buf[strcspn(buf, "\n")] = '\0';
+    copy_name(dst, len, buf[0] ? buf : "?");
+}
+
+void hoff__pub_header_init(struct hoff__pub_segment *seg, const char *planner, const char *backend) {
+    struct hoff__pub_header *h = &seg->h;
+
+    memset(seg, 0, sizeof *seg);
+    h->version = HOFF__PUB_VERSION;
+    h->size = (uint32_t)sizeof *seg;
+    h->header_size = (uint32_t)sizeof *h;
+    h->stats_version = HOFF_STATS_VERSION;
+    h->stats_size = (uint32_t)sizeof(struct hoff_stats);
+    h->pid = (int32_t)getpid();
+    h->uid = (uint32_t)getuid();
+    h->start_ns = realtime_ns();
+    h->proc_start = hoff__proc_start(getpid());
+    copy_name(h->planner, sizeof h->planner, planner);
+    copy_name(h->backend, sizeof h->backend, backend);
+    read_comm(h->comm, sizeof h->comm);
+    seg->st.version = HOFF_STATS_VERSION;
+    seg->st.size = (uint32_t)sizeof seg->st;
+    /* The magic goes last: a reader that sees it sees a filled header. */
+    __atomic_store_n(&h->magic, HOFF__PUB_MAGIC, __ATOMIC_RELEASE);
+}
+
+/* The sequence lock's writer: seq odd, the payload word by word, seq even.
+ * Readers copy with the same word size and retry while seq is odd or moved. */
+void hoff__pub_store(struct hoff__pub_segment *seg, const struct hoff_stats *st, uint64_t update_ns) {
+    struct hoff__pub_header *h = &seg->h;
+    uint64_t seq = __atomic_load_n(&h->seq, __ATOMIC_RELAXED);
+    const uint64_t *src = (const uint64_t *)(const void *)st;
+    uint64_t *dst = (uint64_t *)(void *)&seg->st;
+    size_t i, n = sizeof *st / sizeof(uint64_t);
+
+    __atomic_store_n(&h->seq, seq + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    for (i = 0; i < n; i++)
+        __atomic_store_n(&dst[i], src[i], __ATOMIC_RELAXED);
+    __atomic_store_n(&h->update_ns, update_ns, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->updates, __atomic_load_n(&h->updates, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+/* Create "/hoff.<uid>.<pid>[.<k>]" exclusively.  A name left by a dead
+ * process with our pid (pid reuse) is ours to replace; a name held by a live
+ * context of this process moves us to the next k. */
+static int create_segment(struct hoff__publisher *p, int *fd_out) {
+    unsigned uid = (unsigned)getuid();
+    int pid = (int)getpid();
+    int k, fd;
+
+    for (k = 0; k < 64; k++) {
+        struct hoff__publisher *q;
+        int mine = 0;
+
+        if (k == 0)
+            snprintf(p->name, sizeof p->name, "/" HOFF__PUB_PREFIX "%u.%d", uid, pid);
+        else
+            snprintf(p->name, sizeof p->name, "/" HOFF__PUB_PREFIX "%u.%d.%d", uid, pid, k);
+        fd = shm_open(p->name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            *fd_out = fd;
+            return 0;
+        }
+        if (errno != EEXIST)
+            return -errno;
+        pthread_mutex_lock(&list_lock);
+        for (q = list_head; q; q = q->next)
+            mine |= strcmp(q->name, p->name) == 0;
+        pthread_mutex_unlock(&list_lock);
+        if (mine)
+            continue;
+        /* Left by an earlier process with this pid: replace it if it is
+         * ours (a segment of another owner stays, and we take the next k). */
+        fd = shm_open(p->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0);
+        if (fd >= 0) {
+            struct stat st;
+            int ours = fstat(fd, &st) == 0 && st.st_uid == getuid() && S_ISREG(st.st_mode);
+
+            close(fd);
+            if (ours && shm_unlink(p->name) == 0) {
+                hoff__log(HOFF_LOG_INFO, "stats: replaced %s, left by an earlier process with this pid", p->name);
+                k--;
+                continue;
+            }
+        }
+    }
+    return -EEXIST;
+}
+
+void hoff__publish_open(struct hoff_ctx *ctx) {
+    struct hoff__publisher *p;
+    struct stat st;
+    void *m;
+    int fd = -1, rc;
+
+    ctx->pub = NULL;
+    if (!ctx->cfg.stats_publish)
+        return;
+    p = calloc(1, sizeof *p);
+    if (!p) {
+        HOFF__LOG_ONCE(HOFF_LOG_WARN, "stats: out of memory; statistics are not published");
+        return;
+    }
+    p->pid = getpid();
+    p->interval_ns = HOFF__PUB_INTERVAL_NS;
+    rc = create_segment(p, &fd);
+    if (rc) {
+        HOFF__LOG_ONCE(HOFF_LOG_WARN, "stats: cannot create %s in %s: %s; statistics are not published "
+                                      "(HOFF_STATS=0 turns publishing off)",
+                       p->name, HOFF__PUB_DIR, strerror(-rc));
+        free(p);
+        return;
+    }
+    /* The umask cannot widen 0600, but a file system might: check. */
+    if (fchmod(fd, 0600) != 0 || fstat(fd, &st) != 0 || st.st_uid != getuid() || !S_ISREG(st.st_mode) ||
+        (st.st_mode & 077) || ftruncate(fd, (off_t)sizeof *p->seg) != 0) {
+        HOFF__LOG_ONCE(HOFF_LOG_WARN, "stats: cannot set up %s: %s; statistics are not published", p->name,
+                       strerror(errno ? errno : EPERM));
+        close(fd);
+        shm_unlink(p->name);
+        free(p);
+        return;
+    }
+    m = mmap(NULL, sizeof *p->seg, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) {
+        HOFF__LOG_ONCE(HOFF_LOG_WARN, "stats: cannot map %s: %s; statistics are not published", p->name,
+                       strerror(errno));
+        shm_unlink(p->name);
+        free(p);
+        return;
+    }
+    p->seg = m;
+    hoff__pub_header_init(p->seg, ctx->cfg.planner, ctx->be ? ctx->be->ops->name : "none");
+    pthread_once(&atexit_once, register_atexit);
+    pthread_mutex_lock(&list_lock);
+    p->next = list_head;
+    list_head = p;
+    pthread_mutex_unlock(&list_lock);
+    ctx->pub = p;
+    hoff__publish_now(ctx); /* nobody else has ctx yet: no lock needed */
+    hoff__log(HOFF_LOG_INFO, "stats: published in %s%s", HOFF__PUB_DIR, p->name);
+}
+
+void hoff__publish_close(struct hoff_ctx *ctx) {
+    struct hoff__publisher *p = ctx->pub, **pp;
+
+    if (!p)
+        return;
+    ctx->pub = NULL;
+    pthread_mutex_lock(&list_lock);
+    for (pp = &list_head; *pp; pp = &(*pp)->next) {
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&list_lock);
+    if (p->pid == getpid())
+        shm_unlink(p->name);
+    munmap(p->seg, sizeof *p->seg);
+    free(p);
+}
+
+void hoff__publish_write(struct hoff_ctx *ctx, const struct hoff_stats *st) {
+    struct hoff__publisher *p = ctx->pub;
+
+    if (!p)
+        return;
+    p->tick = 0;
+    p->last_ns = coarse_ns();
+    hoff__pub_store(p->seg, st, realtime_ns());
+}
+
+void hoff__publish_now(struct hoff_ctx *ctx) {
+    struct hoff_stats st;
+
+    if (!ctx->pub)
+        return;
+    hoff__stats_snapshot(ctx, &st);
+    hoff__publish_write(ctx, &st);
+}
+
+void hoff__publish_event(struct hoff_ctx *ctx) {
+    struct hoff__publisher *p = ctx->pub;
+
+    if (p->interval_ns && coarse_ns() - p->last_ns < p->interval_ns)
+        return;
+    hoff__publish_now(ctx);
+}

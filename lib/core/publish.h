@@ -1,0 +1,153 @@
+/* publish.h — the statistics segment: a context's struct hoff_stats in POSIX shared memory
+ * (/dev/shm/hoff.<uid>.<pid>) for hoff-stat, written under a sequence lock, and the reader side that checks a
+ * segment before trusting a byte of it.
+ * Threading: the writer runs with ctx->lock held (one writer per segment); readers never block it. */
+#ifndef HOFF_PUBLISH_H
+#define HOFF_PUBLISH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "hoff.h"
+
+struct hoff_ctx;
+
+/* "HOFFSTAT" read as a little-endian uint64_t. */
+#define HOFF__PUB_MAGIC 0x5441545346464f48ull
+/* The layout of struct hoff__pub_header; bumped on any change to it. */
+#define HOFF__PUB_VERSION 1
+/* Segment names: "hoff.<uid>.<pid>" for a process's first context,
+ * "hoff.<uid>.<pid>.<k>" for the k-th one alive at the same time. */
+#define HOFF__PUB_PREFIX "hoff."
+#define HOFF__PUB_DIR "/dev/shm"
+/* The event path writes at most this often (and looks at the clock only
+ * every HOFF__PUB_TICK_MASK + 1 events); step marks and hoff_stats_get
+ * always write. */
+#define HOFF__PUB_INTERVAL_NS 1000000ull
+#define HOFF__PUB_TICK_MASK 255u
+
+struct hoff__pub_header {
+    uint64_t magic;             /* HOFF__PUB_MAGIC */
+    uint32_t version;           /* HOFF__PUB_VERSION */
+    uint32_t size;              /* bytes of the whole segment: sizeof(struct hoff__pub_segment) */
+    uint32_t header_size;       /* sizeof(struct hoff__pub_header) */
+    uint32_t stats_version;     /* HOFF_STATS_VERSION */
+    uint32_t stats_size;        /* sizeof(struct hoff_stats) */
+    int32_t pid;
+    uint32_t uid;
+    uint32_t reserved;
+    uint64_t start_ns;          /* CLOCK_REALTIME when the context was created */
+    uint64_t proc_start;        /* the process's start (field 22 of /proc/self/stat, clock ticks after
+                                   boot; 0 if unknown): tells a reused pid from the writer */
+    char planner[16];           /* NUL-terminated */
+    char backend[16];
+    char comm[16];              /* the program's name (/proc/self/comm) */
+    /* Under the sequence lock, with the stats: */
+    uint64_t seq;               /* odd while a write is in progress */
+    uint64_t update_ns;         /* CLOCK_REALTIME of the last write */
+    uint64_t updates;           /* writes so far */
+};
+
+struct hoff__pub_segment {
+    struct hoff__pub_header h;
+    struct hoff_stats st;
+};
+
+/* --- writer (publish.c) ------------------------------------------------------ */
+
+struct hoff__publisher {
+    struct hoff__pub_segment *seg;
+    char name[48];              /* "/hoff.<uid>.<pid>[.<k>]" */
+    pid_t pid;                  /* the creator: a forked child never unlinks it */
+    uint32_t tick;              /* events without a counter of their own (hoff__publish_tick) */
+    uint64_t last_ns;           /* CLOCK_MONOTONIC_COARSE of the last write */
+    uint64_t interval_ns;       /* HOFF__PUB_INTERVAL_NS; 0 = at every tick (bench) */
+    struct hoff__publisher *next; /* the process's live segments (for the atexit handler) */
+};
+
+/* Create ctx's segment when ctx->cfg.stats_publish is set.  A failure is
+ * logged once and leaves ctx->pub NULL: publishing never fails hoff_init. */
+void hoff__publish_open(struct hoff_ctx *ctx);
+/* Remove the segment (hoff_shutdown; the atexit handler covers processes that
+ * never shut down). */
+void hoff__publish_close(struct hoff_ctx *ctx);
+/* Write st (a snapshot of ctx's counters) now.  Caller holds ctx->lock. */
+void hoff__publish_write(struct hoff_ctx *ctx, const struct hoff_stats *st);
+/* Snapshot and write now.  Caller holds ctx->lock. */
+void hoff__publish_now(struct hoff_ctx *ctx);
+/* The event path's slow half: write if interval_ns has passed. */
+void hoff__publish_event(struct hoff_ctx *ctx);
+
+/* After an allocator event (caller holds ctx->lock).  count is a counter the
+ * event has just incremented anyway (allocs, frees), or NULL for the
+ * publisher's own: every HOFF__PUB_TICK_MASK + 1 events the clock is read
+ * and, HOFF__PUB_INTERVAL_NS after the last write, the segment is written.
+ * The rest of the time this costs an AND and a branch on a hot counter. */
+#define hoff__publish_tick(ctx, count)                                        \
+    do {                                                                       \
+        const uint64_t *c_ = (count);                                          \
+        struct hoff__publisher *pub_ = (ctx)->pub;                             \
+        if (__builtin_expect(c_ ? (*c_ & HOFF__PUB_TICK_MASK) == 0             \
+                                : pub_ && (++pub_->tick & HOFF__PUB_TICK_MASK) == 0, 0) && pub_) \
+            hoff__publish_event(ctx);                                          \
+    } while (0)
+
+/* Write the stats into a segment under its sequence lock (the writer's core;
+ * tests drive it on a plain mapping). */
+void hoff__pub_store(struct hoff__pub_segment *seg, const struct hoff_stats *st, uint64_t update_ns);
+/* Fill a segment's header for this process. */
+void hoff__pub_header_init(struct hoff__pub_segment *seg, const char *planner, const char *backend);
+
+/* --- reader (publish_read.c) --------------------------------------------------- */
+
+/* Is name "hoff.<uid>.<pid>" or "hoff.<uid>.<pid>.<k>" (digits only)?  1 and
+ * *uid, *pid set, else 0. */
+int hoff__pub_parse_name(const char *name, uid_t *uid, pid_t *pid);
+
+/* The checks on a segment's fstat: a regular file (not a link, FIFO, ...),
+ * owned by uid, no permission for group or others, exactly the size of a
+ * segment.  0, or -EPERM / -EINVAL / -EMSGSIZE with why in err. */
+int hoff__pub_check_stat(const struct stat *st, uid_t uid, char *err, size_t errlen);
+/* The checks on a header read from a file of file_size bytes: magic, layout
+ * version, sizes, stats version, owner.  0 or -EPROTO / -EMSGSIZE / -EPERM
+ * with why in err. */
+int hoff__pub_check_header(const struct hoff__pub_header *h, uint64_t file_size, uid_t uid, char *err,
+                           size_t errlen);
+
+struct hoff__pub_reader {
+    const struct hoff__pub_segment *seg; /* mapped read-only */
+    size_t len;
+    struct hoff__pub_header h;  /* the fixed part, checked */
+    ino_t ino;
+    dev_t dev;
+};
+
+/* Open segment `name` (a file name in dir, e.g. "hoff.1000.4242") without
+ * following a link (O_NOFOLLOW, O_NONBLOCK), check it (hoff__pub_check_stat,
+ * then the header read with pread) and map it read-only.  0, or -errno with
+ * a message in err that names the problem: -ENOENT, -ELOOP (a symbolic
+ * link), -EPERM (another owner, or group/other permissions), -EINVAL (not a
+ * regular file), -EMSGSIZE (truncated or the wrong size), -EPROTO (not a
+ * segment, or another layout or stats version). */
+int hoff__pub_open(const char *dir, const char *name, struct hoff__pub_reader *r, char *err, size_t errlen);
+void hoff__pub_close(struct hoff__pub_reader *r);
+
+/* A consistent copy of the counters and the sequenced header fields:
+ * retries while a write is in progress, up to `tries` times.  0 or -EAGAIN
+ * (the writer kept it busy), -EPROTO (the stats in it are not a struct
+ * hoff_stats of this version). */
+int hoff__pub_read(const struct hoff__pub_reader *r, struct hoff_stats *st, uint64_t *update_ns,
+                   uint64_t *updates, int tries);
+/* The same on a segment in memory (tests). */
+int hoff__pub_read_seg(const struct hoff__pub_segment *seg, struct hoff_stats *st, uint64_t *update_ns,
+                       uint64_t *updates, int tries);
+
+/* Is the writer of a segment still running?  1 alive, 0 gone (no such pid,
+ * or the pid now belongs to a process that started at another time). */
+int hoff__pub_writer_alive(const struct hoff__pub_header *h);
+/* The process start time of pid (field 22 of /proc/PID/stat), 0 if unknown. */
+uint64_t hoff__proc_start(pid_t pid);
+
+#endif

@@ -1,0 +1,519 @@
+/* torch.c — the PyTorch entry points: CUDAPluggableAllocator's alloc/free and its optional hooks over one
+ * process-wide hoff context per CUDA device, created on first use from the environment (hoff_torch(3)).
+ * Threading: any thread; `torch_lock` guards the table of contexts and the pending config, `dev->lock` a device's
+ * record-stream table and deferred frees; contexts lock themselves. */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/context.h"
+#include "core/core.h"
+#include "core/options.h"
+
+#define MAX_DEVICES 64       /* devices 0..63: a context each */
+#define REC_BUCKETS 256      /* record-stream table: chained hash by address */
+#define MAX_REC_STREAMS 8    /* distinct extra streams remembered per block */
+
+/* A block that was used on other streams than its own (record_stream). */
+struct rec {
+    struct rec *next;
+    void *ptr;
+    unsigned nstreams;
+    hoff_stream streams[MAX_REC_STREAMS];
+};
+
+/* A free held back until the work queued on the recorded streams is done. */
+struct deferred {
+    struct deferred *next;
+    void *ptr;
+    hoff_stream stream;     /* the stream the block is freed on */
+    unsigned nev;
+    hoff__event *ev[MAX_REC_STREAMS];
+};
+
+struct device {
+    struct hoff_ctx *ctx;   /* written once under torch_lock; read with an atomic load */
+    double fraction;        /* memory fraction asked for before the context existed; 0 = none */
+    pthread_mutex_t lock;   /* recs, deferred */
+    struct rec *recs[REC_BUCKETS];
+    size_t nrecs;
+    struct deferred *deferred;
+};
+
+static pthread_mutex_t torch_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct device devices[MAX_DEVICES];
+static int devices_ready;            /* locks initialised */
+static struct hoff_config pending;   /* the config of contexts created from now on */
+static int pending_state;            /* 0 not read yet, 1 ready, -errno the environment is bad */
+static char pending_err[512];        /* why, when pending_state < 0 */
+static int device_count = -1;        /* from hoff_torch_init, -1 unknown */
+
+/* --- the context of a device ------------------------------------------------ */
+
+/* Caller holds torch_lock. */
+static int load_pending(void) {
+    int i;
+
+    if (!devices_ready) {
+        for (i = 0; i < MAX_DEVICES; i++)
+            pthread_mutex_init(&devices[i].lock, NULL);
+        devices_ready = 1;
+    }
+    if (pending_state != 0)
+        return pending_state < 0 ? pending_state : 0;
+    hoff_config_init(&pending);
+    pending_state = hoff_config_from_env(&pending, pending_err, sizeof pending_err);
+    if (pending_state == 0) {
+        pending_state = 1;
+        return 0;
+    }
+    hoff__log(HOFF_LOG_ERROR, "PyTorch allocator: %s", pending_err);
+    return pending_state;
+}
+
+static int check_device(int device, const char *what) {
+    if (device < 0 || device >= MAX_DEVICES)
+        return hoff__error(-ENODEV, "%s: device %d is out of range: hoff's PyTorch allocator serves CUDA devices "
+                           "0 to %d", what, device, MAX_DEVICES - 1);
+    if (device_count >= 0 && device >= device_count)
+        return hoff__error(-ENODEV, "%s: device %d does not exist (PyTorch reported %d device(s))", what, device,
+                           device_count);
+    return 0;
+}
+
+static uint64_t fraction_bytes(struct hoff_ctx *ctx, double fraction) {
+    uint64_t free_b = 0, total_b = 0;
+
+    if (ctx->be->ops->mem_info(ctx->be, &free_b, &total_b) != 0 || total_b == 0)
+        return 0;
+    return (uint64_t)(fraction * (double)total_b);
+}
+
+/* A live change of budget, host cap or planner: the plan was made for the
+ * old values, so the next step records and plans again.  Caller holds ctx->lock. */
+static void replan_live(struct hoff_ctx *ctx) {
+    ctx->st.budget_bytes = ctx->cfg.budget_bytes;
+    if (ctx->pipe.have_plan)
+        ctx->pipe.rerecord = 1;
+}
+
+static void set_budget_live(struct hoff_ctx *ctx, uint64_t budget) {
+    pthread_mutex_lock(&ctx->lock);
+    if (ctx->cfg.budget_bytes != budget) {
+        ctx->cfg.budget_bytes = budget;
+        replan_live(ctx);
+    }
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+/* The context of device, created on first use.  NULL with the reason as the
+ * thread's last error. */
+static struct hoff_ctx *get_ctx(int device, int create, const char *what) {
+    struct hoff_config cfg;
+    struct hoff_ctx *ctx;
+    int rc;
+
+    if (check_device(device, what) != 0)
+        return NULL;
+    ctx = __atomic_load_n(&devices[device].ctx, __ATOMIC_ACQUIRE);
+    if (ctx || !create)
+        return ctx;
+    pthread_mutex_lock(&torch_lock);
+    ctx = devices[device].ctx;
+    if (ctx)
+        goto out;
+    if (load_pending() != 0) {
+        hoff__error(pending_state, "%s: %s", what, pending_err);
+        goto out;
+    }
+    cfg = pending;
+    cfg.device = device;
+    rc = hoff_init(&ctx, &cfg);
+    if (rc) {
+        HOFF__LOG_ONCE(HOFF_LOG_ERROR, "PyTorch allocator: cannot create the context of device %d: %s", device,
+                       hoff_last_error());
+        ctx = NULL;
+        goto out;
+    }
+    if (devices[device].fraction > 0) {
+        uint64_t b = fraction_bytes(ctx, devices[device].fraction);
+        if (b)
+            set_budget_live(ctx, b);
+    }
+    hoff__log(HOFF_LOG_INFO, "PyTorch allocator: device %d uses the %s backend", device, hoff_backend_name(ctx));
+    __atomic_store_n(&devices[device].ctx, ctx, __ATOMIC_RELEASE);
+out:
+    pthread_mutex_unlock(&torch_lock);
+    return ctx;
+}
+
+HOFF_API hoff_ctx *hoff_torch_context(int device) {
+    return get_ctx(device, 1, "hoff_torch_context");
+}
+
+/* --- record-stream and deferred frees ---------------------------------------- */
+
+static size_t rec_hash(const void *p) {
+    uintptr_t v = (uintptr_t)p;
+
+    v ^= v >> 21;
+    v *= (uintptr_t)0x9E3779B97F4A7C15ull;
+    return (size_t)(v >> 17) % REC_BUCKETS;
+}
+
+/* Caller holds dev->lock.  Unlinks and returns the record of ptr. */
+static struct rec *rec_take(struct device *dev, const void *ptr) {
+    struct rec **pp = &dev->recs[rec_hash(ptr)];
+
+    for (; *pp; pp = &(*pp)->next) {
+        if ((*pp)->ptr == ptr) {
+            struct rec *r = *pp;
+            *pp = r->next;
+            dev->nrecs--;
+            return r;
+        }
+    }
+    return NULL;
+}
+
+static void deferred_release(struct hoff_ctx *ctx, struct deferred *d) {
+    unsigned i;
+    int rc;
+
+    for (i = 0; i < d->nev; i++)
+        ctx->be->ops->event_destroy(ctx->be, d->ev[i]);
+    rc = hoff_free(ctx, d->ptr, d->stream);
+    if (rc)
+        hoff__log(HOFF_LOG_ERROR, "PyTorch allocator: deferred free of %p: %s", d->ptr, hoff_last_error());
+    free(d);
+}
+
+/* Free what the recorded streams have finished with; wait for all of it when
+ * `wait`.  Caller holds dev->lock. */
+static void deferred_poll(struct device *dev, struct hoff_ctx *ctx, int wait) {
+    struct deferred **pp = &dev->deferred;
+
+    while (*pp) {
+        struct deferred *d = *pp;
+        unsigned i;
+        int done = 1;
+
+        for (i = 0; i < d->nev; i++) {
+            int rc = wait ? ctx->be->ops->event_sync(ctx->be, d->ev[i]) : ctx->be->ops->event_query(ctx->be, d->ev[i]);
+            if (rc == -EAGAIN) {
+                done = 0;
+                break;
+            }
+            /* an error: the stream is broken; freeing is the only way on */
+        }
+        if (!done) {
+            pp = &d->next;
+            continue;
+        }
+        *pp = d->next;
+        deferred_release(ctx, d);
+    }
+}
+
+static void poll_if_pending(int device, struct hoff_ctx *ctx) {
+    struct device *dev = &devices[device];
+
+    if (!__atomic_load_n(&dev->deferred, __ATOMIC_RELAXED))
+        return;
+    pthread_mutex_lock(&dev->lock);
+    deferred_poll(dev, ctx, 0);
+    pthread_mutex_unlock(&dev->lock);
+}
+
+/* Free ptr once the streams it was recorded on have done their work so far. */
+static int free_deferred(struct device *dev, struct hoff_ctx *ctx, struct rec *r, hoff_stream stream) {
+    struct deferred *d = calloc(1, sizeof *d);
+    unsigned i;
+
+    if (!d)
+        goto sync;
+    d->ptr = r->ptr;
+    d->stream = stream;
+    for (i = 0; i < r->nstreams; i++) {
+        hoff__event *ev;
+
+        if (r->streams[i] == stream)
+            continue;
+        if (ctx->be->ops->event_create(ctx->be, &ev) != 0)
+            goto sync_d;
+        d->ev[d->nev++] = ev;
+        if (ctx->be->ops->event_record(ctx->be, ev, r->streams[i]) != 0)
+            goto sync_d;
+    }
+    if (d->nev == 0) { /* recorded only on its own stream */
+        free(d);
+        return hoff_free(ctx, r->ptr, stream);
+    }
+    d->next = dev->deferred;
+    dev->deferred = d;
+    return 0;
+sync_d:
+    /* Without events: wait for the device, then free at once. */
+    for (i = 0; i < d->nev; i++)
+        ctx->be->ops->event_destroy(ctx->be, d->ev[i]);
+    free(d);
+sync:
+    hoff_sync(ctx);
+    return hoff_free(ctx, r->ptr, stream);
+}
+
+HOFF_API void hoff_torch_record_stream(void *ptr, void *stream) {
+    struct hoff_ctx *ctx = NULL;
+    struct device *dev = NULL;
+    struct rec *r, **pp;
+    int i;
+
+    if (!ptr)
+        return;
+    for (i = 0; i < MAX_DEVICES; i++) {
+        struct hoff_ctx *c = __atomic_load_n(&devices[i].ctx, __ATOMIC_ACQUIRE);
+        if (c && hoff_block_size(c, ptr)) {
+            ctx = c;
+            dev = &devices[i];
+            break;
+        }
+    }
+    if (!ctx) {
+        hoff__log(HOFF_LOG_WARN, "hoff_torch_record_stream: %p is not a live hoff block", ptr);
+        return;
+    }
+    pthread_mutex_lock(&dev->lock);
+    for (pp = &dev->recs[rec_hash(ptr)]; *pp && (*pp)->ptr != ptr; pp = &(*pp)->next)
+        ;
+    r = *pp;
+    if (!r) {
+        r = calloc(1, sizeof *r);
+        if (!r) {
+            pthread_mutex_unlock(&dev->lock);
+            /* Cannot remember the stream: make it finish its work at the
+             * free by waiting for the device now (slow, but never unsafe). */
+            hoff__log(HOFF_LOG_WARN, "hoff_torch_record_stream: out of memory; synchronising the device");
+            ctx->be->ops->sync(ctx->be);
+            return;
+        }
+        r->ptr = ptr;
+        *pp = r;
+        dev->nrecs++;
+    }
+    for (i = 0; i < (int)r->nstreams; i++)
+        if (r->streams[i] == stream)
+            break;
+    if (i == (int)r->nstreams) {
+        if (r->nstreams < MAX_REC_STREAMS)
+            r->streams[r->nstreams++] = stream;
+        else
+            HOFF__LOG_ONCE(HOFF_LOG_WARN, "hoff_torch_record_stream: a block recorded on more than %d streams; "
+                           "its free waits for the whole device", MAX_REC_STREAMS);
+    }
+    pthread_mutex_unlock(&dev->lock);
+}
+
+/* --- allocation ---------------------------------------------------------------- */
+
+HOFF_API void *hoff_torch_alloc(ssize_t size, int device, void *stream) {
+    struct hoff_ctx *ctx;
+    void *p;
+
+    if (size <= 0) {
+        if (size < 0)
+            hoff__error(-EINVAL, "hoff_torch_alloc: negative size %zd", size);
+        return NULL; /* like PyTorch's own allocator: no memory for 0 bytes */
+    }
+    ctx = get_ctx(device, 1, "hoff_torch_alloc");
+    if (!ctx) {
+        HOFF__LOG_ONCE(HOFF_LOG_ERROR, "hoff_torch_alloc: %s", hoff_last_error());
+        errno = ENODEV;
+        return NULL;
+    }
+    poll_if_pending(device, ctx);
+    p = hoff_malloc(ctx, (size_t)size, stream);
+    if (!p) {
+        HOFF__LOG_ONCE(HOFF_LOG_WARN, "hoff_torch_alloc: %zd bytes on device %d: %s (PyTorch reports it as out "
+                       "of memory; later failures are logged at level info)", size, device, hoff_last_error());
+        hoff__log(HOFF_LOG_INFO, "hoff_torch_alloc: %zd bytes on device %d: %s", size, device, hoff_last_error());
+    }
+    return p;
+}
+
+HOFF_API void hoff_torch_free(void *ptr, ssize_t size, int device, void *stream) {
+    struct hoff_ctx *ctx;
+    struct device *dev;
+    struct rec *r = NULL;
+    int rc;
+
+    (void)size;
+    if (!ptr)
+        return;
+    ctx = get_ctx(device, 0, "hoff_torch_free");
+    if (!ctx) {
+        hoff__log(HOFF_LOG_ERROR, "hoff_torch_free: %p on device %d: no hoff context there (%s)", ptr, device,
+                  check_device(device, "hoff_torch_free") ? hoff_last_error() : "never allocated");
+        return;
+    }
+    dev = &devices[device];
+    if (__atomic_load_n(&dev->nrecs, __ATOMIC_RELAXED) || __atomic_load_n(&dev->deferred, __ATOMIC_RELAXED)) {
+        pthread_mutex_lock(&dev->lock);
+        deferred_poll(dev, ctx, 0);
+        r = dev->nrecs ? rec_take(dev, ptr) : NULL;
+        if (r) {
+            rc = free_deferred(dev, ctx, r, stream);
+            pthread_mutex_unlock(&dev->lock);
+            free(r);
+            if (rc)
+                hoff__log(HOFF_LOG_ERROR, "hoff_torch_free: %p: %s", ptr, hoff_last_error());
+            return;
+        }
+        pthread_mutex_unlock(&dev->lock);
+    }
+    rc = hoff_free(ctx, ptr, stream);
+    if (rc)
+        hoff__log(HOFF_LOG_ERROR, "hoff_torch_free: %p: %s", ptr, hoff_last_error());
+}
+
+/* --- the other hooks ----------------------------------------------------------- */
+
+HOFF_API void hoff_torch_init(int count) {
+    pthread_mutex_lock(&torch_lock);
+    if (count >= 0)
+        device_count = count;
+    load_pending(); /* a bad HOFF_* variable is reported now, not at the first allocation */
+    pthread_mutex_unlock(&torch_lock);
+}
+
+HOFF_API void hoff_torch_empty_cache(void) {
+    int i;
+
+    for (i = 0; i < MAX_DEVICES; i++) {
+        struct hoff_ctx *ctx = __atomic_load_n(&devices[i].ctx, __ATOMIC_ACQUIRE);
+
+        if (!ctx)
+            continue;
+        pthread_mutex_lock(&devices[i].lock);
+        deferred_poll(&devices[i], ctx, 1);
+        pthread_mutex_unlock(&devices[i].lock);
+        hoff_empty_cache(ctx);
+    }
+}
+
+HOFF_API void hoff_torch_set_memory_fraction(double fraction, int device) {
+    struct hoff_ctx *ctx;
+
+    if (!(fraction > 0.0 && fraction <= 1.0)) {
+        hoff__log(HOFF_LOG_ERROR, "hoff_torch_set_memory_fraction: fraction %g: expected more than 0 and at most 1",
+                  fraction);
+        return;
+    }
+    if (check_device(device, "hoff_torch_set_memory_fraction") != 0) {
+        hoff__log(HOFF_LOG_ERROR, "%s", hoff_last_error());
+        return;
+    }
+    pthread_mutex_lock(&torch_lock);
+    ctx = devices[device].ctx;
+    if (!ctx)
+        devices[device].fraction = fraction;
+    pthread_mutex_unlock(&torch_lock);
+    if (ctx) {
+        uint64_t b = fraction_bytes(ctx, fraction);
+        if (b)
+            set_budget_live(ctx, b);
+    }
+}
+
+/* --- configuration ------------------------------------------------------------- */
+
+HOFF_API int hoff_torch_config_check(const char *name, const char *value, char *err, size_t errlen) {
+    struct hoff_config cfg;
+
+    hoff_config_init(&cfg);
+    return hoff_config_set(&cfg, name, value, err, errlen);
+}
+
+/* Apply name=value to a live context: only the budget, host cap, planner and
+ * log level may change once it exists.  Caller holds nothing. */
+static int configure_live(struct hoff_ctx *ctx, int device, const char *name, const char *value, char *err,
+                          size_t errlen) {
+    struct hoff_config c, d;
+    int rc;
+
+    pthread_mutex_lock(&ctx->lock);
+    c = ctx->cfg;
+    rc = hoff_config_set(&c, name, value, err, errlen);
+    if (rc == 0)
+        rc = hoff__config_validate(&c, err, errlen);
+    if (rc) {
+        pthread_mutex_unlock(&ctx->lock);
+        return rc;
+    }
+    d = ctx->cfg;
+    d.budget_bytes = c.budget_bytes;
+    d.host_cap_bytes = c.host_cap_bytes;
+    memcpy(d.planner, c.planner, sizeof d.planner);
+    d.log_level = c.log_level;
+    if (memcmp(&c, &d, sizeof c) != 0) {
+        pthread_mutex_unlock(&ctx->lock);
+        if (err && errlen)
+            snprintf(err, errlen, "option '%s' cannot change once device %d's context exists (only budget, "
+                     "host_cap, planner and log_level can); set it before the first CUDA allocation "
+                     "(hoff.install(config) or its HOFF_* variable)", name, device);
+        return hoff__error(-EBUSY, "%s", err && errlen ? err : "option fixed once the context exists");
+    }
+    if (memcmp(&d, &ctx->cfg, sizeof d) != 0) {
+        int plan_change = d.budget_bytes != ctx->cfg.budget_bytes || d.host_cap_bytes != ctx->cfg.host_cap_bytes ||
+                          strcmp(d.planner, ctx->cfg.planner) != 0;
+        ctx->cfg = d;
+        hoff__log_set_level(d.log_level);
+        if (plan_change)
+            replan_live(ctx);
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return 0;
+}
+
+HOFF_API int hoff_torch_configure(int device, const char *name, const char *value, char *err, size_t errlen) {
+    struct hoff_config c;
+    int i, rc, first, last;
+
+    if (err && errlen)
+        err[0] = '\0';
+    if (!name || !value) {
+        if (err && errlen)
+            snprintf(err, errlen, "hoff_torch_configure: name and value must not be NULL");
+        return hoff__error(-EINVAL, "hoff_torch_configure: name and value must not be NULL");
+    }
+    if (device != -1 && (rc = check_device(device, "hoff_torch_configure")) != 0) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s", hoff_last_error());
+        return rc;
+    }
+    pthread_mutex_lock(&torch_lock);
+    rc = load_pending();
+    if (rc) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s", pending_err);
+        pthread_mutex_unlock(&torch_lock);
+        return rc;
+    }
+    c = pending;
+    rc = hoff_config_set(&c, name, value, err, errlen);
+    if (rc) {
+        pthread_mutex_unlock(&torch_lock);
+        return rc;
+    }
+    first = device == -1 ? 0 : device;
+    last = device == -1 ? MAX_DEVICES - 1 : device;
+    for (i = first; i <= last && rc == 0; i++)
+        if (devices[i].ctx)
+            rc = configure_live(devices[i].ctx, i, name, value, err, errlen);
+    if (rc == 0)
+        pending = c; /* contexts created from now on */
+    pthread_mutex_unlock(&torch_lock);
+    return rc;
+}

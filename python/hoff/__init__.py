@@ -1,0 +1,50 @@
+# hoff — the PyTorch package of hoff, a CUDA allocator that keeps training activations inside a device-memory
+# budget: the allocator install, OffloadSession steps, skip_offload regions, access marks, CPU recording mode.
+# Threading: see each module; the public functions are safe to call from any thread unless noted.
+"""hoff for PyTorch.
+
+Two lines put a script under hoff::
+
+    import hoff
+    hoff.install(hoff.OffloadConfig(max_resident_activation_mb=8192))   # before any CUDA tensor
+
+    session = hoff.OffloadSession()
+    for batch in data:
+        with session:                       # one training step: warmup, then replay
+            loss = model(batch).sum()
+            loss.backward()
+            optimizer.step()
+
+or with no change at all: ``python -m hoff train.py ARGS`` (see hoff.__main__).
+Under ``hoff-record`` (CPU recording mode) the same marks go to the recorder,
+so a CPU training step can be traced on a machine without a GPU.
+"""
+
+from ._lib import LibraryNotFound
+from ._targets import HoffError
+from .allocator import (empty_cache, install, is_installed, library_path, memory_stats, record_stream,
+                        set_memory_fraction)
+from .config import OffloadConfig
+from .hooks import AccessHooks, storage_ptr
+from .session import OffloadSession, implicit_session, mark, mark_op, region_depth, skip_offload, step
+from . import _record
+
+
+def recording():
+    """True when this process runs under hoff-record (CPU recording mode)."""
+    return _record.active()
+
+
+def record_stats():
+    """The recorder's state under hoff-record ({} otherwise)."""
+    return _record.stats()
+
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AccessHooks", "HoffError", "LibraryNotFound", "OffloadConfig", "OffloadSession", "empty_cache",
+    "implicit_session", "install", "is_installed", "library_path", "mark", "mark_op", "memory_stats",
+    "record_stats", "record_stream", "recording", "region_depth", "set_memory_fraction", "skip_offload",
+    "step", "storage_ptr",
+]

@@ -1,0 +1,213 @@
+# _lib.py — finding and loading libhoff.so, and the ctypes prototypes of the C API the package uses.
+# Threading: load() may be called from any thread; the first call loads the library under a lock.
+"""Loading libhoff.so.
+
+Search order (the first that loads wins):
+
+1. ``HOFF_LIBRARY``: a path to ``libhoff.so``.  When set it is the only
+   candidate: a bad path is an error, never silently skipped.
+2. The install prefix: ``pkg-config --variable=libdir hoff``, then the
+   ``lib``/``lib64`` directories of this interpreter's prefix (a virtual
+   environment's and its base), and the ``lib`` directory the package was
+   installed under (``PREFIX/lib/pythonX.Y/site-packages/hoff`` gives
+   ``PREFIX/lib``).
+3. The usual system directories: ``/usr/local/lib``, ``/usr/local/lib64``,
+   ``/usr/lib/<multiarch>``, ``/usr/lib64``, ``/usr/lib``.
+4. The dynamic linker's cache (``ctypes.util.find_library("hoff")``).
+"""
+
+import ctypes
+import ctypes.util
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import threading
+
+NAMES = ("libhoff.so", "libhoff.so.0")
+
+
+class LibraryNotFound(RuntimeError):
+    """libhoff.so could not be found or loaded; the message lists every place tried."""
+
+
+_lock = threading.Lock()
+_lib = None
+_path = None
+
+
+def _pkg_config_libdir():
+    exe = shutil.which("pkg-config")
+    if not exe:
+        return None, "pkg-config not found"
+    try:
+        r = subprocess.run([exe, "--variable=libdir", "hoff"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError) as e:
+        return None, "pkg-config failed: %s" % e
+    d = r.stdout.decode(errors="replace").strip()
+    if r.returncode != 0 or not d:
+        return None, "pkg-config knows no 'hoff' (hoff.pc not on PKG_CONFIG_PATH)"
+    return d, None
+
+
+def _prefix_dirs():
+    dirs = []
+    for prefix in (sys.prefix, getattr(sys, "base_prefix", sys.prefix), sys.exec_prefix):
+        for sub in ("lib", "lib64"):
+            dirs.append(os.path.join(prefix, sub))
+    # PREFIX/lib/pythonX.Y/{site,dist}-packages/hoff/_lib.py -> PREFIX/lib
+    here = os.path.dirname(os.path.abspath(__file__))
+    dirs.append(os.path.normpath(os.path.join(here, "..", "..", "..")))
+    return dirs
+
+
+def _system_dirs():
+    dirs = ["/usr/local/lib", "/usr/local/lib64"]
+    multiarch = sysconfig.get_config_var("MULTIARCH")
+    if multiarch:
+        dirs.append(os.path.join("/usr/lib", multiarch))
+    dirs += ["/usr/lib64", "/usr/lib"]
+    return dirs
+
+
+def _try(path, tried):
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as e:
+        tried.append("%s (%s)" % (path, e))
+        return None
+    if not hasattr(lib, "hoff_torch_alloc"):
+        tried.append("%s (loads, but has no hoff_torch_alloc: an older hoff)" % path)
+        return None
+    return lib
+
+
+def _find():
+    """(CDLL, path) or raise LibraryNotFound."""
+    tried = []
+    env = os.environ.get("HOFF_LIBRARY")
+    if env:
+        lib = _try(env, tried)
+        if lib is None:
+            raise LibraryNotFound(
+                "hoff: HOFF_LIBRARY=%s cannot be used: %s; point it at the libhoff.so "
+                "that 'make install' installed (PREFIX/lib/libhoff.so) or at "
+                "BUILDDIR/.libs/libhoff.so" % (env, tried[-1]))
+        return lib, env
+    tried.append("HOFF_LIBRARY (not set)")
+    libdir, why = _pkg_config_libdir()
+    dirs = []
+    if libdir:
+        dirs.append(libdir)
+    else:
+        tried.append("pkg-config (%s)" % why)
+    seen = set()
+    for d in dirs + _prefix_dirs() + _system_dirs():
+        d = os.path.normpath(d)
+        if d in seen:
+            continue
+        seen.add(d)
+        found = False
+        for name in NAMES:
+            path = os.path.join(d, name)
+            if os.path.exists(path):
+                found = True
+                lib = _try(path, tried)
+                if lib is not None:
+                    return lib, path
+        if not found:
+            tried.append("%s (no libhoff.so)" % d)
+    name = ctypes.util.find_library("hoff")
+    if name:
+        lib = _try(name, tried)
+        if lib is not None:
+            return lib, name
+    else:
+        tried.append("the dynamic linker's cache (no libhoff)")
+    raise LibraryNotFound(
+        "hoff: cannot find libhoff.so.  Looked in:\n  " + "\n  ".join(tried) +
+        "\nBuild and install hoff ('./configure && make && make install', then "
+        "'ldconfig'), or set HOFF_LIBRARY=/path/to/libhoff.so (in a build tree: "
+        "BUILDDIR/.libs/libhoff.so).")
+
+
+_c = ctypes
+_PROTOS = {
+    # name: (restype, argtypes)
+    "hoff_last_error": (_c.c_char_p, []),
+    "hoff_strerror": (_c.c_char_p, [_c.c_int]),
+    "hoff_backend_name": (_c.c_char_p, [_c.c_void_p]),
+    "hoff_step_begin": (_c.c_int, [_c.c_void_p]),
+    "hoff_step_end": (_c.c_int, [_c.c_void_p]),
+    "hoff_step_abort": (_c.c_int, [_c.c_void_p]),
+    "hoff_mark_op": (_c.c_int, [_c.c_void_p, _c.c_char_p]),
+    "hoff_region_begin": (_c.c_int, [_c.c_void_p]),
+    "hoff_region_end": (_c.c_int, [_c.c_void_p]),
+    "hoff_access": (_c.c_int, [_c.c_void_p, _c.c_void_p, _c.c_int, _c.c_void_p]),
+    "hoff_sync": (_c.c_int, [_c.c_void_p]),
+    "hoff_residency": (_c.c_int, [_c.c_void_p, _c.c_void_p]),
+    "hoff_block_size": (_c.c_size_t, [_c.c_void_p, _c.c_void_p]),
+    "hoff_stats_json": (_c.c_int, [_c.c_void_p, _c.c_char_p, _c.c_size_t]),
+    "hoff_trace_save": (_c.c_int, [_c.c_void_p, _c.c_char_p]),
+    "hoff_torch_alloc": (_c.c_void_p, [_c.c_ssize_t, _c.c_int, _c.c_void_p]),
+    "hoff_torch_free": (None, [_c.c_void_p, _c.c_ssize_t, _c.c_int, _c.c_void_p]),
+    "hoff_torch_init": (None, [_c.c_int]),
+    "hoff_torch_empty_cache": (None, []),
+    "hoff_torch_set_memory_fraction": (None, [_c.c_double, _c.c_int]),
+    "hoff_torch_record_stream": (None, [_c.c_void_p, _c.c_void_p]),
+    "hoff_torch_context": (_c.c_void_p, [_c.c_int]),
+    "hoff_torch_configure": (_c.c_int, [_c.c_int, _c.c_char_p, _c.c_char_p, _c.c_char_p, _c.c_size_t]),
+    "hoff_torch_config_check": (_c.c_int, [_c.c_char_p, _c.c_char_p, _c.c_char_p, _c.c_size_t]),
+}
+
+
+def load():
+    """The loaded libhoff (a ctypes.CDLL with prototypes set); raises LibraryNotFound."""
+    global _lib, _path
+    if _lib is not None:
+        return _lib
+    with _lock:
+        if _lib is None:
+            lib, path = _find()
+            missing = []
+            for name, (res, args) in _PROTOS.items():
+                try:
+                    f = getattr(lib, name)
+                except AttributeError:
+                    missing.append(name)
+                    continue
+                f.restype = res
+                f.argtypes = args
+            if missing:
+                raise LibraryNotFound("hoff: %s lacks %s: it is older than this Python package; "
+                                      "rebuild and reinstall hoff" % (path, ", ".join(missing)))
+            _path = path
+            _lib = lib
+    return _lib
+
+
+def path():
+    """The path (or linker name) libhoff was loaded from."""
+    load()
+    return _path
+
+
+def available():
+    """True if libhoff.so can be loaded."""
+    try:
+        load()
+        return True
+    except LibraryNotFound:
+        return False
+
+
+def last_error():
+    msg = load().hoff_last_error()
+    return msg.decode(errors="replace") if msg else ""
+
+
+def strerror(rc):
+    msg = load().hoff_strerror(rc)
+    return msg.decode(errors="replace") if msg else "error %d" % rc

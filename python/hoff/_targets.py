@@ -1,0 +1,221 @@
+# _targets.py — where marks go: hoff's allocator context of a device (libhoff.so) and/or the recorder of
+# hoff-record (CPU recording mode).  Threading: a target may be called from any thread (the C side locks);
+# the installed flag and the set of devices with a context are guarded by _lock.
+"""Mark targets.
+
+Every mark the package makes (step begin/end/abort, op, region begin/end,
+access) goes to each target of the session:
+
+* ``AllocatorTarget``: the process-wide hoff context of a CUDA device, the
+  one ``hoff_torch_alloc`` allocates from (``hoff_torch_context``).  Without a
+  GPU that context runs on hoff's simulated device: the session logic works
+  the same, but PyTorch's CPU tensors do not come from it.
+* ``RecordTarget``: ``libhoff-record.so`` under ``hoff-record``: the CPU
+  allocations PyTorch makes are its blocks, so views, transposes and
+  duplicates of one storage map to one block exactly as on a GPU.
+"""
+
+import ctypes
+import json
+import threading
+
+from . import _lib, _record
+
+PLAN_STATES = {0: "idle", 1: "warmup", 2: "replay", 3: "fallback"}
+
+_lock = threading.Lock()
+_installed = False
+_devices = set()  # devices whose hoff context this process has used
+
+
+class HoffError(RuntimeError):
+    """A hoff call failed; .errno is the positive errno value."""
+
+    def __init__(self, msg, errno=0):
+        super().__init__(msg)
+        self.errno = errno
+
+
+def set_installed():
+    global _installed
+    with _lock:
+        _installed = True
+
+
+def installed():
+    return _installed
+
+
+def devices_used():
+    with _lock:
+        return set(_devices)
+
+
+def _current_stream(device):
+    """The current CUDA stream of device as a pointer, or None (no CUDA or not initialised yet)."""
+    try:
+        import torch
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            return torch.cuda.current_stream(device).cuda_stream or None
+    except Exception:  # a torch without CUDA, or a device that is gone
+        pass
+    return None
+
+
+def default_device():
+    try:
+        import torch
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            return torch.cuda.current_device()
+    except Exception:
+        pass
+    return 0
+
+
+class AllocatorTarget:
+    kind = "allocator"
+
+    def __init__(self, device=None):
+        self.device = default_device() if device is None else int(device)
+        self._ctx = None
+
+    def __repr__(self):
+        return "AllocatorTarget(device=%d)" % self.device
+
+    @property
+    def ctx(self):
+        if self._ctx is None:
+            lib = _lib.load()
+            c = lib.hoff_torch_context(self.device)
+            if not c:
+                raise HoffError("hoff: cannot create the context of device %d: %s"
+                                % (self.device, _lib.last_error()))
+            with _lock:
+                _devices.add(self.device)
+            self._ctx = c
+        return self._ctx
+
+    def _call(self, name, *args):
+        rc = getattr(_lib.load(), name)(self.ctx, *args)
+        if rc < 0:
+            raise HoffError("hoff: %s (device %d): %s" % (name, self.device, _lib.last_error()), -rc)
+        return rc
+
+    def configure(self, options):
+        """Apply {option: value} to this device (now and for its context to come)."""
+        lib = _lib.load()
+        err = ctypes.create_string_buffer(1024)
+        for name, value in options.items():
+            rc = lib.hoff_torch_configure(self.device, name.encode(), str(value).encode(), err, len(err))
+            if rc == 0:
+                continue
+            msg = err.value.decode(errors="replace") or _lib.last_error()
+            if rc == -16:  # EBUSY: fixed once the context exists
+                raise HoffError("hoff: %s" % msg, 16)
+            raise ValueError("hoff: %s" % msg)
+
+    def step_begin(self):
+        self._call("hoff_step_begin")
+
+    def step_end(self):
+        self._call("hoff_step_end")
+
+    def step_abort(self):
+        self._call("hoff_step_abort")
+
+    def mark_op(self, name):
+        self._call("hoff_mark_op", name.encode() if name else None)
+
+    def region_begin(self):
+        self._call("hoff_region_begin")
+
+    def region_end(self):
+        self._call("hoff_region_end")
+
+    def access(self, ptr, write):
+        """Mark an access of the block at ptr; returns ptr (hoff's block id is
+        its address) or None when ptr is not a live hoff block."""
+        rc = _lib.load().hoff_access(self.ctx, ptr, 1 if write else 0, _current_stream(self.device))
+        return ptr if rc >= 0 else None
+
+    def stats(self):
+        lib = _lib.load()
+        buf = ctypes.create_string_buffer(16384)
+        n = lib.hoff_stats_json(self.ctx, buf, len(buf))
+        if n < 0:
+            raise HoffError("hoff: hoff_stats_json: %s" % _lib.strerror(n), -n)
+        if n >= len(buf):
+            buf = ctypes.create_string_buffer(n + 1)
+            lib.hoff_stats_json(self.ctx, buf, len(buf))
+        d = json.loads(buf.value.decode())
+        d.setdefault("source", "allocator")
+        d.setdefault("device", self.device)
+        backend = lib.hoff_backend_name(self.ctx)
+        d.setdefault("backend", backend.decode() if backend else "none")
+        return d
+
+    def phase(self):
+        return PLAN_STATES.get(int(self.stats().get("plan_state", 0)), "idle")
+
+
+class RecordTarget:
+    kind = "record"
+
+    def __init__(self, rec=None):
+        self.rec = rec if rec is not None else _record.lookup()
+        if self.rec is None:
+            raise RuntimeError("hoff: CPU recording mode needs the process to run under hoff-record "
+                               "(hoff-record -o TRACE -- python3 script.py ...)")
+
+    def __repr__(self):
+        return "RecordTarget()"
+
+    def configure(self, options):
+        pass  # the recorder's settings come from hoff-record's options
+
+    def step_begin(self):
+        self.rec.hoff_record_step_begin()
+
+    def step_end(self):
+        self.rec.hoff_record_step_end()
+
+    def step_abort(self):
+        self.rec.hoff_record_step_abort()
+
+    def mark_op(self, name):
+        self.rec.hoff_record_mark_op(name.encode() if name else None)
+
+    def region_begin(self):
+        self.rec.hoff_record_region_begin()
+
+    def region_end(self):
+        self.rec.hoff_record_region_end()
+
+    def access(self, ptr, write):
+        """Mark an access; returns the recorder's serial of the block, or None."""
+        r = self.rec.hoff_record_access(ptr, 1 if write else 0)
+        return r if r > 0 else None
+
+    def stats(self):
+        return _record.stats()
+
+    def phase(self):
+        return None  # the recorder does not plan
+
+
+def resolve(mode="auto", device=None):
+    """The targets of a session.  mode: "auto" (the allocator if hoff.install()
+    ran, the recorder if under hoff-record), "allocator" or "record"."""
+    if mode == "allocator":
+        return [AllocatorTarget(device)]
+    if mode == "record":
+        return [RecordTarget()]
+    if mode != "auto":
+        raise ValueError("mode: expected 'auto', 'allocator' or 'record', got %r" % (mode,))
+    targets = []
+    if installed():
+        targets.append(AllocatorTarget(device))
+    rec = _record.lookup()
+    if rec is not None:
+        targets.append(RecordTarget(rec))
+    return targets

@@ -1,0 +1,90 @@
+# hooks.py — exact access marks from torch.autograd.graph.saved_tensors_hooks: pack is a saved block's last
+# forward use, unpack its first backward use; the block is the tensor's storage (its base address).
+# Threading: pack runs on the forward thread, unpack on autograd's backward thread(s); the counters are
+# updated under a lock, the marks themselves go to targets that lock on the C side.
+"""Access marks for saved activations.
+
+hoff tracks allocations, and PyTorch allocates storages: every view,
+reshape, transpose or exact duplicate of a tensor shares its storage, so
+they are all one hoff block, the one that starts at the storage's data
+pointer (``untyped_storage().data_ptr()``; ``storage().data_ptr()`` before
+PyTorch 2.0).  A tensor's own ``data_ptr()`` is not used: a view's points
+into the middle of the block.
+
+Both marks are *reads*: at pack the forward pass has already written the
+block (its allocation counts as the write), and the unpacked tensor is read
+by backward.  Marking pack as a write would let a planner think the contents
+before it dead.
+"""
+
+import threading
+
+
+def storage_ptr(t):
+    """The base address of t's storage (its hoff block), or None (no storage)."""
+    try:
+        if hasattr(t, "untyped_storage"):
+            s = t.untyped_storage()
+        else:  # PyTorch < 2.0
+            s = t.storage()
+        p = s.data_ptr()
+    except Exception:  # sparse, nested, meta or fake tensors have no plain storage
+        return None
+    return p or None
+
+
+class AccessHooks:
+    """A context manager that installs pack/unpack hooks marking accesses on
+    every target.  With log=True, .log collects (kind, block) per mark, kind
+    "pack" or "unpack", block what the first target reports (the recorder's
+    serial, or the address for the allocator) or None if it is no block."""
+
+    def __init__(self, targets, log=False):
+        self.targets = list(targets)
+        self.log = [] if log else None
+        self.packed = 0
+        self.unpacked = 0
+        self.unmatched = 0  # saved tensors that are no block of the first target
+        self._lock = threading.Lock()
+        self._cm = None
+
+    def _mark(self, kind, ptr):
+        block = None
+        for i, tg in enumerate(self.targets):
+            b = tg.access(ptr, 0) if ptr else None
+            if i == 0:
+                block = b
+        with self._lock:
+            if kind == "pack":
+                self.packed += 1
+            else:
+                self.unpacked += 1
+            if block is None:
+                self.unmatched += 1
+            if self.log is not None:
+                self.log.append((kind, block))
+        return block
+
+    def pack(self, t):
+        ptr = storage_ptr(t)
+        self._mark("pack", ptr)
+        # A detached alias: it keeps the storage alive as autograd would, but
+        # holds no grad_fn, so a saved output makes no reference cycle.
+        return (t.detach(), ptr)
+
+    def unpack(self, packed):
+        t, ptr = packed
+        self._mark("unpack", ptr)
+        return t
+
+    def __enter__(self):
+        import torch
+        self._cm = torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack)
+        self._cm.__enter__()
+        return self
+
+    def __exit__(self, et, ev, tb):
+        cm, self._cm = self._cm, None
+        if cm is not None:
+            cm.__exit__(et, ev, tb)
+        return False

@@ -1,0 +1,45 @@
+#!/bin/sh
+# man.sh — the man pages say what the code does: every HOFF_* option in hoff-config(7) (hoff(7) is its alias), every
+# statistics counter in hoff_stats(3) and in hoff-stat's JSON schema, every option of hoff-stat in hoff-stat(1),
+# every hoff-plan command in hoff-plan(1); and the pages format without warnings.  Reads $srcdir only.
+set -u
+
+srcdir=${srcdir:-.}
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+man=$srcdir/doc/man
+
+# 1. Options: each .env = "HOFF_X" of the table is in hoff-config.7.
+for v in $(sed -n 's/.*\.env = "\(HOFF_[A-Z0-9_]*\)".*/\1/p' "$srcdir/lib/core/options.c"); do
+    grep -q "$v" "$man/hoff-config.7" || bad "hoff-config.7 does not document $v"
+done
+grep -q '^\.so man7/hoff-config\.7' "$man/hoff.7" || bad "hoff.7 is not an alias of hoff-config.7"
+
+# 2. Counters: each HOFF_STATS_FIELDS name in hoff_stats.3 and in the schema.
+fields=$(sed -n '/#define HOFF_STATS_FIELDS/,/^$/p' "$srcdir/include/hoff.h" |
+    sed -n 's/.*X(\([a-z0-9_]*\),.*/\1/p')
+[ -n "$fields" ] || bad "no HOFF_STATS_FIELDS found in hoff.h"
+for f in $fields; do
+    grep -q "^\.B[RI]* .*\b$f\b" "$man/hoff_stats.3" || bad "hoff_stats.3 does not document $f"
+    grep -q "\"$f\"" "$srcdir/doc/hoff-stat.schema.json" || bad "doc/hoff-stat.schema.json does not list $f"
+done
+
+# 3. hoff-stat's options and hoff-plan's commands.
+for o in pid interval count once json clean dir help version; do
+    grep -q -- "\\\\-\\\\-$o" "$man/hoff-stat.1" || bad "hoff-stat.1 does not document --$o"
+done
+for c in simulate show timeline export synth info; do
+    grep -q "^\.SS $c\$" "$man/hoff-plan.1" || bad "hoff-plan.1 has no section for '$c'"
+done
+
+# 4. The pages this part of hoff owns format without warnings.
+if command -v groff >/dev/null 2>&1; then
+    for p in hoff-stat.1 hoff-plan.1 hoff-config.7 hoff_stats.3 hoff.3; do
+        out=$(groff -man -Tutf8 -ww -z "$man/$p" 2>&1)
+        [ -z "$out" ] || bad "groff warns on $p: $out"
+    done
+else
+    echo "(no groff: formatting not checked)"
+fi
+
+exit $fail

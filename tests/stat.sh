@@ -1,0 +1,362 @@
+#!/bin/sh
+# stat.sh — hoff-stat against a running hoff-demo (sim backend): the list, a watched process's figures equal to the
+# demo's own stats at the same step, the line format against stored expected output, the JSON against
+# doc/hoff-stat.schema.json, stale segments and --clean, and every refusal (symlink, other owner, truncated,
+# garbage, wrong version or size) with a clear message and no crash.  Runs in the build directory ($builddir or cwd).
+set -u
+
+srcdir=${srcdir:-.}
+case $srcdir in /*) ;; *) srcdir=$(pwd)/$srcdir ;; esac
+cd "${builddir:-.}" || exit 99
+if ! command -v python3 >/dev/null 2>&1; then
+    echo "SKIP: python3 is needed to compare the JSON"
+    exit 77
+fi
+if [ ! -d /dev/shm ] || [ ! -w /dev/shm ]; then
+    echo "SKIP: no writable /dev/shm"
+    exit 77
+fi
+fail=0
+tmp=${TMPDIR:-/tmp}/hoff-stat-test.$$
+seg_dir=$tmp.dir
+uid=$(id -u)
+demo_pids=""
+cleanup() {
+    for p in $demo_pids; do
+        kill -KILL "$p" 2>/dev/null
+        wait "$p" 2>/dev/null
+        rm -f "/dev/shm/hoff.$uid.$p"
+    done
+    rm -rf "$tmp".* "$seg_dir" "$seg_dir.stale"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+say() { echo "--- $*"; }
+bad() { echo "FAIL: $*"; fail=1; }
+
+check() { # check FILE PATTERN WHAT
+    if ! grep -q -- "$2" "$1"; then
+        bad "$3: no '$2' in:"
+        cat "$1"
+    fi
+}
+
+# expect_rc RC WANT WHAT FILE: also, never a crash (a signal)
+expect_rc() {
+    if [ "$1" -ne "$2" ]; then
+        bad "$3 exited $1, expected $2"
+        cat "$4"
+    fi
+}
+
+# Numbers (with a decimal point and a K/M/G/... or time unit) become N; runs of blanks one blank.
+normalize() {
+    sed -e 's/[0-9][0-9]*\(\.[0-9]*\)\{0,1\}[KMGTPE]\{0,1\}/N/g' -e 's/N[mun]\{0,1\}s\b/N/g' \
+        -e 's/  */ /g' -e 's/^ //' "$1"
+}
+
+# Wait until FILE holds a complete JSON line (the demo has printed its report).
+wait_json() { # wait_json FILE PID
+    i=0
+    while [ $i -lt 600 ]; do
+        if grep -q '"stats":{' "$1" 2>/dev/null && tail -c 2 "$1" | grep -q '}'; then
+            return 0
+        fi
+        if ! kill -0 "$2" 2>/dev/null; then
+            return 1
+        fi
+        sleep 0.2
+        i=$((i + 1))
+    done
+    return 1
+}
+
+small="--layers 4 --hidden 512 --seq 2048"
+
+# 1. A demo that holds after its last step: its report and the segment agree.
+say "demo with --hold"
+./hoff-demo $small --steps 4 --json --hold 120 >"$tmp.demo.json" 2>"$tmp.demo.err" &
+demo=$!
+demo_pids="$demo"
+if ! wait_json "$tmp.demo.json" "$demo"; then
+    bad "hoff-demo --json --hold did not print its report"
+    cat "$tmp.demo.json" "$tmp.demo.err"
+    exit 1
+fi
+
+# 1a. The list shows it.
+./hoff-stat >"$tmp.list" 2>&1
+expect_rc $? 0 "hoff-stat (list)" "$tmp.list"
+cat "$tmp.list"
+check "$tmp.list" "PID *COMMAND *BACKEND *PLANNER *STATE *STEPS" "hoff-stat list header"
+check "$tmp.list" "^ *$demo  hoff-demo  *sim  *greedy  *replay  *4 .* alive" "hoff-stat list row"
+./hoff-stat --json >"$tmp.list.json" 2>&1
+expect_rc $? 0 "hoff-stat --json (list)" "$tmp.list.json"
+python3 "$srcdir/tests/schema_check.py" "$srcdir/doc/hoff-stat.schema.json" list <"$tmp.list.json" >"$tmp.out" 2>&1 ||
+    { bad "hoff-stat --json (list) does not validate"; cat "$tmp.out" "$tmp.list.json"; }
+python3 - "$tmp.list.json" "$demo" <<'EOF' || fail=1
+import json, sys
+doc = json.load(open(sys.argv[1]))
+me = [p for p in doc["processes"] if p["pid"] == int(sys.argv[2])]
+if len(me) != 1 or not me[0]["alive"] or not me[0]["readable"] or me[0]["command"] != "hoff-demo" \
+        or me[0]["backend"] != "sim" or me[0]["planner"] != "greedy" or me[0]["steps"] != 4:
+    print("FAIL: the list's entry for the demo is wrong:", me)
+    sys.exit(1)
+EOF
+
+# 1b. -p PID --once --json: the same counters as the demo's own "stats".
+./hoff-stat -p "$demo" --once --json >"$tmp.once.json" 2>&1
+expect_rc $? 0 "hoff-stat -p --once --json" "$tmp.once.json"
+python3 "$srcdir/tests/schema_check.py" "$srcdir/doc/hoff-stat.schema.json" sample <"$tmp.once.json" >"$tmp.out" 2>&1 ||
+    { bad "hoff-stat -p --json does not validate"; cat "$tmp.out" "$tmp.once.json"; }
+python3 "$srcdir/tests/schema_check.py" "$srcdir/doc/hoff-stat.schema.json" <"$tmp.once.json" >"$tmp.out" 2>&1 ||
+    { bad "hoff-stat -p --json does not validate against the root schema"; cat "$tmp.out"; }
+python3 - "$tmp.demo.json" "$tmp.once.json" "$demo" <<'EOF' || fail=1
+import json, sys
+demo = json.load(open(sys.argv[1]))
+stat = json.loads(open(sys.argv[2]).readline())
+a, b = demo["stats"], stat["stats"]
+diff = [(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+if diff:
+    print("FAIL: hoff-stat's figures differ from the demo's own stats:", diff)
+    sys.exit(1)
+if stat["pid"] != int(sys.argv[3]) or stat["state"] != "replay" or not stat["alive"] \
+        or stat["backend"] != demo["backend"] or stat["planner"] != demo["plan"]["planner"] \
+        or b["steps"] != demo["steps"] or b["budget_bytes"] != demo["budget_bytes"] \
+        or b["peak_resident_bytes"] != demo["peak_resident_bytes"]:
+    print("FAIL: hoff-stat's header fields differ from the demo's:", stat)
+    sys.exit(1)
+print("hoff-stat matches the demo's stats: %d counters, step %d" % (len(a), b["steps"]))
+EOF
+
+# 1c. The line: its format against the stored expected output, its figures
+#     against the JSON (the counters do not move while the demo holds).
+./hoff-stat -p "$demo" --once >"$tmp.once" 2>&1
+expect_rc $? 0 "hoff-stat -p --once" "$tmp.once"
+cat "$tmp.once"
+normalize "$tmp.once" >"$tmp.once.norm"
+if ! diff -u "$srcdir/tests/expected/hoff-stat-once.txt" "$tmp.once.norm"; then
+    bad "hoff-stat -p --once: the format differs from tests/expected/hoff-stat-once.txt"
+fi
+python3 - "$tmp.once" "$tmp.once.json" <<'EOF' || fail=1
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+names, values = lines[1].split(), lines[2].split()
+row = dict(zip(names, values))
+st = json.loads(open(sys.argv[2]).readline())["stats"]
+
+def hsize(v):
+    if v < 1024:
+        return str(v)
+    d, u = float(v), -1
+    while d >= 1024.0 and u < 5:
+        d /= 1024.0
+        u += 1
+    return ("%.1f%s" if d < 9.95 else "%.0f%s") % (d, "KMGTPE"[u])
+
+hits, misses = st["cache_hits"], st["cache_misses"]
+want = {
+    "state": "replay", "steps": str(st["steps"]), "budget": hsize(st["budget_bytes"]),
+    "resid": hsize(st["resident_bytes"]), "peak": hsize(st["peak_resident_bytes"]),
+    "host": hsize(st["host_bytes"]), "nvme": hsize(st["nvme_bytes"]),
+    "hit%": "%.1f" % (100.0 * hits / (hits + misses)),
+    "mapped": hsize(st["device_pool_bytes"] + st["managed_pool_bytes"]),
+}
+wrong = [(k, row.get(k), v) for k, v in want.items() if row.get(k) != v]
+if wrong:
+    print("FAIL: the line's figures differ from the JSON (column, line, json):", wrong)
+    sys.exit(1)
+EOF
+
+# 1d. The header comes back every screenful (LINES when not a terminal).
+LINES=5 ./hoff-stat -p "$demo" -i 0.05 -c 7 >"$tmp.rep" 2>&1
+expect_rc $? 0 "hoff-stat -p -i -c" "$tmp.rep"
+normalize "$tmp.rep" >"$tmp.rep.norm"
+if ! diff -u "$srcdir/tests/expected/hoff-stat-repeat.txt" "$tmp.rep.norm"; then
+    bad "LINES=5 hoff-stat -c 7: the format differs from tests/expected/hoff-stat-repeat.txt"
+fi
+
+# 1e. Security: copies of the live segment under --dir, spoiled in every way.
+say "refusals"
+mkdir "$seg_dir" || exit 99
+live=$seg_dir/hoff.$uid.$demo
+cp "/dev/shm/hoff.$uid.$demo" "$live" && chmod 600 "$live" || exit 99
+./hoff-stat --dir "$seg_dir" -p "$demo" --once >"$tmp.out" 2>&1
+expect_rc $? 0 "hoff-stat --dir (a good copy)" "$tmp.out"
+size=$(wc -c <"$live")
+refused() { # refused NAME PATTERN WHAT: -p refuses it with the message, exit 1, no crash
+    pid=${1#hoff.$uid.}
+    ./hoff-stat --dir "$seg_dir" -p "$pid" --once >"$tmp.out" 2>&1
+    rc=$?
+    expect_rc $rc 1 "hoff-stat -p on $3" "$tmp.out"
+    check "$tmp.out" "refused: .*$2" "hoff-stat -p on $3"
+    ./hoff-stat --dir "$seg_dir" -p "$pid" --once --json >"$tmp.out" 2>&1
+    expect_rc $? 1 "hoff-stat -p --json on $3" "$tmp.out"
+    check "$tmp.out" "refused: .*$2" "hoff-stat -p --json on $3"
+}
+ln -s "$live" "$seg_dir/hoff.$uid.4194301"
+refused "hoff.$uid.4194301" "symbolic link" "a symlink to a good segment"
+head -c 100 "$live" >"$seg_dir/hoff.$uid.4194302"
+chmod 600 "$seg_dir/hoff.$uid.4194302"
+refused "hoff.$uid.4194302" "truncated" "a truncated segment"
+: >"$seg_dir/hoff.$uid.4194303"
+chmod 600 "$seg_dir/hoff.$uid.4194303"
+refused "hoff.$uid.4194303" "truncated" "an empty segment"
+head -c "$size" /dev/urandom >"$seg_dir/hoff.$uid.4194304"
+chmod 600 "$seg_dir/hoff.$uid.4194304"
+refused "hoff.$uid.4194304" "not a hoff statistics segment" "a segment of random bytes"
+python3 - "$live" "$seg_dir/hoff.$uid.4194305" "$seg_dir/hoff.$uid.4194306" "$seg_dir/hoff.$uid.4194307" <<'EOF'
+import os, struct, sys
+data = bytearray(open(sys.argv[1], "rb").read())
+v = bytearray(data); struct.pack_into("<I", v, 8, 2)          # layout version 2
+w = bytearray(data); struct.pack_into("<I", w, 24, 1 << 30)   # another stats size
+x = bytearray(data) + b"\0" * 64                              # longer than the header says
+for path, d in zip(sys.argv[2:], (v, w, x)):
+    with open(path, "wb") as f:
+        f.write(d)
+    os.chmod(path, 0o600)
+EOF
+refused "hoff.$uid.4194305" "layout version 2" "a segment of another layout version"
+refused "hoff.$uid.4194306" "stats version" "a segment of another stats size"
+refused "hoff.$uid.4194307" "the header says" "a segment longer than its header says"
+cp "$live" "$seg_dir/hoff.$uid.4194308"
+chmod 644 "$seg_dir/hoff.$uid.4194308"
+refused "hoff.$uid.4194308" "group or others" "a segment others may read"
+if [ "$uid" -eq 0 ]; then
+    cp "$live" "$seg_dir/hoff.$uid.4194309"
+    chmod 600 "$seg_dir/hoff.$uid.4194309"
+    chown 65534 "$seg_dir/hoff.$uid.4194309"
+    refused "hoff.$uid.4194309" "owned by uid 65534" "a segment of another user"
+else
+    echo "(not root: the other-owner case is covered by tests/test_publish)"
+fi
+mkfifo "$seg_dir/hoff.$uid.4194310"
+refused "hoff.$uid.4194310" "not a regular file" "a FIFO"
+./hoff-stat --dir "$seg_dir" -p 4194311 --once >"$tmp.out" 2>&1
+expect_rc $? 1 "hoff-stat -p on a missing segment" "$tmp.out"
+check "$tmp.out" "no such segment" "hoff-stat -p on a missing segment"
+# The list shows the live copy and reports the rest; --clean removes what is
+# stale (their pids are not running) and nothing else.
+./hoff-stat --dir "$seg_dir" >"$tmp.out" 2>&1
+expect_rc $? 0 "hoff-stat --dir (list of spoiled segments)" "$tmp.out"
+cat "$tmp.out"
+check "$tmp.out" "^ *$demo  hoff-demo .* alive" "the list of spoiled segments: the good one"
+check "$tmp.out" "4194301 .*refused: a symbolic link" "the list of spoiled segments: the symlink"
+check "$tmp.out" "stale segment" "the list of spoiled segments: the stale count"
+./hoff-stat --dir "$seg_dir" --json >"$tmp.out" 2>&1
+expect_rc $? 0 "hoff-stat --dir --json (list of spoiled segments)" "$tmp.out"
+python3 "$srcdir/tests/schema_check.py" "$srcdir/doc/hoff-stat.schema.json" list <"$tmp.out" >"$tmp.out2" 2>&1 ||
+    { bad "the list of spoiled segments does not validate"; cat "$tmp.out2" "$tmp.out"; }
+./hoff-stat --dir "$seg_dir" --clean >"$tmp.out" 2>&1
+expect_rc $? 0 "hoff-stat --clean" "$tmp.out"
+cat "$tmp.out"
+left=$(cd "$seg_dir" && ls | sort | tr '\n' ' ')
+want="hoff.$uid.$demo hoff.$uid.4194310"            # the live one; a FIFO is never removed
+[ "$uid" -eq 0 ] && want="$want hoff.$uid.4194309" # nor another owner's
+want=$(printf '%s\n' $want | sort | tr '\n' ' ')
+if [ "$left" != "$want" ]; then
+    bad "hoff-stat --clean left '$left', expected '$want'"
+fi
+
+# 2. A process killed without shutting down leaves a stale segment: reported, and removed by --clean.
+say "stale segment"
+kill -KILL "$demo"
+wait "$demo" 2>/dev/null
+demo_pids=""
+if [ ! -e "/dev/shm/hoff.$uid.$demo" ]; then
+    bad "a killed demo left no segment behind"
+else
+    ./hoff-stat >"$tmp.out" 2>&1
+    expect_rc $? 0 "hoff-stat (list with a stale segment)" "$tmp.out"
+    check "$tmp.out" "^ *$demo .*stale (process gone)" "the list marks the killed demo stale"
+    check "$tmp.out" "hoff-stat --clean" "the list says how to clean"
+    ./hoff-stat -p "$demo" --once >"$tmp.out" 2>&1
+    expect_rc $? 1 "hoff-stat -p on a stale segment" "$tmp.out"
+    check "$tmp.out" "is gone; its segment is stale" "hoff-stat -p on a stale segment"
+    # --clean on a private copy: /dev/shm is shared with the rest of the suite.
+    mkdir "$seg_dir.stale" && cp -p "/dev/shm/hoff.$uid.$demo" "$seg_dir.stale/" || exit 99
+    rm -f "/dev/shm/hoff.$uid.$demo"
+    ./hoff-stat --dir "$seg_dir.stale" --clean >"$tmp.out" 2>&1
+    expect_rc $? 0 "hoff-stat --clean" "$tmp.out"
+    check "$tmp.out" "removed $seg_dir.stale/hoff.$uid.$demo (process $demo is gone)" "hoff-stat --clean"
+    if [ -e "$seg_dir.stale/hoff.$uid.$demo" ]; then
+        bad "hoff-stat --clean did not remove the stale segment"
+    fi
+fi
+
+# 3. Watching a running process: a line per interval, steps advancing, JSON valid;
+#    the watch ends when the process does (its segment removed at shutdown).
+say "watching a running demo"
+./hoff-demo $small --steps 6 --step-delay 150 >"$tmp.demo2" 2>&1 &
+demo=$!
+demo_pids="$demo"
+i=0
+while [ ! -e "/dev/shm/hoff.$uid.$demo" ] && [ $i -lt 300 ] && kill -0 "$demo" 2>/dev/null; do
+    sleep 0.05
+    i=$((i + 1))
+done
+./hoff-stat -p "$demo" -i 0.1 --json >"$tmp.watch.json" 2>"$tmp.watch.err"
+rc=$?
+wait "$demo"
+demo_rc=$?
+demo_pids=""
+expect_rc $demo_rc 0 "hoff-demo --step-delay" "$tmp.demo2"
+expect_rc $rc 0 "hoff-stat -p (until the process ends)" "$tmp.watch.err"
+check "$tmp.watch.err" "has ended" "hoff-stat -p: the end of the process"
+python3 "$srcdir/tests/schema_check.py" "$srcdir/doc/hoff-stat.schema.json" sample <"$tmp.watch.json" >"$tmp.out" 2>&1 ||
+    { bad "hoff-stat -p --json (watching) does not validate"; cat "$tmp.out"; }
+python3 - "$tmp.watch.json" <<'EOF' || fail=1
+import json, sys
+s = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+steps = [x["stats"]["steps"] for x in s]
+if len(s) < 3 or steps != sorted(steps) or steps[-1] < 5 or len(set(steps)) < 3:
+    print("FAIL: watching the demo: %d samples, steps %s (want >= 3 samples, rising to >= 5)" % (len(s), steps))
+    sys.exit(1)
+if any(x["stats"]["allocs"] < y["stats"]["allocs"] for x, y in zip(s[1:], s)):
+    print("FAIL: allocs went backwards")
+    sys.exit(1)
+print("watched %d samples, steps %s" % (len(s), steps))
+EOF
+if [ -e "/dev/shm/hoff.$uid.$demo" ]; then
+    bad "the demo's segment is still there after it shut down"
+fi
+
+# 4. HOFF_STATS=0: no segment.
+./hoff-demo $small --steps 2 --hold 2 >"$tmp.out" 2>&1 &
+demo=$!
+demo_pids="$demo"
+HOFF_STATS=0 ./hoff-demo $small --steps 2 --hold 3 >"$tmp.out" 2>&1 &
+quiet=$!
+demo_pids="$demo $quiet"
+sleep 1.5
+if [ -e "/dev/shm/hoff.$uid.$quiet" ]; then
+    bad "HOFF_STATS=0 published a segment"
+fi
+wait "$demo" "$quiet"
+demo_pids=""
+
+# 5. The publishing benchmark runs and reports what it measures (the ratio
+#    itself is for a quiet machine: bench/stats without --quick).
+./bench/stats --quick --json >"$tmp.bench" 2>&1
+expect_rc $? 0 "bench/stats --quick --json" "$tmp.bench"
+cat "$tmp.bench"
+for key in '"ratio":' '"ratio_paired_median":' '"publish_on_pair_ns_median":' '"publish_off_pair_ns_median":' \
+           '"write_ns":' '"segment_matches_stats":true'; do
+    check "$tmp.bench" "$key" "bench/stats --json"
+done
+
+# 6. Usage errors.
+./hoff-stat -p notapid >"$tmp.out" 2>&1
+expect_rc $? 2 "hoff-stat -p notapid" "$tmp.out"
+./hoff-stat -i 0 -p 1 >"$tmp.out" 2>&1
+expect_rc $? 2 "hoff-stat -i 0" "$tmp.out"
+./hoff-stat -c 3 >"$tmp.out" 2>&1
+expect_rc $? 2 "hoff-stat -c without -p" "$tmp.out"
+./hoff-stat --bogus >"$tmp.out" 2>&1
+expect_rc $? 2 "hoff-stat --bogus" "$tmp.out"
+./hoff-stat --help >"$tmp.out" 2>&1
+expect_rc $? 0 "hoff-stat --help" "$tmp.out"
+check "$tmp.out" "usage: hoff-stat" "hoff-stat --help"
+
+exit $fail

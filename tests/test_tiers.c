@@ -1,0 +1,188 @@
+/* test_tiers.c — the host and NVMe tiers end to end on sim with a real spill file on disk: a trace whose
+ * offload volume exceeds the host cap replays with the host tier never above it, the NVMe tier used, every
+ * byte intact; and the online path (explicit evictions past the cap).  Single-threaded caller. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "hoff.h"
+#include "mem/pool.h"
+#include "testutil.h"
+#include "trace/drive.h"
+#include "trace/synth.h"
+#include "trace/trace.h"
+
+#define MiB ((uint64_t)1 << 20)
+#define GiB ((uint64_t)1 << 30)
+
+static char dir[256];
+
+/* A directory on a real disk when there is one (the tier also works on tmpfs). */
+static void make_dir(void) {
+    const char *bases[] = {getenv("TMPDIR"), "/var/tmp", ".", "/tmp"};
+    size_t i;
+
+    for (i = 0; i < sizeof bases / sizeof bases[0]; i++) {
+        if (!bases[i])
+            continue;
+        snprintf(dir, sizeof dir, "%s/hoff-tiers-XXXXXX", bases[i]);
+        if (mkdtemp(dir))
+            return;
+    }
+    CU_FAIL_FATAL("no temporary directory");
+}
+
+static hoff_ctx *open_ctx(uint64_t budget, uint64_t host_cap, int nvme) {
+    struct hoff_config cfg;
+    hoff_ctx *ctx = NULL;
+
+    hoff_config_init(&cfg);
+    cfg.backend = HOFF_BACKEND_SIM;
+    cfg.sim_device_bytes = 16 * GiB;
+    cfg.oversub_margin_bytes = 0;
+    cfg.sim_protect = HOFF_SIM_PROTECT;
+    cfg.budget_bytes = budget;
+    cfg.host_cap_bytes = host_cap;
+    cfg.spill_chunk_bytes = 1 * MiB;
+    cfg.log_level = HOFF_LOG_ERROR;
+    if (nvme)
+        snprintf(cfg.spill_dir, sizeof cfg.spill_dir, "%s", dir);
+    CU_ASSERT_EQUAL(hoff_init(&ctx, &cfg), 0);
+    return ctx;
+}
+
+static struct hoff_stats stats(hoff_ctx *ctx) {
+    struct hoff_stats st;
+    hoff_stats_get(ctx, &st);
+    return st;
+}
+
+/* Planned: budget 25% and a host cap of 25% of the offload peak, so half
+ * of what is evicted must go to NVMe at the worst point. */
+static void test_planned_spills(void) {
+    struct hoff__synth_opts so;
+    struct hoff__trace t;
+    struct hoff__drive_opts o;
+    struct hoff__drive_result r;
+    struct hoff_stats st;
+    uint64_t peak, budget, cap;
+    hoff_ctx *ctx;
+
+    hoff__synth_defaults(&so);
+    so.layers = 6;
+    so.hidden = 512;
+    so.seq = 2048;
+    hoff__trace_init(&t);
+    CU_ASSERT_EQUAL_FATAL(hoff__synth_transformer(&t, &so), 0);
+    peak = hoff__trace_offload_peak(&t, hoff__pool_block_bytes, NULL);
+    budget = peak / 4;
+    cap = peak / 4;
+    ctx = open_ctx(budget, cap, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    memset(&o, 0, sizeof o);
+    o.steps = 3;
+    o.verify = 1;
+    o.compute_scale = 1;
+    memset(&r, 0, sizeof r);
+    CU_ASSERT_EQUAL(hoff__trace_drive(ctx, &t, &o, &r), 0);
+    st = stats(ctx);
+    printf("\n    peak %.1f MiB, budget %.1f, host cap %.1f: resident peak %.1f, host peak %.1f, nvme peak %.1f, "
+           "spilled %.1f, restored %.1f, crc errors %llu, integrity errors %llu\n",
+           (double)peak / MiB, (double)budget / MiB, (double)cap / MiB, (double)st.peak_resident_bytes / MiB,
+           (double)st.peak_host_bytes / MiB, (double)st.peak_nvme_bytes / MiB, (double)st.bytes_spilled / MiB,
+           (double)st.bytes_restored / MiB, (unsigned long long)st.crc_errors,
+           (unsigned long long)r.integrity_errors);
+    CU_ASSERT_EQUAL(r.integrity_errors, 0);
+    CU_ASSERT(st.peak_host_bytes <= cap);
+    CU_ASSERT(st.peak_resident_bytes <= budget);
+    CU_ASSERT(st.bytes_spilled > 0);
+    CU_ASSERT(st.peak_nvme_bytes > 0);
+    CU_ASSERT(st.restores > 0);
+    CU_ASSERT_EQUAL(st.crc_errors, 0);
+    CU_ASSERT_EQUAL(st.spill_failures, 0);
+    CU_ASSERT_EQUAL(st.divergent_steps, 0);
+    hoff__drive_result_free(&r);
+    CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
+    hoff__trace_destroy(&t);
+}
+
+/* Online: evicting past the cap spills the oldest host block; using a
+ * spilled block restores it; freeing one drops its spill. */
+static void test_online(void) {
+    hoff_ctx *ctx = open_ctx(0, 4 * MiB, 1);
+    unsigned char *p[4];
+    struct hoff_stats st;
+    int i;
+    size_t k;
+
+    for (i = 0; i < 4; i++) {
+        p[i] = hoff_malloc_flags(ctx, 2 * MiB, NULL, HOFF_ALLOC_MANAGED);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p[i]);
+        memset(p[i], 0x30 + i, 2 * MiB);
+    }
+    for (i = 0; i < 4; i++)
+        CU_ASSERT_EQUAL(hoff_evict(ctx, p[i], NULL), 0);
+    CU_ASSERT_EQUAL(hoff_sync(ctx), 0);
+    st = stats(ctx);
+    CU_ASSERT(st.peak_host_bytes <= 4 * MiB);
+    CU_ASSERT_EQUAL(st.nvme_bytes, 4 * MiB);
+    CU_ASSERT_EQUAL(hoff_residency(ctx, p[0]), HOFF_RES_NVME);
+    CU_ASSERT_EQUAL(hoff_residency(ctx, p[1]), HOFF_RES_NVME);
+    CU_ASSERT_EQUAL(hoff_residency(ctx, p[3]), HOFF_RES_HOST);
+    /* A use of a spilled block restores it (making host room first). */
+    CU_ASSERT_EQUAL(hoff_access(ctx, p[0], 0, NULL), 0);
+    for (k = 0; k < 2 * MiB; k++)
+        if (p[0][k] != 0x30)
+            break;
+    CU_ASSERT_EQUAL(k, 2 * MiB);
+    CU_ASSERT_EQUAL(hoff_prefetch(ctx, p[1], NULL), 0); /* restore, then prefetch */
+    CU_ASSERT_EQUAL(hoff_access(ctx, p[1], 0, NULL), 0);
+    for (k = 0; k < 2 * MiB; k++)
+        if (p[1][k] != 0x31)
+            break;
+    CU_ASSERT_EQUAL(k, 2 * MiB);
+    st = stats(ctx);
+    CU_ASSERT(st.peak_host_bytes <= 4 * MiB);
+    CU_ASSERT(st.restores >= 2);
+    for (i = 0; i < 4; i++)
+        CU_ASSERT_EQUAL(hoff_free(ctx, p[i], NULL), 0);
+    hoff_sync(ctx);
+    st = stats(ctx);
+    CU_ASSERT_EQUAL(st.nvme_bytes, 0);
+    CU_ASSERT_EQUAL(st.host_bytes, 0);
+    CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
+}
+
+static void test_bad_spill_dir(void) {
+    struct hoff_config cfg;
+    hoff_ctx *ctx = NULL;
+
+    hoff_config_init(&cfg);
+    cfg.backend = HOFF_BACKEND_SIM;
+    cfg.log_level = HOFF_LOG_OFF;
+    snprintf(cfg.spill_dir, sizeof cfg.spill_dir, "%.200s/does-not-exist", dir);
+    CU_ASSERT(hoff_init(&ctx, &cfg) < 0);
+    CU_ASSERT_PTR_NULL(ctx);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hoff_last_error(), "does-not-exist"));
+}
+
+int main(void) {
+    static const struct hoff_test tests[] = {
+        {"planned_spills", test_planned_spills},
+        {"online", test_online},
+        {"bad_spill_dir", test_bad_spill_dir},
+        {NULL, NULL},
+    };
+    int rc;
+
+    make_dir();
+    rc = hoff_test_run("tiers", tests);
+    rmdir(dir);
+    return rc;
+}
