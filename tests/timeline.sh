@@ -150,8 +150,33 @@ print("%s: SVG ok (%d paths), Perfetto ok (%d events; %d D2H, %d H2D copies; tra
 EOF
 done
 
-# Usage errors and an unwritable file.
+# With a host cap and an NVMe tier, the NVMe track and band carry the spills
+# (when this build has the tier: the sim's counters say whether it spilled).
 t=$tmp.transformer.trace
+mkdir "$tmp.spill" || exit 99
+./hoff-plan export "$t" --budget 25% --host-cap 40M --spill-dir "$tmp.spill" --steps 2 --perfetto "$tmp.nvme.json" \
+    >"$tmp.out" 2>&1 || { bad "hoff-plan export --host-cap --spill-dir"; cat "$tmp.out"; }
+./hoff-plan timeline "$t" --budget 25% --host-cap 40M --spill-dir "$tmp.spill" --steps 2 -o "$tmp.nvme.svg" \
+    >"$tmp.out" 2>&1 || { bad "hoff-plan timeline --host-cap --spill-dir"; cat "$tmp.out"; }
+python3 - "$tmp.nvme.json" <<'EOF' || fail=1
+import json, sys
+trace = json.load(open(sys.argv[1]))
+other = trace["otherData"]
+if other["spills"] == 0:
+    print("no spills in this build (no NVMe tier): the NVMe track is not checked")
+    sys.exit(0)
+ev = trace["traceEvents"]
+tid = [e["tid"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name" and e["args"]["name"].startswith("NVMe")][0]
+names = {e["name"] for e in ev if e["ph"] == "X" and e["tid"] == tid}
+nvme = max(e["args"]["bytes"] for e in ev if e["ph"] == "C" and e["name"] == "NVMe tier bytes")
+if "spill (write)" not in names or nvme == 0:
+    print("FAIL: %d spills, but the NVMe track has %s and the NVMe counter peaks at %d" % (other["spills"], names, nvme))
+    sys.exit(1)
+print("NVMe tier: %d spills, %d restores on its track; the counter peaks at %d bytes" %
+      (other["spills"], other["restores"], nvme))
+EOF
+
+# Usage errors and an unwritable file.
 ./hoff-plan timeline "$t" --budget 25% >"$tmp.out" 2>&1
 [ $? -eq 2 ] || { bad "timeline without -o did not exit 2"; cat "$tmp.out"; }
 ./hoff-plan export "$t" --budget 25% >"$tmp.out" 2>&1

@@ -1987,8 +1987,10 @@ static int cmd_export(int argc, char **argv) {
     fprintf(f, ",\"planner\":");
     json_str(f, p.planner);
     fprintf(f, ",\"budget_bytes\":%" PRIu64 ",\"offload_peak_bytes\":%" PRIu64 ",\"bandwidth_gbps\":%g,\"steps\":%d"
-               ",\"clock\":\"sim virtual time\"},\n\"traceEvents\":[",
-            p.budget, p.offload_peak, p.so.bandwidth, p.rec.steps);
+               ",\"host_cap_bytes\":%" PRIu64 ",\"evictions\":%" PRIu64 ",\"prefetches\":%" PRIu64 ",\"spills\":%" PRIu64
+               ",\"restores\":%" PRIu64 ",\"clock\":\"sim virtual time\"},\n\"traceEvents\":[",
+            p.budget, p.offload_peak, p.so.bandwidth, p.rec.steps, p.so.host_cap, p.last.evictions, p.last.prefetches,
+            p.last.spills, p.last.restores);
     /* Tracks. */
     ex_sep(f, &first);
     fprintf(f, "{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":{\"name\":");
