@@ -239,6 +239,24 @@ static int check_planner(const char *sub, const char *name) {
     return -1;
 }
 
+/* The one TRACE operand after the options, with the checks every planning
+ * subcommand shares (need_budget: --budget given; planner: known).  0, or
+ * the exit code to return. */
+static int trace_operand(const char *sub, int argc, char **argv, int need_budget, int have_budget,
+                         const char *planner, const char **path) {
+    if (optind >= argc)
+        return usage_error(sub, "no trace file given");
+    if (optind + 1 < argc)
+        return usage_error(sub, "one trace file expected, got also '%s'", argv[optind + 1]);
+    if (need_budget && !have_budget)
+        return usage_error(sub, "--budget is required");
+    if (planner && check_planner(sub, planner))
+        return EXIT_USAGE;
+    *path = argv[optind];
+    return 0;
+}
+
+
 /* ---------------------------------------------------------------------------
  * simulate
  * ------------------------------------------------------------------------- */
@@ -471,15 +489,8 @@ static int cmd_simulate(int argc, char **argv) {
             return bad_option(sub, argv, opt);
         }
     }
-    if (optind >= argc)
-        return usage_error(sub, "no trace file given");
-    if (optind + 1 < argc)
-        return usage_error(sub, "one trace file expected, got also '%s'", argv[optind + 1]);
-    if (!have_budget)
-        return usage_error(sub, "--budget is required");
-    if (check_planner(sub, so.planner))
-        return EXIT_USAGE;
-    so.trace_path = argv[optind];
+    if ((rc = trace_operand(sub, argc, argv, 1, have_budget, so.planner, &so.trace_path)) != 0)
+        return rc;
     if (load_trace(so.trace_path, &t))
         return EXIT_FAIL;
     offload_peak = hoff__trace_offload_peak(&t, hoff__pool_block_bytes, &peak_ev);
@@ -840,16 +851,9 @@ static int cmd_show(int argc, char **argv) {
             return bad_option(sub, argv, opt);
         }
     }
-    if (optind >= argc)
-        return usage_error(sub, "no trace file given");
-    if (optind + 1 < argc)
-        return usage_error(sub, "one trace file expected, got also '%s'", argv[optind + 1]);
-    if (!have_budget)
-        return usage_error(sub, "--budget is required");
-    if (check_planner(sub, planner))
-        return EXIT_USAGE;
+    if ((rc = trace_operand(sub, argc, argv, 1, have_budget, planner, &path)) != 0)
+        return rc;
     pl = hoff__planner_find(planner);
-    path = argv[optind];
     if (load_trace(path, &t))
         return EXIT_FAIL;
     offload_peak = hoff__trace_offload_peak(&t, hoff__pool_block_bytes, &nopeak_ev);
@@ -1353,16 +1357,7 @@ static int pic_parse(struct pic *p, int argc, char **argv, const char *short_opt
             break;
         }
     }
-    if (optind >= argc)
-        return usage_error(p->sub, "no trace file given");
-    if (optind + 1 < argc)
-        return usage_error(p->sub, "one trace file expected, got also '%s'", argv[optind + 1]);
-    if (!have_budget)
-        return usage_error(p->sub, "--budget is required");
-    if (check_planner(p->sub, p->so.planner))
-        return EXIT_USAGE;
-    p->so.trace_path = argv[optind];
-    return 0;
+    return trace_operand(p->sub, argc, argv, 1, have_budget, p->so.planner, &p->so.trace_path);
 }
 
 static int pic_load(struct pic *p) {
@@ -2246,7 +2241,7 @@ static int cmd_info(int argc, char **argv) {
     size_t kinds[HOFF__TEV_KIND_COUNT] = {0}, peak_ev, i;
     uint64_t managed = 0, device = 0, pinned = 0, retained = 0, retained_bytes = 0, managed_bytes = 0,
              device_bytes = 0, offload_peak, tpeak;
-    int opt, json = 0;
+    int opt, json = 0, rc;
     char tb[32], gb[32];
 
     opterr = 0;
@@ -2263,11 +2258,8 @@ static int cmd_info(int argc, char **argv) {
             return bad_option(sub, argv, opt);
         }
     }
-    if (optind >= argc)
-        return usage_error(sub, "no trace file given");
-    if (optind + 1 < argc)
-        return usage_error(sub, "one trace file expected, got also '%s'", argv[optind + 1]);
-    path = argv[optind];
+    if ((rc = trace_operand(sub, argc, argv, 0, 0, NULL, &path)) != 0)
+        return rc;
     if (load_trace(path, &t))
         return EXIT_FAIL;
     for (i = 0; i < t.nev; i++)
