@@ -553,6 +553,12 @@ static int cmd_simulate(int argc, char **argv) {
         printf(",\"bytes_d2h\":%" PRIu64 ",\"bytes_h2d\":%" PRIu64 ",\"evictions\":%" PRIu64
                ",\"prefetches\":%" PRIu64,
                ls->bytes_d2h, ls->bytes_h2d, ls->evictions, ls->prefetches);
+        /* the tiers, over the whole run */
+        printf(",\"peak_host_bytes\":%" PRIu64 ",\"peak_nvme_bytes\":%" PRIu64 ",\"bytes_spilled\":%" PRIu64
+               ",\"bytes_restored\":%" PRIu64 ",\"spill_failures\":%" PRIu64 ",\"crc_errors\":%" PRIu64
+               ",\"host_cap_waits\":%" PRIu64,
+               run.last.peak_host_bytes, run.last.peak_nvme_bytes, run.last.bytes_spilled,
+               run.last.bytes_restored, run.last.spill_failures, run.last.crc_errors, run.last.host_cap_waits);
         printf(",\"actions\":%" PRIu64 ",\"actions_fired\":%" PRIu64 ",\"actions_skipped\":%" PRIu64,
                run.last.plan_actions, run.last_fired, run.last_skipped);
         printf(",\"faults\":%" PRIu64 ",\"late_prefetches\":%" PRIu64 ",\"stall_ns\":%" PRIu64
@@ -602,6 +608,9 @@ static int cmd_simulate(int argc, char **argv) {
         printf("  peak device bytes: %s (both pools and resident offload bytes, whole run)\n",
                SZ(run.r.peak_device_bytes));
         printf("  evicted: %s in %" PRIu64 " evictions\n", SZ(ls->bytes_d2h), ls->evictions);
+        printf("  host tier: peak %s%s%s; NVMe tier: peak %s, spilled %s, restored %s (whole run)\n",
+               SZ(run.last.peak_host_bytes), so.host_cap ? " of a cap of " : "", so.host_cap ? SZ(so.host_cap) : "",
+               SZ(run.last.peak_nvme_bytes), SZ(run.last.bytes_spilled), SZ(run.last.bytes_restored));
         printf("  prefetched: %s in %" PRIu64 " prefetches\n", SZ(ls->bytes_h2d), ls->prefetches);
         printf("  actions: %" PRIu64 " planned, %" PRIu64 " fired, %" PRIu64 " skipped\n", run.last.plan_actions,
                run.last_fired, run.last_skipped);
