@@ -79,6 +79,30 @@ for pct in 50 25; do
     fi
 done
 
+# 3b. The tiers: a host cap of a quarter of the offloaded bytes and a spill
+# directory; the host tier stays at or under its cap, the NVMe tier is used.
+spill=$(mktemp -d "${TMPDIR:-/var/tmp}/hoff-plan-spill.XXXXXX") || exit 1
+out=$tmp.tiers
+./hoff-plan simulate "$trace" --budget 25% --host-cap 32M --spill-dir "$spill" --json >"$out" 2>"$out.err"
+rc=$?
+cat "$out.err"
+rmdir "$spill" 2>/dev/null
+expect_rc $rc 0 "hoff-plan simulate --host-cap --spill-dir" "$out"
+for key in peak_host_bytes peak_nvme_bytes bytes_spilled bytes_restored host_cap_bytes; do
+    check "$out" "\"$key\":[0-9]" "simulate tiers field $key"
+done
+check "$out" '"integrity_ok":true' "simulate tiers integrity"
+hpeak=$(field "$out" peak_host_bytes)
+spilled=$(field "$out" bytes_spilled)
+if [ -z "$hpeak" ] || [ "$hpeak" -gt $((32 * 1048576)) ]; then
+    echo "FAIL: simulate tiers: peak_host_bytes '$hpeak' over the 32M cap"
+    fail=1
+fi
+if [ -z "$spilled" ] || [ "$spilled" -eq 0 ]; then
+    echo "FAIL: simulate tiers: nothing spilled"
+    fail=1
+fi
+
 # 4. The human report.
 ./hoff-plan simulate "$trace" --budget 25% >"$tmp.out" 2>&1
 expect_rc $? 0 "hoff-plan simulate --budget 25%" "$tmp.out"
