@@ -2,11 +2,14 @@
  * 16 MiB probe (the RFC's size) on a real device.  Threading: called once from hoff_init, before other threads. */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/context.h"
 #include "core/core.h"
 #include "exec/executor.h"
+#include "tier/nvme.h"
 
 #define PROBE_BYTES ((size_t)16 << 20)
 #define PROBE_ROUNDS 3
@@ -69,4 +72,42 @@ void hoff__bandwidth_measure(struct hoff_ctx *ctx, double *h2d, double *d2h) {
         }
     }
     be->ops->managed_free(be, p, PROBE_BYTES);
+}
+
+static uint64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void hoff__nvme_bandwidth_measure(struct hoff_ctx *ctx, double *rd, double *wr) {
+    struct hoff__nvme_spill *sp = NULL;
+    unsigned char *buf;
+    uint64_t t0, t1, t2;
+
+    *rd = ctx->cfg.sim_nvme_read_gbps;
+    *wr = ctx->cfg.sim_nvme_write_gbps;
+    if (!ctx->nvme || strcmp(ctx->be->ops->name, "sim") == 0)
+        return; /* no tier, or the model's own figures */
+    buf = malloc(PROBE_BYTES);
+    if (!buf)
+        return;
+    memset(buf, 0x5A, PROBE_BYTES);
+    t0 = mono_ns();
+    if (hoff__nvme_spill(ctx->nvme, buf, PROBE_BYTES, 0, &sp) == 0) {
+        t1 = mono_ns();
+        if (hoff__nvme_restore(ctx->nvme, sp, buf, PROBE_BYTES) == 0) {
+            t2 = mono_ns();
+            if (t1 > t0 && t2 > t1) {
+                *wr = (double)PROBE_BYTES / (double)(t1 - t0);
+                *rd = (double)PROBE_BYTES / (double)(t2 - t1);
+                hoff__log(HOFF_LOG_INFO, "NVMe probe: write %.2f GB/s, read %.2f GB/s", *wr, *rd);
+            }
+        }
+        hoff__nvme_drop(ctx->nvme, sp);
+    } else {
+        hoff__log(HOFF_LOG_WARN, "NVMe probe failed (%s); the planner assumes %.1f GB/s read, %.1f GB/s write",
+                  hoff_last_error(), *rd, *wr);
+    }
+    free(buf);
 }

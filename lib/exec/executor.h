@@ -43,6 +43,7 @@ struct hoff__pipeline {
     int rerecord;               /* the next step records again */
     uint64_t fired, skipped;    /* this step */
     double h2d_gbps, d2h_gbps;  /* bandwidths the planner gets */
+    double nvme_read_gbps, nvme_write_gbps; /* the NVMe tier's, likewise */
     /* warmup on a real device: a timed event per recorded event, for its
      * device-timeline estimate (the sim's virtual clock needs none) */
     hoff__event **tev;
@@ -91,5 +92,9 @@ void hoff__replay_finish(struct hoff_ctx *ctx);
  * on a real device, the model's figures on sim, cfg.bandwidth_gbps where
  * neither works. */
 void hoff__bandwidth_measure(struct hoff_ctx *ctx, double *h2d_gbps, double *d2h_gbps);
+/* The NVMe tier's read and write GB/s: the model's on sim, measured with a
+ * 16 MiB probe spill on a real device, the sim defaults where neither works
+ * (or there is no NVMe tier). */
+void hoff__nvme_bandwidth_measure(struct hoff_ctx *ctx, double *read_gbps, double *write_gbps);
 
 #endif

@@ -193,8 +193,8 @@ int hoff__record_finish(struct hoff_ctx *ctx) {
     o.d2h_gbps = p->d2h_gbps;
     o.block_bytes = hoff__pool_block_bytes; /* plan in the bytes the budget counts */
     o.nvme = ctx->cfg.spill_dir[0] != 0;
-    o.nvme_read_gbps = ctx->cfg.sim_nvme_read_gbps;
-    o.nvme_write_gbps = ctx->cfg.sim_nvme_write_gbps;
+    o.nvme_read_gbps = p->nvme_read_gbps;
+    o.nvme_write_gbps = p->nvme_write_gbps;
     hoff__schedule_destroy(&p->sched);
     hoff__schedule_init(&p->sched);
     rc = pl->build(&p->trace, &o, &p->sched);
