@@ -44,6 +44,7 @@ struct hoff__pipeline {
     uint64_t fired, skipped;    /* this step */
     double h2d_gbps, d2h_gbps;  /* bandwidths the planner gets */
     double nvme_read_gbps, nvme_write_gbps; /* the NVMe tier's, likewise */
+    int sim;                    /* the backend's clock is the device timeline (sim) */
     /* warmup on a real device: a timed event per recorded event, for its
      * device-timeline estimate (the sim's virtual clock needs none) */
     hoff__event **tev;

@@ -23,6 +23,7 @@ void hoff__pipe_init(struct hoff_ctx *ctx) {
     memset(p, 0, sizeof *p);
     hoff__trace_init(&p->trace);
     hoff__schedule_init(&p->sched);
+    p->sim = strcmp(ctx->be->ops->name, "sim") == 0;
     hoff__bandwidth_measure(ctx, &p->h2d_gbps, &p->d2h_gbps);
     hoff__nvme_bandwidth_measure(ctx, &p->nvme_read_gbps, &p->nvme_write_gbps);
     ctx->st.h2d_mbps = (uint64_t)(p->h2d_gbps * 1000.0 + 0.5);

@@ -20,7 +20,7 @@ static uint64_t mono_ns(void) {
 }
 
 static int is_sim(const struct hoff_ctx *ctx) {
-    return strcmp(ctx->be->ops->name, "sim") == 0;
+    return ctx->pipe.sim;
 }
 
 /* A real device's timeline: a timed event recorded on the stream of each
