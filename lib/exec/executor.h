@@ -38,6 +38,7 @@ struct hoff__pipeline {
     size_t map_len;
     hoff_stream last_stream;
     uint64_t t0_cpu, t0_be;     /* step start on the host clock and the backend's */
+    uint64_t stall0_ns;         /* stats stall_ns at the step's start (sim: compute-only event times) */
     int diverged;               /* this step left the plan */
     uint32_t divergent_run;     /* divergent steps in a row */
     int rerecord;               /* the next step records again */

@@ -56,6 +56,7 @@ int hoff__pipe_step_begin(struct hoff_ctx *ctx) {
     p->fired = p->skipped = 0;
     p->t0_cpu = mono_ns();
     p->t0_be = ctx->be->ops->clock_ns(ctx->be);
+    p->stall0_ns = ctx->st.stall_ns;
     ctx->st.step_peak_resident_bytes = ctx->res.resident;
     if (p->have_plan && !p->rerecord) {
         size_t n = p->trace.nblocks;
@@ -97,7 +98,8 @@ int hoff__pipe_step_end(struct hoff_ctx *ctx) {
     case HOFF_PLAN_WARMUP:
         p->trace.step_ns = mono_ns() - p->t0_cpu;
         p->trace.step_gpu_ns = strcmp(ctx->be->ops->name, "sim") == 0
-                                   ? ctx->be->ops->clock_ns(ctx->be) - p->t0_be
+                                   ? ctx->be->ops->clock_ns(ctx->be) - p->t0_be -
+                                         (ctx->st.stall_ns - p->stall0_ns)
                                    : HOFF__TIME_UNKNOWN; /* record_finish fills it from events */
         {
             int rc = hoff__record_finish(ctx);

@@ -116,10 +116,14 @@ void hoff__record_event(struct hoff_ctx *ctx, const struct hoff__event_info *e) 
     ev.name = UINT32_MAX;
     ev.stream = (uint64_t)(uintptr_t)e->stream;
     ev.t_cpu_ns = mono_ns() - p->t0_cpu;
-    /* On sim the virtual clock is the device's timeline; on a real device
+    /* On sim the virtual clock is the device's timeline, less the stall of
+     * the recorded step (the warmup's on-demand evictions and faults are not
+     * compute: planners time their copies against compute); on a real device
      * a timed event on the stream, resolved at the step's end. */
     if (is_sim(ctx)) {
-        ev.t_gpu_ns = ctx->be->ops->clock_ns(ctx->be) - p->t0_be;
+        uint64_t now = ctx->be->ops->clock_ns(ctx->be) - p->t0_be, st = ctx->st.stall_ns - p->stall0_ns;
+
+        ev.t_gpu_ns = now > st ? now - st : 0;
     } else {
         ev.t_gpu_ns = HOFF__TIME_UNKNOWN;
         record_timed(ctx, e->stream ? e->stream : p->last_stream);

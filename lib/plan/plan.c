@@ -17,6 +17,7 @@
  * added here. */
 static const struct hoff__planner *const planners[] = {
     &hoff__planner_greedy,
+    &hoff__planner_timed,
 };
 #define NPLANNERS ((int)(sizeof planners / sizeof planners[0]))
 

@@ -95,6 +95,9 @@ struct hoff__planner {
 
 /* The RFC's greedy residency planner (section 4.4), O(M log S): greedy.c. */
 extern const struct hoff__planner hoff__planner_greedy;
+/* Timing-aware: gaps and prefetch issue points from event times and copy
+ * bandwidths, so transfers hide behind compute: timed.c. */
+extern const struct hoff__planner hoff__planner_timed;
 
 /* The host and NVMe tiers, after any planner's evictions (tiers.c): where
  * the evicted bytes would take the host tier over o->host_cap_bytes, spill

@@ -1,0 +1,259 @@
+/* planners.c — benchmark: greedy against timed on the sim backend (50 GB/s per direction): synthetic transformer
+ * steps and the committed CPU traces put on an H200 clock, at 50/25/10% of the no-offload peak; one JSON line per
+ * (trace, budget, planner) with the exposed stall and a lower bound on it.  Threading: single-threaded. */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hoff.h"
+#include "mem/pool.h"
+#include "plan/plan.h"
+#include "trace/drive.h"
+#include "trace/synth.h"
+#include "trace/trace.h"
+
+#define GBPS 50.0
+
+/* --- the lower bound ---------------------------------------------------------
+ * At event i the resident offload bytes after every possible release (greedy's
+ * releases: a block's dead tail after its last access) are R_i; at least
+ * X_i = R_i - budget of them must be away.  Every block is allocated in the
+ * step, so those bytes crossed the D2H engine between the step's start and
+ * event i: stall >= X_i / d2h - C_i (C_i the compute before event i).  Of
+ * them, all but the bytes live at i with no access after i (retained blocks
+ * past their last use; blocks without access marks are counted as never used
+ * again, which only weakens the bound) must come back over H2D before the
+ * step ends: stall >= (X_i - N_i) / h2d - (C_end - C_i).  The bound is the
+ * maximum over events of both, floored at 0.  Per-call latency, queueing and
+ * the ordering of uses are ignored: it is weak (often 0) but honest. */
+static uint64_t bound_ns(const struct hoff__trace *t, uint64_t budget, const double *C, double cend) {
+    size_t n = t->nev, i;
+    int64_t *res = calloc(n + 1, sizeof *res), *dead = calloc(n + 1, sizeof *dead), r = 0, d = 0;
+    double best = 0;
+
+    if (!res || !dead) {
+        free(res);
+        free(dead);
+        return 0;
+    }
+    for (i = 0; i < t->nblocks; i++) {
+        const struct hoff__tblock *b = &t->blocks[i];
+        int64_t sz = (int64_t)hoff__pool_block_bytes(b->pool, b->size);
+        uint32_t end = b->retained ? (uint32_t)n : b->free_ev + 1, last;
+
+        if (b->pool != 1)
+            continue;
+        last = b->naccess ? t->acc[b->first_access + b->naccess - 1].ev : b->alloc_ev;
+        res[b->alloc_ev] += sz;
+        res[end] -= sz;
+        if (b->pinned)
+            continue;
+        if (b->naccess >= 2 && !b->retained && last + 1 < b->free_ev) { /* released after last */
+            res[last + 1] -= sz;
+            res[end] += sz;
+        } else if (b->naccess < 2 || b->retained) { /* live with no (known) access after last */
+            dead[last + 1 < end ? last + 1 : end] += sz;
+            dead[end] -= sz;
+        }
+    }
+    for (i = 0; i < n; i++) {
+        double x, y;
+
+        r += res[i];
+        d += dead[i];
+        if (r <= (int64_t)budget)
+            continue;
+        x = (double)(r - (int64_t)budget);
+        y = x - (double)d;
+        if (x / GBPS - C[i] > best)
+            best = x / GBPS - C[i];
+        if (y > 0 && y / GBPS - (cend - C[i]) > best)
+            best = y / GBPS - (cend - C[i]);
+    }
+    free(res);
+    free(dead);
+    return (uint64_t)best;
+}
+
+/* Compute time before each event as the drive models it (drive.c). */
+static double *compute_times(const struct hoff__trace *t, uint64_t gpu_step_ns, double *cend) {
+    double *C = malloc((t->nev ? t->nev : 1) * sizeof *C), scale;
+    int gpu = t->nev > 0;
+    uint64_t end, last;
+    size_t i;
+
+    if (!C)
+        return NULL;
+    for (i = 0; i < t->nev; i++)
+        if (t->ev[i].t_gpu_ns == HOFF__TIME_UNKNOWN)
+            gpu = 0;
+    end = gpu ? t->step_gpu_ns : t->step_ns;
+    last = t->nev ? (gpu ? t->ev[t->nev - 1].t_gpu_ns : t->ev[t->nev - 1].t_cpu_ns) : 0;
+    if (end == HOFF__TIME_UNKNOWN || end < last)
+        end = last;
+    scale = gpu_step_ns ? (end ? (double)gpu_step_ns / (double)end : 0) : 1.0;
+    for (i = 0; i < t->nev; i++)
+        C[i] = (double)(gpu ? t->ev[i].t_gpu_ns : t->ev[i].t_cpu_ns) * scale;
+    *cend = (double)end * scale;
+    return C;
+}
+
+/* --- one run -------------------------------------------------------------- */
+
+struct run {
+    uint64_t stall_ns, step_ns, compute_ns, bytes_moved, prefetch_calls, plan_ns, peak;
+    int integrity_ok, feasible;
+};
+
+static int simulate(const struct hoff__trace *t, uint64_t budget, const char *planner, uint64_t gpu_step_ns,
+                    struct run *out) {
+    struct hoff_config cfg;
+    struct hoff__drive_opts o;
+    struct hoff__drive_result r;
+    struct hoff_stats st;
+    hoff_ctx *ctx = NULL;
+    char err[256];
+    const struct hoff__drive_step *ls;
+    int rc, k;
+
+    hoff_config_init(&cfg);
+    cfg.backend = HOFF_BACKEND_SIM;
+    cfg.sim_device_bytes = 80ull << 30;
+    cfg.sim_h2d_gbps = cfg.sim_d2h_gbps = cfg.bandwidth_gbps = GBPS;
+    cfg.sim_protect = HOFF_SIM_POISON;
+    cfg.oversub_margin_bytes = 0;
+    cfg.budget_bytes = budget;
+    cfg.log_level = HOFF_LOG_ERROR;
+    if ((rc = hoff_config_set(&cfg, "planner", planner, err, sizeof err)) != 0) {
+        fprintf(stderr, "planners: planner %s: %s\n", planner, err);
+        return rc;
+    }
+    if ((rc = hoff_init(&ctx, &cfg)) != 0) {
+        fprintf(stderr, "planners: sim context: %s\n", hoff_last_error());
+        return rc;
+    }
+    memset(&o, 0, sizeof o);
+    o.steps = 3;
+    o.verify = 1;
+    o.compute_scale = 1.0;
+    o.gpu_step_ns = gpu_step_ns;
+    memset(&r, 0, sizeof r);
+    rc = hoff__trace_drive(ctx, t, &o, &r);
+    if (rc == 0)
+        rc = hoff_stats_get(ctx, &st);
+    if (rc) {
+        fprintf(stderr, "planners: drive: %s\n", hoff_last_error());
+    } else {
+        ls = &r.step[r.steps - 1];
+        memset(out, 0, sizeof *out);
+        out->stall_ns = ls->stall_ns;
+        out->step_ns = ls->step_ns;
+        out->compute_ns = ls->compute_ns;
+        out->bytes_moved = ls->bytes_d2h + ls->bytes_h2d;
+        out->prefetch_calls = ls->prefetches;
+        out->plan_ns = st.plan_ns;
+        out->feasible = st.plan_feasible != 0;
+        for (k = 1; k < r.steps; k++)
+            if (r.step[k].peak_resident_bytes > out->peak)
+                out->peak = r.step[k].peak_resident_bytes;
+        out->integrity_ok = r.integrity_errors == 0;
+    }
+    hoff__drive_result_free(&r);
+    hoff_shutdown(ctx);
+    return rc;
+}
+
+static int bench_trace(const char *name, const struct hoff__trace *t, uint64_t gpu_step_ns) {
+    static const int pct[] = {50, 25, 10};
+    static const char *const planners[] = {"greedy", "timed"};
+    uint64_t peak = hoff__trace_offload_peak(t, hoff__pool_block_bytes, NULL);
+    double cend, *C = compute_times(t, gpu_step_ns, &cend);
+    size_t i, j;
+
+    if (!C)
+        return -ENOMEM;
+    for (i = 0; i < sizeof pct / sizeof pct[0]; i++) {
+        uint64_t budget = peak * (uint64_t)pct[i] / 100, bound = bound_ns(t, budget, C, cend);
+
+        for (j = 0; j < 2; j++) {
+            struct run r;
+            int rc = simulate(t, budget, planners[j], gpu_step_ns, &r);
+
+            if (rc) {
+                free(C);
+                return rc;
+            }
+            printf("{\"trace\":\"%s\",\"budget_pct\":%d,\"budget_bytes\":%" PRIu64 ",\"planner\":\"%s\""
+                   ",\"stall_ns\":%" PRIu64 ",\"bound_ns\":%" PRIu64 ",\"step_ns\":%" PRIu64
+                   ",\"compute_ns\":%" PRIu64 ",\"bytes_moved\":%" PRIu64 ",\"prefetch_calls\":%" PRIu64
+                   ",\"plan_ns\":%" PRIu64 ",\"peak_resident_bytes\":%" PRIu64 ",\"within_budget\":%s"
+                   ",\"plan_feasible\":%s,\"integrity_ok\":%s}\n",
+                   name, pct[i], budget, planners[j], r.stall_ns, bound, r.step_ns, r.compute_ns, r.bytes_moved,
+                   r.prefetch_calls, r.plan_ns, r.peak, r.peak <= budget ? "true" : "false",
+                   r.feasible ? "true" : "false", r.integrity_ok ? "true" : "false");
+            fflush(stdout);
+        }
+    }
+    free(C);
+    return 0;
+}
+
+/* The committed CPU traces and their H200 step estimates (FLOPs at 40% of
+ * bf16 peak, ~400 TFLOP/s; bench/results/planners-2026-11-29.md). */
+static const struct {
+    const char *name;
+    double gpu_step_ms;
+} real[] = {
+    {"cnn", 0.44},
+    {"gpt", 0.29},
+    {"wide", 0.45},
+};
+
+static const struct {
+    const char *name;
+    uint32_t layers;
+    uint64_t hidden, seq;
+} shapes[] = {
+    {"synth-L8-h1024-s2048", 8, 1024, 2048},
+    {"synth-L8-h4096-s2048", 8, 4096, 2048},
+    {"synth-L4-h8192-s2048", 4, 8192, 2048},
+};
+
+int main(int argc, char **argv) {
+    const char *dir = argc > 1 ? argv[1] : "tests/data/traces";
+    char path[4096], err[256];
+    size_t i;
+    int rc = 0;
+
+    for (i = 0; i < sizeof shapes / sizeof shapes[0] && rc == 0; i++) {
+        struct hoff__synth_opts so;
+        struct hoff__trace t;
+
+        hoff__synth_defaults(&so);
+        so.layers = shapes[i].layers;
+        so.hidden = shapes[i].hidden;
+        so.seq = shapes[i].seq;
+        hoff__trace_init(&t);
+        rc = hoff__synth_transformer(&t, &so);
+        if (rc == 0)
+            rc = bench_trace(shapes[i].name, &t, 0);
+        hoff__trace_destroy(&t);
+    }
+    for (i = 0; i < sizeof real / sizeof real[0] && rc == 0; i++) {
+        struct hoff__trace t;
+
+        snprintf(path, sizeof path, "%s/%s.trace.gz", dir, real[i].name);
+        hoff__trace_init(&t);
+        rc = hoff__trace_load(&t, path, err, sizeof err);
+        if (rc)
+            fprintf(stderr, "planners: %s: %s\n", path, err);
+        else
+            rc = bench_trace(real[i].name, &t, (uint64_t)(real[i].gpu_step_ms * 1e6 + 0.5));
+        hoff__trace_destroy(&t);
+    }
+    return rc ? 1 : 0;
+}

@@ -1,0 +1,263 @@
+/* test_timed.c — the timing-aware planner: valid schedules (residency check, peak within budget where
+ * feasible), prefetches issued early enough on a timed trace, the budget kept when they move earlier, budget 0,
+ * infeasible budgets, and random traces.  Threading: single-threaded. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/plan.h"
+#include "trace/synth.h"
+#include "testutil.h"
+
+#define MiB (1024ull * 1024)
+
+static uint64_t tnow; /* time of the next event, ns */
+
+static void push(struct hoff__trace *t, struct hoff__tev *e, uint64_t dt) {
+    tnow += dt;
+    e->t_gpu_ns = tnow;
+    e->t_cpu_ns = tnow;
+    e->name = UINT32_MAX;
+    CU_ASSERT_EQUAL_FATAL(hoff__trace_append(t, e), 0);
+}
+static uint32_t al(struct hoff__trace *t, uint64_t size, uint64_t dt) {
+    struct hoff__tev e = {.kind = HOFF__TEV_ALLOC, .pool = 1, .size = size};
+
+    e.block = t->nblocks;
+    push(t, &e, dt);
+    return e.block;
+}
+static void fr(struct hoff__trace *t, uint32_t b, uint64_t dt) {
+    struct hoff__tev e = {.kind = HOFF__TEV_FREE, .block = b};
+    push(t, &e, dt);
+}
+static void ac(struct hoff__trace *t, uint32_t b, uint64_t dt) {
+    struct hoff__tev e = {.kind = HOFF__TEV_ACCESS, .block = b};
+    push(t, &e, dt);
+}
+static void op(struct hoff__trace *t, uint64_t dt) {
+    struct hoff__tev e = {.kind = HOFF__TEV_OP};
+    push(t, &e, dt);
+}
+
+/* The instant-transfer check agrees: actions valid, peak never above what
+ * the planner claims, feasible meaning peak <= budget; no block away at its
+ * use; traffic adds up. */
+static void check(const struct hoff__trace *t, const struct hoff__schedule *s) {
+    uint64_t peak = 0, d2h = 0, h2d = 0;
+    uint32_t pev = 0;
+    uint8_t *st = calloc(t->nblocks + 1, 1);
+    size_t i, k = 0;
+
+    CU_ASSERT_STRING_EQUAL(s->planner, "timed");
+    CU_ASSERT_EQUAL_FATAL(hoff__schedule_peak(t, s, &peak, &pev), 0);
+    CU_ASSERT_EQUAL(peak, s->peak_bytes);
+    CU_ASSERT_EQUAL(pev, s->peak_ev);
+    CU_ASSERT(s->peak_bytes <= s->nopeak_bytes);
+    if (s->budget_bytes) {
+        CU_ASSERT_EQUAL(s->feasible, s->peak_bytes <= s->budget_bytes);
+        if (s->feasible)
+            CU_ASSERT(peak <= s->budget_bytes);
+    }
+    for (i = 0; i < t->nev; i++) {
+        const struct hoff__tev *e = &t->ev[i];
+
+        for (; k < s->nact && s->act[k].ev == i && s->act[k].when == HOFF__ACT_BEFORE; k++)
+            if (s->act[k].kind == HOFF__ACT_PREFETCH)
+                st[s->act[k].block] = 0;
+        if (e->kind == HOFF__TEV_ACCESS)
+            CU_ASSERT_EQUAL(st[e->block], 0);
+        for (; k < s->nact && s->act[k].ev == i; k++)
+            st[s->act[k].block] = 1;
+    }
+    for (i = 0; i < s->nact; i++) {
+        d2h += s->act[i].kind == HOFF__ACT_EVICT ? t->blocks[s->act[i].block].size : 0;
+        h2d += s->act[i].kind == HOFF__ACT_PREFETCH ? t->blocks[s->act[i].block].size : 0;
+    }
+    CU_ASSERT_EQUAL(d2h, s->bytes_d2h);
+    CU_ASSERT_EQUAL(h2d, s->bytes_h2d);
+    free(st);
+}
+
+static void plan(const struct hoff__trace *t, uint64_t budget, struct hoff__schedule *s) {
+    struct hoff__plan_opts o = {.budget_bytes = budget, .h2d_gbps = 50, .d2h_gbps = 50};
+
+    hoff__schedule_init(s);
+    CU_ASSERT_EQUAL_FATAL(hoff__planner_timed.build(t, &o, s), 0);
+    check(t, s);
+}
+
+static const struct hoff__action *find(const struct hoff__schedule *s, int kind, uint32_t block) {
+    size_t i;
+
+    for (i = 0; i < s->nact; i++)
+        if (s->act[i].kind == kind && s->act[i].block == block)
+            return &s->act[i];
+    return NULL;
+}
+
+/* A 64 MiB block written, then 20 ops of 1 ms, then read; a second block
+ * allocated in between makes the peak.  50 GB/s: the copy back takes ~1.35
+ * ms, so the prefetch must be issued at least two ops before the read. */
+static void test_prefetch_early_enough(void) {
+    struct hoff__trace t;
+    struct hoff__schedule s;
+    const struct hoff__action *p;
+    uint32_t a, b, i, use;
+
+    hoff__trace_init(&t);
+    tnow = 0;
+    a = al(&t, 64 * MiB, 0);
+    ac(&t, a, 1000);
+    for (i = 0; i < 8; i++)
+        op(&t, 1000000);
+    b = al(&t, 64 * MiB, 1000);
+    fr(&t, b, 1000);
+    for (i = 0; i < 12; i++)
+        op(&t, 1000000);
+    ac(&t, a, 1000);
+    use = (uint32_t)t.nev - 1;
+    fr(&t, a, 1000);
+    CU_ASSERT_EQUAL_FATAL(hoff__trace_finish(&t), 0);
+
+    plan(&t, 64 * MiB, &s);
+    CU_ASSERT(s.feasible);
+    p = find(&s, HOFF__ACT_PREFETCH, a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT(t.ev[use].t_gpu_ns - t.ev[p->ev].t_gpu_ns >= 10000 + 64 * MiB / 50);
+    CU_ASSERT(p->ev > t.blocks[b].free_ev); /* not before the peak it was evicted for */
+    hoff__schedule_destroy(&s);
+    hoff__trace_destroy(&t);
+}
+
+/* Two blocks used at the same late point: moving both prefetches early would
+ * overlap a third allocation and break the budget; the planner keeps it. */
+static void test_budget_kept_when_moving_early(void) {
+    struct hoff__trace t;
+    struct hoff__schedule s;
+    uint32_t a, b, c, i;
+
+    hoff__trace_init(&t);
+    tnow = 0;
+    a = al(&t, 64 * MiB, 0);
+    b = al(&t, 64 * MiB, 1000);
+    for (i = 0; i < 4; i++)
+        op(&t, 1000000);
+    c = al(&t, 128 * MiB, 1000);
+    op(&t, 100000);
+    fr(&t, c, 100000);
+    op(&t, 100000);
+    ac(&t, a, 100000);
+    ac(&t, b, 1000);
+    fr(&t, a, 1000);
+    fr(&t, b, 1000);
+    CU_ASSERT_EQUAL_FATAL(hoff__trace_finish(&t), 0);
+
+    plan(&t, 128 * MiB, &s);
+    CU_ASSERT(s.feasible);
+    CU_ASSERT(s.peak_bytes <= 128 * MiB);
+    CU_ASSERT_PTR_NOT_NULL(find(&s, HOFF__ACT_PREFETCH, a));
+    CU_ASSERT_PTR_NOT_NULL(find(&s, HOFF__ACT_PREFETCH, b));
+    hoff__schedule_destroy(&s);
+    hoff__trace_destroy(&t);
+}
+
+static void test_budget_zero_and_infeasible(void) {
+    struct hoff__trace t;
+    struct hoff__schedule s;
+    uint32_t a, b;
+
+    hoff__trace_init(&t);
+    tnow = 0;
+    a = al(&t, 64 * MiB, 0);
+    b = al(&t, 64 * MiB, 1000);
+    ac(&t, a, 1000);
+    ac(&t, b, 1000);
+    fr(&t, a, 1000);
+    fr(&t, b, 1000);
+    CU_ASSERT_EQUAL_FATAL(hoff__trace_finish(&t), 0);
+
+    plan(&t, 0, &s); /* no limit: nothing to do */
+    CU_ASSERT_EQUAL(s.nact, 0);
+    CU_ASSERT_EQUAL(s.peak_bytes, 128 * MiB);
+    CU_ASSERT(s.feasible);
+    hoff__schedule_destroy(&s);
+
+    plan(&t, 32 * MiB, &s); /* both are used together: cannot be met */
+    CU_ASSERT(!s.feasible);
+    CU_ASSERT(s.peak_bytes > 32 * MiB);
+    hoff__schedule_destroy(&s);
+    hoff__trace_destroy(&t);
+}
+
+/* Synthetic transformer steps at several budgets: valid, and within budget
+ * wherever greedy is (timed falls back to greedy's intervals). */
+static void test_synthetic(void) {
+    static const uint64_t hidden[] = {512, 1024, 2048};
+    static const int pct[] = {90, 50, 25, 10, 1};
+    size_t i, j;
+
+    for (i = 0; i < 3; i++) {
+        struct hoff__synth_opts so;
+        struct hoff__trace t;
+
+        hoff__synth_defaults(&so);
+        so.hidden = hidden[i];
+        so.layers = 4;
+        hoff__trace_init(&t);
+        CU_ASSERT_EQUAL_FATAL(hoff__synth_transformer(&t, &so), 0);
+        for (j = 0; j < 5; j++) {
+            struct hoff__schedule s, g;
+            struct hoff__plan_opts o = {.h2d_gbps = 50, .d2h_gbps = 50};
+            uint64_t budget = hoff__trace_offload_peak(&t, NULL, NULL) * (uint64_t)pct[j] / 100;
+
+            plan(&t, budget, &s);
+            o.budget_bytes = budget;
+            hoff__schedule_init(&g);
+            CU_ASSERT_EQUAL(hoff__planner_greedy.build(&t, &o, &g), 0);
+            if (g.feasible && pct[j] >= 25)
+                CU_ASSERT(s.feasible);
+            hoff__schedule_destroy(&g);
+            hoff__schedule_destroy(&s);
+        }
+        hoff__trace_destroy(&t);
+    }
+}
+
+/* Random training-shaped traces (no times in some: t_gpu unknown). */
+static void test_random(void) {
+    uint64_t seed;
+
+    for (seed = 1; seed <= 20; seed++) {
+        struct hoff__trace t;
+        struct hoff__schedule s;
+        uint64_t peak;
+
+        hoff__trace_init(&t);
+        CU_ASSERT_EQUAL_FATAL(hoff__synth_events(&t, 2000, seed), 0);
+        peak = hoff__trace_offload_peak(&t, NULL, NULL);
+        plan(&t, peak / (seed % 5 + 2), &s);
+        hoff__schedule_destroy(&s);
+        hoff__trace_destroy(&t);
+    }
+}
+
+static void test_registered(void) {
+    CU_ASSERT_PTR_EQUAL(hoff__planner_find("timed"), &hoff__planner_timed);
+    CU_ASSERT_PTR_EQUAL(hoff__planner_find("greedy"), &hoff__planner_greedy);
+}
+
+int main(void) {
+    static const struct hoff_test tests[] = {
+        {"registered", test_registered},
+        {"prefetch_early_enough", test_prefetch_early_enough},
+        {"budget_kept_when_moving_early", test_budget_kept_when_moving_early},
+        {"budget_zero_and_infeasible", test_budget_zero_and_infeasible},
+        {"synthetic", test_synthetic},
+        {"random", test_random},
+        {NULL, NULL},
+    };
+    return hoff_test_run("timed", tests);
+}
