@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/core.h"
 #include "plan/plan.h"
@@ -81,17 +80,6 @@ static int cand_cmp(const void *pa, const void *pb) {
 
 /* --- the planner ------------------------------------------------------------ */
 
-static uint64_t now_ns(void) {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Is block b an offload candidate at all? */
-static int movable(const struct hoff__tblock *b) {
-    return b->pool == 1 && !b->pinned;
-}
 
 /* Collect the candidates of every block into *out (malloc'd). */
 static int collect(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct cand **out,
@@ -106,7 +94,7 @@ static int collect(const struct hoff__trace *t, const struct hoff__plan_opts *o,
         uint32_t lw = b->alloc_ev;
         int64_t ga, gb;
 
-        if (!movable(b))
+        if (!hoff__plan_movable(b))
             continue;
         if (nc + (b->naccess > 1 ? b->naccess : 1) > cap) {
             cap = (nc + (b->naccess > 1 ? b->naccess : 1)) * 2 + 64;
@@ -137,94 +125,20 @@ static int collect(const struct hoff__trace *t, const struct hoff__plan_opts *o,
 }
 
 /* Check what the planner relies on in a finished trace. */
-static int check_trace(const struct hoff__trace *t) {
-    uint32_t i;
-
-    if (t->nev >= UINT32_MAX)
-        return hoff__error(-EINVAL, "greedy: %zu events in the trace, at most %u", t->nev, UINT32_MAX - 1);
-    if (t->nblocks && !t->blocks)
-        return hoff__error(-EINVAL, "greedy: the trace is not finished (hoff__trace_finish)");
-    for (i = 0; i < t->nblocks; i++) {
-        const struct hoff__tblock *b = &t->blocks[i];
-
-        if (b->alloc_ev >= t->nev || (!b->retained && (b->free_ev >= t->nev || b->free_ev < b->alloc_ev)) ||
-            (b->naccess && ((size_t)b->first_access + b->naccess > t->nacc || !t->acc)))
-            return hoff__error(-EINVAL, "greedy: block %u of the trace is inconsistent", i);
-    }
-    return 0;
-}
-
 static int greedy_build(const struct hoff__trace *t, const struct hoff__plan_opts *o,
                         struct hoff__schedule *out) {
-    uint64_t t0 = now_ns();
-    uint32_t nev = (uint32_t)t->nev, i;
-    int64_t *res = NULL, run, best;
+    uint64_t t0 = hoff__plan_now_ns();
+    uint32_t nev = (uint32_t)t->nev;
+    int64_t *res = NULL;
     struct cand *c = NULL;
     uint32_t *taken = NULL;
     size_t nc = 0, ntaken = 0, k;
     struct hoff__seg sg = {0};
     int rc;
 
-    out->nact = 0;
-    out->budget_bytes = o->budget_bytes;
-    out->peak_bytes = out->nopeak_bytes = out->bytes_d2h = out->bytes_h2d = 0;
-    out->peak_ev = 0;
-    out->feasible = 1;
-    out->candidates = 0;
-    memset(out->planner, 0, sizeof out->planner);
-    out->block_bytes = o->block_bytes;
-    strncpy(out->planner, hoff__planner_greedy.name, sizeof out->planner - 1);
-    rc = check_trace(t);
-    if (rc)
+    rc = hoff__plan_begin(hoff__planner_greedy.name, t, o, out, &res);
+    if (rc || !res)
         goto done;
-
-    /* Resident bytes per event with no offload, as a difference array. */
-    res = calloc((size_t)nev + 1, sizeof *res);
-    if (!res) {
-        rc = -ENOMEM;
-        goto done;
-    }
-    for (i = 0; i < t->nblocks; i++) {
-        const struct hoff__tblock *b = &t->blocks[i];
-
-        if (b->pool != 1)
-            continue;
-        res[b->alloc_ev] += (int64_t)hoff__plan_bytes(o->block_bytes, b);
-        if (!b->retained)
-            res[b->free_ev + 1] -= (int64_t)hoff__plan_bytes(o->block_bytes, b);
-    }
-    /* The no-offload peak, then (budget set) the releases. */
-    for (i = 0, run = 0, best = -1; i < nev; i++) {
-        run += res[i];
-        if (run > best) {
-            best = run;
-            out->nopeak_bytes = (uint64_t)run;
-            out->peak_ev = i;
-        }
-    }
-    out->peak_bytes = out->nopeak_bytes;
-    if (o->budget_bytes == 0 || nev == 0)
-        goto done;
-
-    for (i = 0; i < t->nblocks; i++) {
-        const struct hoff__tblock *b = &t->blocks[i];
-        uint32_t last;
-
-        if (!movable(b) || b->retained || b->naccess < 2)
-            continue;
-        last = t->acc[b->first_access + b->naccess - 1].ev;
-        if (last + 1 >= b->free_ev)
-            continue;
-        rc = hoff__schedule_add(out, last, HOFF__ACT_AFTER, HOFF__ACT_RELEASE, i, UINT32_MAX);
-        if (rc)
-            goto done;
-        res[last + 1] -= (int64_t)hoff__plan_bytes(o->block_bytes, b);
-        res[b->free_ev + 1] += (int64_t)hoff__plan_bytes(o->block_bytes, b);
-    }
-    for (i = 0, run = 0; i < nev; i++) {
-        run += res[i];
-        res[i] = run;
-    }
 
     rc = collect(t, o, &c, &nc);
     if (rc)
@@ -278,7 +192,7 @@ done:
     free(taken);
     free(c);
     free(res);
-    out->plan_ns = now_ns() - t0;
+    out->plan_ns = hoff__plan_now_ns() - t0;
     return rc;
 }
 

@@ -5,9 +5,11 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <strings.h>
 
+#include "core/core.h"
 #include "plan/plan.h"
 
 /* --- registry -------------------------------------------------------------- */
@@ -245,5 +247,101 @@ int hoff__schedule_peak(const struct hoff__trace *t, const struct hoff__schedule
         return rc;
     *peak = best;
     *peak_ev = best_ev;
+    return 0;
+}
+
+uint64_t hoff__plan_now_ns(void) {
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Check what planners rely on in a finished trace. */
+static int check_trace(const char *name, const struct hoff__trace *t) {
+    uint32_t i;
+
+    if (t->nev >= UINT32_MAX)
+        return hoff__error(-EINVAL, "%s: %zu events in the trace, at most %u", name, t->nev, UINT32_MAX - 1);
+    if (t->nblocks && !t->blocks)
+        return hoff__error(-EINVAL, "%s: the trace is not finished (hoff__trace_finish)", name);
+    for (i = 0; i < t->nblocks; i++) {
+        const struct hoff__tblock *b = &t->blocks[i];
+
+        if (b->alloc_ev >= t->nev || (!b->retained && (b->free_ev >= t->nev || b->free_ev < b->alloc_ev)) ||
+            (b->naccess && ((size_t)b->first_access + b->naccess > t->nacc || !t->acc)))
+            return hoff__error(-EINVAL, "%s: block %u of the trace is inconsistent", name, i);
+    }
+    return 0;
+}
+
+int hoff__plan_begin(const char *name, const struct hoff__trace *t, const struct hoff__plan_opts *o,
+                     struct hoff__schedule *out, int64_t **resp) {
+    uint32_t nev = (uint32_t)t->nev, i;
+    int64_t *res, run, best;
+    int rc;
+
+    *resp = NULL;
+    out->nact = 0;
+    out->budget_bytes = o->budget_bytes;
+    out->peak_bytes = out->nopeak_bytes = out->bytes_d2h = out->bytes_h2d = 0;
+    out->peak_ev = 0;
+    out->feasible = 1;
+    out->candidates = 0;
+    memset(out->planner, 0, sizeof out->planner);
+    out->block_bytes = o->block_bytes;
+    strncpy(out->planner, name, sizeof out->planner - 1);
+    if ((rc = check_trace(name, t)) != 0)
+        return rc;
+
+    /* Resident bytes per event with no offload, as a difference array. */
+    res = calloc((size_t)nev + 1, sizeof *res);
+    if (!res)
+        return -ENOMEM;
+    for (i = 0; i < t->nblocks; i++) {
+        const struct hoff__tblock *b = &t->blocks[i];
+
+        if (b->pool != 1)
+            continue;
+        res[b->alloc_ev] += (int64_t)hoff__plan_bytes(o->block_bytes, b);
+        if (!b->retained)
+            res[b->free_ev + 1] -= (int64_t)hoff__plan_bytes(o->block_bytes, b);
+    }
+    /* The no-offload peak, then (budget set) the releases. */
+    for (i = 0, run = 0, best = -1; i < nev; i++) {
+        run += res[i];
+        if (run > best) {
+            best = run;
+            out->nopeak_bytes = (uint64_t)run;
+            out->peak_ev = i;
+        }
+    }
+    out->peak_bytes = out->nopeak_bytes;
+    if (o->budget_bytes == 0 || nev == 0) {
+        free(res);
+        return 0;
+    }
+    for (i = 0; i < t->nblocks; i++) {
+        const struct hoff__tblock *b = &t->blocks[i];
+        uint32_t last;
+
+        if (!hoff__plan_movable(b) || b->retained || b->naccess < 2)
+            continue;
+        last = t->acc[b->first_access + b->naccess - 1].ev;
+        if (last + 1 >= b->free_ev)
+            continue;
+        rc = hoff__schedule_add(out, last, HOFF__ACT_AFTER, HOFF__ACT_RELEASE, i, UINT32_MAX);
+        if (rc) {
+            free(res);
+            return rc;
+        }
+        res[last + 1] -= (int64_t)hoff__plan_bytes(o->block_bytes, b);
+        res[b->free_ev + 1] += (int64_t)hoff__plan_bytes(o->block_bytes, b);
+    }
+    for (i = 0, run = 0; i < nev; i++) {
+        run += res[i];
+        res[i] = run;
+    }
+    *resp = res;
     return 0;
 }

@@ -46,6 +46,11 @@ static inline uint64_t hoff__plan_bytes(hoff__block_bytes_fn f, const struct hof
     return f ? f(b->pool, b->size) : b->size;
 }
 
+/* Blocks a planner may move: managed, not pinned by a region. */
+static inline int hoff__plan_movable(const struct hoff__tblock *b) {
+    return b->pool == 1 && !b->pinned;
+}
+
 struct hoff__plan_opts {
     uint64_t budget_bytes;      /* resident offload bytes allowed (0 = no limit: empty schedule) */
     uint64_t host_cap_bytes;    /* 0 = no limit */
@@ -107,6 +112,18 @@ extern const struct hoff__planner hoff__planner_timed;
  * the schedule's tier fields.  0 or -ENOMEM. */
 int hoff__plan_tiers(const struct hoff__trace *t, const struct hoff__plan_opts *o,
                      struct hoff__schedule *s);
+
+/* What every planner starts with (plan.c): reset out under the planner's
+ * name, check the finished trace, and build the resident bytes per event
+ * with the RFC's releases planned (a RELEASE after the last access of a
+ * non-retained movable block when an event lies between it and the free).
+ * On return *res holds nev values (the caller frees it), or NULL when there
+ * is nothing more to plan (no budget, empty trace): out is then complete but
+ * for plan_ns.  0 or -errno (-EINVAL naming the planner, -ENOMEM). */
+int hoff__plan_begin(const char *name, const struct hoff__trace *t, const struct hoff__plan_opts *o,
+                     struct hoff__schedule *out, int64_t **res);
+/* CLOCK_MONOTONIC in ns, for plan_ns. */
+uint64_t hoff__plan_now_ns(void);
 
 /* Planners by name ("greedy", ...); NULL if unknown. */
 const struct hoff__planner *hoff__planner_find(const char *name);

@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/core.h"
 #include "plan/plan.h"
@@ -69,16 +68,6 @@ struct tcand {
     uint8_t taken;    /* 0, 'A' hidden, 'C' instant */
 };
 
-static uint64_t now_ns(void) {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int movable(const struct hoff__tblock *b) {
-    return b->pool == 1 && !b->pinned;
-}
 
 static uint64_t xfer_ns(uint64_t bytes, double gbps) {
     return LAT_NS + (uint64_t)((double)bytes / gbps + 0.5);
@@ -157,7 +146,7 @@ static int collect(const struct hoff__trace *t, const struct hoff__plan_opts *o,
         uint32_t lw = b->alloc_ev;
         int64_t ga, gb;
 
-        if (!movable(b))
+        if (!hoff__plan_movable(b))
             continue;
         if (nc + (b->naccess > 1 ? b->naccess : 1) > cap) {
             cap = (nc + (b->naccess > 1 ? b->naccess : 1)) * 2 + 64;
@@ -186,23 +175,6 @@ static int collect(const struct hoff__trace *t, const struct hoff__plan_opts *o,
     }
     *out = c;
     *nout = nc;
-    return 0;
-}
-
-static int check_trace(const struct hoff__trace *t) {
-    uint32_t i;
-
-    if (t->nev >= UINT32_MAX)
-        return hoff__error(-EINVAL, "timed: %zu events in the trace, at most %u", t->nev, UINT32_MAX - 1);
-    if (t->nblocks && !t->blocks)
-        return hoff__error(-EINVAL, "timed: the trace is not finished (hoff__trace_finish)");
-    for (i = 0; i < t->nblocks; i++) {
-        const struct hoff__tblock *b = &t->blocks[i];
-
-        if (b->alloc_ev >= t->nev || (!b->retained && (b->free_ev >= t->nev || b->free_ev < b->alloc_ev)) ||
-            (b->naccess && ((size_t)b->first_access + b->naccess > t->nacc || !t->acc)))
-            return hoff__error(-EINVAL, "timed: block %u of the trace is inconsistent", i);
-    }
     return 0;
 }
 
@@ -260,9 +232,9 @@ static void d2h_pass(struct tcand **v, size_t n, const uint64_t *T, uint32_t nev
 }
 
 static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct hoff__schedule *out) {
-    uint64_t t0 = now_ns();
-    uint32_t nev = (uint32_t)t->nev, i;
-    int64_t *res = NULL, run, best, budget = (int64_t)o->budget_bytes;
+    uint64_t t0 = hoff__plan_now_ns();
+    uint32_t nev = (uint32_t)t->nev;
+    int64_t *res = NULL, budget = (int64_t)o->budget_bytes;
     double h2d = o->h2d_gbps > 0 ? o->h2d_gbps : 50.0, d2h = o->d2h_gbps > 0 ? o->d2h_gbps : 50.0;
     uint64_t *T = NULL, tend;
     struct tcand *c = NULL, **v = NULL;
@@ -270,65 +242,9 @@ static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts
     struct hoff__seg sg = {0};
     int rc, fallback = 0;
 
-    out->nact = 0;
-    out->budget_bytes = o->budget_bytes;
-    out->peak_bytes = out->nopeak_bytes = out->bytes_d2h = out->bytes_h2d = 0;
-    out->peak_ev = 0;
-    out->feasible = 1;
-    out->candidates = 0;
-    memset(out->planner, 0, sizeof out->planner);
-    out->block_bytes = o->block_bytes;
-    strncpy(out->planner, hoff__planner_timed.name, sizeof out->planner - 1);
-    rc = check_trace(t);
-    if (rc)
+    rc = hoff__plan_begin(hoff__planner_timed.name, t, o, out, &res);
+    if (rc || !res)
         goto done;
-
-    res = calloc((size_t)nev + 1, sizeof *res);
-    if (!res) {
-        rc = -ENOMEM;
-        goto done;
-    }
-    for (i = 0; i < t->nblocks; i++) {
-        const struct hoff__tblock *b = &t->blocks[i];
-
-        if (b->pool != 1)
-            continue;
-        res[b->alloc_ev] += (int64_t)hoff__plan_bytes(o->block_bytes, b);
-        if (!b->retained)
-            res[b->free_ev + 1] -= (int64_t)hoff__plan_bytes(o->block_bytes, b);
-    }
-    for (i = 0, run = 0, best = -1; i < nev; i++) {
-        run += res[i];
-        if (run > best) {
-            best = run;
-            out->nopeak_bytes = (uint64_t)run;
-            out->peak_ev = i;
-        }
-    }
-    out->peak_bytes = out->nopeak_bytes;
-    if (o->budget_bytes == 0 || nev == 0)
-        goto done;
-
-    /* Releases, as greedy. */
-    for (i = 0; i < t->nblocks; i++) {
-        const struct hoff__tblock *b = &t->blocks[i];
-        uint32_t last;
-
-        if (!movable(b) || b->retained || b->naccess < 2)
-            continue;
-        last = t->acc[b->first_access + b->naccess - 1].ev;
-        if (last + 1 >= b->free_ev)
-            continue;
-        rc = hoff__schedule_add(out, last, HOFF__ACT_AFTER, HOFF__ACT_RELEASE, i, UINT32_MAX);
-        if (rc)
-            goto done;
-        res[last + 1] -= (int64_t)hoff__plan_bytes(o->block_bytes, b);
-        res[b->free_ev + 1] += (int64_t)hoff__plan_bytes(o->block_bytes, b);
-    }
-    for (i = 0, run = 0; i < nev; i++) {
-        run += res[i];
-        res[i] = run;
-    }
 
     T = event_times(t);
     rc = T ? collect(t, o, &c, &nc) : -ENOMEM;
@@ -538,7 +454,7 @@ done:
         memset(out->planner, 0, sizeof out->planner);
         strncpy(out->planner, hoff__planner_timed.name, sizeof out->planner - 1);
     }
-    out->plan_ns = now_ns() - t0;
+    out->plan_ns = hoff__plan_now_ns() - t0;
     return rc;
 }
 
