@@ -55,16 +55,8 @@
  * than it achieves.  budget_bytes == 0 means no limit: empty schedule.
  */
 
-struct cand {
-    uint64_t size;
-    uint32_t a;       /* evict AFTER event a */
-    uint32_t b;       /* prefetch BEFORE event b; b == nev: no prefetch (retained) */
-    uint32_t block;
-    uint32_t copy_ev;
-};
-
 static int cand_cmp(const void *pa, const void *pb) {
-    const struct cand *x = pa, *y = pb;
+    const struct hoff__gap *x = pa, *y = pb;
     uint32_t dx = x->b - x->a, dy = y->b - y->a;
 
     if (dx != dy)
@@ -81,56 +73,12 @@ static int cand_cmp(const void *pa, const void *pb) {
 /* --- the planner ------------------------------------------------------------ */
 
 
-/* Collect the candidates of every block into *out (malloc'd). */
-static int collect(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct cand **out,
-                   size_t *nout) {
-    uint32_t nev = (uint32_t)t->nev, i, p;
-    struct cand *c = NULL, *n;
-    size_t nc = 0, cap = 0;
-
-    for (i = 0; i < t->nblocks; i++) {
-        const struct hoff__tblock *b = &t->blocks[i];
-        const struct hoff__tacc *acc = t->acc + b->first_access;
-        uint32_t lw = b->alloc_ev;
-        int64_t ga, gb;
-
-        if (!hoff__plan_movable(b))
-            continue;
-        if (nc + (b->naccess > 1 ? b->naccess : 1) > cap) {
-            cap = (nc + (b->naccess > 1 ? b->naccess : 1)) * 2 + 64;
-            n = realloc(c, cap * sizeof *c);
-            if (!n) {
-                free(c);
-                return -ENOMEM;
-            }
-            c = n;
-        }
-        if (b->naccess > 1) {
-            for (p = 0; p + 1 < b->naccess; p++) {
-                if (acc[p].write)
-                    lw = acc[p].ev;
-                if (acc[p + 1].ev > acc[p].ev + 1)
-                    c[nc++] = (struct cand){hoff__plan_bytes(o->block_bytes, b), acc[p].ev, acc[p + 1].ev, i, lw};
-            }
-            continue;
-        }
-        ga = (int64_t)b->alloc_ev + o->guard_after_alloc;
-        gb = b->retained ? (int64_t)nev : (int64_t)b->free_ev - o->guard_before_free;
-        if (gb > ga + 1)
-            c[nc++] = (struct cand){hoff__plan_bytes(o->block_bytes, b), (uint32_t)ga, (uint32_t)gb, i, b->alloc_ev};
-    }
-    *out = c;
-    *nout = nc;
-    return 0;
-}
-
-/* Check what the planner relies on in a finished trace. */
 static int greedy_build(const struct hoff__trace *t, const struct hoff__plan_opts *o,
                         struct hoff__schedule *out) {
     uint64_t t0 = hoff__plan_now_ns();
     uint32_t nev = (uint32_t)t->nev;
     int64_t *res = NULL;
-    struct cand *c = NULL;
+    struct hoff__gap *c = NULL;
     uint32_t *taken = NULL;
     size_t nc = 0, ntaken = 0, k;
     struct hoff__seg sg = {0};
@@ -140,7 +88,7 @@ static int greedy_build(const struct hoff__trace *t, const struct hoff__plan_opt
     if (rc || !res)
         goto done;
 
-    rc = collect(t, o, &c, &nc);
+    rc = hoff__plan_gaps(t, o, &c, &nc);
     if (rc)
         goto done;
     out->candidates = nc;
@@ -165,7 +113,7 @@ static int greedy_build(const struct hoff__trace *t, const struct hoff__plan_opt
     /* Actions of the taken candidates, in the order they were taken (within
      * one event the most valuable eviction goes first). */
     for (k = 0; k < ntaken; k++) {
-        const struct cand *x = &c[taken[k]];
+        const struct hoff__gap *x = &c[taken[k]];
 
         rc = hoff__schedule_add(out, x->a, HOFF__ACT_AFTER, HOFF__ACT_EVICT, x->block, x->copy_ev);
         if (rc)

@@ -345,3 +345,49 @@ int hoff__plan_begin(const char *name, const struct hoff__trace *t, const struct
     *resp = res;
     return 0;
 }
+
+int hoff__plan_gaps(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct hoff__gap **out,
+                    size_t *nout) {
+    uint32_t nev = (uint32_t)t->nev, i, p;
+    struct hoff__gap *c = NULL, *n;
+    size_t nc = 0, cap = 0;
+
+    for (i = 0; i < t->nblocks; i++) {
+        const struct hoff__tblock *b = &t->blocks[i];
+        const struct hoff__tacc *acc = t->acc + b->first_access;
+        uint32_t lw = b->alloc_ev;
+        int64_t ga, gb;
+
+        if (!hoff__plan_movable(b))
+            continue;
+        if (nc + (b->naccess > 1 ? b->naccess : 1) > cap) {
+            cap = (nc + (b->naccess > 1 ? b->naccess : 1)) * 2 + 64;
+            n = realloc(c, cap * sizeof *c);
+            if (!n) {
+                free(c);
+                return -ENOMEM;
+            }
+            c = n;
+        }
+        if (b->naccess > 1) {
+            for (p = 0; p + 1 < b->naccess; p++) {
+                if (acc[p].write)
+                    lw = acc[p].ev;
+                if (acc[p + 1].ev > acc[p].ev + 1)
+                    c[nc++] = (struct hoff__gap){hoff__plan_bytes(o->block_bytes, b), acc[p].ev, acc[p + 1].ev, i,
+                                                 lw};
+            }
+            continue;
+        }
+        ga = (int64_t)b->alloc_ev + o->guard_after_alloc;
+        gb = b->retained ? (int64_t)nev : (int64_t)b->free_ev - o->guard_before_free;
+        if (gb > ga + 1)
+            c[nc++] = (struct hoff__gap){hoff__plan_bytes(o->block_bytes, b), (uint32_t)ga, (uint32_t)gb, i,
+                                         b->alloc_ev};
+    }
+    *out = c;
+    *nout = nc;
+    return 0;
+}
+
+/* Check what the planner relies on in a finished trace. */

@@ -122,6 +122,21 @@ int hoff__plan_tiers(const struct hoff__trace *t, const struct hoff__plan_opts *
  * for plan_ns.  0 or -errno (-EINVAL naming the planner, -ENOMEM). */
 int hoff__plan_begin(const char *name, const struct hoff__trace *t, const struct hoff__plan_opts *o,
                      struct hoff__schedule *out, int64_t **res);
+/* A candidate eviction: evict block AFTER event a, prefetch BEFORE event b
+ * (b == nev: not before the step's end); size is what it frees (block_bytes),
+ * copy_ev the last write at or before a.  Gaps between consecutive accesses
+ * of a movable block; for a block with no access after its alloc, its life
+ * less the guard margins (greedy.c's header says why).  Gaps covering no
+ * event are left out. */
+struct hoff__gap {
+    uint64_t size;
+    uint32_t a, b, block, copy_ev;
+};
+
+/* Every gap of the trace, into *out (malloc'd; free it).  0 or -ENOMEM. */
+int hoff__plan_gaps(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct hoff__gap **out,
+                    size_t *nout);
+
 /* CLOCK_MONOTONIC in ns, for plan_ns. */
 uint64_t hoff__plan_now_ns(void);
 

@@ -133,48 +133,27 @@ static int by_b_desc(const void *pa, const void *pb) {
     return x->block < y->block ? -1 : x->block > y->block;
 }
 
+/* The gaps (hoff__plan_gaps), as timed's candidates. */
 static int collect(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct tcand **out,
                    size_t *nout) {
-    uint32_t nev = (uint32_t)t->nev, i, p;
-    struct tcand *c = NULL, *n;
-    size_t nc = 0, cap = 0;
+    struct hoff__gap *g = NULL;
+    struct tcand *c;
+    size_t n = 0, k;
+    int rc = hoff__plan_gaps(t, o, &g, &n);
 
-    for (i = 0; i < t->nblocks; i++) {
-        const struct hoff__tblock *b = &t->blocks[i];
-        const struct hoff__tacc *acc = t->acc + b->first_access;
-        uint64_t sz = hoff__plan_bytes(o->block_bytes, b);
-        uint32_t lw = b->alloc_ev;
-        int64_t ga, gb;
-
-        if (!hoff__plan_movable(b))
-            continue;
-        if (nc + (b->naccess > 1 ? b->naccess : 1) > cap) {
-            cap = (nc + (b->naccess > 1 ? b->naccess : 1)) * 2 + 64;
-            n = realloc(c, cap * sizeof *c);
-            if (!n) {
-                free(c);
-                return -ENOMEM;
-            }
-            c = n;
-        }
-        if (b->naccess > 1) {
-            for (p = 0; p + 1 < b->naccess; p++) {
-                if (acc[p].write)
-                    lw = acc[p].ev;
-                if (acc[p + 1].ev > acc[p].ev + 1)
-                    c[nc++] = (struct tcand){.size = sz, .a = acc[p].ev, .b = acc[p + 1].ev, .block = i,
-                                             .copy_ev = lw};
-            }
-            continue;
-        }
-        ga = (int64_t)b->alloc_ev + o->guard_after_alloc;
-        gb = b->retained ? (int64_t)nev : (int64_t)b->free_ev - o->guard_before_free;
-        if (gb > ga + 1)
-            c[nc++] = (struct tcand){.size = sz, .a = (uint32_t)ga, .b = (uint32_t)gb, .block = i,
-                                     .copy_ev = b->alloc_ev};
+    if (rc)
+        return rc;
+    c = calloc(n ? n : 1, sizeof *c);
+    if (!c) {
+        free(g);
+        return -ENOMEM;
     }
+    for (k = 0; k < n; k++)
+        c[k] = (struct tcand){.size = g[k].size, .a = g[k].a, .b = g[k].b, .block = g[k].block,
+                              .copy_ev = g[k].copy_ev};
+    free(g);
     *out = c;
-    *nout = nc;
+    *nout = n;
     return 0;
 }
 
