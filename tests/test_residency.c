@@ -85,6 +85,7 @@ static void open_sim(uint64_t budget) {
     cfg.sim_h2d_gbps = 1.0; /* 1 byte per ns: easy figures */
     cfg.sim_d2h_gbps = 1.0;
     cfg.sim_latency_ns = 0;
+    cfg.sim_call_ns = 0; /* the figures below count copies only */
     cfg.sim_fault_gbps = 0.5;
     cfg.sim_fault_ns = 1000;
     cfg.budget_bytes = budget;

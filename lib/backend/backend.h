@@ -51,8 +51,10 @@ struct hoff__backend_ops {
     int (*event_create_timed)(struct hoff__backend *be, hoff__event **out);
     int (*event_elapsed_ns)(struct hoff__backend *be, hoff__event *a, hoff__event *b, uint64_t *ns);
 
-    /* Transfers of a whole managed mapping (p, size as from managed_alloc),
-     * called only from the issuing thread.  Each waits for "after", runs on
+    /* Transfers of a range of managed memory: a whole mapping (p, size as
+     * from managed_alloc) or any range of whole 2 MiB pages inside one (a
+     * group of blocks laid out in one mapping moves with one call), called
+     * only from the issuing thread.  Each waits for "after", runs on
      * the backend's copy stream for its direction, and records "done" when
      * complete.  evict: device -> host (prefetch to a host location and
      * advise); prefetch: host -> device; discard: drop the device pages
@@ -64,7 +66,8 @@ struct hoff__backend_ops {
     int (*discard)(struct hoff__backend *be, void *p, size_t size,
                    hoff__event *after, hoff__event *done);
 
-    /* A mapping that is not resident is used by work on stream s: page it in
+    /* fault, populate and the tier ops below take ranges as the transfers do.
+     * A mapping that is not resident is used by work on stream s: page it in
      * now (on demand).  *stall_ns gets the time s waited (sim; 0 on cuda, where
      * the driver does this by itself and the op only keeps its books). */
     int (*fault)(struct hoff__backend *be, void *p, size_t size, hoff_stream s,
@@ -124,6 +127,8 @@ struct hoff__sim_counters {
     uint64_t over_capacity;   /* times device_used exceeded capacity */
     uint64_t nvme_busy_until; /* the simulated NVMe is free from */
     uint64_t bytes_nvme_written, bytes_nvme_read;
+    uint64_t issuer_busy_until; /* the issuing thread is done with its last call at */
+    uint64_t transfer_calls;  /* evict, prefetch and discard calls */
 };
 int hoff__sim_counters(struct hoff__backend *be, struct hoff__sim_counters *out);
 

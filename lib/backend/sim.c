@@ -33,6 +33,17 @@
  * prefetch of a discarded mapping costs the latency only, on H2D (no copy).
  * The two engines overlap with each other; each engine serialises its calls.
  *
+ * The issuing thread.  Every transfer call (evict, prefetch, discard) also
+ * costs the thread that makes it sim_call_ns of its own time (the page-table
+ * work cudaMemPrefetchAsync does in the calling thread), and that thread is
+ * one serial resource for both directions: with `issuer_free` the time the
+ * thread is done with its previous call, a call made at `now` is issued at
+ *     issued = max(now, issuer_free) + sim_call_ns,   issuer_free = issued
+ * and its transfer starts at max(issued, engine busy_until, after->t).  One
+ * call over a range of several blocks pays it once; so do the tier's NVMe
+ * operations not at all (their own thread).  sim_call_ns = 0 gives the model
+ * without it.
+ *
  * Events are {t, recorded}.  event_record(ev, s) sets t = now.  event_query
  * is 0 for an event never recorded or with t <= now, else -EAGAIN.
  * event_sync and stream_wait both make compute wait: if t > now, now = t and
@@ -40,9 +51,13 @@
  * both engines' busy_until.
  *
  * Memory.  dev_alloc is host memory aligned to 512 bytes.  managed_alloc is an
- * anonymous mmap aligned to 2 MiB, with a state (resident, evicted,
- * discarded) and a host shadow buffer allocated at its first eviction and
- * freed with the mapping.  device_used = dev_alloc bytes + resident managed
+ * anonymous mmap aligned to 2 MiB, with a state per 2 MiB page (resident,
+ * evicted, discarded; and whether an evicted page has a host copy) and a host
+ * shadow (an anonymous mmap of the mapping's size) allocated at its first
+ * eviction and freed with the mapping.  Every op but managed_free takes any
+ * 2 MiB-aligned range of whole pages inside one mapping (a group of blocks
+ * laid out in one mapping moves with one call, or block by block); the
+ * state tests below apply to every page of the range.  device_used = dev_alloc bytes + resident managed
  * bytes; an allocation that would take device_used above sim_device_bytes
  * fails with -ENOMEM.  Transfers and faults that bring bytes back never fail
  * on capacity (the runtime above enforces its budget); each time one leaves
@@ -74,15 +89,25 @@ struct hoff__event {
 };
 
 enum map_kind { MAP_DEVICE, MAP_MANAGED };
-enum map_state { ST_RESIDENT, ST_EVICTED, ST_DISCARDED };
+/* The state of one 2 MiB page of a managed mapping; PG_NOHOST marks an
+ * evicted page whose host copy was dropped (spilled to the NVMe tier). */
+enum page_state { PG_RESIDENT = 0, PG_EVICTED = 1, PG_DISCARDED = 2, PG_STATE = 3, PG_NOHOST = 4 };
 
 struct mapping {
     struct mapping *next; /* hash chain */
     unsigned char *p;
     size_t size;
     int kind;              /* enum map_kind */
-    int state;             /* enum map_state (managed only) */
-    unsigned char *shadow; /* host copy, managed only, allocated lazily */
+    uint8_t *pg;           /* managed: enum page_state per 2 MiB page */
+    unsigned char *shadow; /* managed: host copy (mmap of size bytes), allocated lazily */
+};
+
+/* A range of whole pages inside one managed mapping. */
+struct range {
+    struct mapping *m;
+    size_t first, n;       /* pages */
+    unsigned char *p;      /* m->p + first * grain */
+    size_t size;           /* n * grain */
 };
 
 struct sim {
@@ -92,8 +117,11 @@ struct sim {
     double h2d_gbps, d2h_gbps, fault_gbps, nvme_read_gbps, nvme_write_gbps;
     uint64_t latency_ns, fault_ns;
     int protect;
+    uint64_t call_ns;        /* the issuing thread's own cost per transfer call */
     struct mapping **buckets; /* power-of-two hash table keyed by address */
     size_t nbuckets, count;
+    struct mapping **sorted; /* managed mappings by address, for ranges inside one */
+    size_t nsorted, cap_sorted;
     struct hoff__sim_counters c; /* now_ns and busy_until live here too */
 };
 
@@ -220,28 +248,146 @@ static int find_managed(struct sim *s, const void *p, size_t size,
     return 0;
 }
 
-/* Make the device view inaccessible: poison, and protect in PROTECT mode. */
-static int view_hide(struct sim *s, struct mapping *m) {
-    memset(m->p, SIM_POISON, m->size);
-    if (s->protect == HOFF_SIM_PROTECT && mprotect(m->p, m->size, PROT_NONE) != 0)
-        return hoff__error(-errno, "sim: mprotect(PROT_NONE) of %zu bytes failed",
-                           m->size);
+/* The sorted index of managed mappings: insert, remove, find the one holding p. */
+static int sorted_insert(struct sim *s, struct mapping *m) {
+    size_t lo = 0, hi = s->nsorted;
+
+    if (s->nsorted == s->cap_sorted) {
+        size_t cap = s->cap_sorted ? s->cap_sorted * 2 : 64;
+        struct mapping **n = realloc(s->sorted, cap * sizeof *n);
+
+        if (!n)
+            return -ENOMEM;
+        s->sorted = n;
+        s->cap_sorted = cap;
+    }
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (s->sorted[mid]->p < m->p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    memmove(&s->sorted[lo + 1], &s->sorted[lo], (s->nsorted - lo) * sizeof *s->sorted);
+    s->sorted[lo] = m;
+    s->nsorted++;
     return 0;
 }
 
-static int view_show(struct sim *s, struct mapping *m) {
+/* The index of the last mapping starting at or below p, or SIZE_MAX. */
+static size_t sorted_at(const struct sim *s, const unsigned char *p) {
+    size_t lo = 0, hi = s->nsorted;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (s->sorted[mid]->p <= p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo ? lo - 1 : SIZE_MAX;
+}
+
+static void sorted_remove(struct sim *s, struct mapping *m) {
+    size_t i = sorted_at(s, m->p);
+
+    if (i == SIZE_MAX || s->sorted[i] != m)
+        return;
+    memmove(&s->sorted[i], &s->sorted[i + 1], (s->nsorted - i - 1) * sizeof *s->sorted);
+    s->nsorted--;
+}
+
+/* The range (p, size): whole 2 MiB pages inside one managed mapping. */
+static int find_range(struct sim *s, const void *p, size_t size, const char *op, struct range *r) {
+    const unsigned char *q = p;
+    size_t grain = HOFF__MANAGED_GRAIN, i;
+    struct mapping *m;
+
+    i = q ? sorted_at(s, q) : SIZE_MAX;
+    m = i == SIZE_MAX ? NULL : s->sorted[i];
+    if (!m || q >= m->p + m->size)
+        return hoff__error(-EINVAL, "sim: %s: %p is not in a managed mapping", op, p);
+    if ((size_t)(q - m->p) % grain || size == 0 || size % grain || size > m->size - (size_t)(q - m->p))
+        return hoff__error(-EINVAL, "sim: %s: (%p, %zu) is not a range of whole 2 MiB pages of the "
+                           "mapping (%p, %zu)", op, p, size, (void *)m->p, m->size);
+    r->m = m;
+    r->first = (size_t)(q - m->p) / grain;
+    r->n = size / grain;
+    r->p = m->p + r->first * grain;
+    r->size = size;
+    return 0;
+}
+
+/* Pages of r in state st (PG_STATE bits), and of those without a host copy. */
+static size_t range_count(const struct range *r, int st, size_t *nohost) {
+    size_t i, k = 0, nh = 0;
+
+    for (i = 0; i < r->n; i++) {
+        uint8_t v = r->m->pg[r->first + i];
+
+        if ((v & PG_STATE) == st) {
+            k++;
+            nh += (v & PG_NOHOST) != 0;
+        }
+    }
+    if (nohost)
+        *nohost = nh;
+    return k;
+}
+
+static unsigned char *page_at(const struct range *r, size_t i) {
+    return r->p + i * HOFF__MANAGED_GRAIN;
+}
+
+static unsigned char *shadow_at(const struct range *r, size_t i) {
+    return r->m->shadow + (r->first + i) * HOFF__MANAGED_GRAIN;
+}
+
+static int shadow_get(struct mapping *m) {
+    void *sh;
+
+    if (m->shadow)
+        return 0;
+    sh = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (sh == MAP_FAILED)
+        return -ENOMEM;
+    m->shadow = sh;
+    return 0;
+}
+
+/* Make page i of r inaccessible: poison, and protect in PROTECT mode. */
+static int page_hide(struct sim *s, const struct range *r, size_t i) {
+    unsigned char *pp = page_at(r, i);
+
+    memset(pp, SIM_POISON, HOFF__MANAGED_GRAIN);
+    if (s->protect == HOFF_SIM_PROTECT && mprotect(pp, HOFF__MANAGED_GRAIN, PROT_NONE) != 0)
+        return hoff__error(-errno, "sim: mprotect(PROT_NONE) of %zu bytes failed", HOFF__MANAGED_GRAIN);
+    return 0;
+}
+
+static int page_show(struct sim *s, const struct range *r, size_t i) {
     if (s->protect == HOFF_SIM_PROTECT &&
-        mprotect(m->p, m->size, PROT_READ | PROT_WRITE) != 0)
+        mprotect(page_at(r, i), HOFF__MANAGED_GRAIN, PROT_READ | PROT_WRITE) != 0)
         return hoff__error(-errno, "sim: mprotect(PROT_READ|PROT_WRITE) of %zu bytes failed",
-                           m->size);
+                           HOFF__MANAGED_GRAIN);
     return 0;
 }
 
-/* Queue a transfer of dur ns on the engine whose busy_until is *busy. */
-static void schedule(struct sim *s, uint64_t *busy, uint64_t dur,
+/* Queue a transfer of dur ns on the engine whose busy_until is *busy; call:
+ * it is a transfer call of the issuing thread, which pays call_ns first. */
+static void schedule(struct sim *s, uint64_t *busy, uint64_t dur, int call,
                      hoff__event *after, hoff__event *done) {
     uint64_t start = s->c.now_ns, end;
 
+    if (call) {
+        if (s->c.issuer_busy_until > start)
+            start = s->c.issuer_busy_until;
+        start = sat_add(start, s->call_ns);
+        s->c.issuer_busy_until = start;
+        s->c.transfer_calls++;
+    }
     if (*busy > start)
         start = *busy;
     if (after && after->recorded && after->t > start)
@@ -350,9 +496,13 @@ static int sim_managed_alloc(struct hoff__backend *be, size_t size, void **out) 
         goto out;
     m = calloc(1, sizeof *m);
     if (m)
+        m->pg = calloc(size / grain, 1); /* every page PG_RESIDENT */
+    if (m && m->pg)
         raw = mmap(NULL, size + grain, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (!m || raw == MAP_FAILED) {
+    if (!m || !m->pg || raw == MAP_FAILED) {
+        if (m)
+            free(m->pg);
         free(m);
         rc = hoff__error(-ENOMEM, "sim: managed_alloc: cannot map %zu bytes", size);
         goto out;
@@ -368,7 +518,13 @@ static int sim_managed_alloc(struct hoff__backend *be, size_t size, void **out) 
     m->p = p;
     m->size = size;
     m->kind = MAP_MANAGED;
-    m->state = ST_RESIDENT;
+    if (sorted_insert(s, m) != 0) {
+        munmap(p, size);
+        free(m->pg);
+        free(m);
+        rc = hoff__error(-ENOMEM, "sim: managed_alloc: out of memory");
+        goto out;
+    }
     table_insert(s, m);
     used_add(s, size, 0);
     *out = p;
@@ -378,22 +534,28 @@ out:
 }
 
 static void managed_release(struct sim *s, struct mapping *m) {
-    if (m->state == ST_RESIDENT)
-        s->c.device_used -= m->size;
+    size_t i;
+
+    for (i = 0; i < m->size / HOFF__MANAGED_GRAIN; i++)
+        if ((m->pg[i] & PG_STATE) == PG_RESIDENT)
+            s->c.device_used -= HOFF__MANAGED_GRAIN;
     munmap(m->p, m->size);
-    free(m->shadow);
+    if (m->shadow)
+        munmap(m->shadow, m->size);
+    free(m->pg);
     free(m);
 }
 
 static int sim_managed_free(struct hoff__backend *be, void *p, size_t size) {
     struct sim *s = to_sim(be);
-    struct mapping *m;
+    struct mapping *m = NULL;
     int rc;
 
     pthread_mutex_lock(&s->lock);
     rc = find_managed(s, p, size, "managed_free", &m);
     if (rc == 0) {
         table_remove(s, m);
+        sorted_remove(s, m);
         managed_release(s, m);
     }
     pthread_mutex_unlock(&s->lock);
@@ -478,31 +640,39 @@ static int sim_stream_wait(struct hoff__backend *be, hoff_stream st, hoff__event
 static int sim_evict(struct hoff__backend *be, void *p, size_t size,
                      hoff__event *after, hoff__event *done) {
     struct sim *s = to_sim(be);
-    struct mapping *m;
+    struct range r;
+    size_t i;
     int rc;
 
     pthread_mutex_lock(&s->lock);
-    rc = find_managed(s, p, size, "evict", &m);
+    rc = find_range(s, p, size, "evict", &r);
     if (rc)
         goto out;
-    if (m->state != ST_RESIDENT) {
-        rc = hoff__error(-EALREADY, "sim: evict: %p is not resident", p);
+    if (range_count(&r, PG_RESIDENT, NULL) != r.n) {
+        rc = hoff__error(-EALREADY, "sim: evict: (%p, %zu) is not resident", p, size);
         goto out;
     }
-    if (!m->shadow && !(m->shadow = malloc(size))) {
-        rc = hoff__error(-ENOMEM, "sim: evict: no host memory for %zu bytes", size);
+    if (shadow_get(r.m) != 0) {
+        rc = hoff__error(-ENOMEM, "sim: evict: no host memory for %zu bytes", r.m->size);
         goto out;
     }
-    memcpy(m->shadow, m->p, size);
-    rc = view_hide(s, m);
-    if (rc) {
-        memcpy(m->p, m->shadow, size); /* keep the data where it was */
-        goto out;
+    for (i = 0; i < r.n; i++) {
+        memcpy(shadow_at(&r, i), page_at(&r, i), HOFF__MANAGED_GRAIN);
+        rc = page_hide(s, &r, i);
+        if (rc) { /* keep the data where it was */
+            memcpy(page_at(&r, i), shadow_at(&r, i), HOFF__MANAGED_GRAIN);
+            while (i-- > 0) {
+                page_show(s, &r, i);
+                memcpy(page_at(&r, i), shadow_at(&r, i), HOFF__MANAGED_GRAIN);
+            }
+            goto out;
+        }
     }
-    m->state = ST_EVICTED;
+    for (i = 0; i < r.n; i++)
+        r.m->pg[r.first + i] = PG_EVICTED;
     s->c.device_used -= size;
     s->c.bytes_d2h += size;
-    schedule(s, &s->c.d2h_busy_until, xfer_ns(size, s->d2h_gbps), after, done);
+    schedule(s, &s->c.d2h_busy_until, xfer_ns(size, s->d2h_gbps), 1, after, done);
 out:
     pthread_mutex_unlock(&s->lock);
     return rc;
@@ -511,33 +681,39 @@ out:
 static int sim_prefetch(struct hoff__backend *be, void *p, size_t size,
                         hoff__event *after, hoff__event *done) {
     struct sim *s = to_sim(be);
-    struct mapping *m;
-    uint64_t dur = 0;
+    struct range r;
+    uint64_t moved = 0;
+    size_t i, nohost = 0;
     int rc;
 
     pthread_mutex_lock(&s->lock);
-    rc = find_managed(s, p, size, "prefetch", &m);
+    rc = find_range(s, p, size, "prefetch", &r);
     if (rc)
         goto out;
-    if (m->state == ST_RESIDENT) {
-        rc = hoff__error(-EALREADY, "sim: prefetch: %p is already resident", p);
+    if (range_count(&r, PG_RESIDENT, NULL) != 0) {
+        rc = hoff__error(-EALREADY, "sim: prefetch: (%p, %zu) is already resident", p, size);
         goto out;
     }
-    if (m->state == ST_EVICTED && !m->shadow) {
-        rc = hoff__error(-EIO, "sim: prefetch: %p has no host copy (spilled and not restored)", p);
+    range_count(&r, PG_EVICTED, &nohost);
+    if (nohost) {
+        rc = hoff__error(-EIO, "sim: prefetch: (%p, %zu) has no host copy (spilled and not restored)", p, size);
         goto out;
     }
-    rc = view_show(s, m);
-    if (rc)
-        goto out;
-    if (m->state == ST_EVICTED) {
-        memcpy(m->p, m->shadow, size);
-        s->c.bytes_h2d += size;
-        dur = xfer_ns(size, s->h2d_gbps);
+    for (i = 0; i < r.n; i++) {
+        rc = page_show(s, &r, i);
+        if (rc)
+            goto out; /* pages shown so far hold poison or their bytes: nothing is lost */
     }
-    m->state = ST_RESIDENT;
+    for (i = 0; i < r.n; i++) {
+        if ((r.m->pg[r.first + i] & PG_STATE) == PG_EVICTED) {
+            memcpy(page_at(&r, i), shadow_at(&r, i), HOFF__MANAGED_GRAIN);
+            moved += HOFF__MANAGED_GRAIN;
+        }
+        r.m->pg[r.first + i] = PG_RESIDENT;
+    }
+    s->c.bytes_h2d += moved;
     used_add(s, size, 1);
-    schedule(s, &s->c.h2d_busy_until, dur, after, done);
+    schedule(s, &s->c.h2d_busy_until, xfer_ns(moved, s->h2d_gbps), 1, after, done);
 out:
     pthread_mutex_unlock(&s->lock);
     return rc;
@@ -546,25 +722,28 @@ out:
 static int sim_discard(struct hoff__backend *be, void *p, size_t size,
                        hoff__event *after, hoff__event *done) {
     struct sim *s = to_sim(be);
-    struct mapping *m;
+    struct range r;
+    size_t i;
     int rc;
 
     pthread_mutex_lock(&s->lock);
-    rc = find_managed(s, p, size, "discard", &m);
+    rc = find_range(s, p, size, "discard", &r);
     if (rc)
         goto out;
-    if (m->state == ST_DISCARDED) {
-        rc = hoff__error(-EALREADY, "sim: discard: %p is already discarded", p);
+    if (range_count(&r, PG_DISCARDED, NULL) == r.n) {
+        rc = hoff__error(-EALREADY, "sim: discard: (%p, %zu) is already discarded", p, size);
         goto out;
     }
-    if (m->state == ST_RESIDENT) {
-        rc = view_hide(s, m);
-        if (rc)
-            goto out;
-        s->c.device_used -= size;
+    for (i = 0; i < r.n; i++) {
+        if ((r.m->pg[r.first + i] & PG_STATE) == PG_RESIDENT) {
+            rc = page_hide(s, &r, i);
+            if (rc)
+                goto out;
+            s->c.device_used -= HOFF__MANAGED_GRAIN;
+        }
+        r.m->pg[r.first + i] = PG_DISCARDED;
     }
-    m->state = ST_DISCARDED;
-    schedule(s, &s->c.d2h_busy_until, 0, after, done);
+    schedule(s, &s->c.d2h_busy_until, 0, 1, after, done);
 out:
     pthread_mutex_unlock(&s->lock);
     return rc;
@@ -573,29 +752,38 @@ out:
 static int sim_fault(struct hoff__backend *be, void *p, size_t size, hoff_stream st,
                      uint64_t *stall_ns) {
     struct sim *s = to_sim(be);
-    struct mapping *m;
-    uint64_t stall = 0;
+    struct range r;
+    uint64_t stall = 0, moved = 0, shown = 0;
+    size_t i, nohost = 0;
     int rc;
 
     pthread_mutex_lock(&s->lock);
-    rc = find_managed(s, p, size, "fault", &m);
-    if (rc || m->state == ST_RESIDENT)
+    rc = find_range(s, p, size, "fault", &r);
+    if (rc || range_count(&r, PG_RESIDENT, NULL) == r.n)
         goto out;
-    stall = s->fault_ns;
-    if (m->state == ST_EVICTED && !m->shadow) {
-        rc = hoff__error(-EIO, "sim: fault: %p has no host copy (spilled and not restored)", p);
+    range_count(&r, PG_EVICTED, &nohost);
+    if (nohost) {
+        rc = hoff__error(-EIO, "sim: fault: (%p, %zu) has no host copy (spilled and not restored)", p, size);
         goto out;
     }
-    rc = view_show(s, m);
-    if (rc)
-        goto out;
-    if (m->state == ST_EVICTED) {
-        memcpy(m->p, m->shadow, size);
-        stall = sat_add(stall, xfer_ns(size, s->fault_gbps));
-        s->c.bytes_faulted += size;
+    for (i = 0; i < r.n; i++) {
+        uint8_t v = r.m->pg[r.first + i] & PG_STATE;
+
+        if (v == PG_RESIDENT)
+            continue;
+        rc = page_show(s, &r, i);
+        if (rc)
+            goto out;
+        if (v == PG_EVICTED) {
+            memcpy(page_at(&r, i), shadow_at(&r, i), HOFF__MANAGED_GRAIN);
+            moved += HOFF__MANAGED_GRAIN;
+        }
+        r.m->pg[r.first + i] = PG_RESIDENT;
+        shown += HOFF__MANAGED_GRAIN;
     }
-    m->state = ST_RESIDENT;
-    used_add(s, size, 1);
+    stall = sat_add(s->fault_ns, xfer_ns(moved, s->fault_gbps));
+    s->c.bytes_faulted += moved;
+    used_add(s, shown, 1);
     s->c.faults++;
     s->c.fault_stall_ns += stall;
     s->c.now_ns = sat_add(s->c.now_ns, stall);
@@ -608,19 +796,24 @@ out:
 
 static int sim_populate(struct hoff__backend *be, void *p, size_t size) {
     struct sim *s = to_sim(be);
-    struct mapping *m;
+    struct range r;
+    uint64_t shown = 0;
+    size_t i;
     int rc;
 
     pthread_mutex_lock(&s->lock);
-    rc = find_managed(s, p, size, "populate", &m);
-    if (rc || m->state == ST_RESIDENT)
-        goto out;
-    rc = view_show(s, m);
-    if (rc)
-        goto out;
-    m->state = ST_RESIDENT; /* the view still holds poison: undefined */
-    used_add(s, size, 1);
-out:
+    rc = find_range(s, p, size, "populate", &r);
+    for (i = 0; rc == 0 && i < r.n; i++) {
+        if ((r.m->pg[r.first + i] & PG_STATE) == PG_RESIDENT)
+            continue;
+        rc = page_show(s, &r, i);
+        if (rc)
+            break;
+        r.m->pg[r.first + i] = PG_RESIDENT; /* the view still holds poison: undefined */
+        shown += HOFF__MANAGED_GRAIN;
+    }
+    if (shown)
+        used_add(s, shown, 1);
     pthread_mutex_unlock(&s->lock);
     return rc;
 }
@@ -687,6 +880,7 @@ static void sim_close(struct hoff__backend *be) {
     if (left)
         hoff__log(HOFF_LOG_DEBUG, "sim: close released %zu mappings still held", left);
     free(s->buckets);
+    free(s->sorted);
     pthread_mutex_destroy(&s->lock);
     free(s);
 }
@@ -695,31 +889,36 @@ static void sim_close(struct hoff__backend *be) {
 
 static int sim_host_bytes(struct hoff__backend *be, void *p, size_t size, void **host) {
     struct sim *s = to_sim(be);
-    struct mapping *m;
+    struct range r;
+    size_t nohost = 1;
     int rc;
 
     pthread_mutex_lock(&s->lock);
-    rc = find_managed(s, p, size, "host_bytes", &m);
-    if (rc == 0 && (m->state != ST_EVICTED || !m->shadow))
-        rc = hoff__error(-EINVAL, "sim: host_bytes: %p has no host copy", p);
+    rc = find_range(s, p, size, "host_bytes", &r);
+    if (rc == 0 && (range_count(&r, PG_EVICTED, &nohost) != r.n || nohost || !r.m->shadow))
+        rc = hoff__error(-EINVAL, "sim: host_bytes: (%p, %zu) has no host copy", p, size);
     if (rc == 0)
-        *host = m->shadow;
+        *host = shadow_at(&r, 0);
     pthread_mutex_unlock(&s->lock);
     return rc;
 }
 
 static int sim_host_drop(struct hoff__backend *be, void *p, size_t size) {
     struct sim *s = to_sim(be);
-    struct mapping *m;
+    struct range r;
+    size_t i;
     int rc;
 
     pthread_mutex_lock(&s->lock);
-    rc = find_managed(s, p, size, "host_drop", &m);
-    if (rc == 0 && m->state != ST_EVICTED)
-        rc = hoff__error(-EINVAL, "sim: host_drop: %p is not evicted", p);
+    rc = find_range(s, p, size, "host_drop", &r);
+    if (rc == 0 && range_count(&r, PG_EVICTED, NULL) != r.n)
+        rc = hoff__error(-EINVAL, "sim: host_drop: (%p, %zu) is not evicted", p, size);
     if (rc == 0) {
-        free(m->shadow); /* the bytes live on the NVMe tier now */
-        m->shadow = NULL;
+        /* the bytes live on the NVMe tier now: give the shadow's pages back */
+        if (r.m->shadow)
+            madvise(shadow_at(&r, 0), size, MADV_DONTNEED);
+        for (i = 0; i < r.n; i++)
+            r.m->pg[r.first + i] |= PG_NOHOST;
     }
     pthread_mutex_unlock(&s->lock);
     return rc;
@@ -727,17 +926,21 @@ static int sim_host_drop(struct hoff__backend *be, void *p, size_t size) {
 
 static int sim_host_make(struct hoff__backend *be, void *p, size_t size, void **host) {
     struct sim *s = to_sim(be);
-    struct mapping *m;
+    struct range r;
+    size_t i;
     int rc;
 
     pthread_mutex_lock(&s->lock);
-    rc = find_managed(s, p, size, "host_make", &m);
-    if (rc == 0 && m->state != ST_EVICTED)
-        rc = hoff__error(-EINVAL, "sim: host_make: %p is not evicted", p);
-    if (rc == 0 && !m->shadow && !(m->shadow = malloc(size)))
-        rc = hoff__error(-ENOMEM, "sim: host_make: no host memory for %zu bytes", size);
-    if (rc == 0)
-        *host = m->shadow;
+    rc = find_range(s, p, size, "host_make", &r);
+    if (rc == 0 && range_count(&r, PG_EVICTED, NULL) != r.n)
+        rc = hoff__error(-EINVAL, "sim: host_make: (%p, %zu) is not evicted", p, size);
+    if (rc == 0 && shadow_get(r.m) != 0)
+        rc = hoff__error(-ENOMEM, "sim: host_make: no host memory for %zu bytes", r.m->size);
+    if (rc == 0) {
+        for (i = 0; i < r.n; i++)
+            r.m->pg[r.first + i] &= (uint8_t)~PG_NOHOST;
+        *host = shadow_at(&r, 0);
+    }
     pthread_mutex_unlock(&s->lock);
     return rc;
 }
@@ -748,7 +951,7 @@ static int sim_nvme_model(struct hoff__backend *be, uint64_t bytes, int write, h
     struct sim *s = to_sim(be);
 
     pthread_mutex_lock(&s->lock);
-    schedule(s, &s->c.nvme_busy_until, xfer_ns(bytes, write ? s->nvme_write_gbps : s->nvme_read_gbps),
+    schedule(s, &s->c.nvme_busy_until, xfer_ns(bytes, write ? s->nvme_write_gbps : s->nvme_read_gbps), 0,
              after, done);
     if (write)
         s->c.bytes_nvme_written += bytes;
@@ -838,6 +1041,7 @@ int hoff__backend_open_sim(const struct hoff_config *cfg, struct hoff__backend *
     s->nvme_read_gbps = cfg->sim_nvme_read_gbps > 0 ? cfg->sim_nvme_read_gbps : 6.5;
     s->nvme_write_gbps = cfg->sim_nvme_write_gbps > 0 ? cfg->sim_nvme_write_gbps : 3.5;
     s->latency_ns = cfg->sim_latency_ns;
+    s->call_ns = cfg->sim_call_ns;
     s->fault_ns = cfg->sim_fault_ns;
     s->protect = cfg->sim_protect;
     *out = &s->be;

@@ -265,7 +265,9 @@ HOFF_API void *hoff_malloc_flags(hoff_ctx *ctx, size_t size, hoff_stream stream,
     if (ctx->res.inf_head)
         hoff__res_poll(ctx);
     hoff__pipe_before(ctx, &e);
-    b = hoff__pool_get(p, cls, stream, &err);
+    b = kind == HOFF__POOL_MANAGED ? hoff__pipe_alloc(ctx, &e, cls) : NULL; /* a group's slot */
+    if (!b)
+        b = hoff__pool_get(p, cls, stream, &err);
     if (!b && (err == -ENOMEM || err == -EOVERFLOW)) {
         flush_cache(ctx); /* out of memory: release the cache and retry once */
         b = hoff__pool_get(p, cls, stream, &err);

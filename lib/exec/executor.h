@@ -23,6 +23,17 @@ struct hoff__event_info {
     struct hoff__block *b;      /* free/access: the block; alloc: set once allocated */
 };
 
+/* The runtime side of a schedule's group (plan.h): its region, mapped at the
+ * first member's allocation in a replayed step and kept across steps while
+ * the plan stands (each member reuses its slot), and what happened to the
+ * group's actions in the current step. */
+struct hoff__rgroup {
+    struct hoff__region *region;    /* NULL until mapped */
+    int refused;                    /* mapping it failed: members allocate normally */
+    uint64_t evict_step, prefetch_step; /* the step whose group EVICT/PREFETCH was handled */
+    uint8_t evict_one, prefetch_one;    /* ...as one call (1) or member by member (0) */
+};
+
 struct hoff__pipeline {
     int state;                  /* enum hoff_plan_state */
     uint64_t step;              /* steps begun (the current one while in a step) */
@@ -46,6 +57,9 @@ struct hoff__pipeline {
     double h2d_gbps, d2h_gbps;  /* bandwidths the planner gets */
     double nvme_read_gbps, nvme_write_gbps; /* the NVMe tier's, likewise */
     int sim;                    /* the backend's clock is the device timeline (sim) */
+    struct hoff__rgroup *rg;    /* replay: sched.ngroups entries, NULL without groups */
+    struct hoff__block **gm;    /* scratch: a group's members for one call */
+    size_t ngm;
     /* warmup on a real device: a timed event per recorded event, for its
      * device-timeline estimate (the sim's virtual clock needs none) */
     hoff__event **tev;
@@ -65,6 +79,12 @@ int hoff__pipe_step_end(struct hoff_ctx *ctx);
  * dropped (the next step records again); a replay's remaining actions count
  * as skipped and the plan stays.  Caller has waited for the transfers. */
 int hoff__pipe_step_abort(struct hoff_ctx *ctx);
+
+/* Replay: the block of allocation e (the next one of the step) from its
+ * group's region when the plan has it in a group and the step still
+ * follows the plan; NULL to allocate normally (not grouped, groups off,
+ * diverged, inside a region, the region refused or its slot busy). */
+struct hoff__block *hoff__pipe_alloc(struct hoff_ctx *ctx, const struct hoff__event_info *e, int cls);
 
 /* Is this block part of the current step's trace? */
 static inline int hoff__pipe_owns(const struct hoff__pipeline *p, const struct hoff__block *b) {

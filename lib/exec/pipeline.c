@@ -30,9 +30,104 @@ void hoff__pipe_init(struct hoff_ctx *ctx) {
     ctx->st.d2h_mbps = (uint64_t)(p->d2h_gbps * 1000.0 + 0.5);
 }
 
+/* The plan's groups are done with: their regions go back to the pool (at
+ * once, or when their last live slot is freed). */
+static void groups_release(struct hoff_ctx *ctx) {
+    struct hoff__pipeline *p = &ctx->pipe;
+    size_t i;
+
+    if (p->rg)
+        for (i = 0; i < p->sched.ngroups; i++)
+            hoff__pool_region_release(&ctx->pools[HOFF__POOL_MANAGED], p->rg[i].region);
+    free(p->rg);
+    free(p->gm);
+    p->rg = NULL;
+    p->gm = NULL;
+    p->ngm = 0;
+}
+
+/* The runtime side of the plan's groups, on the first replayed step. */
+static int groups_ready(struct hoff_ctx *ctx) {
+    struct hoff__pipeline *p = &ctx->pipe;
+    size_t i, most = 0;
+
+    if (p->rg || !p->sched.ngroups)
+        return 0;
+    for (i = 0; i < p->sched.ngroups; i++)
+        most = p->sched.groups[i].n > most ? p->sched.groups[i].n : most;
+    p->rg = calloc(p->sched.ngroups, sizeof *p->rg);
+    p->gm = malloc(most * sizeof *p->gm);
+    if (!p->rg || !p->gm) {
+        free(p->rg);
+        free(p->gm);
+        p->rg = NULL;
+        p->gm = NULL;
+        return -ENOMEM;
+    }
+    p->ngm = most;
+    return 0;
+}
+
+struct hoff__block *hoff__pipe_alloc(struct hoff_ctx *ctx, const struct hoff__event_info *e, int cls) {
+    struct hoff__pipeline *p = &ctx->pipe;
+    const struct hoff__schedule *sc = &p->sched;
+    struct hoff__pool *mp = &ctx->pools[HOFF__POOL_MANAGED];
+    const struct hoff__group *g;
+    struct hoff__rgroup *rg;
+    struct hoff__block *b;
+    uint32_t id = p->nalloc, gi, k;
+    int err;
+
+    if (p->state != HOFF_PLAN_REPLAY || p->diverged || !ctx->in_step || ctx->region_depth || !p->rg ||
+        e->pool != HOFF__POOL_MANAGED || id >= sc->nblocks_grouped || !(gi = sc->block_group[id]))
+        return NULL;
+    g = &sc->groups[gi - 1];
+    rg = &p->rg[gi - 1];
+    if (rg->refused)
+        return NULL;
+    if (!rg->region) {
+        uint64_t *off = malloc(2 * (size_t)g->n * sizeof *off);
+
+        err = -ENOMEM;
+        if (off) {
+            for (k = 0; k < g->n; k++) {
+                off[k] = sc->gmember[g->first + k].off;
+                off[g->n + k] = sc->gmember[g->first + k].bytes;
+            }
+            err = hoff__pool_region_map(mp, g->bytes, g->n, off, off + g->n, &rg->region);
+            if (err == -ENOMEM || err == -EOVERFLOW) {
+                hoff__pool_trim(mp); /* cached blocks known free: once, then again */
+                err = hoff__pool_region_map(mp, g->bytes, g->n, off, off + g->n, &rg->region);
+            }
+            free(off);
+        }
+        if (err) {
+            rg->refused = 1;
+            HOFF__LOG_ONCE(HOFF_LOG_WARN, "cannot map the region of a group (%llu bytes: %s); its blocks are "
+                           "allocated and moved one by one (further refusals are not logged)",
+                           (unsigned long long)g->bytes, hoff_strerror(err));
+            return NULL;
+        }
+    }
+    k = sc->block_member[id] - g->first;
+    b = hoff__pool_region_get(mp, rg->region, k, cls, e->stream, &err);
+    if (!b && err == -EBUSY) {
+        /* Freed in the last step while its transfer (typically the release
+         * after its last use) was in flight: that lands first. */
+        struct hoff__block *old = hoff__pool_region_slot(rg->region, k);
+
+        if (old && (old->flags & HOFF__BLK_FREED)) {
+            hoff__res_settle(ctx, old);
+            b = hoff__pool_region_get(mp, rg->region, k, cls, e->stream, &err);
+        }
+    }
+    return b; /* NULL: the slot is busy (a block of a diverged step still holds it) or not fenced yet */
+}
+
 void hoff__pipe_destroy(struct hoff_ctx *ctx) {
     struct hoff__pipeline *p = &ctx->pipe;
 
+    groups_release(ctx);
     hoff__record_release(ctx);
     hoff__trace_destroy(&p->trace);
     hoff__schedule_destroy(&p->sched);
@@ -68,6 +163,8 @@ int hoff__pipe_step_begin(struct hoff_ctx *ctx) {
             p->map_len = n;
         }
         memset(p->map, 0, p->map_len * sizeof *p->map);
+        if (groups_ready(ctx) != 0)
+            hoff__log(HOFF_LOG_WARN, "no memory for the plan's groups: their blocks move one by one this step");
         set_state(ctx, HOFF_PLAN_REPLAY);
         return 0;
     }
@@ -76,6 +173,7 @@ int hoff__pipe_step_begin(struct hoff_ctx *ctx) {
         ctx->st.replans++;
     p->rerecord = 0;
     p->have_plan = 0;
+    groups_release(ctx);
     hoff__schedule_destroy(&p->sched);
     hoff__schedule_init(&p->sched);
     hoff__trace_destroy(&p->trace);

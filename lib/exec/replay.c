@@ -47,6 +47,49 @@ static void diverge(struct hoff_ctx *ctx, const struct hoff__event_info *e) {
                   "no planned actions for the rest of the step", (unsigned long long)p->step, p->trace.nev);
 }
 
+/* A member's part of a group EVICT or PREFETCH: the first member's action of
+ * the step moves every member with one call over the region when each is
+ * live in its slot and where the call moves it from; the other members'
+ * actions are then covered (1).  Otherwise, and for every member of a group
+ * that fell back, 0: the member's action fires on its own. */
+static int fire_group(struct hoff_ctx *ctx, const struct hoff__action *a, hoff_stream s) {
+    struct hoff__pipeline *p = &ctx->pipe;
+    const struct hoff__schedule *sc = &p->sched;
+    const struct hoff__group *g;
+    struct hoff__rgroup *rg;
+    uint64_t *step;
+    uint8_t *one;
+    uint32_t k;
+    int evict = a->kind == HOFF__ACT_EVICT;
+
+    if (!a->group || a->group > sc->ngroups || !p->rg || (a->kind != HOFF__ACT_EVICT && a->kind != HOFF__ACT_PREFETCH))
+        return 0;
+    g = &sc->groups[a->group - 1];
+    rg = &p->rg[a->group - 1];
+    step = evict ? &rg->evict_step : &rg->prefetch_step;
+    one = evict ? &rg->evict_one : &rg->prefetch_one;
+    if (*step == p->step)
+        return *one;
+    *step = p->step;
+    *one = 0;
+    for (k = 0; k < g->n && rg->region; k++) {
+        struct hoff__block *b;
+        uint32_t id = sc->gmember[g->first + k].block;
+
+        b = id < p->map_len ? p->map[id] : NULL;
+        if (!b || b->region != rg->region || b->slot != k)
+            break;
+        p->gm[k] = b;
+    }
+    if (k == g->n && hoff__res_group(ctx, evict ? HOFF__CMD_EVICT : HOFF__CMD_PREFETCH, p->gm, g->n,
+                                     hoff__pool_region_base(rg->region), hoff__pool_region_size(rg->region),
+                                     s) == 0)
+        *one = 1;
+    else
+        ctx->st.group_fallbacks++;
+    return *one;
+}
+
 static void fire(struct hoff_ctx *ctx, const struct hoff__action *a, hoff_stream s) {
     struct hoff__pipeline *p = &ctx->pipe;
     struct hoff__block *b = a->block < p->map_len ? p->map[a->block] : NULL;
@@ -56,11 +99,21 @@ static void fire(struct hoff_ctx *ctx, const struct hoff__action *a, hoff_stream
         p->skipped++;
         return;
     }
+    if (fire_group(ctx, a, s)) { /* moved with its group */
+        p->fired++;
+        return;
+    }
     switch (a->kind) {
     case HOFF__ACT_EVICT:
         rc = hoff__res_evict(ctx, b, s);
         break;
     case HOFF__ACT_PREFETCH:
+        /* Its eviction has not landed yet (the replay runs ahead of the
+         * recorded timing): the bytes are needed back, so wait for it, a
+         * counted stall, rather than skip the prefetch and page the block
+         * in at its use.  predict.c assumes the same. */
+        if (b->state == HOFF_RES_EVICTING)
+            hoff__res_settle(ctx, b);
         rc = hoff__res_prefetch(ctx, b, s);
         break;
     case HOFF__ACT_RELEASE:

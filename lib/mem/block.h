@@ -19,9 +19,11 @@ enum hoff__block_flags {
     HOFF__BLK_SLAB = 1u << 2,   /* a slot of a slab segment */
     HOFF__BLK_FREED = 1u << 3,  /* freed by the user while a transfer was in flight */
     HOFF__BLK_DISCARDING = 1u << 4, /* the transfer in flight (state EVICTING) is a discard */
+    HOFF__BLK_REGION = 1u << 5, /* a slot of a group's region (pool.c): never on a free list */
 };
 
 struct hoff__seg;
+struct hoff__region;
 struct hoff__nvme_spill;
 
 struct hoff__block {
@@ -46,6 +48,13 @@ struct hoff__block {
     struct hoff__block *next, *prev;   /* free list while cached; LRU or in-flight
                                           list (residency) while live */
     struct hoff__seg *seg;   /* slab segment, for HOFF__BLK_SLAB */
+    struct hoff__region *region; /* its group's region, for HOFF__BLK_REGION */
+    uint32_t slot;           /* ...and its slot there */
+    /* A transfer of several blocks with one call (a group, residency.c):
+     * every member points to the member whose command carries the transfer
+     * (`pending`, `xfer_rc`, `ev`), and the members are chained through
+     * xnext; NULL outside such a transfer. */
+    struct hoff__block *xlead, *xnext;
 };
 
 #endif

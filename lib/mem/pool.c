@@ -9,7 +9,15 @@
  * the class, the fence is recorded on S (covering every free on S so far) if
  * it is not already pending, and the block is taken once the fence has
  * completed.  A miss never waits: it maps new memory instead, and only the
- * out-of-memory path synchronises (hoff__pool_fence_all). */
+ * out-of-memory path synchronises (hoff__pool_fence_all).
+ *
+ * Regions.  A group of managed blocks that the plan moves together lives in
+ * one mapping (a region), each block at a fixed offset (its slot), so that
+ * one transfer call moves the group.  A slot's descriptor stays with the
+ * slot across uses (its state and events too, like a cached block), is
+ * never on a free list, and follows the reuse rule above through the same
+ * per-stream fences.  The region is mapped by its owner (the replay of a
+ * plan) and unmapped once the owner has let go and no slot is handed out. */
 #include "config.h"
 
 #include <errno.h>
@@ -29,6 +37,22 @@ struct hoff__pool_stream {
     struct hoff__block *head[HOFF__SIZECLASS_COUNT]; /* oldest free first */
     struct hoff__block *tail[HOFF__SIZECLASS_COUNT];
     uint32_t nonempty;      /* classes with a free block */
+};
+
+struct hoff__region_slot {
+    uint64_t off, bytes;
+    struct hoff__block *b;  /* the slot's descriptor, NULL until first handed out */
+    int out;                /* handed out and not put back (a block freed while its
+                               transfer is in flight comes back when it lands) */
+};
+
+struct hoff__region {
+    void *base;
+    size_t size;
+    unsigned nslots, used;  /* slots, slots handed out */
+    int released;           /* the owner let go: unmap when used drops to 0 */
+    struct hoff__region *next;
+    struct hoff__region_slot slot[];
 };
 
 struct hoff__seg {
@@ -330,9 +354,26 @@ out:
     return b;
 }
 
+static void region_unmap(struct hoff__pool *p, struct hoff__region *r);
+
 int hoff__pool_put(struct hoff__pool *p, struct hoff__block *b, hoff_stream s) {
     struct hoff__pool_stream *ps = stream_get(p, s);
 
+    if (b->region) { /* back to its slot */
+        struct hoff__region *r = b->region;
+
+        b->flags &= (uint8_t)~(HOFF__BLK_LIVE | HOFF__BLK_PINNED | HOFF__BLK_FREED);
+        b->stream = s;
+        /* Without memory for the stream's record the slot is taken back
+         * fenced by a device-wide wait only (hoff__pool_fence_all). */
+        b->free_seq = ps ? ++ps->free_seq : UINT64_MAX;
+        p->in_use_bytes -= b->size;
+        r->slot[b->slot].out = 0;
+        r->used--;
+        if (r->released && r->used == 0)
+            region_unmap(p, r);
+        return 0;
+    }
     if (!ps)
         return -ENOMEM;
     b->flags &= (uint8_t)~(HOFF__BLK_LIVE | HOFF__BLK_PINNED | HOFF__BLK_FREED);
@@ -346,6 +387,127 @@ int hoff__pool_put(struct hoff__pool *p, struct hoff__block *b, hoff_stream s) {
     p->in_use_bytes -= b->size;
     p->cached_bytes += b->size;
     return 0;
+}
+
+/* --- regions --------------------------------------------------------------- */
+
+int hoff__pool_region_map(struct hoff__pool *p, size_t size, unsigned nslots, const uint64_t *off,
+                          const uint64_t *bytes, struct hoff__region **out) {
+    struct hoff__region *r;
+    unsigned i;
+    int rc;
+
+    *out = NULL;
+    if (p->kind != HOFF__POOL_MANAGED || !nslots || !size || size % HOFF__MANAGED_GRAIN)
+        return -EINVAL;
+    for (i = 0; i < nslots; i++)
+        if (off[i] % HOFF__MANAGED_GRAIN || !bytes[i] || bytes[i] % HOFF__MANAGED_GRAIN ||
+            off[i] > size || bytes[i] > size - off[i] || (i && off[i] < off[i - 1] + bytes[i - 1]))
+            return -EINVAL; /* slots in address order, inside, not overlapping */
+    r = calloc(1, sizeof *r + nslots * sizeof r->slot[0]);
+    if (!r)
+        return -ENOMEM;
+    rc = map(p, size, &r->base);
+    if (rc) {
+        free(r);
+        return rc;
+    }
+    r->size = size;
+    r->nslots = nslots;
+    for (i = 0; i < nslots; i++) {
+        r->slot[i].off = off[i];
+        r->slot[i].bytes = bytes[i];
+    }
+    r->next = p->regions;
+    p->regions = r;
+    *out = r;
+    return 0;
+}
+
+struct hoff__block *hoff__pool_region_get(struct hoff__pool *p, struct hoff__region *r, unsigned i, int cls,
+                                          hoff_stream s, int *err) {
+    struct hoff__block *b;
+
+    *err = 0;
+    if (!r || r->released || i >= r->nslots || cls < 0 || cls >= HOFF__SIZECLASS_COUNT ||
+        hoff__sizeclass_bytes(cls) != r->slot[i].bytes) {
+        *err = -EINVAL;
+        return NULL;
+    }
+    b = r->slot[i].b;
+    if (r->slot[i].out) {
+        *err = -EBUSY;
+        return NULL;
+    }
+    if (b && b->stream != s) { /* freed on another stream: once that one passed the free */
+        struct hoff__pool_stream *ps = stream_find(p, b->stream);
+
+        if (!ps || !fenced(p, ps, b)) {
+            *err = -EAGAIN;
+            return NULL;
+        }
+        p->cross_stream++;
+    }
+    if (!b) {
+        b = desc_new(p);
+        if (!b) {
+            *err = -ENOMEM;
+            return NULL;
+        }
+        b->ptr = (char *)r->base + r->slot[i].off;
+        b->state = HOFF_RES_DEVICE;
+        b->cls = cls;
+        b->size = r->slot[i].bytes;
+        b->pool = (uint8_t)p->kind;
+        b->flags = HOFF__BLK_REGION;
+        b->region = r;
+        b->slot = i;
+        r->slot[i].b = b;
+        p->misses++;
+    } else {
+        p->hits++;
+    }
+    b->flags |= HOFF__BLK_LIVE;
+    b->stream = s;
+    r->slot[i].out = 1;
+    r->used++;
+    p->in_use_bytes += b->size;
+    return b;
+}
+
+struct hoff__block *hoff__pool_region_slot(const struct hoff__region *r, unsigned i) {
+    return r && i < r->nslots ? r->slot[i].b : NULL;
+}
+
+void *hoff__pool_region_base(const struct hoff__region *r) {
+    return r->base;
+}
+
+size_t hoff__pool_region_size(const struct hoff__region *r) {
+    return r->size;
+}
+
+static void region_unmap(struct hoff__pool *p, struct hoff__region *r) {
+    struct hoff__region **rp;
+    unsigned i;
+
+    for (rp = &p->regions; *rp && *rp != r; rp = &(*rp)->next)
+        ;
+    if (*rp)
+        *rp = r->next;
+    for (i = 0; i < r->nslots; i++)
+        if (r->slot[i].b)
+            desc_free(p, r->slot[i].b);
+    unmap(p, r->base, r->size);
+    free(r);
+}
+
+void hoff__pool_region_release(struct hoff__pool *p, struct hoff__region *r) {
+    if (!r)
+        return;
+    r->released = 1;
+    if (r->used == 0)
+        region_unmap(p, r);
 }
 
 void hoff__pool_fence_all(struct hoff__pool *p) {
@@ -440,6 +602,8 @@ void hoff__pool_destroy(struct hoff__pool *p) {
         free(ps);
     }
     free(p->streams);
+    while (p->regions) /* live slots are released with their region */
+        region_unmap(p, p->regions);
     for (seg = p->segs; seg; seg = snext) {
         snext = seg->next;
         unmap(p, seg->base, HOFF__SLAB_SEG);

@@ -15,6 +15,7 @@
 #define HOFF__SLAB_SEG ((size_t)2 << 20)
 
 struct hoff__pool_stream;
+struct hoff__region;
 
 /* Called before the pool maps new memory: 0 to go ahead, -errno to refuse. */
 typedef int (*hoff__pool_map_check)(void *arg, size_t bytes);
@@ -30,6 +31,7 @@ struct hoff__pool {
     struct hoff__seg *segs;             /* slab segments */
     struct hoff__seg *cur[HOFF__SIZECLASS_COUNT]; /* segment being carved, per class */
     struct hoff__block *spare;          /* recycled descriptors */
+    struct hoff__region *regions;       /* group regions (managed pool) */
     uint64_t mapped_bytes;              /* bytes held from the backend */
     uint64_t in_use_bytes;              /* bytes handed out */
     uint64_t cached_bytes;              /* bytes in free lists */
@@ -59,5 +61,32 @@ void hoff__pool_fence_all(struct hoff__pool *p);
 /* Give every cached block back to the backend (call after hoff__pool_fence_all);
  * returns the bytes released. */
 uint64_t hoff__pool_trim(struct hoff__pool *p);
+
+/* Regions (managed pool): one mapping holding the blocks of a group at fixed
+ * offsets, so that the group moves with one transfer call.  A region of size
+ * bytes has nslots slots, slot i at off[i] holding bytes[i] (multiples of
+ * the 2 MiB grain, non-overlapping, inside size).  It is mapped through the
+ * map check like any new memory.  0 or -errno (-EINVAL, -ENOMEM, the
+ * check's -EOVERFLOW). */
+int hoff__pool_region_map(struct hoff__pool *p, size_t size, unsigned nslots, const uint64_t *off,
+                          const uint64_t *bytes, struct hoff__region **out);
+/* The block of slot i for use on stream s, as hoff__pool_get hands out a
+ * block of class cls (which must hold the slot's bytes).  Its descriptor is
+ * the slot's own across uses, so it keeps its residency state like a cached
+ * block.  NULL and *err: -EINVAL (no such slot, other size, a released
+ * region), -EBUSY (handed out already), -EAGAIN (freed on another stream
+ * that has not passed the free yet).  hoff__pool_put takes it back to its
+ * slot, never to a free list. */
+struct hoff__block *hoff__pool_region_get(struct hoff__pool *p, struct hoff__region *r, unsigned i, int cls,
+                                          hoff_stream s, int *err);
+/* The descriptor of slot i (NULL before its first use): while it is handed
+ * out, and after a free whose transfer has not landed yet. */
+struct hoff__block *hoff__pool_region_slot(const struct hoff__region *r, unsigned i);
+/* Where the region is and how large. */
+void *hoff__pool_region_base(const struct hoff__region *r);
+size_t hoff__pool_region_size(const struct hoff__region *r);
+/* The owner lets go of r: it is unmapped now when no slot is handed out, else
+ * when the last one comes back. */
+void hoff__pool_region_release(struct hoff__pool *p, struct hoff__region *r);
 
 #endif

@@ -7,7 +7,15 @@
  * copy starts).  It changes only at transitions, under the lock, so it is
  * exact at every event.  When a block would take it over the budget, the
  * least recently used unpinned blocks on the device are evicted, and the
- * caller waits (a counted stall) until enough of those copies complete. */
+ * caller waits (a counted stall) until enough of those copies complete.
+ *
+ * Groups.  hoff__res_group moves the blocks of a group laid out in one
+ * region with ONE backend call over their range.  Each member still goes
+ * through its own transition (DEVICE -> EVICTING -> HOST, ...) with its own
+ * bytes in the books; the command is carried by one member (the leader: its
+ * `pending`, `xfer_rc` and `ev`), the others point to it (xlead) and are
+ * chained (xnext), and whichever member is retired first retires them all:
+ * one completion, one outcome for every member. */
 #include "config.h"
 
 #include <errno.h>
@@ -190,6 +198,10 @@ static int issue_run(struct hoff_ctx *ctx, struct hoff__block *b, int op,
     rc = hoff__issuer_push(op == HOFF__CMD_RUN ? ctx->tier_issuer : ctx->issuer, &cmd);
     if (rc)
         __atomic_sub_fetch(&b->pending, 1, __ATOMIC_ACQ_REL);
+    else if (op == HOFF__CMD_EVICT)
+        ctx->st.evict_calls++;
+    else if (op == HOFF__CMD_PREFETCH)
+        ctx->st.prefetch_calls++;
     return rc;
 }
 
@@ -208,8 +220,14 @@ void hoff__res_cmd_done(void *arg, const struct hoff__cmd *cmd, int rc) {
     pthread_mutex_unlock(&ctx->done_lock);
 }
 
+/* The block whose command carries b's transfer: b, or its group's leader. */
+static struct hoff__block *carrier(struct hoff__block *b) {
+    return b->xlead ? b->xlead : b;
+}
+
 /* Wait (real time) until the command of b has run on its thread. */
 static void wait_issued(struct hoff_ctx *ctx, struct hoff__block *b) {
+    b = carrier(b);
     if (!__atomic_load_n(&b->pending, __ATOMIC_ACQUIRE))
         return;
     pthread_mutex_lock(&ctx->done_lock);
@@ -316,21 +334,40 @@ static void put_back(struct hoff_ctx *ctx, struct hoff__block *b) {
     hoff__pool_put(&ctx->pools[HOFF__POOL_MANAGED], b, b->stream);
 }
 
-/* Try to retire b: 1 if its transfer is over, 0 if still running. */
-static int try_retire(struct hoff_ctx *ctx, struct hoff__block *b) {
-    int rc;
+/* b's transfer is over with rc: retire b, or every member of its group
+ * transfer (the chain is unlinked first: retiring may return a block to its
+ * slot). */
+static void retire_xfer(struct hoff_ctx *ctx, struct hoff__block *b, int rc) {
+    struct hoff__block *m, *next;
 
-    if (__atomic_load_n(&b->pending, __ATOMIC_ACQUIRE))
+    if (!b->xlead) {
+        retire(ctx, b, rc);
+        return;
+    }
+    for (m = b->xlead; m; m = next) {
+        next = m->xnext;
+        m->xlead = m->xnext = NULL;
+        retire(ctx, m, rc);
+    }
+}
+
+/* Try to retire b: 1 if its transfer is over (2: with other members of a
+ * group), 0 if still running. */
+static int try_retire(struct hoff_ctx *ctx, struct hoff__block *b) {
+    struct hoff__block *c = carrier(b);
+    int rc, group = b->xlead != NULL;
+
+    if (__atomic_load_n(&c->pending, __ATOMIC_ACQUIRE))
         return 0;
-    rc = __atomic_load_n(&b->xfer_rc, __ATOMIC_RELAXED);
+    rc = __atomic_load_n(&c->xfer_rc, __ATOMIC_RELAXED);
     if (rc == 0) {
-        int q = ctx->be->ops->event_query(ctx->be, b->ev);
+        int q = ctx->be->ops->event_query(ctx->be, c->ev);
         if (q == -EAGAIN)
             return 0;
         rc = q;
     }
-    retire(ctx, b, rc);
-    return 1;
+    retire_xfer(ctx, b, rc);
+    return group ? 2 : 1;
 }
 
 void hoff__res_poll(struct hoff_ctx *ctx) {
@@ -338,7 +375,8 @@ void hoff__res_poll(struct hoff_ctx *ctx) {
 
     for (b = ctx->res.inf_head; b; b = next) {
         next = b->next;
-        try_retire(ctx, b);
+        if (try_retire(ctx, b) == 2)
+            next = ctx->res.inf_head; /* the group's members left the list too */
     }
 }
 
@@ -362,14 +400,19 @@ static void finish(struct hoff_ctx *ctx, struct hoff__block *b, enum wait_kind w
         return;
     {
         uint64_t t0 = be->ops->clock_ns(be);
-        int rc = be->ops->event_sync(be, b->ev);
+        int rc = be->ops->event_sync(be, carrier(b)->ev);
         uint64_t t1 = be->ops->clock_ns(be);
         if (why != WAIT_SYNC)
             ctx->st.stall_ns += t1 > t0 ? t1 - t0 : 0;
         if (why == WAIT_LATE)
             ctx->st.late_prefetches++;
-        retire(ctx, b, rc);
+        retire_xfer(ctx, b, rc);
     }
+}
+
+void hoff__res_settle(struct hoff_ctx *ctx, struct hoff__block *b) {
+    if (b && in_flight(b->state))
+        finish(ctx, b, WAIT_USE);
 }
 
 int hoff__res_wait_all(struct hoff_ctx *ctx) {
@@ -632,6 +675,93 @@ int hoff__res_prefetch(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
         ctx->res.host += b->size; /* prefetch_done takes it off the host count */
     ctx->res.resident += b->size;
     set_state(ctx, b, S_PRE);
+    note_resident(ctx);
+    return 0;
+}
+
+int hoff__res_group(struct hoff_ctx *ctx, int op, struct hoff__block *const *m, unsigned n, void *base,
+                    size_t size, hoff_stream s) {
+    struct hoff__backend *be = ctx->be;
+    struct hoff__block *lead;
+    struct hoff__cmd cmd;
+    uint64_t total = 0, now;
+    unsigned i;
+    int rc, want = op == HOFF__CMD_EVICT ? S_DEV : S_HOST;
+
+    if ((op != HOFF__CMD_EVICT && op != HOFF__CMD_PREFETCH) || !n || !m)
+        return -EINVAL;
+    hoff__res_poll(ctx);
+    /* A member whose own eviction is still in flight: wait for it to land,
+     * as hoff__res_prefetch does. */
+    for (i = 0; op == HOFF__CMD_PREFETCH && i < n; i++)
+        if (m[i] && m[i]->state == S_EVI && (m[i]->flags & HOFF__BLK_LIVE))
+            finish(ctx, m[i], WAIT_USE);
+    /* Every member live, movable, settled where the call moves it from, and
+     * the members tile the range in order. */
+    for (i = 0; i < n; i++) {
+        const struct hoff__block *b = m[i];
+
+        if (!b || b->pool != HOFF__POOL_MANAGED || !(b->flags & HOFF__BLK_LIVE) ||
+            (b->flags & (HOFF__BLK_PINNED | HOFF__BLK_FREED)) || b->state != want || __atomic_load_n(&b->pending, __ATOMIC_ACQUIRE) || b->xlead ||
+            (char *)b->ptr != (char *)base + total || b->size > size - total)
+            return -EAGAIN;
+        total += b->size;
+    }
+    if (total != size)
+        return -EAGAIN;
+    lead = m[0];
+    if (op == HOFF__CMD_EVICT) {
+        if (host_full(ctx, total))
+            return -ENOSPC; /* block by block: the host tier makes room as it must */
+    } else if (make_room(ctx, total, lead, s) != 0) {
+        return -ENOSPC;
+    } else {
+        /* Making room may have waited and retired transfers: members are
+         * not in flight, but check they are still where they were. */
+        for (i = 0; i < n; i++)
+            if (m[i]->state != want || !(m[i]->flags & HOFF__BLK_LIVE))
+                return -EAGAIN;
+    }
+    if ((rc = ensure_events(ctx, lead)) != 0)
+        return rc;
+    if ((rc = be->ops->event_record(be, lead->after, s)) != 0)
+        return rc;
+    memset(&cmd, 0, sizeof cmd);
+    cmd.op = op;
+    cmd.ptr = base;
+    cmd.size = size;
+    cmd.after = lead->after;
+    cmd.done = lead->ev;
+    cmd.cookie = lead;
+    cmd.node = op == HOFF__CMD_EVICT && ctx->host_tier ? hoff__host_tier_node(ctx->host_tier) : -1;
+    __atomic_store_n(&lead->xfer_rc, 0, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&lead->pending, 1, __ATOMIC_ACQ_REL);
+    rc = hoff__issuer_push(ctx->issuer, &cmd);
+    if (rc) {
+        __atomic_sub_fetch(&lead->pending, 1, __ATOMIC_ACQ_REL);
+        return rc;
+    }
+    if (op == HOFF__CMD_EVICT)
+        ctx->st.evict_calls++;
+    else
+        ctx->st.prefetch_calls++;
+    ctx->st.group_calls_saved += n - 1;
+    now = be->ops->clock_ns(be);
+    for (i = 0; i < n; i++) {
+        struct hoff__block *b = m[i];
+
+        b->xlead = lead;
+        b->xnext = i + 1 < n ? m[i + 1] : NULL;
+        b->t_issue = now;
+        if (op == HOFF__CMD_EVICT) {
+            ctx->res.evicting += b->size;
+            ctx->res.to_host += b->size;
+            set_state(ctx, b, S_EVI);
+        } else {
+            ctx->res.resident += b->size;
+            set_state(ctx, b, S_PRE);
+        }
+    }
     note_resident(ctx);
     return 0;
 }

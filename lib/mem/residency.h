@@ -63,11 +63,26 @@ int hoff__res_on_free(struct hoff_ctx *ctx, struct hoff__block *b);
 int hoff__res_evict(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
 int hoff__res_prefetch(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
 int hoff__res_discard(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
+/* Evict (op HOFF__CMD_EVICT) or prefetch (HOFF__CMD_PREFETCH) the n blocks m
+ * of a group with ONE backend call over (base, size), which they tile in
+ * order (a region's slots).  Each member makes its own transition and keeps
+ * its own books; the group's completion retires every member.  Nothing is
+ * done and -EAGAIN returned unless every member is live, unpinned, not in
+ * flight and where the call moves it from (DEVICE for an eviction, HOST for
+ * a prefetch); -ENOSPC when the host tier or the budget has no room for the
+ * whole group at once.  On any error the caller moves the members one by
+ * one (the fallback). */
+int hoff__res_group(struct hoff_ctx *ctx, int op, struct hoff__block *const *m, unsigned n, void *base,
+                    size_t size, hoff_stream s);
 int hoff__res_access(struct hoff_ctx *ctx, struct hoff__block *b, int write, hoff_stream s);
 /* The NVMe tier: write a block on the host to it / read it back to the host. */
 int hoff__res_spill(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
 int hoff__res_restore(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
 
+/* Wait for b's transfer in flight, if any (a counted stall), and retire it:
+ * a block freed while its transfer was in flight then goes back to its pool
+ * (a group's slot that the next step wants again). */
+void hoff__res_settle(struct hoff_ctx *ctx, struct hoff__block *b);
 /* Retire completed transfers (cheap when nothing is in flight). */
 void hoff__res_poll(struct hoff_ctx *ctx);
 /* Wait for every transfer in flight and retire it. */
