@@ -68,7 +68,7 @@ struct hoff_config {
     uint64_t sim_fault_ns;         /* sim cost of one fault   (HOFF_SIM_FAULT_NS) */
     int sim_protect;               /* enum hoff_sim_protect   (HOFF_SIM_PROTECT) */
     int issue_queue_depth;         /* issuing-thread queue slots (HOFF_QUEUE_DEPTH) */
-    char planner[16];              /* planner by name: "greedy" (HOFF_PLANNER) */
+    char planner[16];              /* planner by name: "timed", "greedy" (HOFF_PLANNER) */
     uint32_t guard_after_alloc;    /* blocks without access marks: events after the
                                       alloc before they may be evicted (HOFF_GUARD_AFTER_ALLOC) */
     uint32_t guard_before_free;    /* ...and events before the free by which they are
@@ -88,6 +88,10 @@ struct hoff_config {
     int io_queue_depth;            /* io_uring queue depth (HOFF_IO_DEPTH) */
     double sim_nvme_read_gbps;     /* sim NVMe read rate, GB/s (HOFF_SIM_NVME_READ_GBPS) */
     double sim_nvme_write_gbps;    /* sim NVMe write rate, GB/s (HOFF_SIM_NVME_WRITE_GBPS) */
+    uint64_t sim_call_ns;          /* sim: the issuing thread's own cost per transfer
+                                      call (HOFF_SIM_CALL_NS) */
+    int groups;                    /* 1 = lay out blocks the plan moves together in one
+                                      mapping and move them with one call (HOFF_GROUPS) */
 };
 
 /* Fill cfg with the defaults (no environment). */
@@ -139,7 +143,7 @@ HOFF_API int hoff_shutdown(hoff_ctx *ctx);
 /* The backend in use: "sim" or "cuda". */
 HOFF_API const char *hoff_backend_name(const hoff_ctx *ctx);
 
-/* The planner in use, by name ("greedy"); hoff-stat(1) shows it too. */
+/* The planner in use, by name ("timed"); hoff-stat(1) shows it too. */
 HOFF_API const char *hoff_planner_name(const hoff_ctx *ctx);
 
 /* The message of the last failed call on this thread (never NULL). */
@@ -316,6 +320,7 @@ HOFF_API int hoff_sim_compute(hoff_ctx *ctx, hoff_stream stream, uint64_t ns);
     X(plan_feasible, "1 if the schedule meets the budget (transfers instant)") \
     X(plan_peak_bytes, "resident peak the schedule reaches")                   \
     X(plan_ns, "time the last planning took")                                  \
+    X(plan_stall_ns, "exposed stall per step the planner predicts for its plan") \
     X(actions_fired, "planned actions carried out")                            \
     X(actions_skipped, "planned actions not carried out (divergence, state)")  \
     X(divergent_steps, "steps that did not match the plan")                    \
@@ -323,7 +328,12 @@ HOFF_API int hoff_sim_compute(hoff_ctx *ctx, hoff_stream stream, uint64_t ns);
     X(h2d_mbps, "H2D bandwidth the planner uses, in MB/s")                     \
     X(d2h_mbps, "D2H bandwidth the planner uses, in MB/s")                     \
     X(last_step_ns, "duration of the last step")                               \
-    X(live_blocks, "blocks allocated now")
+    X(live_blocks, "blocks allocated now")                                     \
+    X(evict_calls, "backend eviction calls issued (a group's counts 1)")      \
+    X(prefetch_calls, "backend prefetch calls issued (a group's counts 1)")   \
+    X(group_calls_saved, "transfer calls saved by moving groups with one call") \
+    X(group_fallbacks, "group actions carried out block by block instead")    \
+    X(plan_groups, "groups of blocks in the current schedule")
 
 struct hoff_stats {
     uint32_t version; /* HOFF_STATS_VERSION */

@@ -30,7 +30,7 @@ fi
 for key in "mode plan" "backend: " "budget: " "activation peak without offload: " \
            "peak resident offload bytes: .*(within budget)" "evicted: " "prefetched: " \
            "faults: " "stall: " "late prefetches: " "integrity: OK (" \
-           "^step 0 (warmup): " "^plan: greedy, [0-9]* actions, feasible" \
+           "^step 0 (warmup): " "^plan: timed, [0-9]* actions, feasible" \
            "^step 1 (replay): " "^step 2 (replay): " "actions fired [0-9]* skipped " \
            "peak resident [0-9]" "divergent steps: 0" "^actions: [0-9]* fired, "; do
     check "$out" "$key" "hoff-demo report"
@@ -44,7 +44,7 @@ if [ "$rc" -ne 0 ]; then
     cat "$out"
     fail=1
 fi
-for key in "mode manual" "^step 0 (warmup): " "^plan: greedy, " "^step 2 (replay): " \
+for key in "mode manual" "^step 0 (warmup): " "^plan: timed, " "^step 2 (replay): " \
            "peak resident offload bytes: .*(within budget)" "integrity: OK ("; do
     check "$out" "$key" "hoff-demo --mode manual"
 done
@@ -60,7 +60,7 @@ fi
 for key in '"backend":' '"mode":"plan"' '"budget_bytes":16777216' '"peak_resident_bytes":' \
            '"within_budget":true' '"integrity":{"ok":true' '"stats":{' \
            '"step":0,"state":"warmup","planned":true' '"step":1,"state":"replay"' \
-           '"actions_fired":' '"step_peak_resident_bytes":' '"plan":{"planner":"greedy"' \
+           '"actions_fired":' '"step_peak_resident_bytes":' '"plan":{"planner":"timed"' \
            '"divergent_steps":0'; do
     check "$out.json" "$key" "hoff-demo --json"
 done

@@ -90,7 +90,7 @@ fi
 expect_rc $? 0 "hoff-stat (list)" "$tmp.list"
 cat "$tmp.list"
 check "$tmp.list" "PID *COMMAND *BACKEND *PLANNER *STATE *STEPS" "hoff-stat list header"
-check "$tmp.list" "^ *$demo  hoff-demo  *sim  *greedy  *replay  *4 .* alive" "hoff-stat list row"
+check "$tmp.list" "^ *$demo  hoff-demo  *sim  *timed  *replay  *4 .* alive" "hoff-stat list row"
 ./hoff-stat --json >"$tmp.list.json" 2>&1
 expect_rc $? 0 "hoff-stat --json (list)" "$tmp.list.json"
 python3 "$srcdir/tests/schema_check.py" "$srcdir/doc/hoff-stat.schema.json" list <"$tmp.list.json" >"$tmp.out" 2>&1 ||
@@ -100,7 +100,7 @@ import json, sys
 doc = json.load(open(sys.argv[1]))
 me = [p for p in doc["processes"] if p["pid"] == int(sys.argv[2])]
 if len(me) != 1 or not me[0]["alive"] or not me[0]["readable"] or me[0]["command"] != "hoff-demo" \
-        or me[0]["backend"] != "sim" or me[0]["planner"] != "greedy" or me[0]["steps"] != 4:
+        or me[0]["backend"] != "sim" or me[0]["planner"] != "timed" or me[0]["steps"] != 4:
     print("FAIL: the list's entry for the demo is wrong:", me)
     sys.exit(1)
 EOF

@@ -106,7 +106,7 @@ static void test_defaults(void) {
     CU_ASSERT_EQUAL(c.sim_fault_ns, 20000);
     CU_ASSERT_EQUAL(c.sim_protect, HOFF_SIM_POISON);
     CU_ASSERT_EQUAL(c.issue_queue_depth, 1024);
-    CU_ASSERT_STRING_EQUAL(c.planner, "greedy");
+    CU_ASSERT_STRING_EQUAL(c.planner, "timed");
     CU_ASSERT_PTR_NOT_NULL(hoff__planner_find(c.planner));
     CU_ASSERT_EQUAL(c.guard_after_alloc, 1);
     CU_ASSERT_EQUAL(c.guard_before_free, 1);
@@ -120,6 +120,8 @@ static void test_defaults(void) {
     CU_ASSERT_EQUAL(c.io_queue_depth, 32);
     CU_ASSERT_DOUBLE_EQUAL(c.sim_nvme_read_gbps, 6.5, 0.0);
     CU_ASSERT_DOUBLE_EQUAL(c.sim_nvme_write_gbps, 3.5, 0.0);
+    CU_ASSERT_EQUAL(c.sim_call_ns, 5000);
+    CU_ASSERT_EQUAL(c.groups, 1);
     /* the strings are zero-padded: no 0xA5 left behind the NUL */
     CU_ASSERT_EQUAL(c.planner[sizeof c.planner - 1], 0);
     CU_ASSERT_EQUAL(c.trace_path[sizeof c.trace_path - 1], 0);
@@ -146,7 +148,7 @@ static void test_default_texts(void) {
     CU_ASSERT_STRING_EQUAL(get(&c, "sim_fault_ns"), "20us");
     CU_ASSERT_STRING_EQUAL(get(&c, "sim_protect"), "poison");
     CU_ASSERT_STRING_EQUAL(get(&c, "queue_depth"), "1024");
-    CU_ASSERT_STRING_EQUAL(get(&c, "planner"), "greedy");
+    CU_ASSERT_STRING_EQUAL(get(&c, "planner"), "timed");
     CU_ASSERT_STRING_EQUAL(get(&c, "guard_after_alloc"), "1");
     CU_ASSERT_STRING_EQUAL(get(&c, "guard_before_free"), "1");
     CU_ASSERT_STRING_EQUAL(get(&c, "replan_after"), "2");
@@ -159,12 +161,14 @@ static void test_default_texts(void) {
     CU_ASSERT_STRING_EQUAL(get(&c, "io_depth"), "32");
     CU_ASSERT_STRING_EQUAL(get(&c, "sim_nvme_read_gbps"), "6.5");
     CU_ASSERT_STRING_EQUAL(get(&c, "sim_nvme_write_gbps"), "3.5");
+    CU_ASSERT_STRING_EQUAL(get(&c, "sim_call_ns"), "5us");
+    CU_ASSERT_STRING_EQUAL(get(&c, "groups"), "1");
 }
 
 static void test_table(void) {
     int n = hoff_config_count(), i, j;
 
-    CU_ASSERT_EQUAL(n, 29);
+    CU_ASSERT_EQUAL(n, 31);
     CU_ASSERT_PTR_NULL(hoff_config_name(-1));
     CU_ASSERT_PTR_NULL(hoff_config_name(n));
     CU_ASSERT_PTR_NULL(hoff_config_help(n));
@@ -233,6 +237,8 @@ static const struct {
     {"io_depth", "4096", "4096"},
     {"sim_nvme_read_gbps", "7.25", "7.25"},
     {"sim_nvme_write_gbps", "0.5", "0.5"},
+    {"sim_call_ns", "1500", "1500ns"},
+    {"groups", "off", "0"},
 };
 #define NRT ((int)(sizeof roundtrips / sizeof roundtrips[0]))
 

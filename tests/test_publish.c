@@ -231,7 +231,7 @@ static void test_publish_live(void) {
     CU_ASSERT_EQUAL(st.st_uid, getuid());
     CU_ASSERT_EQUAL_FATAL(hoff__pub_open(NULL, name, &r, err, sizeof err), 0);
     CU_ASSERT_STRING_EQUAL(r.h.backend, "sim");
-    CU_ASSERT_STRING_EQUAL(r.h.planner, "greedy");
+    CU_ASSERT_STRING_EQUAL(r.h.planner, "timed");
     CU_ASSERT_STRING_EQUAL(r.h.planner, hoff_planner_name(ctx));
     CU_ASSERT_STRING_EQUAL(r.h.backend, hoff_backend_name(ctx));
     CU_ASSERT_EQUAL(r.h.pid, getpid());

@@ -210,7 +210,7 @@ static const struct opt opts[] = {
      .offset = OFF(issue_queue_depth, int), .def = "1024", .min = 1, .max = 1 << 20,
      .help = "slots in the issuing thread's command queue"},
     {.name = "planner", .env = "HOFF_PLANNER", .type = OPT_STRING,
-     .offset = OFF_STR(planner), .size = FIELD_SIZE(planner), .def = "greedy",
+     .offset = OFF_STR(planner), .size = FIELD_SIZE(planner), .def = "timed",
      .unit = "planner", .choice_at = planner_at, .known = planner_known,
      .help = "planner that turns the recorded step into a residency schedule"},
     {.name = "guard_after_alloc", .env = "HOFF_GUARD_AFTER_ALLOC", .type = OPT_UINT32,
@@ -257,6 +257,13 @@ static const struct opt opts[] = {
      .offset = OFF(sim_nvme_write_gbps, double), .def = "3.5", .min = 0, .min_open = 1,
      .max = 100000, .unit = "GB/s",
      .help = "write rate of the simulated NVMe tier, GB/s"},
+    {.name = "sim_call_ns", .env = "HOFF_SIM_CALL_NS", .type = OPT_DURATION,
+     .offset = OFF(sim_call_ns, uint64_t), .def = "5us", .min = 0,
+     .max = 60 * NS_PER_S,
+     .help = "the issuing thread's own cost per simulated transfer call (serial across calls)"},
+    {.name = "groups", .env = "HOFF_GROUPS", .type = OPT_BOOL,
+     .offset = OFF(groups, int), .def = "1",
+     .help = "lay out blocks the plan moves together in one mapping and move them with one call"},
 };
 
 #define NOPTS ((int)(sizeof opts / sizeof opts[0]))

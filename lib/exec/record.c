@@ -158,6 +158,16 @@ void hoff__record_event(struct hoff_ctx *ctx, const struct hoff__event_info *e) 
     }
 }
 
+/* The plan changed after its planner predicted it (groups): predict again. */
+static void repredict(struct hoff__pipeline *p, const struct hoff__plan_opts *o) {
+    struct hoff__prediction pr;
+    uint64_t *T = hoff__plan_times(&p->trace);
+
+    if (!T || hoff__plan_predict(&p->trace, o, T, &p->sched, HOFF__PLACE_KEEP, &pr) != 0)
+        p->sched.stall_ns = UINT64_MAX; /* not known: reported as 0 */
+    free(T);
+}
+
 int hoff__record_finish(struct hoff_ctx *ctx) {
     struct hoff__pipeline *p = &ctx->pipe;
     const struct hoff__planner *pl;
@@ -199,6 +209,13 @@ int hoff__record_finish(struct hoff_ctx *ctx) {
     o.nvme = ctx->cfg.spill_dir[0] != 0;
     o.nvme_read_gbps = p->nvme_read_gbps;
     o.nvme_write_gbps = p->nvme_write_gbps;
+    if (is_sim(ctx)) { /* the sim's costs are known exactly; on a GPU predict.c's defaults stand */
+        o.latency_ns = ctx->cfg.sim_latency_ns;
+        o.call_ns = ctx->cfg.sim_call_ns;
+        o.fault_ns = ctx->cfg.sim_fault_ns;
+        o.fault_gbps = ctx->cfg.sim_fault_gbps;
+    }
+    o.groups = ctx->cfg.groups;
     hoff__schedule_destroy(&p->sched);
     hoff__schedule_init(&p->sched);
     rc = pl->build(&p->trace, &o, &p->sched);
@@ -208,12 +225,22 @@ int hoff__record_finish(struct hoff_ctx *ctx) {
         p->rerecord = 1;
         return 0;
     }
+    if (ctx->cfg.groups && !p->sched.grouped) {
+        rc = hoff__plan_groups(&p->trace, &o, &p->sched);
+        if (rc)
+            hoff__log(HOFF_LOG_WARN, "grouping the plan failed (%s: %s); its blocks move one by one",
+                      hoff_strerror(rc), hoff_last_error());
+        else if (p->sched.ngroups)
+            repredict(p, &o);
+    }
     p->have_plan = 1;
     ctx->st.plans++;
+    ctx->st.plan_groups = p->sched.ngroups;
     ctx->st.plan_actions = p->sched.nact;
     ctx->st.plan_feasible = (uint64_t)p->sched.feasible;
     ctx->st.plan_peak_bytes = p->sched.peak_bytes;
     ctx->st.plan_ns = p->sched.plan_ns;
+    ctx->st.plan_stall_ns = p->sched.stall_ns == UINT64_MAX ? 0 : p->sched.stall_ns;
     if (!p->sched.feasible)
         hoff__log(HOFF_LOG_WARN,
                   "planner %s cannot meet the budget of %s: the lowest peak it reaches is %s, at event %u of "

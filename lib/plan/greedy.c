@@ -70,40 +70,66 @@ static int cand_cmp(const void *pa, const void *pb) {
     return 0;
 }
 
-/* --- the planner ------------------------------------------------------------ */
+/* The same order with the gap's length in time on T (the step's end for a
+ * gap to it) in place of its length in events. */
+struct tkey {
+    uint64_t len;
+    struct hoff__gap g;
+    size_t i;
+};
 
+static int tkey_cmp(const void *pa, const void *pb) {
+    const struct tkey *x = pa, *y = pb;
 
-static int greedy_build(const struct hoff__trace *t, const struct hoff__plan_opts *o,
-                        struct hoff__schedule *out) {
-    uint64_t t0 = hoff__plan_now_ns();
+    if (x->len != y->len)
+        return x->len > y->len ? -1 : 1;
+    return cand_cmp(&x->g, &y->g);
+}
+
+/* --- the selection ---------------------------------------------------------- */
+
+int hoff__plan_greedy_select(const struct hoff__trace *t, const struct hoff__plan_opts *o, const int64_t *res,
+                             const uint64_t *T, struct hoff__schedule *out) {
     uint32_t nev = (uint32_t)t->nev;
-    int64_t *res = NULL;
     struct hoff__gap *c = NULL;
+    struct tkey *tk = NULL;
     uint32_t *taken = NULL;
     size_t nc = 0, ntaken = 0, k;
     struct hoff__seg sg = {0};
     int rc;
 
-    rc = hoff__plan_begin(hoff__planner_greedy.name, t, o, out, &res);
-    if (rc || !res)
-        goto done;
-
     rc = hoff__plan_gaps(t, o, &c, &nc);
     if (rc)
         goto done;
     out->candidates = nc;
-    if (nc)
-        qsort(c, nc, sizeof *c, cand_cmp);
+    tk = malloc((nc ? nc : 1) * sizeof *tk);
     taken = malloc((nc ? nc : 1) * sizeof *taken);
-    rc = taken ? hoff__seg_init(&sg, res, nev) : -ENOMEM;
+    rc = tk && taken ? hoff__seg_init(&sg, res, nev) : -ENOMEM;
     if (rc)
         goto done;
+    if (T) {
+        for (k = 0; k < nc; k++) {
+            uint64_t end = c[k].b < nev ? T[c[k].b] : T[nev - 1] + 1;
+
+            tk[k].len = end - T[c[k].a + 1];
+            tk[k].g = c[k];
+            tk[k].i = k;
+        }
+        if (nc)
+            qsort(tk, nc, sizeof *tk, tkey_cmp);
+    } else {
+        if (nc)
+            qsort(c, nc, sizeof *c, cand_cmp);
+        for (k = 0; k < nc; k++)
+            tk[k].i = k;
+    }
     for (k = 0; k < nc && hoff__seg_top(&sg) > (int64_t)o->budget_bytes; k++) {
-        uint32_t l = c[k].a + 1, r = c[k].b - 1;
+        const struct hoff__gap *x = &c[tk[k].i];
+        uint32_t l = x->a + 1, r = x->b - 1;
 
         if (hoff__seg_max(&sg, l, r) > (int64_t)o->budget_bytes) {
-            hoff__seg_add(&sg, l, r, -(int64_t)c[k].size);
-            taken[ntaken++] = (uint32_t)k;
+            hoff__seg_add(&sg, l, r, -(int64_t)x->size);
+            taken[ntaken++] = (uint32_t)tk[k].i;
         }
     }
     out->peak_bytes = (uint64_t)hoff__seg_top(&sg);
@@ -128,17 +154,41 @@ static int greedy_build(const struct hoff__trace *t, const struct hoff__plan_opt
         }
     }
     hoff__schedule_sort(out);
-    rc = hoff__plan_tiers(t, o, out); /* the host cap, and the NVMe tier below it */
+
+done:
+    if (sg.mx)
+        hoff__seg_destroy(&sg);
+    free(taken);
+    free(tk);
+    free(c);
+    return rc;
+}
+
+/* --- the planner ------------------------------------------------------------ */
+
+static int greedy_build(const struct hoff__trace *t, const struct hoff__plan_opts *o,
+                        struct hoff__schedule *out) {
+    uint64_t t0 = hoff__plan_now_ns();
+    int64_t *res = NULL;
+    uint64_t *T = NULL;
+    struct hoff__prediction pr;
+    int rc;
+
+    rc = hoff__plan_begin(hoff__planner_greedy.name, t, o, out, &res);
+    if (rc || !res)
+        goto done;
+    rc = hoff__plan_greedy_select(t, o, res, NULL, out);
+    if (!rc)
+        rc = hoff__plan_tiers(t, o, out); /* the host cap, and the NVMe tier below it */
+    if (!rc) /* what the replay will cost, for the report (plan.h) */
+        rc = (T = hoff__plan_times(t)) ? hoff__plan_predict(t, o, T, out, HOFF__PLACE_KEEP, &pr) : -ENOMEM;
 
 done:
     if (rc) {
         out->nact = 0;
         out->bytes_d2h = out->bytes_h2d = 0;
     }
-    if (sg.mx)
-        hoff__seg_destroy(&sg);
-    free(taken);
-    free(c);
+    free(T);
     free(res);
     out->plan_ns = hoff__plan_now_ns() - t0;
     return rc;

@@ -47,6 +47,10 @@ void hoff__schedule_init(struct hoff__schedule *s) {
 
 void hoff__schedule_destroy(struct hoff__schedule *s) {
     free(s->act);
+    free(s->groups);
+    free(s->gmember);
+    free(s->block_group);
+    free(s->block_member);
     hoff__schedule_init(s);
 }
 
@@ -75,6 +79,7 @@ int hoff__schedule_add(struct hoff__schedule *s, uint32_t ev, int when, int kind
     a->kind = (uint8_t)kind;
     a->block = block;
     a->copy_ev = copy_ev;
+    a->group = 0;
     return 0;
 }
 
@@ -199,6 +204,11 @@ static int apply(const struct hoff__trace *t, hoff__block_bytes_fn bytes, uint8_
 
 int hoff__schedule_peak(const struct hoff__trace *t, const struct hoff__schedule *s,
                         uint64_t *peak, uint32_t *peak_ev) {
+    return hoff__schedule_resident(t, s, NULL, peak, peak_ev);
+}
+
+int hoff__schedule_resident(const struct hoff__trace *t, const struct hoff__schedule *s, uint64_t *res,
+                            uint64_t *peak, uint32_t *peak_ev) {
     uint64_t cur = 0, best = 0;
     uint32_t best_ev = 0;
     uint8_t *st;
@@ -234,6 +244,8 @@ int hoff__schedule_peak(const struct hoff__trace *t, const struct hoff__schedule
             best = cur;
             best_ev = (uint32_t)i;
         }
+        if (res)
+            res[i] = cur;
         if (e->kind == HOFF__TEV_FREE && b) {
             if (st[e->block] == B_RESIDENT && b->pool == 1)
                 cur -= hoff__plan_bytes(s->block_bytes, b);
@@ -283,11 +295,21 @@ int hoff__plan_begin(const char *name, const struct hoff__trace *t, const struct
 
     *resp = NULL;
     out->nact = 0;
+    free(out->groups); /* a schedule built before: its groups are gone with its actions */
+    free(out->gmember);
+    free(out->block_group);
+    free(out->block_member);
+    out->groups = NULL;
+    out->gmember = NULL;
+    out->block_group = out->block_member = NULL;
+    out->ngroups = out->ngmember = 0;
+    out->nblocks_grouped = 0;
     out->budget_bytes = o->budget_bytes;
     out->peak_bytes = out->nopeak_bytes = out->bytes_d2h = out->bytes_h2d = 0;
     out->peak_ev = 0;
     out->feasible = 1;
     out->candidates = 0;
+    out->stall_ns = UINT64_MAX;
     memset(out->planner, 0, sizeof out->planner);
     out->block_bytes = o->block_bytes;
     strncpy(out->planner, name, sizeof out->planner - 1);

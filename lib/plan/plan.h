@@ -35,6 +35,13 @@ struct hoff__action {
                                ev (the gap's start); a backend that can keep a read
                                duplicate could start the copy at copy_ev.
                                Prefetch and release: UINT32_MAX. */
+    uint32_t group;         /* 0: the block's own action.  g > 0: the block is a member
+                               of group g - 1 (hoff__plan_groups) and this is its part of
+                               the group's EVICT or PREFETCH: every member has one, at the
+                               same event and timing, and the runtime moves them all with
+                               one call over the group's region when it can (the first
+                               member's action fires it, the others are covered), else
+                               one by one.  The schedule reads the same either way. */
 };
 
 /* The bytes a block of the trace holds on the device, from its pool and the
@@ -60,11 +67,48 @@ struct hoff__plan_opts {
     hoff__block_bytes_fn block_bytes; /* what a block counts for (NULL: its size) */
     int nvme;                   /* an NVMe tier exists: the host cap is kept by spilling */
     double nvme_read_gbps, nvme_write_gbps;
+    /* The runtime's timing, for predictions (predict.c); 0 = the defaults
+     * there (the sim backend's: 10 us a call, 20 us + 8 GB/s a page-in). */
+    uint64_t latency_ns;        /* fixed cost of one transfer call on its engine */
+    uint64_t call_ns;           /* the issuing thread's own cost per call */
+    uint64_t fault_ns;          /* one page-in on demand: fixed cost ... */
+    double fault_gbps;          /* ... and rate */
+    int groups;                 /* co-located groups are wanted (HOFF_GROUPS) */
+};
+
+/* A group (hoff__plan_groups): blocks the schedule evicts at one point and
+ * prefetches at one point, laid out in one region so that one call moves
+ * them all.  Members are gmember[first .. first + n - 1], in region order. */
+struct hoff__group {
+    uint32_t first, n;
+    uint64_t bytes;             /* the region: the members' bytes, end to end */
+    uint32_t evict_ev, prefetch_ev; /* where the group's actions are (their event);
+                                   evict_ev UINT32_MAX: the members are evicted
+                                   on their own (hoff__plan_groups_late) */
+    uint8_t evict_when, prefetch_when;
+};
+
+struct hoff__gmember {
+    uint32_t block;             /* trace block id */
+    uint64_t off, bytes;        /* its slot: offset in the region and size, both
+                                   multiples of HOFF__MANAGED_GRAIN (2 MiB) */
 };
 
 struct hoff__schedule {
     struct hoff__action *act;   /* sorted by hoff__schedule_sort */
     size_t nact, cap_act;
+    /* Groups (hoff__plan_groups; none until it runs): the groups, their
+     * members, and per trace block its group + 1 (0: none) and its member
+     * index in gmember (nblocks entries each, NULL without groups). */
+    struct hoff__group *groups;
+    size_t ngroups;
+    struct hoff__gmember *gmember;
+    size_t ngmember;
+    uint32_t *block_group, *block_member;
+    uint32_t nblocks_grouped;   /* entries of block_group/block_member */
+    uint64_t group_ns;          /* time the grouping pass took */
+    int grouped;                /* the planner has decided on groups itself (timed.c):
+                                   the runtime does not run hoff__plan_groups on it */
     char planner[16];
     /* What the plan achieves, computed by the planner in event-count terms
      * (transfers instant): the resident offload peak after the plan and the
@@ -77,6 +121,9 @@ struct hoff__schedule {
     uint64_t bytes_d2h, bytes_h2d;  /* planned traffic */
     uint64_t plan_ns;           /* planning time */
     uint64_t candidates;        /* gaps the planner considered (0 for planners without) */
+    /* The replay's predicted exposed stall per step (hoff__plan_predict on
+     * the trace's event times); UINT64_MAX when not predicted. */
+    uint64_t stall_ns;
     hoff__block_bytes_fn block_bytes; /* the opts' (hoff__schedule_peak counts with it) */
     /* The host and NVMe tiers (hoff__plan_tiers): peaks of evicted bytes on
      * the host and of spilled bytes, traffic, and whether the host cap holds. */
@@ -98,11 +145,42 @@ struct hoff__planner {
                  struct hoff__schedule *out);
 };
 
+/* The grouping pass (groups.c), run on a finished schedule after any planner
+ * and hoff__plan_tiers: blocks whose evictions and prefetches can be issued
+ * together become a group, their actions moved to one point each (evictions
+ * later, to the latest member's; prefetches earlier, to the earliest
+ * member's), accepted only while the schedule's peak (hoff__schedule_peak)
+ * stays within the budget (an infeasible plan's peak: does not rise) and
+ * the bytes planned stay the same; each group gets a layout (members at
+ * 2 MiB-grain offsets in one region).  Members: movable, non-retained blocks
+ * of the managed pool, allocated on the group's stream, never spilled or
+ * restored; one gap per block (its longest evicted one; its other gaps stay
+ * its own).  O((M + A) log N) for M gaps, A actions, N events.  0 or
+ * -ENOMEM (the schedule is then as it was, with no groups). */
+int hoff__plan_groups(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct hoff__schedule *s);
+/* Groups on the prefetch side only (groups.c): the members keep their own
+ * evictions; consecutive prefetches (in schedule order, one allocation
+ * stream) merge into one, issued at the latest member's point, when that
+ * point is at or before every member's next use and within max_span events
+ * of the first member's.  Blocks only come back later than planned, so the
+ * peak never rises; the stall may (a caller that predicts it decides).  A
+ * group's evict_ev is UINT32_MAX.  0 or -ENOMEM (no groups then). */
+int hoff__plan_groups_late(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct hoff__schedule *s,
+                           uint32_t max_span);
+
 /* The RFC's greedy residency planner (section 4.4), O(M log S): greedy.c. */
 extern const struct hoff__planner hoff__planner_greedy;
 /* Timing-aware: gaps and prefetch issue points from event times and copy
  * bandwidths, so transfers hide behind compute: timed.c. */
 extern const struct hoff__planner hoff__planner_timed;
+
+/* Greedy's selection (greedy.c), for planners that build on it: the gaps
+ * longest first — in events, or in time on T when T is not NULL — taken
+ * while an event they cover is over budget, over res (hoff__plan_begin's);
+ * adds the evictions and prefetches (at the use) to out, sorts it, and sets
+ * its peak, feasibility, traffic and candidates.  0 or -ENOMEM. */
+int hoff__plan_greedy_select(const struct hoff__trace *t, const struct hoff__plan_opts *o, const int64_t *res,
+                             const uint64_t *T, struct hoff__schedule *out);
 
 /* The host and NVMe tiers, after any planner's evictions (tiers.c): where
  * the evicted bytes would take the host tier over o->host_cap_bytes, spill
@@ -137,6 +215,49 @@ struct hoff__gap {
 int hoff__plan_gaps(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct hoff__gap **out,
                     size_t *nout);
 
+/* --- predicting a replay (predict.c) -------------------------------------- */
+
+/* Event times for the planners, non-decreasing: t_gpu_ns where every event
+ * has one, else t_cpu_ns (malloc'd, nev values; NULL on -ENOMEM). */
+uint64_t *hoff__plan_times(const struct hoff__trace *t);
+
+/* How hoff__plan_predict treats the schedule's prefetches. */
+enum hoff__place {
+    HOFF__PLACE_KEEP = 0,   /* where the schedule has them */
+    HOFF__PLACE_EARLY,      /* re-placed: each as early as it can go (below) */
+};
+
+struct hoff__prediction {
+    uint64_t stall_ns;      /* exposed stall: every wait of the compute timeline */
+    uint64_t room_ns;       /* of which: waits for evictions to land (the budget) */
+    uint64_t late_ns;       /* waits for prefetches still in flight at their use */
+    uint64_t fault_ns;      /* page-ins on demand (a prefetch that did not happen) */
+    uint64_t faults;
+    uint64_t victim_bytes;  /* evicted on demand for room (unplanned traffic) */
+    uint64_t bytes_d2h, bytes_h2d;
+    uint64_t prefetch_calls, evict_calls;
+};
+
+/* Replay schedule s over trace t as the runtime does, on the event times T
+ * (hoff__plan_times), and predict its stall: compute runs from event to
+ * event as T says; the D2H and H2D copy engines are FIFOs at o's bandwidths
+ * with o's per-call latency; an eviction holds its bytes until its copy
+ * lands, a prefetch from its issue; a prefetch or an allocation that does
+ * not fit waits for the oldest eviction in flight (and, when those do not
+ * free enough, evicts an unplanned victim); a use waits for its prefetch,
+ * or pages the block in on demand.  The host and NVMe tiers are not
+ * modelled (spill and restore actions are ignored).
+ * With HOFF__PLACE_EARLY the prefetches are re-placed while replaying:
+ * earliest deadline first, each prefetch is issued at the first event where
+ * its eviction has landed, it fits in the budget now, and the schedule's
+ * instant-transfer resident bytes (hoff__schedule_peak's) plus every early
+ * prefetch stay within the budget until its original position, which
+ * remains its latest; s is rewritten and re-sorted.
+ * s must be sorted and valid (hoff__schedule_peak).  Fills *out and
+ * s->stall_ns.  0, -ENOMEM, -EINVAL. */
+int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts *o, const uint64_t *T,
+                       struct hoff__schedule *s, int place, struct hoff__prediction *out);
+
 /* CLOCK_MONOTONIC in ns, for plan_ns. */
 uint64_t hoff__plan_now_ns(void);
 
@@ -169,5 +290,9 @@ void hoff__schedule_sort(struct hoff__schedule *s);
  * an empty trace).  O(nev + nact + nblocks). */
 int hoff__schedule_peak(const struct hoff__trace *t, const struct hoff__schedule *s,
                         uint64_t *peak, uint32_t *peak_ev);
+/* The same walk, writing the resident offload bytes at every event into
+ * res[0 .. nev - 1] (the caller's).  Same errors. */
+int hoff__schedule_resident(const struct hoff__trace *t, const struct hoff__schedule *s, uint64_t *res,
+                            uint64_t *peak, uint32_t *peak_ev);
 
 #endif

@@ -1,0 +1,816 @@
+/* predict.c — a replay predicted from the trace's event times: the runtime's budget rule, two FIFO copy
+ * engines, late prefetches and page-ins, and prefetches re-placed as early as they fit (plan.h).
+ * Threading: a pure function of (trace, schedule, options); no shared state. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "plan/plan.h"
+#include "plan/segtree.h"
+
+/*
+ * The rules are the runtime's (lib/mem/residency.c, lib/exec/replay.c) and
+ * the sim backend's clock (lib/backend/sim.c), so that a planner can compare
+ * schedules by what the replay will cost rather than by a proxy:
+ *
+ *  - compute advances `now` by T[i] - T[i-1] before event i; only waits add
+ *    to it beyond that (the stall);
+ *  - at event i, the AFTER actions of i-1 fire, then the BEFORE actions of i,
+ *    then the event itself; every call polls the copies that have landed;
+ *  - a transfer call is ready at max(now, issuer) + call (the issuing thread
+ *    is serial), starts at max(ready, its engine's busy_until) and lands
+ *    latency + ceil(bytes / GB/s) later; a release (discard) is a call of
+ *    latency only on the D2H engine;
+ *  - an eviction or a release holds its bytes until it lands; a prefetch
+ *    holds them from its issue;
+ *  - room (a prefetch, an allocation, a page-in): while resident + need is
+ *    over the budget, evict an unplanned victim if the evictions in flight
+ *    cannot free enough (the runtime's LRU victim, modelled as that many
+ *    bytes), else wait for the oldest eviction in flight;
+ *  - a prefetch of a block whose eviction is still in flight waits for it
+ *    (residency.c does the same); a use waits for its prefetch, or pages the
+ *    block in on demand (fault_ns + bytes / fault_gbps).
+ * Not modelled: the host and NVMe tiers, the step's end (the runtime does not
+ * wait there), and which block an unplanned victim is (its page-in later is
+ * not charged: the prediction is optimistic where victims are needed, and
+ * victim_bytes says how much).
+ */
+
+#define DEF_LAT_NS 10000u
+#define DEF_FAULT_NS 20000u
+#define DEF_FAULT_GBPS 8.0
+
+enum { P_NONE = 0, P_DEV, P_EVI, P_HOST, P_PRE, P_DEAD, P_FREED_PRE /* freed with its prefetch in flight */ };
+enum { Q_EVICT = 0, Q_RELEASE, Q_VICTIM };
+
+struct qent {
+    uint64_t land, bytes;
+    uint32_t block;
+    uint8_t kind;
+};
+
+struct heapent {
+    uint32_t p0;   /* the prefetch's original event: its latest */
+    uint32_t act;  /* its action index */
+};
+
+struct pr {
+    const struct hoff__trace *t;
+    const struct hoff__schedule *s;
+    uint64_t *bytes;   /* per block */
+    uint8_t *st;       /* per block: P_* */
+    uint64_t *pland;   /* per block: landing of its prefetch in flight */
+    struct qent *q;    /* the D2H FIFO */
+    size_t qh, qt, qcap;
+    struct qent *hq;   /* the H2D FIFO */
+    size_t hh, ht, hcap;
+    uint32_t *prev, *next, lru_head, lru_tail; /* resident movable blocks, least recently used first */
+    uint8_t *gst;      /* per group, evict and prefetch: 0 not yet, 1 one call, 2 block by block */
+    uint64_t now, issuer, d2h_busy, h2d_busy;
+    uint64_t resident, evicting, budget;
+    uint64_t lat, call, fault_ns;
+    double h2d, d2h, fault_gbps;
+    struct hoff__prediction *out;
+};
+
+uint64_t *hoff__plan_times(const struct hoff__trace *t) {
+    uint64_t *T = malloc((t->nev ? t->nev : 1) * sizeof *T), last = 0;
+    int gpu = 1;
+    size_t i;
+
+    if (!T)
+        return NULL;
+    for (i = 0; i < t->nev; i++)
+        if (t->ev[i].t_gpu_ns == HOFF__TIME_UNKNOWN)
+            gpu = 0;
+    for (i = 0; i < t->nev; i++) {
+        uint64_t v = gpu ? t->ev[i].t_gpu_ns : t->ev[i].t_cpu_ns;
+
+        if (v == HOFF__TIME_UNKNOWN)
+            v = last;
+        last = v > last ? v : last;
+        T[i] = last;
+    }
+    return T;
+}
+
+static uint64_t copy_ns(uint64_t bytes, double gbps) {
+    double q = (double)bytes / gbps;
+    uint64_t n = (uint64_t)q;
+
+    return (double)n < q ? n + 1 : n;
+}
+
+/* When a call issued now is ready to start (the issuing thread is serial). */
+static uint64_t ready(struct pr *p) {
+    uint64_t r = (p->now > p->issuer ? p->now : p->issuer) + p->call;
+
+    p->issuer = r;
+    return r;
+}
+
+#define NIL UINT32_MAX
+
+static int on_lru(const struct pr *p, uint32_t x) {
+    return p->prev[x] != NIL || p->lru_head == x;
+}
+
+static void lru_remove(struct pr *p, uint32_t x) {
+    if (!on_lru(p, x))
+        return;
+    if (p->prev[x] != NIL)
+        p->next[p->prev[x]] = p->next[x];
+    else
+        p->lru_head = p->next[x];
+    if (p->next[x] != NIL)
+        p->prev[p->next[x]] = p->prev[x];
+    else
+        p->lru_tail = p->prev[x];
+    p->prev[x] = p->next[x] = NIL;
+}
+
+/* x is resident and was just used (or arrived): most recently used. */
+static void lru_touch(struct pr *p, uint32_t x) {
+    if (p->t->blocks[x].pinned)
+        return; /* never a victim */
+    lru_remove(p, x);
+    p->prev[x] = p->lru_tail;
+    p->next[x] = NIL;
+    if (p->lru_tail != NIL)
+        p->next[p->lru_tail] = x;
+    else
+        p->lru_head = x;
+    p->lru_tail = x;
+}
+
+static void land(struct pr *p, const struct qent *e) {
+    p->resident -= e->bytes;
+    p->evicting -= e->bytes;
+    if (e->kind != Q_RELEASE && e->block != NIL && p->st[e->block] == P_EVI)
+        p->st[e->block] = P_HOST;
+}
+
+static void poll(struct pr *p) {
+    while (p->qh < p->qt && p->q[p->qh].land <= p->now)
+        land(p, &p->q[p->qh++]);
+    while (p->hh < p->ht && p->hq[p->hh].land <= p->now) {
+        uint32_t x = p->hq[p->hh++].block;
+
+        if (p->st[x] == P_PRE) { /* landed: resident, and a victim like any other */
+            p->st[x] = P_DEV;
+            lru_touch(p, x);
+        } else if (p->st[x] == P_FREED_PRE) { /* freed in flight: its bytes go now */
+            p->resident -= p->bytes[x];
+            p->st[x] = P_NONE;
+        }
+    }
+}
+
+static int push(struct qent **q, size_t *qt, size_t *cap) {
+    if (*qt == *cap) {
+        size_t n = *cap ? *cap * 2 : 64;
+        struct qent *nq = realloc(*q, n * sizeof *nq);
+
+        if (!nq)
+            return -ENOMEM;
+        *q = nq;
+        *cap = n;
+    }
+    return 0;
+}
+
+/* Wait for the oldest copy on the D2H FIFO; 0 if there is none. */
+static int wait_oldest(struct pr *p) {
+    if (p->qh == p->qt)
+        return 0;
+    if (p->q[p->qh].land > p->now) {
+        p->out->room_ns += p->q[p->qh].land - p->now;
+        p->now = p->q[p->qh].land;
+    }
+    poll(p);
+    return 1;
+}
+
+static int d2h_push(struct pr *p, uint64_t bytes, uint32_t block, int kind) {
+    uint64_t start = ready(p);
+    struct qent *e;
+
+    if (push(&p->q, &p->qt, &p->qcap))
+        return -ENOMEM;
+    start = start > p->d2h_busy ? start : p->d2h_busy;
+    e = &p->q[p->qt++];
+    e->land = start + p->lat + (kind == Q_RELEASE ? 0 : copy_ns(bytes, p->d2h));
+    e->bytes = bytes;
+    e->block = block;
+    e->kind = (uint8_t)kind;
+    p->d2h_busy = e->land;
+    p->evicting += bytes;
+    if (kind != Q_RELEASE) {
+        p->out->bytes_d2h += bytes;
+        p->out->evict_calls++;
+    }
+    if (kind == Q_VICTIM)
+        p->out->victim_bytes += bytes;
+    if (block != NIL)
+        lru_remove(p, block);
+    return 0;
+}
+
+/* The runtime's make_room: victims least recently used first (never keep),
+ * else the oldest eviction in flight, else the prefetch that lands first. */
+static int make_room(struct pr *p, uint64_t need, uint32_t keep) {
+    if (!p->budget)
+        return 0;
+    for (;;) {
+        uint64_t over;
+        uint32_t v;
+        int rc;
+
+        poll(p);
+        if (p->resident + need <= p->budget)
+            return 0;
+        over = p->resident + need - p->budget;
+        if (p->evicting < over) {
+            v = p->lru_head;
+            if (v == keep)
+                v = p->next[v];
+            if (v != NIL) {
+                if ((rc = d2h_push(p, p->bytes[v], v, Q_VICTIM)) != 0)
+                    return rc;
+                p->st[v] = P_EVI;
+                continue;
+            }
+        }
+        if (wait_oldest(p))
+            continue;
+        if (p->hh < p->ht) { /* a prefetch in flight: wait for it to land */
+            if (p->hq[p->hh].land > p->now) {
+                p->out->room_ns += p->hq[p->hh].land - p->now;
+                p->now = p->hq[p->hh].land;
+            }
+            poll(p);
+            continue;
+        }
+        return 0; /* nothing left to evict or wait for: the runtime overruns */
+    }
+}
+
+static int do_evict(struct pr *p, uint32_t x) {
+    int rc;
+
+    poll(p);
+    if (p->st[x] != P_DEV)
+        return 0; /* the runtime skips it too (not resident: a victim already, or in flight) */
+    if ((rc = d2h_push(p, p->bytes[x], x, Q_EVICT)) != 0)
+        return rc;
+    p->st[x] = P_EVI;
+    return 0;
+}
+
+static int do_release(struct pr *p, uint32_t x) {
+    int rc = 0;
+
+    poll(p);
+    if (p->st[x] == P_DEV)
+        rc = d2h_push(p, p->bytes[x], x, Q_RELEASE);
+    else if (p->st[x] == P_PRE) /* a prefetch in flight: cannot happen in a valid schedule */
+        p->resident -= p->bytes[x];
+    p->st[x] = P_DEAD;
+    return rc;
+}
+
+static int do_prefetch(struct pr *p, uint32_t x) {
+    uint64_t start;
+    int rc;
+
+    poll(p);
+    while (p->st[x] == P_EVI && wait_oldest(p))
+        ;
+    if (p->st[x] != P_HOST)
+        return 0;
+    if ((rc = make_room(p, p->bytes[x], x)) != 0)
+        return rc;
+    if ((rc = push(&p->hq, &p->ht, &p->hcap)) != 0)
+        return rc;
+    start = ready(p);
+    start = start > p->h2d_busy ? start : p->h2d_busy;
+    p->pland[x] = p->h2d_busy = start + p->lat + copy_ns(p->bytes[x], p->h2d);
+    p->hq[p->ht].land = p->pland[x];
+    p->hq[p->ht].block = x;
+    p->hq[p->ht].bytes = p->bytes[x];
+    p->hq[p->ht++].kind = 0;
+    p->resident += p->bytes[x];
+    p->st[x] = P_PRE;
+    p->out->bytes_h2d += p->bytes[x];
+    p->out->prefetch_calls++;
+    return 0;
+}
+
+static int do_access(struct pr *p, uint32_t x) {
+    uint64_t c;
+    int rc;
+
+    poll(p);
+    switch (p->st[x]) {
+    case P_DEV:
+        lru_touch(p, x);
+        return 0;
+    case P_PRE:
+        if (p->pland[x] > p->now) {
+            p->out->late_ns += p->pland[x] - p->now;
+            p->now = p->pland[x];
+        }
+        poll(p);
+        p->st[x] = P_DEV;
+        lru_touch(p, x);
+        return 0;
+    case P_EVI:
+        while (p->st[x] == P_EVI && wait_oldest(p))
+            ;
+        break;
+    case P_HOST:
+        break;
+    default:
+        return 0;
+    }
+    if ((rc = make_room(p, p->bytes[x], x)) != 0)
+        return rc;
+    c = p->fault_ns + copy_ns(p->bytes[x], p->fault_gbps);
+    p->now += c;
+    p->out->fault_ns += c;
+    p->out->faults++;
+    p->resident += p->bytes[x];
+    p->st[x] = P_DEV;
+    lru_touch(p, x);
+    return 0;
+}
+
+static int do_event(struct pr *p, const struct hoff__tev *e) {
+    uint32_t x = e->block;
+    int rc;
+
+    if (e->kind != HOFF__TEV_ALLOC && e->kind != HOFF__TEV_FREE && e->kind != HOFF__TEV_ACCESS)
+        return 0;
+    if (x >= p->t->nblocks || p->t->blocks[x].pool != 1)
+        return 0;
+    switch (e->kind) {
+    case HOFF__TEV_ALLOC:
+        if ((rc = make_room(p, p->bytes[x], x)) != 0)
+            return rc;
+        p->resident += p->bytes[x];
+        p->st[x] = P_DEV;
+        lru_touch(p, x);
+        return 0;
+    case HOFF__TEV_ACCESS:
+        return do_access(p, x);
+    default: /* free */
+        poll(p);
+        lru_remove(p, x);
+        if (p->st[x] == P_PRE) { /* residency.c counts it until its copy lands */
+            p->st[x] = P_FREED_PRE;
+            return 0;
+        }
+        if (p->st[x] == P_DEV)
+            p->resident -= p->bytes[x];
+        p->st[x] = P_NONE; /* an eviction in flight still lands (and gives its bytes back) */
+        return 0;
+    }
+}
+
+/* A group's EVICT or PREFETCH (plan.h): the first member's action moves
+ * every member with one call when each is where the call moves it from
+ * (for a prefetch, after waiting for members whose own eviction is still in
+ * flight), as replay.c and hoff__res_group do; else block by block.
+ * Returns 1 when the action is covered by the group's call. */
+static int fire_group(struct pr *p, const struct hoff__action *a, int *rc) {
+    const struct hoff__schedule *s = p->s;
+    const struct hoff__group *g;
+    uint8_t *st;
+    uint64_t total = 0, start, land;
+    uint32_t k, want;
+    int evict = a->kind == HOFF__ACT_EVICT;
+
+    *rc = 0;
+    if (!a->group || a->group > s->ngroups || !p->gst || (a->kind != HOFF__ACT_EVICT && a->kind != HOFF__ACT_PREFETCH))
+        return 0;
+    g = &s->groups[a->group - 1];
+    st = &p->gst[2 * (a->group - 1) + (evict ? 0 : 1)];
+    if (*st)
+        return *st == 1;
+    poll(p);
+    want = evict ? P_DEV : P_HOST;
+    for (k = 0; k < g->n && !evict; k++) {
+        uint32_t x = s->gmember[g->first + k].block;
+
+        while (p->st[x] == P_EVI && wait_oldest(p))
+            ;
+    }
+    for (k = 0; k < g->n; k++) {
+        uint32_t x = s->gmember[g->first + k].block;
+
+        if (p->st[x] != want)
+            break;
+        total += p->bytes[x];
+    }
+    if (k < g->n) {
+        *st = 2;
+        return 0;
+    }
+    if (!evict && (*rc = make_room(p, total, s->gmember[g->first].block)) != 0)
+        return 0;
+    start = ready(p);
+    if (evict) {
+        start = start > p->d2h_busy ? start : p->d2h_busy;
+        land = p->d2h_busy = start + p->lat + copy_ns(total, p->d2h);
+        for (k = 0; k < g->n; k++) {
+            uint32_t x = s->gmember[g->first + k].block;
+
+            if ((*rc = push(&p->q, &p->qt, &p->qcap)) != 0)
+                return 0;
+            p->q[p->qt++] = (struct qent){.land = land, .bytes = p->bytes[x], .block = x, .kind = Q_EVICT};
+            p->evicting += p->bytes[x];
+            p->st[x] = P_EVI;
+            lru_remove(p, x);
+        }
+        p->out->bytes_d2h += total;
+        p->out->evict_calls++;
+    } else {
+        start = start > p->h2d_busy ? start : p->h2d_busy;
+        land = p->h2d_busy = start + p->lat + copy_ns(total, p->h2d);
+        for (k = 0; k < g->n; k++) {
+            uint32_t x = s->gmember[g->first + k].block;
+
+            if ((*rc = push(&p->hq, &p->ht, &p->hcap)) != 0)
+                return 0;
+            p->hq[p->ht++] = (struct qent){.land = land, .bytes = p->bytes[x], .block = x, .kind = 0};
+            p->pland[x] = land;
+            p->resident += p->bytes[x];
+            p->st[x] = P_PRE;
+        }
+        p->out->bytes_h2d += total;
+        p->out->prefetch_calls++;
+    }
+    *st = 1;
+    return 1;
+}
+
+/* One planned action, as replay.c fires it. */
+static int fire(struct pr *p, const struct hoff__action *a) {
+    int rc;
+
+    if (fire_group(p, a, &rc) || rc)
+        return rc;
+    switch (a->kind) {
+    case HOFF__ACT_EVICT:
+        return do_evict(p, a->block);
+    case HOFF__ACT_PREFETCH:
+        return do_prefetch(p, a->block);
+    case HOFF__ACT_RELEASE:
+        return do_release(p, a->block);
+    default:
+        return 0; /* the tiers: not modelled */
+    }
+}
+
+/* The instant-transfer resident bytes per event under s (hoff__schedule_peak's semantics). */
+static int64_t *instant_resident(const struct hoff__trace *t, const struct hoff__schedule *s, const uint64_t *bytes) {
+    uint32_t nev = (uint32_t)t->nev, i;
+    int64_t *v = malloc((nev ? nev : 1) * sizeof *v), cur = 0;
+    uint8_t *away = calloc(t->nblocks ? t->nblocks : 1, 1);
+    size_t k = 0;
+
+    if (!v || !away) {
+        free(v);
+        free(away);
+        return NULL;
+    }
+    for (i = 0; i < nev; i++) {
+        const struct hoff__tev *e = &t->ev[i];
+        int managed = (e->kind == HOFF__TEV_ALLOC || e->kind == HOFF__TEV_FREE) && e->block < t->nblocks &&
+                      t->blocks[e->block].pool == 1;
+
+        for (; k < s->nact && s->act[k].ev == i && s->act[k].when == HOFF__ACT_BEFORE; k++)
+            if (s->act[k].kind == HOFF__ACT_PREFETCH && away[s->act[k].block]) {
+                away[s->act[k].block] = 0;
+                cur += (int64_t)bytes[s->act[k].block];
+            }
+        if (managed && e->kind == HOFF__TEV_ALLOC) {
+            cur += (int64_t)bytes[e->block];
+            away[e->block] = 0;
+        }
+        v[i] = cur;
+        if (managed && e->kind == HOFF__TEV_FREE && !away[e->block])
+            cur -= (int64_t)bytes[e->block];
+        if (managed && e->kind == HOFF__TEV_FREE)
+            away[e->block] = 1; /* gone: nothing more to count */
+        for (; k < s->nact && s->act[k].ev == i; k++) {
+            const struct hoff__action *a = &s->act[k];
+
+            if ((a->kind == HOFF__ACT_EVICT || a->kind == HOFF__ACT_RELEASE) && !away[a->block]) {
+                away[a->block] = 1;
+                cur -= (int64_t)bytes[a->block];
+            }
+        }
+    }
+    free(away);
+    return v;
+}
+
+static void heap_push(struct heapent *h, size_t *n, struct heapent x) {
+    size_t i = (*n)++;
+
+    while (i > 0) {
+        size_t up = (i - 1) / 2;
+
+        if (h[up].p0 < x.p0 || (h[up].p0 == x.p0 && h[up].act < x.act))
+            break;
+        h[i] = h[up];
+        i = up;
+    }
+    h[i] = x;
+}
+
+static void heap_pop(struct heapent *h, size_t *n) {
+    struct heapent x = h[--(*n)];
+    size_t i = 0;
+
+    for (;;) {
+        size_t c = 2 * i + 1;
+
+        if (c >= *n)
+            break;
+        if (c + 1 < *n && (h[c + 1].p0 < h[c].p0 || (h[c + 1].p0 == h[c].p0 && h[c + 1].act < h[c].act)))
+            c++;
+        if (x.p0 < h[c].p0 || (x.p0 == h[c].p0 && x.act < h[c].act))
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n)
+        h[i] = x;
+}
+
+struct seqact {
+    struct hoff__action a;
+    uint64_t seq;
+};
+
+static int by_key_seq(const void *pa, const void *pb) {
+    const struct seqact *x = pa, *y = pb;
+    uint64_t kx = (uint64_t)x->a.ev << 1 | x->a.when, ky = (uint64_t)y->a.ev << 1 | y->a.when;
+
+    if (kx != ky)
+        return kx < ky ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts *o, const uint64_t *T,
+                       struct hoff__schedule *s, int place, struct hoff__prediction *out) {
+    uint32_t nev = (uint32_t)t->nev, nb = t->nblocks, i;
+    struct pr p;
+    uint32_t *pf_of = NULL, *last_ev = NULL, *newev = NULL;
+    uint64_t *seq = NULL, nseq = 0, tprev = 0;
+    uint8_t *issued = NULL;
+    struct heapent *heap = NULL;
+    size_t nheap = 0, k = 0, j;
+    int64_t *inst = NULL;
+    struct hoff__seg sg = {0};
+    int rc = 0, early = place == HOFF__PLACE_EARLY, pass;
+    uint64_t tail = 0, send;
+
+    memset(out, 0, sizeof *out);
+    memset(&p, 0, sizeof p);
+    p.t = t;
+    p.s = s;
+    p.out = out;
+    p.budget = o->budget_bytes;
+    p.h2d = o->h2d_gbps > 0 ? o->h2d_gbps : 50.0;
+    p.d2h = o->d2h_gbps > 0 ? o->d2h_gbps : 50.0;
+    p.lat = o->latency_ns ? o->latency_ns : DEF_LAT_NS;
+    p.call = o->call_ns;
+    p.fault_ns = o->fault_ns ? o->fault_ns : DEF_FAULT_NS;
+    p.fault_gbps = o->fault_gbps > 0 ? o->fault_gbps : DEF_FAULT_GBPS;
+    p.bytes = malloc((nb ? nb : 1) * sizeof *p.bytes);
+    p.st = calloc(nb ? nb : 1, 1);
+    p.pland = calloc(nb ? nb : 1, sizeof *p.pland);
+    p.prev = malloc((nb ? nb : 1) * sizeof *p.prev);
+    p.next = malloc((nb ? nb : 1) * sizeof *p.next);
+    p.lru_head = p.lru_tail = NIL;
+    if (s->ngroups && !(p.gst = calloc(2 * s->ngroups, 1))) {
+        rc = -ENOMEM;
+        goto done;
+    }
+    seq = malloc((s->nact ? s->nact : 1) * sizeof *seq);
+    if (!p.bytes || !p.st || !p.pland || !p.prev || !p.next || !seq) {
+        rc = -ENOMEM;
+        goto done;
+    }
+    for (i = 0; i < nb; i++) {
+        p.bytes[i] = hoff__plan_bytes(o->block_bytes, &t->blocks[i]);
+        p.prev[i] = p.next[i] = NIL;
+    }
+    /* compute after the last event, to the step's end (the next step's
+     * first event comes T[0] after that) */
+    send = nev && t->step_gpu_ns != HOFF__TIME_UNKNOWN && T[nev - 1] == t->ev[nev - 1].t_gpu_ns ? t->step_gpu_ns
+                                                                                              : t->step_ns;
+    if (nev && send != HOFF__TIME_UNKNOWN && send > T[nev - 1])
+        tail = send - T[nev - 1];
+    for (j = 0; j < s->nact; j++)
+        if (s->act[j].ev >= nev || s->act[j].block >= nb || (j && s->act[j].ev < s->act[j - 1].ev)) {
+            rc = hoff__error(-EINVAL, "predict: the schedule is unsorted or names an event or block the trace "
+                             "does not have (action %zu)", j);
+            goto done;
+        }
+
+    if (early) {
+        /* Each prefetch is linked to the eviction before it; blocks with a
+         * tier action keep their prefetches where they are (their restore
+         * must come first). */
+        uint8_t *tiered = calloc(nb ? nb : 1, 1);
+
+        pf_of = malloc((s->nact ? s->nact : 1) * sizeof *pf_of);
+        last_ev = malloc((nb ? nb : 1) * sizeof *last_ev);
+        newev = malloc((s->nact ? s->nact : 1) * sizeof *newev);
+        issued = calloc(s->nact ? s->nact : 1, 1);
+        heap = malloc((s->nact ? s->nact : 1) * sizeof *heap);
+        inst = instant_resident(t, s, p.bytes);
+        if (!tiered || !pf_of || !last_ev || !newev || !issued || !heap || !inst) {
+            free(tiered);
+            rc = -ENOMEM;
+            goto done;
+        }
+        for (j = 0; j < s->nact; j++)
+            if (s->act[j].kind == HOFF__ACT_SPILL || s->act[j].kind == HOFF__ACT_RESTORE)
+                tiered[s->act[j].block] = 1;
+        for (i = 0; i < nb; i++)
+            last_ev[i] = UINT32_MAX;
+        for (j = 0; j < s->nact; j++) {
+            const struct hoff__action *a = &s->act[j];
+
+            pf_of[j] = UINT32_MAX;
+            newev[j] = a->ev;
+            if (a->kind == HOFF__ACT_EVICT)
+                last_ev[a->block] = (uint32_t)j;
+            else if (a->kind == HOFF__ACT_PREFETCH && last_ev[a->block] != UINT32_MAX) {
+                if (!tiered[a->block] && !a->group && a->when == HOFF__ACT_BEFORE)
+                    pf_of[last_ev[a->block]] = (uint32_t)j;
+                last_ev[a->block] = UINT32_MAX;
+            }
+        }
+        free(tiered);
+        rc = nev ? hoff__seg_init(&sg, inst, nev) : 0;
+        if (rc)
+            goto done;
+    }
+
+    /* Two steps back to back: the copies still in flight when a step ends
+     * (its last evictions, of retained blocks too) hold the engines and the
+     * budget into the next one, as they do in a replayed run.  The second
+     * step is the prediction (and, placing early, the placement). */
+    for (pass = 0; pass < 2; pass++) {
+    if (pass) {
+        uint64_t end = p.now + tail, q0 = p.qh, n;
+
+        /* what is still in flight, on the new step's clock; the blocks are gone */
+        for (n = 0; q0 < p.qt; q0++)
+            if (p.q[q0].land > end) {
+                p.q[n] = p.q[q0];
+                p.q[n].land -= end;
+                p.q[n].block = NIL;
+                p.q[n++].kind = Q_VICTIM;
+            }
+        p.qh = 0;
+        p.qt = n;
+        p.resident = p.evicting = 0;
+        for (q0 = 0; q0 < n; q0++)
+            p.resident += p.q[q0].bytes, p.evicting += p.q[q0].bytes;
+        p.hh = p.ht = 0;
+        p.d2h_busy = p.d2h_busy > end ? p.d2h_busy - end : 0;
+        p.h2d_busy = p.h2d_busy > end ? p.h2d_busy - end : 0;
+        p.issuer = p.issuer > end ? p.issuer - end : 0;
+        p.now = 0;
+        memset(p.st, 0, nb ? nb : 1);
+        for (i = 0; i < nb; i++)
+            p.prev[i] = p.next[i] = NIL;
+        p.lru_head = p.lru_tail = NIL;
+        if (p.gst)
+            memset(p.gst, 0, 2 * s->ngroups);
+        memset(out, 0, sizeof *out);
+        k = 0;
+        nseq = 0;
+        tprev = 0;
+        if (early) {
+            memset(issued, 0, s->nact ? s->nact : 1);
+            for (j = 0; j < s->nact; j++)
+                newev[j] = s->act[j].ev;
+            nheap = 0;
+            hoff__seg_destroy(&sg);
+            memset(&sg, 0, sizeof sg);
+            if (nev && (rc = hoff__seg_init(&sg, inst, nev)) != 0)
+                goto done;
+        }
+    }
+    for (i = 0; i <= nev; i++) {
+        /* compute up to event i, then what has landed */
+        if (i < nev) {
+            p.now += T[i] - tprev;
+            tprev = T[i];
+        }
+        poll(&p);
+        /* the AFTER actions of i - 1 */
+        for (; k < s->nact && i > 0 && s->act[k].ev == i - 1; k++) {
+            const struct hoff__action *a = &s->act[k];
+
+            seq[k] = nseq++;
+            rc = fire(&p, a);
+            if (!rc && early && a->kind == HOFF__ACT_EVICT && pf_of[k] != UINT32_MAX)
+                heap_push(heap, &nheap, (struct heapent){s->act[pf_of[k]].ev, pf_of[k]});
+            if (rc)
+                goto done;
+        }
+        if (i == nev)
+            break;
+        /* the BEFORE actions of i: what the schedule has there first (in
+         * its order), then the early ones, earliest deadline first */
+        for (; k < s->nact && s->act[k].ev == i && s->act[k].when == HOFF__ACT_BEFORE; k++) {
+            const struct hoff__action *a = &s->act[k];
+
+            if (early && issued[k])
+                continue; /* already issued, earlier: its seq is set */
+            seq[k] = nseq++;
+            if (early && a->kind == HOFF__ACT_PREFETCH)
+                issued[k] = 1;
+            if ((rc = fire(&p, a)) != 0)
+                goto done;
+        }
+        while (early && nheap) {
+            struct heapent h = heap[0];
+            uint32_t x = s->act[h.act].block;
+
+            if (issued[h.act]) {
+                heap_pop(heap, &nheap);
+                continue;
+            }
+            if (h.p0 <= i)
+                break; /* cannot happen: fired above */
+            poll(&p);
+            if (p.st[x] != P_HOST || (p.budget && p.resident + p.bytes[x] > p.budget) ||
+                (p.budget && hoff__seg_max(&sg, i, h.p0 - 1) + (int64_t)p.bytes[x] > (int64_t)p.budget))
+                break;
+            heap_pop(heap, &nheap);
+            hoff__seg_add(&sg, i, h.p0 - 1, (int64_t)p.bytes[x]);
+            issued[h.act] = 1;
+            newev[h.act] = i;
+            seq[h.act] = nseq++;
+            if ((rc = do_prefetch(&p, x)) != 0)
+                goto done;
+        }
+        if ((rc = do_event(&p, &t->ev[i])) != 0)
+            goto done;
+    }
+    }
+    out->stall_ns = out->room_ns + out->late_ns + out->fault_ns;
+    s->stall_ns = out->stall_ns;
+
+    if (early) {
+        struct seqact *v = malloc((s->nact ? s->nact : 1) * sizeof *v);
+
+        if (!v) {
+            rc = -ENOMEM;
+            goto done;
+        }
+        for (j = 0; j < s->nact; j++) {
+            v[j].a = s->act[j];
+            v[j].a.ev = newev[j];
+            v[j].seq = seq[j];
+        }
+        qsort(v, s->nact, sizeof *v, by_key_seq);
+        for (j = 0; j < s->nact; j++)
+            s->act[j] = v[j].a;
+        free(v);
+        hoff__schedule_sort(s); /* a no-op unless a kind rank needs it */
+    }
+
+done:
+    if (sg.mx)
+        hoff__seg_destroy(&sg);
+    free(inst);
+    free(heap);
+    free(issued);
+    free(newev);
+    free(last_ev);
+    free(pf_of);
+    free(seq);
+    free(p.q);
+    free(p.hq);
+    free(p.gst);
+    free(p.prev);
+    free(p.next);
+    free(p.pland);
+    free(p.st);
+    free(p.bytes);
+    return rc;
+}
