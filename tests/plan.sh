@@ -53,6 +53,31 @@ done
 expect_rc $? 0 "hoff-plan show --json" "$tmp.out"
 check "$tmp.out" '"summary":{"feasible":true' "hoff-plan show --json"
 
+# 2b. model --json on a committed trace: parses and is self-consistent.
+mtrace=${srcdir:-.}/tests/data/traces/gpt.trace.gz
+./hoff-plan model "$mtrace" --budget 25% --gpu-step 0.29 --json >"$tmp.model" 2>&1
+expect_rc $? 0 "hoff-plan model --json" "$tmp.model"
+if command -v python3 >/dev/null 2>&1; then
+    if ! python3 - "$tmp.model" <<'EOF'
+import json, sys
+m = json.load(open(sys.argv[1]))
+n, r, t = m["nev"], m["resident"], m["t_ns"]
+assert n > 0 and len(t) == n and len(r) == n, "lengths: nev %d, t_ns %d, resident %d" % (n, len(t), len(r))
+assert all(x <= y for x, y in zip(t, t[1:])) and t[-1] <= m["step_ns"], "t_ns not non-decreasing up to step_ns"
+assert m["gaps"] and all(0 <= a < b <= n and s > 0 for a, b, s, _blk in m["gaps"]), "a gap out of range"
+# The releases planned can only lower the no-offload peak (gpt's dead tails do).
+assert 0 < max(r) <= m["nopeak_bytes"] == m["offload_peak_bytes"], "peaks: %d, %d" % (max(r), m["nopeak_bytes"])
+assert 0 < m["budget_bytes"] < m["nopeak_bytes"] and m["latency_ns"] == 10000 and m["h2d_gbps"] == 50
+EOF
+    then
+        echo "FAIL: hoff-plan model --json is not self-consistent:"
+        head -c 2000 "$tmp.model"
+        fail=1
+    fi
+fi
+./hoff-plan model "$mtrace" >"$tmp.out" 2>&1
+expect_rc $? 2 "hoff-plan model (no budget)" "$tmp.out"
+
 # 3. simulate at 50% and 25%: the JSON fields, integrity, the budget.
 for pct in 50 25; do
     out=$tmp.sim$pct
@@ -147,7 +172,7 @@ expect_rc $? 2 "hoff-plan show --planner nosuch" "$tmp.out"
 check "$tmp.out" "greedy" "hoff-plan show --planner nosuch (lists the planners)"
 ./hoff-plan frobnicate >"$tmp.out" 2>&1
 expect_rc $? 2 "hoff-plan frobnicate" "$tmp.out"
-for sub in simulate show synth info; do
+for sub in simulate show synth info model; do
     ./hoff-plan $sub --help >"$tmp.out" 2>&1
     expect_rc $? 0 "hoff-plan $sub --help" "$tmp.out"
     check "$tmp.out" "usage: hoff-plan $sub" "hoff-plan $sub --help"

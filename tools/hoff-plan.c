@@ -274,7 +274,9 @@ static void usage_simulate(FILE *f) {
             "  --spill-dir DIR     NVMe tier: spill what passes the host cap to files in DIR\n"
             "  --bandwidth GBPS    the sim's H2D and D2H copy engines, and what the planner\n"
             "                      assumes, GB/s (default 50)\n"
-            "  --planner NAME      planner (default greedy; 'hoff-plan show --help' lists them)\n"
+            "  --planner NAME      planner (default timed; 'hoff-plan show --help' lists them)\n"
+            "  --groups on|off     co-located groups: blocks the plan prefetches together share one\n"
+            "                      mapping and move with one call (default on, as HOFF_GROUPS)\n"
             "  --steps N           steps to run, the first being the warmup (default 3, >= 2)\n"
             "  --compute-scale X   divide the trace's compute gaps by X (default 1)\n"
             "  --gpu-step MS       scale the compute gaps so a step computes for MS milliseconds\n"
@@ -296,6 +298,7 @@ struct sim_opts {
     double gpu_step_ms;
     int json;
     const char *spill_dir;   /* NVMe tier (HOFF_SPILL_DIR); NULL = none */
+    int groups;              /* co-located groups (HOFF_GROUPS) */
 };
 
 struct sim_run {
@@ -320,6 +323,7 @@ static int make_ctx(const struct sim_opts *so, uint64_t budget, uint64_t device_
     cfg.oversub_margin_bytes = 0;
     cfg.budget_bytes = budget;
     cfg.host_cap_bytes = so->host_cap;
+    cfg.groups = so->groups;
     err[0] = '\0';
     if ((rc = hoff_config_set(&cfg, "planner", so->planner, err, sizeof err)) != 0) {
         fprintf(stderr, "%s simulate: --planner: %s\n", cmd, err[0] ? err : hoff_strerror(rc));
@@ -427,8 +431,8 @@ static int cmd_simulate(int argc, char **argv) {
         {"bandwidth", required_argument, NULL, 'w'}, {"planner", required_argument, NULL, 'p'},
         {"steps", required_argument, NULL, 's'},   {"compute-scale", required_argument, NULL, 'c'},
         {"gpu-step", required_argument, NULL, 'g'}, {"json", no_argument, NULL, 'j'},
-        {"spill-dir", required_argument, NULL, 'N'}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+        {"spill-dir", required_argument, NULL, 'N'}, {"groups", required_argument, NULL, 'G'},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     const char *sub = "simulate";
     struct sim_opts so;
     struct hoff__trace t;
@@ -441,7 +445,8 @@ static int cmd_simulate(int argc, char **argv) {
 
     memset(&so, 0, sizeof so);
     so.bandwidth = 50.0;
-    so.planner = "greedy";
+    so.planner = "timed";
+    so.groups = 1;
     so.steps = 3;
     so.compute_scale = 1.0;
     opterr = 0;
@@ -481,6 +486,16 @@ static int cmd_simulate(int argc, char **argv) {
             break;
         case 'N':
             so.spill_dir = optarg;
+            break;
+        case 'G':
+            if (strcmp(optarg, "on") == 0)
+                so.groups = 1;
+            else if (strcmp(optarg, "off") == 0)
+                so.groups = 0;
+            else {
+                fprintf(stderr, "%s %s: --groups: expected on or off, not '%s'\n", cmd, sub, optarg);
+                return EXIT_USAGE;
+            }
             break;
         case 'h':
             usage_simulate(stdout);
@@ -553,6 +568,10 @@ static int cmd_simulate(int argc, char **argv) {
         printf(",\"bytes_d2h\":%" PRIu64 ",\"bytes_h2d\":%" PRIu64 ",\"evictions\":%" PRIu64
                ",\"prefetches\":%" PRIu64,
                ls->bytes_d2h, ls->bytes_h2d, ls->evictions, ls->prefetches);
+        printf(",\"evict_calls\":%" PRIu64 ",\"prefetch_calls\":%" PRIu64 ",\"groups\":%s,\"plan_groups\":%" PRIu64
+               ",\"group_calls_saved\":%" PRIu64 ",\"group_fallbacks\":%" PRIu64 ",\"plan_stall_ns\":%" PRIu64,
+               ls->evict_calls, ls->prefetch_calls, yes(so.groups), run.last.plan_groups,
+               run.last.group_calls_saved, run.last.group_fallbacks, run.last.plan_stall_ns);
         /* the tiers, over the whole run */
         printf(",\"peak_host_bytes\":%" PRIu64 ",\"peak_nvme_bytes\":%" PRIu64 ",\"bytes_spilled\":%" PRIu64
                ",\"bytes_restored\":%" PRIu64 ",\"spill_failures\":%" PRIu64 ",\"crc_errors\":%" PRIu64
@@ -597,9 +616,10 @@ static int cmd_simulate(int argc, char **argv) {
             printf("budget: %s (%g%% of the offload peak)\n", SZ(budget), so.budget.pct);
         else
             printf("budget: %s\n", SZ(budget));
-        printf("plan: %" PRIu64 " actions, %s, plan peak %s, planned in %s\n", run.last.plan_actions,
+        printf("plan: %" PRIu64 " actions, %s, plan peak %s, planned in %s; predicted stall %s a step; "
+               "%" PRIu64 " co-located groups\n", run.last.plan_actions,
                run.last.plan_feasible ? "feasible" : "NOT feasible", SZ(run.last.plan_peak_bytes),
-               TM(run.last.plan_ns));
+               TM(run.last.plan_ns), TM(run.last.plan_stall_ns), run.last.plan_groups);
         for (k = 0; k < run.r.steps; k++)
             human_step(k, &run.r.step[k]);
         printf("last replay step (step %d):\n", last);
@@ -611,7 +631,8 @@ static int cmd_simulate(int argc, char **argv) {
         printf("  host tier: peak %s%s%s; NVMe tier: peak %s, spilled %s, restored %s (whole run)\n",
                SZ(run.last.peak_host_bytes), so.host_cap ? " of a cap of " : "", so.host_cap ? SZ(so.host_cap) : "",
                SZ(run.last.peak_nvme_bytes), SZ(run.last.bytes_spilled), SZ(run.last.bytes_restored));
-        printf("  prefetched: %s in %" PRIu64 " prefetches\n", SZ(ls->bytes_h2d), ls->prefetches);
+        printf("  prefetched: %s in %" PRIu64 " prefetches, %" PRIu64 " calls\n", SZ(ls->bytes_h2d), ls->prefetches,
+               ls->prefetch_calls);
         printf("  actions: %" PRIu64 " planned, %" PRIu64 " fired, %" PRIu64 " skipped\n", run.last.plan_actions,
                run.last_fired, run.last_skipped);
         printf("  faults: %" PRIu64 "\n", ls->faults);
@@ -645,7 +666,7 @@ static void usage_show(FILE *f) {
             "\n"
             "  --budget SIZE|PCT%%       resident offload bytes allowed: a size (512M, 2G) or a\n"
             "                           percentage of the trace's offload peak\n"
-            "  --planner NAME           planner (default greedy)\n"
+            "  --planner NAME           planner (default timed)\n"
             "  --host-cap SIZE          host-tier bytes (default: no limit)\n"
             "  --bandwidth GBPS         H2D and D2H bandwidth for timed planners (default 50)\n"
             "  --guard-after-alloc N    blocks without access marks: events after the alloc\n"
@@ -802,7 +823,7 @@ static int cmd_show(int argc, char **argv) {
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    const char *sub = "show", *planner = "greedy", *path;
+    const char *sub = "show", *planner = "timed", *path;
     struct budget_arg ba;
     struct hoff_config defaults;
     struct hoff__plan_opts po;
@@ -978,6 +999,218 @@ static int cmd_show(int argc, char **argv) {
     hoff__schedule_destroy(&s);
     hoff__trace_destroy(&t);
     return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * model: the planner-independent view of a trace under a budget, for bounds
+ * (bench/bound.py): event times, resident bytes, the gaps
+ * ------------------------------------------------------------------------- */
+
+static void usage_model(FILE *f) {
+    fprintf(f,
+            "usage: hoff-plan model TRACE --budget SIZE|PCT%% [options]\n"
+            "Prints what every planner starts from, for lower bounds on the stall (bench/bound.py):\n"
+            "each event's time on the clock 'simulate' models, the resident offload bytes at each\n"
+            "event with the planned releases and no offload, and every candidate gap (evict after\n"
+            "event a, back before event b).\n"
+            "\n"
+            "  --budget SIZE|PCT%%       resident offload bytes allowed: a size (512M, 2G; 0 = no\n"
+            "                           limit) or a percentage of the trace's offload peak\n"
+            "  --bandwidth GBPS         the H2D and D2H copy engines, GB/s (default 50)\n"
+            "  --compute-scale X        divide the trace's compute gaps by X (default 1)\n"
+            "  --gpu-step MS            scale the compute gaps so a step computes for MS ms\n"
+            "  --guard-after-alloc N    blocks without access marks: events after the alloc\n"
+            "                           before an eviction (default 1)\n"
+            "  --guard-before-free N    ...and events before the free by which they are back\n"
+            "                           (default 1)\n"
+            "  --json                   print the model as one JSON object (default: a summary)\n"
+            "  -h, --help               this text\n"
+            "\n"
+            "JSON fields: trace, budget_bytes, nopeak_bytes, offload_peak_bytes, h2d_gbps, d2h_gbps,\n"
+            "latency_ns, fault_gbps, fault_ns, nev, step_ns, t_ns[nev], resident[nev],\n"
+            "gaps[[a, b, size, block], ...] (b == nev: away to the step's end, no prefetch) and\n"
+            "runtime_gaps[[a, b, size, block], ...] (away on a+1 .. b-1 with no prefetch: what\n"
+            "evictions on demand can use besides the gaps).\n"
+            "\n"
+            "Exit status: 0 ok, 1 unreadable trace or out of memory, 2 bad usage.\n");
+}
+
+static int cmd_model(int argc, char **argv) {
+    static const struct option longopts[] = {
+        {"budget", required_argument, NULL, 'b'},
+        {"bandwidth", required_argument, NULL, 'w'},
+        {"compute-scale", required_argument, NULL, 'c'},
+        {"gpu-step", required_argument, NULL, 'g'},
+        {"guard-after-alloc", required_argument, NULL, 'A'},
+        {"guard-before-free", required_argument, NULL, 'F'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    const char *sub = "model", *path;
+    struct budget_arg ba;
+    struct hoff_config defaults;
+    struct hoff__plan_opts po;
+    struct hoff__drive_opts dopt;
+    struct hoff__schedule s;
+    struct hoff__trace t;
+    struct hoff__gap *gaps = NULL;
+    size_t ngaps = 0, nopeak_ev, i;
+    uint64_t offload_peak, ga, gb, *t_ns = NULL, step_ns = 0, max_res = 0, over = 0;
+    int64_t *res = NULL;
+    double bw = 50.0, compute_scale = 1.0, gpu_step_ms = 0;
+    int opt, have_budget = 0, json = 0, rc, exit_code = EXIT_FAIL, first;
+
+    hoff_config_init(&defaults);
+    memset(&po, 0, sizeof po);
+    ga = defaults.guard_after_alloc;
+    gb = defaults.guard_before_free;
+    opterr = 0;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'b':
+            if (parse_budget(sub, optarg, &ba))
+                return EXIT_USAGE;
+            have_budget = 1;
+            break;
+        case 'w':
+            if (parse_pos_double(sub, "--bandwidth", optarg, &bw))
+                return EXIT_USAGE;
+            break;
+        case 'c':
+            if (parse_pos_double(sub, "--compute-scale", optarg, &compute_scale))
+                return EXIT_USAGE;
+            break;
+        case 'g':
+            if (parse_pos_double(sub, "--gpu-step", optarg, &gpu_step_ms))
+                return EXIT_USAGE;
+            break;
+        case 'A':
+            if (parse_u64(sub, "--guard-after-alloc", optarg, 0, 1000000, &ga))
+                return EXIT_USAGE;
+            break;
+        case 'F':
+            if (parse_u64(sub, "--guard-before-free", optarg, 0, 1000000, &gb))
+                return EXIT_USAGE;
+            break;
+        case 'j':
+            json = 1;
+            break;
+        case 'h':
+            usage_model(stdout);
+            return 0;
+        default:
+            return bad_option(sub, argv, opt);
+        }
+    }
+    if ((rc = trace_operand(sub, argc, argv, 1, have_budget, NULL, &path)) != 0)
+        return rc;
+    if (load_trace(path, &t))
+        return EXIT_FAIL;
+    offload_peak = hoff__trace_offload_peak(&t, hoff__pool_block_bytes, &nopeak_ev);
+    if (resolve_budget(sub, &ba, offload_peak, &po.budget_bytes)) {
+        hoff__trace_destroy(&t);
+        return EXIT_USAGE;
+    }
+    po.guard_after_alloc = (uint32_t)ga;
+    po.guard_before_free = (uint32_t)gb;
+    po.block_bytes = hoff__pool_block_bytes; /* as the runtime plans */
+    po.h2d_gbps = bw;
+    po.d2h_gbps = bw;
+    hoff__schedule_init(&s);
+
+    /* The clock 'simulate' drives the trace on (lib/trace/drive.c). */
+    memset(&dopt, 0, sizeof dopt);
+    dopt.compute_scale = compute_scale;
+    dopt.gpu_step_ns = gpu_step_ms > 0 ? (uint64_t)(gpu_step_ms * 1e6 + 0.5) : 0;
+    t_ns = calloc(t.nev ? t.nev : 1, sizeof *t_ns);
+    if (!t_ns || hoff__drive_clock(&t, &dopt, t_ns, &step_ns) != 0) {
+        fprintf(stderr, "%s model: out of memory\n", cmd);
+        goto out;
+    }
+    /* The resident bytes every planner starts from: with no limit the
+     * prologue plans no releases, so ask it with the largest budget. */
+    {
+        struct hoff__plan_opts pb = po;
+
+        if (pb.budget_bytes == 0)
+            pb.budget_bytes = UINT64_MAX;
+        rc = hoff__plan_begin("model", &t, &pb, &s, &res);
+    }
+    if (rc == 0)
+        rc = hoff__plan_gaps(&t, &po, &gaps, &ngaps);
+    if (rc) {
+        fprintf(stderr, "%s model: %s: %s\n", cmd, path, hoff_last_error()[0] ? hoff_last_error() : hoff_strerror(rc));
+        goto out;
+    }
+    for (i = 0; i < t.nev && res; i++) {
+        if ((uint64_t)res[i] > max_res)
+            max_res = (uint64_t)res[i];
+        if (po.budget_bytes && (uint64_t)res[i] > po.budget_bytes)
+            over++;
+    }
+    if (json) {
+        printf("{\"trace\":");
+        json_str(stdout, path);
+        printf(",\"budget_bytes\":%" PRIu64 ",\"nopeak_bytes\":%" PRIu64 ",\"offload_peak_bytes\":%" PRIu64
+               ",\"h2d_gbps\":%g,\"d2h_gbps\":%g,\"latency_ns\":%" PRIu64 ",\"fault_gbps\":%g,\"fault_ns\":%" PRIu64
+               ",\"nev\":%zu,\"step_ns\":%" PRIu64,
+               po.budget_bytes, s.nopeak_bytes, offload_peak, bw, bw, defaults.sim_latency_ns, defaults.sim_fault_gbps,
+               defaults.sim_fault_ns, t.nev, step_ns);
+        printf(",\"t_ns\":[");
+        for (i = 0; i < t.nev; i++)
+            printf("%s%" PRIu64, i ? "," : "", t_ns[i]);
+        printf("],\"resident\":[");
+        for (i = 0; i < t.nev; i++)
+            printf("%s%" PRId64, i ? "," : "", res ? res[i] : 0);
+        printf("],\"gaps\":[");
+        for (i = 0; i < ngaps; i++)
+            printf("%s[%" PRIu32 ",%" PRIu32 ",%" PRIu64 ",%" PRIu32 "]", i ? "," : "", gaps[i].a, gaps[i].b,
+                   gaps[i].size, gaps[i].block);
+        /* What the runtime's evictions on demand can use besides: a block
+         * with no access after its alloc can stay away from its alloc to its
+         * free, a retained one after its last access to the step's end;
+         * neither comes back in the step. */
+        printf("],\"runtime_gaps\":[");
+        for (i = 0, first = 1; i < t.nblocks; i++) {
+            const struct hoff__tblock *b = &t.blocks[i];
+            uint32_t a, e;
+
+            if (!hoff__plan_movable(b))
+                continue;
+            if (b->naccess <= 1) {
+                a = b->alloc_ev;
+                e = b->retained ? (uint32_t)t.nev : b->free_ev + 1;
+            } else if (b->retained) {
+                a = t.acc[b->first_access + b->naccess - 1].ev;
+                e = (uint32_t)t.nev;
+            } else {
+                continue;
+            }
+            if (e <= a + 1)
+                continue;
+            printf("%s[%" PRIu32 ",%" PRIu32 ",%" PRIu64 ",%zu]", first ? "" : ",", a, e,
+                   hoff__plan_bytes(po.block_bytes, b), i);
+            first = 0;
+        }
+        printf("]}\n");
+    } else {
+        printf("trace: %s (%zu events, %" PRIu32 " blocks)\n", path, t.nev, t.nblocks);
+        printf("budget: %s; offload peak %s without offload, %s with the releases planned\n",
+               po.budget_bytes ? SZ(po.budget_bytes) : "none", SZ(s.nopeak_bytes), SZ(max_res));
+        printf("events over the budget: %" PRIu64 "\n", over);
+        printf("gaps: %zu\n", ngaps);
+        printf("clock: step computes for %s; copy engines %g GB/s each way, %s per call\n", TM(step_ns), bw,
+               TM(defaults.sim_latency_ns));
+    }
+    exit_code = 0;
+out:
+    free(gaps);
+    free(res);
+    free(t_ns);
+    hoff__schedule_destroy(&s);
+    hoff__trace_destroy(&t);
+    return exit_code;
 }
 
 /* ---------------------------------------------------------------------------
@@ -1316,7 +1549,8 @@ static int pic_parse(struct pic *p, int argc, char **argv, const char *short_opt
     memset(&longopts[n], 0, sizeof longopts[n]);
     memset(&p->so, 0, sizeof p->so);
     p->so.bandwidth = 50.0;
-    p->so.planner = "greedy";
+    p->so.planner = "timed";
+    p->so.groups = 1;
     p->so.steps = 3;
     p->so.compute_scale = 1.0;
     opterr = 0;
@@ -1476,7 +1710,7 @@ static void usage_timeline(FILE *f) {
             "  --host-cap SIZE      host-tier bytes (default: no limit)\n"
             "  --spill-dir DIR      NVMe tier: spill what passes the host cap to files in DIR\n"
             "  --bandwidth GBPS     the sim's copy engines and the planner's figure (default 50)\n"
-            "  --planner NAME       planner (default greedy)\n"
+            "  --planner NAME       planner (default timed)\n"
             "  --steps N            steps to simulate, the first the warmup (default 3, >= 2)\n"
             "  --compute-scale X    divide the trace's compute gaps by X (default 1)\n"
             "  --gpu-step MS        scale the compute gaps so a step computes for MS ms\n"
@@ -1905,7 +2139,7 @@ static void usage_export(FILE *f) {
             "  --host-cap SIZE      host-tier bytes (default: no limit)\n"
             "  --spill-dir DIR      NVMe tier: spill what passes the host cap to files in DIR\n"
             "  --bandwidth GBPS     the sim's copy engines and the planner's figure (default 50)\n"
-            "  --planner NAME       planner (default greedy)\n"
+            "  --planner NAME       planner (default timed)\n"
             "  --steps N            steps to simulate, the first the warmup (default 3, >= 2)\n"
             "  --compute-scale X    divide the trace's compute gaps by X (default 1)\n"
             "  --gpu-step MS        scale the compute gaps so a step computes for MS ms\n"
@@ -2353,6 +2587,7 @@ static void usage(FILE *f) {
             "                                      the simulated replay as a Perfetto trace\n"
             "  synth -o FILE                       write a synthetic transformer trace\n"
             "  info TRACE                          summarise a trace\n"
+            "  model TRACE --budget SIZE|PCT%%      times, resident bytes and gaps as JSON (for bounds)\n"
             "\n"
             "'hoff-plan COMMAND --help' describes a command's options; hoff-plan(1) has the rest.\n");
 }
@@ -2385,7 +2620,10 @@ int main(int argc, char **argv) {
         return cmd_synth(argc - 1, argv + 1);
     if (strcmp(c, "info") == 0)
         return cmd_info(argc - 1, argv + 1);
-    fprintf(stderr, "%s: unknown command '%s' (simulate, show, timeline, export, synth or info; see '%s --help')\n",
+    if (strcmp(c, "model") == 0)
+        return cmd_model(argc - 1, argv + 1);
+    fprintf(stderr,
+            "%s: unknown command '%s' (simulate, show, timeline, export, synth, info or model; see '%s --help')\n",
             cmd, c, cmd);
     return EXIT_USAGE;
 }

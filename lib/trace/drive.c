@@ -198,10 +198,16 @@ static void setup_time(struct drv *d) {
         d->scale = d->o->compute_scale > 0 ? 1.0 / d->o->compute_scale : 1.0;
 }
 
+/* Trace time tt on the modelled clock. */
+static uint64_t scaled(const struct drv *d, uint64_t tt) {
+    double target_d = (double)tt * d->scale;
+
+    return target_d >= 1.8e19 ? UINT64_MAX : (uint64_t)(target_d + 0.5);
+}
+
 /* Let modelled compute run until trace time tt. */
 static int advance_to(struct drv *d, uint64_t tt) {
-    double target_d = (double)tt * d->scale;
-    uint64_t target = target_d >= 1.8e19 ? UINT64_MAX : (uint64_t)(target_d + 0.5);
+    uint64_t target = scaled(d, tt);
     uint64_t gap;
     int rc;
 
@@ -219,6 +225,30 @@ static int advance_to(struct drv *d, uint64_t tt) {
     if (rc)
         return rc;
     d->compute_ns += gap;
+    return 0;
+}
+
+int hoff__drive_clock(const struct hoff__trace *t, const struct hoff__drive_opts *o, uint64_t *t_ns,
+                      uint64_t *step_ns) {
+    struct drv d;
+    uint64_t now = 0, target;
+    size_t i;
+
+    if (!t || !o || (t->nev && !t_ns) || !step_ns)
+        return -EINVAL;
+    memset(&d, 0, sizeof d);
+    d.t = t;
+    d.o = o;
+    setup_time(&d);
+    /* advance_to's clock: the modelled time only moves forward. */
+    for (i = 0; i < t->nev; i++) {
+        target = scaled(&d, ev_time(&d, i));
+        if (target > now)
+            now = target;
+        t_ns[i] = now;
+    }
+    target = scaled(&d, step_end_time(t, d.use_gpu));
+    *step_ns = target > now ? target : now;
     return 0;
 }
 
@@ -381,6 +411,8 @@ static int run_step(struct drv *d, struct hoff__drive_step *out) {
     out->prefetches = s1.prefetches - s0.prefetches;
     out->faults = s1.faults - s0.faults;
     out->late_prefetches = s1.late_prefetches - s0.late_prefetches;
+    out->evict_calls = s1.evict_calls - s0.evict_calls;
+    out->prefetch_calls = s1.prefetch_calls - s0.prefetch_calls;
     out->peak_resident_bytes = s1.step_peak_resident_bytes;
     /* Retained blocks (gradients) would stay across steps in training; here
      * they go now so that every step has the same shape. */

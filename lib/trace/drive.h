@@ -26,6 +26,7 @@ struct hoff__drive_step {
     uint64_t stall_ns;      /* stats delta */
     uint64_t bytes_d2h, bytes_h2d;
     uint64_t evictions, prefetches, faults, late_prefetches;
+    uint64_t evict_calls, prefetch_calls; /* backend transfer calls (a group's counts 1) */
     uint64_t peak_resident_bytes;  /* peak of resident offload bytes in this step */
     int plan_state;         /* enum hoff_plan_state during the step */
 };
@@ -47,5 +48,12 @@ struct hoff__drive_result {
 int hoff__trace_drive(hoff_ctx *ctx, const struct hoff__trace *t, const struct hoff__drive_opts *o,
                       struct hoff__drive_result *r);
 void hoff__drive_result_free(struct hoff__drive_result *r);
+
+/* The clock hoff__trace_drive models for t under o's compute_scale and
+ * gpu_step_ns (the other fields are ignored), with no stall: t_ns[i] (nev
+ * values, non-decreasing) is when event i comes, *step_ns the compute of the
+ * whole step.  0 or -EINVAL. */
+int hoff__drive_clock(const struct hoff__trace *t, const struct hoff__drive_opts *o, uint64_t *t_ns,
+                      uint64_t *step_ns);
 
 #endif
