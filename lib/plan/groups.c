@@ -96,26 +96,6 @@ static uint32_t land(const struct landing *L, uint32_t E, uint64_t S, uint32_t P
     return lo;
 }
 
-/* Event times, non-decreasing: t_gpu_ns where every event has one, else
- * t_cpu_ns; NULL without memory. */
-static uint64_t *event_times(const struct hoff__trace *t) {
-    uint64_t *T = malloc((t->nev ? t->nev : 1) * sizeof *T), run = 0;
-    size_t i;
-    int gpu = 1;
-
-    if (!T)
-        return NULL;
-    for (i = 0; i < t->nev && gpu; i++)
-        gpu = t->ev[i].t_gpu_ns != HOFF__TIME_UNKNOWN;
-    for (i = 0; i < t->nev; i++) {
-        uint64_t x = gpu ? t->ev[i].t_gpu_ns : t->ev[i].t_cpu_ns;
-
-        run = x > run ? x : run;
-        T[i] = run;
-    }
-    return T;
-}
-
 struct cand {
     uint32_t block;
     uint32_t ie, ip;        /* its EVICT and PREFETCH actions */
@@ -151,15 +131,7 @@ static void drop_groups(struct hoff__schedule *s) {
 
     for (i = 0; i < s->nact; i++)
         s->act[i].group = 0;
-    free(s->groups);
-    free(s->gmember);
-    free(s->block_group);
-    free(s->block_member);
-    s->groups = NULL;
-    s->gmember = NULL;
-    s->block_group = s->block_member = NULL;
-    s->ngroups = s->ngmember = 0;
-    s->nblocks_grouped = 0;
+    hoff__schedule_free_groups(s);
 }
 
 /* The candidates: each eligible block's longest evicted gap ending with a prefetch. */
@@ -287,6 +259,48 @@ static int keep_group(struct hoff__schedule *s, const struct cand *c, size_t fir
     return 0;
 }
 
+/* Move each member's actions to its group's points — the eviction too
+ * unless the group's evict_ev is UINT32_MAX — sort, and check that the
+ * schedule holds and its peak stays within limit.  1: done; 0: undone, s
+ * as it was (cannot happen: the callers counted the same bytes); -errno. */
+static int apply(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct hoff__schedule *s,
+                 const struct cand *c, size_t nc, struct hoff__action *saved, uint64_t limit) {
+    uint64_t peak = 0;
+    uint32_t peak_ev = 0;
+    size_t k;
+    int rc;
+
+    memcpy(saved, s->act, s->nact * sizeof *saved);
+    for (k = 0; k < nc; k++) {
+        uint32_t gi = s->block_group[c[k].block];
+        const struct hoff__group *g;
+
+        if (!gi)
+            continue;
+        g = &s->groups[gi - 1];
+        if (g->evict_ev != UINT32_MAX) {
+            s->act[c[k].ie].ev = g->evict_ev;
+            s->act[c[k].ie].when = g->evict_when;
+            s->act[c[k].ie].group = gi;
+        }
+        s->act[c[k].ip].ev = g->prefetch_ev;
+        s->act[c[k].ip].when = g->prefetch_when;
+        s->act[c[k].ip].group = gi;
+    }
+    hoff__schedule_sort(s);
+    rc = hoff__schedule_peak(t, s, &peak, &peak_ev);
+    if (rc || peak > limit) {
+        memcpy(s->act, saved, s->nact * sizeof *saved);
+        hoff__log(HOFF_LOG_WARN, "grouping: the grouped schedule does not hold (%s); planned without groups",
+                  rc ? "invalid" : "its peak rose");
+        return 0;
+    }
+    s->peak_bytes = peak;
+    s->peak_ev = peak_ev;
+    s->feasible = peak <= o->budget_bytes;
+    return 1;
+}
+
 int hoff__plan_groups(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct hoff__schedule *s) {
     uint64_t t0 = hoff__plan_now_ns(), peak = 0, limit, *res = NULL;
     uint32_t nev = (uint32_t)t->nev, peak_ev = 0, E = 0, P = 0, evict_k = 0;
@@ -310,7 +324,7 @@ int hoff__plan_groups(const struct hoff__trace *t, const struct hoff__plan_opts 
         goto done_ok;
     res = malloc((size_t)nev * sizeof *res);
     v = malloc((size_t)nev * sizeof *v);
-    L.T = event_times(t); /* NULL: no timing (the test is then the peak's alone) */
+    L.T = hoff__plan_times(t); /* NULL: no timing (the test is then the peak's alone) */
     s->gmember = malloc(nc * sizeof *s->gmember);
     s->block_group = calloc(t->nblocks, sizeof *s->block_group);
     s->block_member = calloc(t->nblocks, sizeof *s->block_member);
@@ -371,33 +385,12 @@ int hoff__plan_groups(const struct hoff__trace *t, const struct hoff__plan_opts 
         goto done_ok;
 
     /* Move the members' actions to the group's points. */
-    memcpy(saved, s->act, s->nact * sizeof *saved);
-    for (k = 0; k < nc; k++) {
-        uint32_t gi = s->block_group[c[k].block];
-        const struct hoff__group *g;
-
-        if (!gi)
-            continue;
-        g = &s->groups[gi - 1];
-        s->act[c[k].ie].ev = g->evict_ev;
-        s->act[c[k].ie].when = g->evict_when;
-        s->act[c[k].ie].group = gi;
-        s->act[c[k].ip].ev = g->prefetch_ev;
-        s->act[c[k].ip].when = g->prefetch_when;
-        s->act[c[k].ip].group = gi;
-    }
-    hoff__schedule_sort(s);
-    rc = hoff__schedule_peak(t, s, &peak, &peak_ev);
-    if (rc || peak > limit) {
-        /* Cannot happen (the tree counted the same bytes): keep the plan as it was. */
-        memcpy(s->act, saved, s->nact * sizeof *saved);
-        hoff__log(HOFF_LOG_WARN, "grouping: the grouped schedule does not hold (%s); planned without groups",
-                  rc ? "invalid" : "its peak rose");
+    rc = apply(t, o, s, c, nc, saved, limit);
+    if (rc < 0)
+        goto fail;
+    if (rc == 0)
         goto done_ok;
-    }
-    s->peak_bytes = peak;
-    s->peak_ev = peak_ev;
-    s->feasible = peak <= o->budget_bytes;
+    rc = 0;
     goto done;
 
 done_ok:
@@ -456,7 +449,7 @@ static uint32_t deadline(const struct hoff__trace *t, const struct hoff__plan_op
 
 int hoff__plan_groups_late(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct hoff__schedule *s,
                            uint32_t max_span) {
-    uint64_t t0 = hoff__plan_now_ns(), peak = 0, before = 0;
+    uint64_t t0 = hoff__plan_now_ns(), before = 0;
     uint32_t peak_ev = 0, Dmin = 0, P0 = 0;
     struct cand *c = NULL;
     struct hoff__action *saved = NULL;
@@ -514,31 +507,11 @@ int hoff__plan_groups_late(const struct hoff__trace *t, const struct hoff__plan_
     if (!s->ngroups)
         goto late_ok;
 
-    memcpy(saved, s->act, s->nact * sizeof *saved);
-    for (k = 0; k < nc; k++) {
-        uint32_t gi = s->block_group[c[k].block];
-        const struct hoff__group *g;
-
-        if (!gi)
-            continue;
-        g = &s->groups[gi - 1];
-        s->act[c[k].ip].ev = g->prefetch_ev;
-        s->act[c[k].ip].when = g->prefetch_when;
-        s->act[c[k].ip].group = gi;
-    }
-    hoff__schedule_sort(s);
-    rc = hoff__schedule_peak(t, s, &peak, &peak_ev);
-    if (rc || peak > before) {
-        /* Cannot happen (blocks only come back later): keep the plan as it was. */
-        memcpy(s->act, saved, s->nact * sizeof *saved);
-        hoff__schedule_sort(s);
-        hoff__log(HOFF_LOG_WARN, "grouping: the grouped schedule does not hold (%s); planned without groups",
-                  rc ? "invalid" : "its peak rose");
+    rc = apply(t, o, s, c, nc, saved, before);
+    if (rc < 0)
+        goto late_fail;
+    if (rc == 0)
         goto late_ok;
-    }
-    s->peak_bytes = peak;
-    s->peak_ev = peak_ev;
-    s->feasible = peak <= o->budget_bytes;
     rc = 0;
     goto late_done;
 

@@ -45,6 +45,18 @@ void hoff__schedule_init(struct hoff__schedule *s) {
     s->feasible = 1;
 }
 
+void hoff__schedule_free_groups(struct hoff__schedule *s) {
+    free(s->groups);
+    free(s->gmember);
+    free(s->block_group);
+    free(s->block_member);
+    s->groups = NULL;
+    s->gmember = NULL;
+    s->block_group = s->block_member = NULL;
+    s->ngroups = s->ngmember = 0;
+    s->nblocks_grouped = 0;
+}
+
 void hoff__schedule_destroy(struct hoff__schedule *s) {
     free(s->act);
     free(s->groups);
@@ -295,15 +307,7 @@ int hoff__plan_begin(const char *name, const struct hoff__trace *t, const struct
 
     *resp = NULL;
     out->nact = 0;
-    free(out->groups); /* a schedule built before: its groups are gone with its actions */
-    free(out->gmember);
-    free(out->block_group);
-    free(out->block_member);
-    out->groups = NULL;
-    out->gmember = NULL;
-    out->block_group = out->block_member = NULL;
-    out->ngroups = out->ngmember = 0;
-    out->nblocks_grouped = 0;
+    hoff__schedule_free_groups(out); /* a schedule built before: its groups are gone with its actions */
     out->budget_bytes = o->budget_bytes;
     out->peak_bytes = out->nopeak_bytes = out->bytes_d2h = out->bytes_h2d = 0;
     out->peak_ev = 0;

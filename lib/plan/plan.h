@@ -268,6 +268,8 @@ const struct hoff__planner *hoff__planner_at(int i);
 
 void hoff__schedule_init(struct hoff__schedule *s);
 void hoff__schedule_destroy(struct hoff__schedule *s);
+/* Free the schedule's groups and forget them (its actions stay as they are). */
+void hoff__schedule_free_groups(struct hoff__schedule *s);
 int hoff__schedule_add(struct hoff__schedule *s, uint32_t ev, int when, int kind, uint32_t block,
                        uint32_t copy_ev);
 /* Sort the actions by (ev, when) keeping the order within an event:
