@@ -352,6 +352,27 @@ static void test_never_worse_than_greedy(void) {
             CU_ASSERT_EQUAL(hoff__planner_greedy.build(&t, &o, &g), 0);
             CU_ASSERT(s.stall_ns != UINT64_MAX && g.stall_ns != UINT64_MAX);
             CU_ASSERT(s.stall_ns <= g.stall_ns);
+            {
+                /* with groups: never above greedy's schedule as the runtime groups it */
+                struct hoff__schedule sg, gg;
+                struct hoff__prediction pr;
+                uint64_t *T = hoff__plan_times(&t);
+
+                o.groups = 1;
+                hoff__schedule_init(&sg);
+                hoff__schedule_init(&gg);
+                CU_ASSERT_EQUAL(hoff__planner_timed.build(&t, &o, &sg), 0);
+                CU_ASSERT_EQUAL(hoff__planner_greedy.build(&t, &o, &gg), 0);
+                CU_ASSERT_EQUAL(hoff__plan_groups(&t, &o, &gg), 0);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(T);
+                CU_ASSERT_EQUAL(hoff__plan_predict(&t, &o, T, &gg, HOFF__PLACE_KEEP, &pr), 0);
+                CU_ASSERT(sg.grouped);
+                CU_ASSERT(sg.stall_ns <= gg.stall_ns);
+                o.groups = 0;
+                free(T);
+                hoff__schedule_destroy(&gg);
+                hoff__schedule_destroy(&sg);
+            }
             if (s.stall_ns && g.stall_ns / s.stall_ns * 10 > best_ratio_x10)
                 best_ratio_x10 = g.stall_ns * 10 / s.stall_ns;
             if (!s.stall_ns && g.stall_ns)

@@ -34,16 +34,19 @@
  * are known.  Ties go to the earlier candidate, greedy's first, so on its own
  * model timed is never worse than greedy.
  *
- * Groups (o->groups, HOFF_GROUPS): the winner's prefetches that come one
- * after the other merge into one call at the last one's point
- * (hoff__plan_groups_late), with the widest span whose predicted stall stays
- * within 2% of the ungrouped one (or 0.5% of the step's compute); the
- * evictions stay each block's own, right after its last access, where they
- * land soonest.  The schedule is marked grouped: the runtime does not group
- * it again.
+ * Groups (o->groups, HOFF_GROUPS): a fifth candidate is greedy's schedule
+ * grouped as the runtime groups greedy's (hoff__plan_groups).  Unless it
+ * wins, the winner's prefetches that come one after the other merge into
+ * one call at the last one's point (hoff__plan_groups_late), with the
+ * widest span whose predicted stall stays within 2% of the ungrouped one
+ * (or 0.5% of the step's compute) and not above the fifth's; the evictions
+ * stay each block's own, right after its last access, where they land
+ * soonest.  The schedule is marked grouped: the runtime does not group it
+ * again.
  *
- * Cost: four selections and four predicted replays, and up to four more
- * for the groups, each O(M log M + nev log nev).
+ * Cost: four selections, five predicted replays, and up to thirteen more
+ * for the groups (seven on traces of more than 200000 events), each
+ * O(M log M + nev log nev).
  */
 
 static void *dup(const void *p, size_t n) {
@@ -83,10 +86,11 @@ static int copy_schedule(struct hoff__schedule *dst, const struct hoff__schedule
 
 /* Co-located groups on the prefetch side (hoff__plan_groups_late): the
  * widest span whose predicted stall stays within a hair of the ungrouped
- * schedule's (2% of it, or 0.5% of the step's compute): fewer calls must
- * not cost the step.  s keeps its prediction; tmp is scratch. */
+ * schedule's (2% of it, or 0.5% of the step's compute) and not above cap:
+ * fewer calls must not cost the step.  s keeps its prediction; tmp is
+ * scratch. */
 static int choose_groups(const struct hoff__trace *t, const struct hoff__plan_opts *o, const uint64_t *T,
-                         struct hoff__schedule *s, struct hoff__schedule *tmp) {
+                         struct hoff__schedule *s, struct hoff__schedule *tmp, uint64_t cap) {
     static const uint32_t spans[] = {UINT32_MAX, 128, 96, 64, 48, 32, 24, 16, 12, 8, 6, 4, 2};
     uint64_t base = s->stall_ns, compute = t->nev ? T[t->nev - 1] - T[0] : 0, limit;
     struct hoff__prediction pr;
@@ -96,6 +100,8 @@ static int choose_groups(const struct hoff__trace *t, const struct hoff__plan_op
     if (base == UINT64_MAX)
         return 0;
     limit = base + (base / 50 > compute / 200 ? base / 50 : compute / 200);
+    if (limit > cap && cap >= base)
+        limit = cap; /* never above greedy's, grouped as the runtime groups it */
     /* widest first; on very long traces every other rung (each try is a predicted replay) */
     for (i = 0; i < sizeof spans / sizeof spans[0]; i += t->nev > 200000 ? 2 : 1) {
         if ((rc = copy_schedule(tmp, s)) != 0 || (rc = hoff__plan_groups_late(t, o, tmp, spans[i])) != 0)
@@ -111,7 +117,7 @@ static int choose_groups(const struct hoff__trace *t, const struct hoff__plan_op
 }
 
 static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct hoff__schedule *out) {
-    enum { NC = 4 };
+    enum { NC = 5 }; /* 4 ungrouped, and greedy's as the runtime groups it */
     uint64_t t0 = hoff__plan_now_ns(), *T = NULL;
     int64_t *res = NULL;
     struct hoff__schedule c[NC];
@@ -133,7 +139,7 @@ static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts
     o2.nvme = 0;
     /* Every candidate starts from out as hoff__plan_begin left it (its
      * releases), then selects and places. */
-    for (i = 0; i < NC && !rc; i++) {
+    for (i = 0; i < 4 && !rc; i++) {
         rc = copy_schedule(&c[i], out);
         if (!rc)
             rc = hoff__plan_greedy_select(t, &o2, res, i < 2 ? NULL : T, &c[i]);
@@ -144,9 +150,16 @@ static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts
     }
     if (rc)
         goto done;
-    if (o->groups) { /* the winner's prefetches, grouped where that costs (next to) nothing */
-        rc = choose_groups(t, &o2, T, &c[best], &c[(best + 1) % NC]);
-        if (rc)
+    if (o->groups) {
+        /* greedy's schedule as the runtime groups it (hoff__plan_groups):
+         * a candidate too, and the stall timed's own groups may not pass */
+        if ((rc = copy_schedule(&c[4], &c[0])) != 0 || (rc = hoff__plan_groups(t, &o2, &c[4])) != 0 ||
+            (rc = hoff__plan_predict(t, &o2, T, &c[4], HOFF__PLACE_KEEP, &pr)) != 0)
+            goto done;
+        if (c[4].stall_ns < c[best].stall_ns)
+            best = 4;
+        /* the winner's prefetches, grouped where that costs (next to) nothing */
+        else if ((rc = choose_groups(t, &o2, T, &c[best], &c[best ? 0 : 1], c[4].stall_ns)) != 0)
             goto done;
     }
     if ((rc = copy_schedule(out, &c[best])) != 0)
