@@ -105,7 +105,8 @@ static double *compute_times(const struct hoff__trace *t, uint64_t gpu_step_ns, 
 /* --- one run -------------------------------------------------------------- */
 
 struct run {
-    uint64_t stall_ns, step_ns, compute_ns, bytes_moved, prefetch_calls, plan_ns, peak;
+    uint64_t stall_ns, step_ns, compute_ns, bytes_moved, prefetch_calls, prefetches, plan_ns, peak;
+    uint64_t predicted_ns, groups;
     int integrity_ok, feasible;
 };
 
@@ -154,8 +155,11 @@ static int simulate(const struct hoff__trace *t, uint64_t budget, const char *pl
         out->step_ns = ls->step_ns;
         out->compute_ns = ls->compute_ns;
         out->bytes_moved = ls->bytes_d2h + ls->bytes_h2d;
-        out->prefetch_calls = ls->prefetches;
+        out->prefetch_calls = ls->prefetch_calls;
+        out->prefetches = ls->prefetches;
         out->plan_ns = st.plan_ns;
+        out->predicted_ns = st.plan_stall_ns;
+        out->groups = st.plan_groups;
         out->feasible = st.plan_feasible != 0;
         for (k = 1; k < r.steps; k++)
             if (r.step[k].peak_resident_bytes > out->peak)
@@ -166,6 +170,8 @@ static int simulate(const struct hoff__trace *t, uint64_t budget, const char *pl
     hoff_shutdown(ctx);
     return rc;
 }
+
+static int json;
 
 static int bench_trace(const char *name, const struct hoff__trace *t, uint64_t gpu_step_ns) {
     static const int pct[] = {50, 25, 10};
@@ -187,14 +193,23 @@ static int bench_trace(const char *name, const struct hoff__trace *t, uint64_t g
                 free(C);
                 return rc;
             }
-            printf("{\"trace\":\"%s\",\"budget_pct\":%d,\"budget_bytes\":%" PRIu64 ",\"planner\":\"%s\""
-                   ",\"stall_ns\":%" PRIu64 ",\"bound_ns\":%" PRIu64 ",\"step_ns\":%" PRIu64
-                   ",\"compute_ns\":%" PRIu64 ",\"bytes_moved\":%" PRIu64 ",\"prefetch_calls\":%" PRIu64
-                   ",\"plan_ns\":%" PRIu64 ",\"peak_resident_bytes\":%" PRIu64 ",\"within_budget\":%s"
-                   ",\"plan_feasible\":%s,\"integrity_ok\":%s}\n",
-                   name, pct[i], budget, planners[j], r.stall_ns, bound, r.step_ns, r.compute_ns, r.bytes_moved,
-                   r.prefetch_calls, r.plan_ns, r.peak, r.peak <= budget ? "true" : "false",
-                   r.feasible ? "true" : "false", r.integrity_ok ? "true" : "false");
+            if (json)
+                printf("{\"trace\":\"%s\",\"budget_pct\":%d,\"budget_bytes\":%" PRIu64 ",\"planner\":\"%s\""
+                       ",\"stall_ns\":%" PRIu64 ",\"bound_ns\":%" PRIu64 ",\"step_ns\":%" PRIu64
+                       ",\"compute_ns\":%" PRIu64 ",\"bytes_moved\":%" PRIu64 ",\"prefetch_calls\":%" PRIu64
+                       ",\"prefetches\":%" PRIu64 ",\"groups\":%" PRIu64 ",\"predicted_stall_ns\":%" PRIu64
+                       ",\"plan_ns\":%" PRIu64 ",\"peak_resident_bytes\":%" PRIu64 ",\"within_budget\":%s"
+                       ",\"plan_feasible\":%s,\"integrity_ok\":%s}\n",
+                       name, pct[i], budget, planners[j], r.stall_ns, bound, r.step_ns, r.compute_ns, r.bytes_moved,
+                       r.prefetch_calls, r.prefetches, r.groups, r.predicted_ns, r.plan_ns, r.peak,
+                       r.peak <= budget ? "true" : "false", r.feasible ? "true" : "false",
+                       r.integrity_ok ? "true" : "false");
+            else
+                printf("%-22s %3d%% %-7s stall %10.3f ms  bound %9.3f ms  step %10.3f ms  moved %7.0f MiB  "
+                       "prefetch calls %3" PRIu64 " (blocks %3" PRIu64 ")  %s%s\n",
+                       name, pct[i], planners[j], r.stall_ns / 1e6, bound / 1e6, r.step_ns / 1e6,
+                       r.bytes_moved / 1048576.0, r.prefetch_calls, r.prefetches,
+                       r.peak <= budget ? "within budget" : "OVER BUDGET", r.integrity_ok ? "" : ", INTEGRITY ERROR");
             fflush(stdout);
         }
     }
@@ -223,11 +238,32 @@ static const struct {
     {"synth-L4-h8192-s2048", 4, 8192, 2048},
 };
 
+static void usage(FILE *f, const char *argv0) {
+    fprintf(f, "usage: %s [--json] [TRACEDIR]\n"
+               "Replays the synthetic transformer steps and the committed traces in TRACEDIR (default\n"
+               "tests/data/traces) on the sim at 50/25/10%% of their no-offload peak with each planner.\n"
+               "--json: one JSON object per (trace, budget, planner) instead of the table.\n", argv0);
+}
+
 int main(int argc, char **argv) {
-    const char *dir = argc > 1 ? argv[1] : "tests/data/traces";
+    const char *dir = "tests/data/traces";
     char path[4096], err[256];
     size_t i;
-    int rc = 0;
+    int rc = 0, a;
+
+    for (a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "--json") == 0)
+            json = 1;
+        else if (strcmp(argv[a], "-h") == 0 || strcmp(argv[a], "--help") == 0) {
+            usage(stdout, argv[0]);
+            return 0;
+        } else if (argv[a][0] == '-') {
+            fprintf(stderr, "planners: unknown option '%s'\n", argv[a]);
+            usage(stderr, argv[0]);
+            return 2;
+        } else
+            dir = argv[a];
+    }
 
     for (i = 0; i < sizeof shapes / sizeof shapes[0] && rc == 0; i++) {
         struct hoff__synth_opts so;
