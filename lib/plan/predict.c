@@ -63,6 +63,9 @@ struct pr {
     uint64_t *bytes;   /* per block */
     uint8_t *st;       /* per block: P_* */
     uint64_t *pland;   /* per block: landing of its prefetch in flight */
+    uint64_t *dland;   /* per block: landing of its last D2H call (eviction, release) */
+    uint64_t *busy;    /* per block: freed with a copy in flight, until it lands (its slot too) */
+    uint64_t *carry;   /* the same from the step before, on this step's clock */
     struct qent *q;    /* the D2H FIFO */
     size_t qh, qt, qcap;
     struct qent *hq;   /* the H2D FIFO */
@@ -157,8 +160,13 @@ static void poll(struct pr *p) {
     while (p->qh < p->qt && p->q[p->qh].land <= p->now)
         land(p, &p->q[p->qh++]);
     while (p->hh < p->ht && p->hq[p->hh].land <= p->now) {
-        uint32_t x = p->hq[p->hh++].block;
+        uint32_t x = p->hq[p->hh].block;
+        uint64_t nbytes = p->hq[p->hh++].bytes;
 
+        if (x == NIL) { /* the step before's, freed in flight */
+            p->resident -= nbytes;
+            continue;
+        }
         if (p->st[x] == P_PRE) { /* landed: resident, and a victim like any other */
             p->st[x] = P_DEV;
             lru_touch(p, x);
@@ -207,6 +215,8 @@ static int d2h_push(struct pr *p, uint64_t bytes, uint32_t block, int kind) {
     e->block = block;
     e->kind = (uint8_t)kind;
     p->d2h_busy = e->land;
+    if (block != NIL)
+        p->dland[block] = e->land;
     p->evicting += bytes;
     if (kind != Q_RELEASE) {
         p->out->bytes_d2h += bytes;
@@ -358,6 +368,14 @@ static int do_event(struct pr *p, const struct hoff__tev *e) {
         return 0;
     switch (e->kind) {
     case HOFF__TEV_ALLOC:
+        /* A group member whose slot is still held by the step before's copy
+         * in flight is allocated outside the region (pipeline.c): its group
+         * moves block by block this step. */
+        if (p->carry[x] > p->now && p->s->block_group && x < p->s->nblocks_grouped && p->s->block_group[x] &&
+            p->gst) {
+            p->gst[2 * (p->s->block_group[x] - 1)] = 2;
+            p->gst[2 * (p->s->block_group[x] - 1) + 1] = 2;
+        }
         if ((rc = make_room(p, p->bytes[x], x)) != 0)
             return rc;
         p->resident += p->bytes[x];
@@ -371,8 +389,11 @@ static int do_event(struct pr *p, const struct hoff__tev *e) {
         lru_remove(p, x);
         if (p->st[x] == P_PRE) { /* residency.c counts it until its copy lands */
             p->st[x] = P_FREED_PRE;
+            p->busy[x] = p->pland[x];
             return 0;
         }
+        if ((p->st[x] == P_EVI || p->st[x] == P_DEAD) && p->dland[x] > p->now)
+            p->busy[x] = p->dland[x];
         if (p->st[x] == P_DEV)
             p->resident -= p->bytes[x];
         p->st[x] = P_NONE; /* an eviction in flight still lands (and gives its bytes back) */
@@ -596,6 +617,9 @@ int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts
     p.bytes = malloc((nb ? nb : 1) * sizeof *p.bytes);
     p.st = calloc(nb ? nb : 1, 1);
     p.pland = calloc(nb ? nb : 1, sizeof *p.pland);
+    p.dland = calloc(nb ? nb : 1, sizeof *p.dland);
+    p.busy = calloc(nb ? nb : 1, sizeof *p.busy);
+    p.carry = calloc(nb ? nb : 1, sizeof *p.carry);
     p.prev = malloc((nb ? nb : 1) * sizeof *p.prev);
     p.next = malloc((nb ? nb : 1) * sizeof *p.next);
     p.lru_head = p.lru_tail = NIL;
@@ -604,7 +628,7 @@ int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts
         goto done;
     }
     seq = malloc((s->nact ? s->nact : 1) * sizeof *seq);
-    if (!p.bytes || !p.st || !p.pland || !p.prev || !p.next || !seq) {
+    if (!p.bytes || !p.st || !p.pland || !p.dland || !p.busy || !p.carry || !p.prev || !p.next || !seq) {
         rc = -ENOMEM;
         goto done;
     }
@@ -687,7 +711,22 @@ int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts
         p.resident = p.evicting = 0;
         for (q0 = 0; q0 < n; q0++)
             p.resident += p.q[q0].bytes, p.evicting += p.q[q0].bytes;
-        p.hh = p.ht = 0;
+        /* prefetches still in flight: their blocks are freed (at the free,
+         * or after the step for retained ones), their bytes count until
+         * they land */
+        for (n = 0, q0 = p.hh; q0 < p.ht; q0++)
+            if (p.hq[q0].land > end && (p.st[p.hq[q0].block] == P_PRE || p.st[p.hq[q0].block] == P_FREED_PRE)) {
+                p.hq[n] = p.hq[q0];
+                p.hq[n].land -= end;
+                p.hq[n].block = NIL;
+                p.resident += p.hq[n++].bytes;
+            }
+        p.hh = 0;
+        p.ht = n;
+        for (i = 0; i < nb; i++) {
+            p.carry[i] = p.busy[i] > end ? p.busy[i] - end : 0;
+            p.busy[i] = p.dland[i] = 0;
+        }
         p.d2h_busy = p.d2h_busy > end ? p.d2h_busy - end : 0;
         p.h2d_busy = p.h2d_busy > end ? p.h2d_busy - end : 0;
         p.issuer = p.issuer > end ? p.issuer - end : 0;
@@ -810,6 +849,9 @@ done:
     free(p.prev);
     free(p.next);
     free(p.pland);
+    free(p.dland);
+    free(p.busy);
+    free(p.carry);
     free(p.st);
     free(p.bytes);
     return rc;
