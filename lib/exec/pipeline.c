@@ -112,14 +112,14 @@ struct hoff__block *hoff__pipe_alloc(struct hoff_ctx *ctx, const struct hoff__ev
     k = sc->block_member[id] - g->first;
     b = hoff__pool_region_get(mp, rg->region, k, cls, e->stream, &err);
     if (!b && err == -EBUSY) {
-        /* Freed in the last step while its transfer (the release after its
-         * last use, or the guard's prefetch of a block without access
-         * marks) was in flight: take the slot if that has landed by now;
-         * otherwise this block goes to the pool like any other (its group
-         * moves block by block this step, counted in group_fallbacks)
-         * rather than the step waiting for a copy of dead bytes. */
-        hoff__res_poll(ctx);
-        b = hoff__pool_region_get(mp, rg->region, k, cls, e->stream, &err);
+        /* Freed in the last step while its transfer (typically the release
+         * after its last use) was in flight: that lands first. */
+        struct hoff__block *old = hoff__pool_region_slot(rg->region, k);
+
+        if (old && (old->flags & HOFF__BLK_FREED)) {
+            hoff__res_settle(ctx, old);
+            b = hoff__pool_region_get(mp, rg->region, k, cls, e->stream, &err);
+        }
     }
     return b; /* NULL: the slot is busy (a block of a diverged step still holds it) or not fenced yet */
 }
