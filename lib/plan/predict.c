@@ -31,8 +31,12 @@
  *    cannot free enough (the runtime's LRU victim, modelled as that many
  *    bytes), else wait for the oldest eviction in flight;
  *  - a prefetch of a block whose eviction is still in flight waits for it
- *    (residency.c does the same); a use waits for its prefetch, or pages the
- *    block in on demand (fault_ns + bytes / fault_gbps).
+ *    (replay.c does the same); a use waits for its prefetch, or pages the
+ *    block in on demand (fault_ns + bytes / fault_gbps);
+ *  - two steps back to back, the second being the prediction: what the
+ *    first leaves in flight holds the engines and the budget, and a group
+ *    member whose slot is still held by such a copy waits for it at its
+ *    allocation (pipeline.c).
  * Not modelled: the host and NVMe tiers, the step's end (the runtime does not
  * wait there), and which block an unplanned victim is (its page-in later is
  * not charged: the prediction is optimistic where victims are needed, and
@@ -369,12 +373,11 @@ static int do_event(struct pr *p, const struct hoff__tev *e) {
     switch (e->kind) {
     case HOFF__TEV_ALLOC:
         /* A group member whose slot is still held by the step before's copy
-         * in flight is allocated outside the region (pipeline.c): its group
-         * moves block by block this step. */
-        if (p->carry[x] > p->now && p->s->block_group && x < p->s->nblocks_grouped && p->s->block_group[x] &&
-            p->gst) {
-            p->gst[2 * (p->s->block_group[x] - 1)] = 2;
-            p->gst[2 * (p->s->block_group[x] - 1) + 1] = 2;
+         * in flight waits for it to land (pipeline.c): a stall. */
+        if (p->carry[x] > p->now && p->s->block_group && x < p->s->nblocks_grouped && p->s->block_group[x]) {
+            p->out->room_ns += p->carry[x] - p->now;
+            p->now = p->carry[x];
+            poll(p);
         }
         if ((rc = make_room(p, p->bytes[x], x)) != 0)
             return rc;
