@@ -11,7 +11,7 @@ field                          hoff option      accepted
 =============================  ===============  =====================================
 max_resident_activation_mb     budget           a number of MiB, 0 (no limit) to 2**30
 max_offload_activation_mb      host_cap         a number of MiB, 0 (no limit) to 2**30
-planner                        planner          a planner name hoff has ("greedy")
+planner                        planner          a planner name hoff has ("timed", "greedy")
 spill_dir                      spill_dir        an existing directory, at most 255 bytes
 numa                           numa             "nearest", "interleave", "0,2" or [0, 2]
 access_marks                   (Python)         True or False (default True)
@@ -112,7 +112,8 @@ class OffloadConfig:
         candidates) in MiB; 0 means no limit.  hoff option ``budget``.
     max_offload_activation_mb: the most host memory evicted activations may
         take, in MiB; 0 means no limit.  hoff option ``host_cap``.
-    planner: the name of the planner hoff uses (``"greedy"``).
+    planner: the name of the planner hoff uses (``"timed"``, the default,
+        or ``"greedy"``).
     spill_dir: the NVMe tier's directory (must exist); None: no NVMe tier.
     numa: host-tier placement: ``"nearest"``, ``"interleave"`` or nodes.
     access_marks: mark exact accesses of saved activations through
