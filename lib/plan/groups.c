@@ -448,9 +448,11 @@ static uint32_t deadline(const struct hoff__trace *t, const struct hoff__plan_op
 }
 
 int hoff__plan_groups_late(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct hoff__schedule *s,
-                           uint32_t max_span) {
+                           uint32_t max_span, const uint64_t *T) {
     uint64_t t0 = hoff__plan_now_ns(), before = 0;
     uint32_t peak_ev = 0, Dmin = 0, P0 = 0;
+    uint64_t S = 0;
+    double h2d = o->h2d_gbps > 0 ? o->h2d_gbps : 50.0;
     struct cand *c = NULL;
     struct hoff__action *saved = NULL;
     size_t nc = 0, k, first = 0, n = 0, cap_g = 0;
@@ -481,8 +483,13 @@ int hoff__plan_groups_late(const struct hoff__trace *t, const struct hoff__plan_
         uint32_t d = g ? deadline(t, o, s, g) : 0;
 
         if (g && n > 0 && g->stream == stream && n < MAX_MEMBERS && g->p <= Dmin && g->p - P0 <= max_span &&
-            s->act[g->ip].when == s->act[c[first].ip].when) {
+            s->act[g->ip].when == s->act[c[first].ip].when &&
+            /* with event times: the group's one copy, started at g's point,
+             * lands before the first member's use (queueing aside) */
+            (!T || g->p >= t->nev ||
+             (double)T[g->p] + (double)(S + g->bytes) / h2d <= (double)T[(d < Dmin ? d : Dmin) < t->nev ? (d < Dmin ? d : Dmin) : t->nev - 1])) {
             Dmin = d < Dmin ? d : Dmin;
+            S += g->bytes;
             n++;
             continue;
         }
@@ -502,6 +509,7 @@ int hoff__plan_groups_late(const struct hoff__trace *t, const struct hoff__plan_
         n = 1;
         P0 = g->p;
         Dmin = d;
+        S = g->bytes;
         stream = g->stream;
     }
     if (!s->ngroups)

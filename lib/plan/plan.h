@@ -162,11 +162,13 @@ int hoff__plan_groups(const struct hoff__trace *t, const struct hoff__plan_opts 
  * evictions; consecutive prefetches (in schedule order, one allocation
  * stream) merge into one, issued at the latest member's point, when that
  * point is at or before every member's next use and within max_span events
- * of the first member's.  Blocks only come back later than planned, so the
+ * of the first member's, and, given event times T (NULL: not checked), when
+ * the group's one copy started there (at o's H2D bandwidth) would land
+ * before the first member's use.  Blocks only come back later than planned, so the
  * peak never rises; the stall may (a caller that predicts it decides).  A
  * group's evict_ev is UINT32_MAX.  0 or -ENOMEM (no groups then). */
 int hoff__plan_groups_late(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct hoff__schedule *s,
-                           uint32_t max_span);
+                           uint32_t max_span, const uint64_t *T);
 
 /* The RFC's greedy residency planner (section 4.4), O(M log S): greedy.c. */
 extern const struct hoff__planner hoff__planner_greedy;

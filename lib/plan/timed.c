@@ -44,8 +44,8 @@
  * soonest.  The schedule is marked grouped: the runtime does not group it
  * again.
  *
- * Cost: four selections, five predicted replays, and up to thirteen more
- * for the groups (seven on traces of more than 200000 events), each
+ * Cost: four selections, five predicted replays, and up to 26 more for the
+ * groups (6 on traces of more than 200000 events), each
  * O(M log M + nev log nev).
  */
 
@@ -84,15 +84,20 @@ static int copy_schedule(struct hoff__schedule *dst, const struct hoff__schedule
     return 0;
 }
 
-/* Co-located groups on the prefetch side (hoff__plan_groups_late): the
- * widest span whose predicted stall stays within a hair of the ungrouped
- * schedule's (2% of it, or 0.5% of the step's compute) and not above cap:
- * fewer calls must not cost the step.  s keeps its prediction; tmp is
- * scratch. */
+/* Co-located groups on the prefetch side (hoff__plan_groups_late): of
+ * several spans, with and without the test that a group's copy lands before
+ * its first use, the grouping with the fewest prefetch calls whose predicted
+ * stall stays within a hair of the ungrouped schedule's (2% of it, or 0.5%
+ * of the step's compute) and not above cap: fewer calls must not cost the
+ * step.  s keeps its prediction; tmp and keep are scratch. */
 static int choose_groups(const struct hoff__trace *t, const struct hoff__plan_opts *o, const uint64_t *T,
-                         struct hoff__schedule *s, struct hoff__schedule *tmp, uint64_t cap) {
-    static const uint32_t spans[] = {UINT32_MAX, 128, 96, 64, 48, 32, 24, 16, 12, 8, 6, 4, 2};
-    uint64_t base = s->stall_ns, compute = t->nev ? T[t->nev - 1] - T[0] : 0, limit;
+                         struct hoff__schedule *s, struct hoff__schedule *tmp, struct hoff__schedule *keep,
+                         uint64_t cap) {
+    /* spans in events, each without and with the landing test (odd rungs) */
+    static const uint32_t spans[] = {UINT32_MAX, UINT32_MAX, 128, 128, 96, 96, 64, 64, 48, 48, 32, 32, 24, 24,
+                                     16, 16, 12, 12, 8, 8, 6, 6, 4, 4, 2, 2};
+    uint64_t base = s->stall_ns, compute = t->nev ? T[t->nev - 1] - T[0] : 0, limit, calls = UINT64_MAX;
+    uint64_t kstall = UINT64_MAX;
     struct hoff__prediction pr;
     size_t i;
     int rc;
@@ -102,18 +107,24 @@ static int choose_groups(const struct hoff__trace *t, const struct hoff__plan_op
     limit = base + (base / 50 > compute / 200 ? base / 50 : compute / 200);
     if (limit > cap && cap >= base)
         limit = cap; /* never above greedy's, grouped as the runtime groups it */
-    /* widest first; on very long traces every other rung (each try is a predicted replay) */
-    for (i = 0; i < sizeof spans / sizeof spans[0]; i += t->nev > 200000 ? 2 : 1) {
-        if ((rc = copy_schedule(tmp, s)) != 0 || (rc = hoff__plan_groups_late(t, o, tmp, spans[i])) != 0)
+    /* every rung (on very long traces every fifth: each is a predicted
+     * replay); keep the fewest calls within the limit, then the least stall */
+    for (i = 0; i < sizeof spans / sizeof spans[0]; i += t->nev > 200000 ? 5 : 1) {
+        if ((rc = copy_schedule(tmp, s)) != 0 ||
+            (rc = hoff__plan_groups_late(t, o, tmp, spans[i], i & 1 ? T : NULL)) != 0)
             return rc;
         if (!tmp->ngroups)
-            return 0;
+            continue;
         if ((rc = hoff__plan_predict(t, o, T, tmp, HOFF__PLACE_KEEP, &pr)) != 0)
             return rc;
-        if (tmp->stall_ns <= limit)
-            return copy_schedule(s, tmp);
+        if (tmp->stall_ns <= limit && (pr.prefetch_calls < calls || (pr.prefetch_calls == calls && tmp->stall_ns < kstall))) {
+            calls = pr.prefetch_calls;
+            kstall = tmp->stall_ns;
+            if ((rc = copy_schedule(keep, tmp)) != 0)
+                return rc;
+        }
     }
-    return 0;
+    return calls == UINT64_MAX ? 0 : copy_schedule(s, keep);
 }
 
 static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct hoff__schedule *out) {
@@ -159,7 +170,7 @@ static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts
         if (c[4].stall_ns < c[best].stall_ns)
             best = 4;
         /* the winner's prefetches, grouped where that costs (next to) nothing */
-        else if ((rc = choose_groups(t, &o2, T, &c[best], &c[best ? 0 : 1], c[4].stall_ns)) != 0)
+        else if ((rc = choose_groups(t, &o2, T, &c[best], &c[best ? 0 : 1], &c[best == 2 ? 3 : 2], c[4].stall_ns)) != 0)
             goto done;
     }
     if ((rc = copy_schedule(out, &c[best])) != 0)
