@@ -192,6 +192,17 @@ static void test_budget_zero_and_infeasible(void) {
     hoff__trace_destroy(&t);
 }
 
+/* A 4-layer synthetic transformer step of the given hidden size. */
+static void synth4(struct hoff__trace *t, uint64_t hidden) {
+    struct hoff__synth_opts so;
+
+    hoff__synth_defaults(&so);
+    so.hidden = hidden;
+    so.layers = 4;
+    hoff__trace_init(t);
+    CU_ASSERT_EQUAL_FATAL(hoff__synth_transformer(t, &so), 0);
+}
+
 /* Synthetic transformer steps at several budgets: valid, and within budget
  * wherever greedy is (timed falls back to greedy's intervals). */
 static void test_synthetic(void) {
@@ -200,14 +211,9 @@ static void test_synthetic(void) {
     size_t i, j;
 
     for (i = 0; i < 3; i++) {
-        struct hoff__synth_opts so;
         struct hoff__trace t;
 
-        hoff__synth_defaults(&so);
-        so.hidden = hidden[i];
-        so.layers = 4;
-        hoff__trace_init(&t);
-        CU_ASSERT_EQUAL_FATAL(hoff__synth_transformer(&t, &so), 0);
+        synth4(&t, hidden[i]);
         for (j = 0; j < 5; j++) {
             struct hoff__schedule s, g;
             struct hoff__plan_opts o = {.h2d_gbps = 50, .d2h_gbps = 50};
@@ -334,14 +340,9 @@ static void test_never_worse_than_greedy(void) {
     size_t i, j;
 
     for (i = 0; i < 2; i++) {
-        struct hoff__synth_opts so;
         struct hoff__trace t;
 
-        hoff__synth_defaults(&so);
-        so.hidden = hidden[i];
-        so.layers = 4;
-        hoff__trace_init(&t);
-        CU_ASSERT_EQUAL_FATAL(hoff__synth_transformer(&t, &so), 0);
+        synth4(&t, hidden[i]);
         for (j = 0; j < 3; j++) {
             struct hoff__schedule s, g;
             struct hoff__plan_opts o = {.h2d_gbps = 50, .d2h_gbps = 50};
