@@ -757,30 +757,6 @@ static double now_s(void) {
 }
 #endif
 
-/* hoff__trace_next_use: the next access at or after an event, UINT32_MAX
- * once a marked block's accesses are over, the event itself when unknown. */
-static void test_next_use(void) {
-    struct hoff__trace t;
-
-    hoff__trace_init(&t);
-    CU_ASSERT_EQUAL(ev_alloc(&t, 0, 4096, 1, 0), 0);                /* 0 */
-    CU_ASSERT_EQUAL(ev_alloc(&t, 1, 4096, 1, 1), 0);                /* 1: never accessed */
-    CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_ACCESS, 0, 0, 2), 0);      /* 2 */
-    CU_ASSERT_EQUAL(ev_mark(&t, HOFF__TEV_OP, UINT32_MAX, 3), 0);   /* 3 */
-    CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_ACCESS, 0, 1, 4), 0);      /* 4 */
-    CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_FREE, 0, 0, 5), 0);        /* 5 */
-    CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_FREE, 1, 0, 6), 0);        /* 6 */
-    CU_ASSERT_EQUAL_FATAL(hoff__trace_finish(&t), 0);
-    CU_ASSERT_EQUAL(hoff__trace_next_use(&t, 0, 0), 0);   /* its alloc */
-    CU_ASSERT_EQUAL(hoff__trace_next_use(&t, 0, 1), 2);
-    CU_ASSERT_EQUAL(hoff__trace_next_use(&t, 0, 2), 2);
-    CU_ASSERT_EQUAL(hoff__trace_next_use(&t, 0, 3), 4);
-    CU_ASSERT_EQUAL(hoff__trace_next_use(&t, 0, 5), UINT32_MAX);
-    CU_ASSERT_EQUAL(hoff__trace_next_use(&t, 1, 3), 3);   /* only its alloc: unknown */
-    CU_ASSERT_EQUAL(hoff__trace_next_use(&t, 7, 3), 3);   /* no such block */
-    hoff__trace_destroy(&t);
-}
-
 static void test_ten_million(void) {
 #ifdef SANITIZED
     printf("\n  skipped: 10 million events under sanitizers ");
@@ -891,7 +867,6 @@ int main(void) {
         {"gzip", test_gzip},
         {"reader_errors", test_reader_errors},
         {"reader_errors_streaming", test_reader_errors_streaming},
-        {"next_use", test_next_use},
         {"ten_million", test_ten_million},
         {NULL, NULL},
     };

@@ -25,7 +25,6 @@
 #include "core/context.h"
 #include "core/core.h"
 #include "mem/residency.h"
-#include "trace/trace.h"
 #include "tier/host.h"
 #include "tier/nvme.h"
 #include "tier/spill.h"
@@ -502,9 +501,8 @@ static int start_evict(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
 /* The next block to evict for room.  While a step is being recorded, the
  * RFC's warmup rule: the earliest allocated first (each allocation is its
  * own event here, so "larger first within an event" has nothing to break);
- * while one is replayed, the block the recorded step uses again last
- * (predict.c assumes the same); otherwise the least recently used.  Never
- * `keep`, the block the current event uses. */
+ * otherwise the least recently used.  Never `keep`, the block the current
+ * event uses. */
 static struct hoff__block *pick_victim(struct hoff_ctx *ctx, const struct hoff__block *keep) {
     struct hoff__block *v, *best = NULL;
 
@@ -512,28 +510,6 @@ static struct hoff__block *pick_victim(struct hoff_ctx *ctx, const struct hoff__
         for (v = ctx->res.lru_head; v; v = v->next)
             if (v != keep && (!best || v->seq < best->seq))
                 best = v;
-        return best;
-    }
-    if (ctx->in_step && ctx->pipe.state == HOFF_PLAN_REPLAY && !ctx->pipe.diverged && ctx->pipe.have_plan) {
-        /* Replaying the recorded step: the block whose next use is farthest
-         * (Belady); ties, and blocks whose uses are unknown, least recently
-         * used first. */
-        const struct hoff__trace *t = &ctx->pipe.trace;
-        uint32_t now = ctx->pipe.ev, far = 0;
-
-        for (v = ctx->res.lru_head; v; v = v->next) {
-            uint32_t n;
-
-            if (v == keep)
-                continue;
-            n = v->tid < t->nblocks ? hoff__trace_next_use(t, v->tid, now) : now;
-            if (!best || n > far) {
-                best = v;
-                far = n;
-                if (n == UINT32_MAX)
-                    break; /* dead until its free: nothing is farther */
-            }
-        }
         return best;
     }
     for (v = ctx->res.lru_head; v && v == keep; v = v->next)

@@ -28,8 +28,8 @@
  *    holds them from its issue;
  *  - room (a prefetch, an allocation, a page-in): while resident + need is
  *    over the budget, evict an unplanned victim if the evictions in flight
- *    cannot free enough (the resident block used again last, as the runtime
- *    picks it in replay), else wait for the oldest eviction in flight;
+ *    cannot free enough (the runtime's LRU victim, modelled as that many
+ *    bytes), else wait for the oldest eviction in flight;
  *  - a prefetch of a block whose eviction is still in flight waits for it
  *    (replay.c does the same); a use waits for its prefetch, or pages the
  *    block in on demand (fault_ns + bytes / fault_gbps);
@@ -37,10 +37,10 @@
  *    first leaves in flight holds the engines and the budget, and a group
  *    member whose slot is still held by such a copy waits for it at its
  *    allocation (pipeline.c).
- * Not modelled: the host and NVMe tiers, and the runtime's accounting where
- * the budget is overrun (nothing left to evict): the prediction is
- * optimistic on plans the budget cannot hold (victim_bytes says how much
- * was evicted on demand).
+ * Not modelled: the host and NVMe tiers, the step's end (the runtime does not
+ * wait there), and which block an unplanned victim is (its page-in later is
+ * not charged: the prediction is optimistic where victims are needed, and
+ * victim_bytes says how much).
  */
 
 #define DEF_LAT_NS 10000u
@@ -77,7 +77,6 @@ struct pr {
     uint32_t *prev, *next, lru_head, lru_tail; /* resident movable blocks, least recently used first */
     uint8_t *gst;      /* per group, evict and prefetch: 0 not yet, 1 one call, 2 block by block */
     uint64_t now, issuer, d2h_busy, h2d_busy;
-    uint32_t ev;       /* the event being replayed (victims: the next use farthest from it) */
     uint64_t resident, evicting, budget;
     uint64_t lat, call, fault_ns;
     double h2d, d2h, fault_gbps;
@@ -249,23 +248,9 @@ static int make_room(struct pr *p, uint64_t need, uint32_t keep) {
             return 0;
         over = p->resident + need - p->budget;
         if (p->evicting < over) {
-            uint32_t u, far = 0;
-
-            /* residency.c's replay rule: the next use farthest away (Belady),
-             * ties least recently used first */
-            for (v = NIL, u = p->lru_head; u != NIL; u = p->next[u]) {
-                uint32_t n;
-
-                if (u == keep)
-                    continue;
-                n = hoff__trace_next_use(p->t, u, p->ev);
-                if (v == NIL || n > far) {
-                    v = u;
-                    far = n;
-                    if (n == UINT32_MAX)
-                        break;
-                }
-            }
+            v = p->lru_head;
+            if (v == keep)
+                v = p->next[v];
             if (v != NIL) {
                 if ((rc = d2h_push(p, p->bytes[v], v, Q_VICTIM)) != 0)
                     return rc;
@@ -771,7 +756,6 @@ int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts
         }
     }
     for (i = 0; i <= nev; i++) {
-        p.ev = i;
         /* compute up to event i, then what has landed */
         if (i < nev) {
             p.now += T[i] - tprev;

@@ -397,26 +397,3 @@ uint64_t hoff__trace_offload_peak(const struct hoff__trace *t, uint64_t (*bytes)
         *at_ev = at;
     return peak;
 }
-
-uint32_t hoff__trace_next_use(const struct hoff__trace *t, uint32_t block, uint32_t ev) {
-    const struct hoff__tblock *b;
-    const struct hoff__tacc *a;
-    uint32_t lo = 0, hi;
-
-    if (!t->blocks || block >= t->nblocks)
-        return ev;
-    b = &t->blocks[block];
-    if (b->naccess <= 1)
-        return ev; /* only its alloc is known */
-    a = &t->acc[b->first_access];
-    hi = b->naccess;
-    while (lo < hi) { /* first access at or after ev */
-        uint32_t mid = lo + (hi - lo) / 2;
-
-        if (a[mid].ev >= ev)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return lo < b->naccess ? a[lo].ev : UINT32_MAX;
-}

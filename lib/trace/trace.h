@@ -97,12 +97,6 @@ int hoff__trace_finish(struct hoff__trace *t);
 uint64_t hoff__trace_offload_peak(const struct hoff__trace *t, uint64_t (*bytes)(int pool, uint64_t size),
                                   size_t *at_ev);
 
-/* The first event at or after ev at which block is accessed, for choosing
- * victims the way Belady would: UINT32_MAX when it has access marks and
- * none is left (its bytes are dead); ev itself when its accesses are
- * unknown (only its alloc: it may be used at any time).  Needs
- * hoff__trace_finish.  O(log accesses). */
-uint32_t hoff__trace_next_use(const struct hoff__trace *t, uint32_t block, uint32_t ev);
 /* Text format (doc/trace-format.md).  write: 0 or -errno.  read: 0, or
  * -EINVAL with "LINE:COL: expected ..." in err (and hoff_last_error), -EIO,
  * -ENOMEM.  The reader takes a plain or gzip-compressed file when built with
