@@ -247,6 +247,10 @@ enum hoff_plan_state {
     HOFF_PLAN_FALLBACK = 3, /* this step diverged: no more evictions in it */
 };
 
+/* The state's name ("none", "warmup", "replay", "fallback"; "unknown" for
+ * any other value), for tools that print stats.plan_state. */
+HOFF_API const char *hoff_plan_state_name(int state);
+
 /* Write the last recorded step's trace (doc/trace-format.md) to path.
  * -ENOENT if no step has been recorded yet. */
 HOFF_API int hoff_trace_save(hoff_ctx *ctx, const char *path);

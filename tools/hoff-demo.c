@@ -473,16 +473,6 @@ static const char *res_name(int r) {
     }
 }
 
-static const char *state_name(int s) {
-    switch (s) {
-    case HOFF_PLAN_NONE: return "none";
-    case HOFF_PLAN_WARMUP: return "warmup";
-    case HOFF_PLAN_REPLAY: return "replay";
-    case HOFF_PLAN_FALLBACK: return "fallback";
-    default: return "?";
-    }
-}
-
 static const char *mode_name(int m) {
     return m == MODE_MANUAL ? "manual" : "plan";
 }
@@ -533,7 +523,7 @@ static void print_json(struct demo *d, const struct hoff_stats *st, int within_b
                ",\"prefetches_issued\":%" PRIu64 ",\"prefetches_already_resident\":%" PRIu64
                ",\"prefetches_no_space\":%" PRIu64 ",\"actions_fired\":%" PRIu64
                ",\"actions_skipped\":%" PRIu64 ",\"step_peak_resident_bytes\":%" PRIu64 "}",
-               s ? "," : "", s, state_name(r->state), r->planned ? "true" : "false", r->time_ns,
+               s ? "," : "", s, hoff_plan_state_name((int)r->state), r->planned ? "true" : "false", r->time_ns,
                r->compute_ns, r->stall_ns, r->evicted, r->prefetched, r->faults, r->bytes_faulted,
                r->late, r->prefetch_issued, r->prefetch_resident, r->prefetch_nospace, r->fired,
                r->skipped, r->peak_resident);
@@ -569,7 +559,7 @@ static void print_json(struct demo *d, const struct hoff_stats *st, int within_b
 static void print_step(struct demo *d, unsigned s) {
     const struct step_report *r = &d->rep[s];
 
-    printf("step %u (%s): %s", s, state_name(r->state), TM(r->time_ns));
+    printf("step %u (%s): %s", s, hoff_plan_state_name((int)r->state), TM(r->time_ns));
     if (d->compute_modelled)
         printf(" (compute %s, stall %s)", TM(r->compute_ns), TM(r->stall_ns));
     else

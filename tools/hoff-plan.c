@@ -394,34 +394,19 @@ static int run_sim(hoff_ctx *ctx, const struct hoff__trace *t, const struct sim_
     return 0;
 }
 
-static const char *state_name(int st) {
-    switch (st) {
-    case HOFF_PLAN_NONE:
-        return "none";
-    case HOFF_PLAN_WARMUP:
-        return "warmup";
-    case HOFF_PLAN_REPLAY:
-        return "replay";
-    case HOFF_PLAN_FALLBACK:
-        return "fallback";
-    default:
-        return "unknown";
-    }
-}
-
 static void json_step(FILE *f, const struct hoff__drive_step *s) {
     fprintf(f,
             "{\"state\":\"%s\",\"step_ns\":%" PRIu64 ",\"compute_ns\":%" PRIu64 ",\"stall_ns\":%" PRIu64
             ",\"bytes_d2h\":%" PRIu64 ",\"bytes_h2d\":%" PRIu64 ",\"evictions\":%" PRIu64 ",\"prefetches\":%" PRIu64
             ",\"faults\":%" PRIu64 ",\"late_prefetches\":%" PRIu64 ",\"peak_resident_bytes\":%" PRIu64 "}",
-            state_name(s->plan_state), s->step_ns, s->compute_ns, s->stall_ns, s->bytes_d2h, s->bytes_h2d,
+            hoff_plan_state_name((int)s->plan_state), s->step_ns, s->compute_ns, s->stall_ns, s->bytes_d2h, s->bytes_h2d,
             s->evictions, s->prefetches, s->faults, s->late_prefetches, s->peak_resident_bytes);
 }
 
 static void human_step(int k, const struct hoff__drive_step *s) {
     printf("step %d (%s): %s (compute %s, stall %s), evicted %s, prefetched %s, faults %" PRIu64
            ", late prefetches %" PRIu64 ", peak resident %s\n",
-           k, state_name(s->plan_state), TM(s->step_ns), TM(s->compute_ns), TM(s->stall_ns), SZ(s->bytes_d2h),
+           k, hoff_plan_state_name((int)s->plan_state), TM(s->step_ns), TM(s->compute_ns), TM(s->stall_ns), SZ(s->bytes_d2h),
            SZ(s->bytes_h2d), s->faults, s->late_prefetches, SZ(s->peak_resident_bytes));
 }
 
@@ -586,7 +571,7 @@ static int cmd_simulate(int argc, char **argv) {
         printf(",\"plan_ns\":%" PRIu64 ",\"feasible\":%s,\"plan_peak_bytes\":%" PRIu64 ",\"plans\":%" PRIu64
                ",\"replans\":%" PRIu64 ",\"divergent_steps\":%" PRIu64 ",\"state\":\"%s\"",
                run.last.plan_ns, yes(run.last.plan_feasible != 0), run.last.plan_peak_bytes, run.last.plans,
-               run.last.replans, run.divergent_steps, state_name(ls->plan_state));
+               run.last.replans, run.divergent_steps, hoff_plan_state_name((int)ls->plan_state));
         printf(",\"integrity_ok\":%s,\"integrity_errors\":%" PRIu64 ",\"blocks_verified\":%" PRIu64
                ",\"bytes_verified\":%" PRIu64 ",\"first_error\":",
                yes(integrity_ok), run.r.integrity_errors, run.r.blocks_verified, run.r.bytes_verified);
@@ -1252,14 +1237,6 @@ struct recorder {
 
 static struct recorder *g_rec; /* the backend ops have no argument of their own */
 
-/* As the sim computes a copy's duration: ceil(bytes / GB/s) ns. */
-static uint64_t copy_ns(uint64_t bytes, double gbps) {
-    double q = (double)bytes / gbps;
-    uint64_t ns = (uint64_t)q;
-
-    return (double)ns < q ? ns + 1 : ns;
-}
-
 static void rec_span_add(struct recorder *r, int kind, uint64_t t0, uint64_t t1, uint64_t bytes) {
     pthread_mutex_lock(&r->lock);
     if (r->nsp == r->cap_sp) {
@@ -1281,7 +1258,7 @@ static void rec_span_add(struct recorder *r, int kind, uint64_t t0, uint64_t t1,
 static int rec_evict(struct hoff__backend *be, void *p, size_t size, hoff__event *after, hoff__event *done) {
     struct hoff__sim_counters c;
     int rc = g_rec->orig->evict(be, p, size, after, done);
-    uint64_t dur = g_rec->latency_ns + copy_ns(size, g_rec->d2h_gbps);
+    uint64_t dur = g_rec->latency_ns + hoff__plan_copy_ns(size, g_rec->d2h_gbps);
 
     if (rc == 0 && hoff__sim_counters(be, &c) == 0)
         rec_span_add(g_rec, REC_D2H, c.d2h_busy_until > dur ? c.d2h_busy_until - dur : 0, c.d2h_busy_until, size);
@@ -1292,7 +1269,7 @@ static int rec_evict_node(struct hoff__backend *be, void *p, size_t size, int no
                           hoff__event *done) {
     struct hoff__sim_counters c;
     int rc = g_rec->orig->evict_node(be, p, size, node, after, done);
-    uint64_t dur = g_rec->latency_ns + copy_ns(size, g_rec->d2h_gbps);
+    uint64_t dur = g_rec->latency_ns + hoff__plan_copy_ns(size, g_rec->d2h_gbps);
 
     if (rc == 0 && hoff__sim_counters(be, &c) == 0)
         rec_span_add(g_rec, REC_D2H, c.d2h_busy_until > dur ? c.d2h_busy_until - dur : 0, c.d2h_busy_until, size);
@@ -1304,7 +1281,7 @@ static int rec_nvme_model(struct hoff__backend *be, uint64_t bytes, int write, h
                           hoff__event *done) {
     struct hoff__sim_counters c;
     int rc = g_rec->orig->nvme_model(be, bytes, write, after, done);
-    uint64_t dur = g_rec->latency_ns + copy_ns(bytes, write ? g_rec->nvme_w_gbps : g_rec->nvme_r_gbps);
+    uint64_t dur = g_rec->latency_ns + hoff__plan_copy_ns(bytes, write ? g_rec->nvme_w_gbps : g_rec->nvme_r_gbps);
 
     if (rc == 0 && hoff__sim_counters(be, &c) == 0)
         rec_span_add(g_rec, write ? REC_NVME_W : REC_NVME_R, c.nvme_busy_until > dur ? c.nvme_busy_until - dur : 0,
@@ -1315,7 +1292,7 @@ static int rec_nvme_model(struct hoff__backend *be, uint64_t bytes, int write, h
 static int rec_prefetch(struct hoff__backend *be, void *p, size_t size, hoff__event *after, hoff__event *done) {
     struct hoff__sim_counters c0, c;
     int rc, have0 = hoff__sim_counters(be, &c0) == 0;
-    uint64_t dur = g_rec->latency_ns + copy_ns(size, g_rec->h2d_gbps);
+    uint64_t dur = g_rec->latency_ns + hoff__plan_copy_ns(size, g_rec->h2d_gbps);
 
     rc = g_rec->orig->prefetch(be, p, size, after, done);
     /* A prefetch of a released block moves nothing: not a copy. */
@@ -1425,26 +1402,6 @@ static int trace_copy(struct hoff__trace *dst, const struct hoff__trace *src) {
     return hoff__trace_finish(dst);
 }
 
-static int schedule_copy(struct hoff__schedule *dst, const struct hoff__schedule *src) {
-    size_t i;
-    int rc;
-
-    for (i = 0; i < src->nact; i++) {
-        const struct hoff__action *a = &src->act[i];
-
-        if ((rc = hoff__schedule_add(dst, a->ev, a->when, a->kind, a->block, a->copy_ev)) != 0)
-            return rc;
-    }
-    memcpy(dst->planner, src->planner, sizeof dst->planner);
-    dst->budget_bytes = src->budget_bytes;
-    dst->peak_bytes = src->peak_bytes;
-    dst->peak_ev = src->peak_ev;
-    dst->nopeak_bytes = src->nopeak_bytes;
-    dst->feasible = src->feasible;
-    dst->block_bytes = src->block_bytes;
-    return 0;
-}
-
 /* Drive the trace on sim with the recorder in place; keep the plan. */
 static int pic_run(struct pic *p) {
     struct hoff__drive_opts o;
@@ -1507,7 +1464,7 @@ static int pic_run(struct pic *p) {
         pthread_mutex_lock(&ctx->lock);
         hoff__schedule_init(&p->sched);
         if (ctx->pipe.have_plan && ctx->pipe.have_trace) {
-            rc = schedule_copy(&p->sched, &ctx->pipe.sched);
+            rc = hoff__schedule_copy(&p->sched, &ctx->pipe.sched);
             if (rc == 0)
                 rc = trace_copy(&p->planned, &ctx->pipe.trace);
             p->have_plan = rc == 0;

@@ -148,23 +148,10 @@ static const char *huptime(uint64_t s, char *buf, size_t len) {
 }
 
 #define HS(x) hsize((x), (char[16]){0}, 16)
+/* stats.plan_state read from a segment, named ("unknown" past the enum) */
+#define PSTATE(x) hoff_plan_state_name((x) <= HOFF_PLAN_FALLBACK ? (int)(x) : -1)
 #define HC(x) hcount((x), (char[16]){0}, 16)
 #define HT(x) htime((x), (char[16]){0}, 16)
-
-static const char *state_name(uint64_t st) {
-    switch (st) {
-    case HOFF_PLAN_NONE:
-        return "none";
-    case HOFF_PLAN_WARMUP:
-        return "warmup";
-    case HOFF_PLAN_REPLAY:
-        return "replay";
-    case HOFF_PLAN_FALLBACK:
-        return "fallback";
-    default:
-        return "unknown";
-    }
-}
 
 static void json_str(FILE *f, const char *s) {
     fputc('"', f);
@@ -379,7 +366,7 @@ static int cmd_list(const struct opts *o) {
                 json_str(stdout, p);
                 printf(",\"state\":\"%s\",\"steps\":%" PRIu64 ",\"resident_bytes\":%" PRIu64
                        ",\"budget_bytes\":%" PRIu64 ",\"started\":%.3f",
-                       state_name(e->st.plan_state), e->st.steps, e->st.resident_bytes, e->st.budget_bytes,
+                       PSTATE(e->st.plan_state), e->st.steps, e->st.resident_bytes, e->st.budget_bytes,
                        (double)e->h.start_ns / 1e9);
             } else {
                 printf(",\"error\":");
@@ -409,7 +396,7 @@ static int cmd_list(const struct opts *o) {
             clean_name(p, sizeof p, e->h.planner, sizeof e->h.planner);
             huptime(now_ns > e->h.start_ns ? (now_ns - e->h.start_ns) / 1000000000ull : 0, up, sizeof up);
             printf("%7d  %-15.15s %-7.7s %-8.8s %-8s %6" PRIu64 " %6s %6s %7s  %s\n", (int)e->pid, comm, b, p,
-                   state_name(e->st.plan_state), e->st.steps, HS(e->st.resident_bytes),
+                   PSTATE(e->st.plan_state), e->st.steps, HS(e->st.resident_bytes),
                    e->st.budget_bytes ? HS(e->st.budget_bytes) : "none", up, status);
         }
     }
@@ -537,7 +524,7 @@ static void print_line(const struct sample *s, const struct sample *prev) {
     }
     lookups = a->cache_hits + a->cache_misses;
 #define V(...) snprintf(v[i++], sizeof v[0], __VA_ARGS__)
-    V("%s", state_name(a->plan_state));
+    V("%s", PSTATE(a->plan_state));
     V("%" PRIu64, a->steps);
     V("%s", a->last_step_ns ? HT(a->last_step_ns) : "-");
     V("%s", a->budget_bytes ? HS(a->budget_bytes) : "none");
@@ -591,7 +578,7 @@ static void print_json(const char *name, const struct sample *s, const struct sa
     json_str(stdout, pl);
     printf(",\"state\":\"%s\",\"alive\":%s,\"started\":%.6f,\"updated\":%.6f,\"updates\":%" PRIu64
            ",\"interval_s\":%.6f",
-           state_name(a->plan_state), alive ? "true" : "false", (double)s->h.start_ns / 1e9,
+           PSTATE(a->plan_state), alive ? "true" : "false", (double)s->h.start_ns / 1e9,
            (double)s->update_ns / 1e9, s->updates, secs);
     printf(",\"rates\":{\"bytes_evicted_per_s\":%.1f,\"bytes_prefetched_per_s\":%.1f,\"bytes_spilled_per_s\":%.1f"
            ",\"bytes_restored_per_s\":%.1f,\"evictions_per_s\":%.3f,\"prefetches_per_s\":%.3f,\"allocs_per_s\":%.3f"

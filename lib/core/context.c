@@ -211,6 +211,21 @@ HOFF_API const char *hoff_planner_name(const hoff_ctx *ctx) {
     return ctx ? ctx->cfg.planner : "none";
 }
 
+HOFF_API const char *hoff_plan_state_name(int state) {
+    switch (state) {
+    case HOFF_PLAN_NONE:
+        return "none";
+    case HOFF_PLAN_WARMUP:
+        return "warmup";
+    case HOFF_PLAN_REPLAY:
+        return "replay";
+    case HOFF_PLAN_FALLBACK:
+        return "fallback";
+    default:
+        return "unknown";
+    }
+}
+
 /* --- allocation ------------------------------------------------------------ */
 
 static int choose_pool(const struct hoff_ctx *ctx, size_t size, unsigned flags) {

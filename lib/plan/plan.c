@@ -45,6 +45,40 @@ void hoff__schedule_init(struct hoff__schedule *s) {
     s->feasible = 1;
 }
 
+static void *dup(const void *p, size_t n) {
+    void *q;
+
+    if (!p || !n)
+        return NULL;
+    q = malloc(n);
+    if (q)
+        memcpy(q, p, n);
+    return q;
+}
+
+int hoff__schedule_copy(struct hoff__schedule *dst, const struct hoff__schedule *src) {
+    struct hoff__schedule c = *src;
+
+    c.act = dup(src->act, src->nact * sizeof *src->act);
+    c.cap_act = src->nact;
+    c.groups = dup(src->groups, src->ngroups * sizeof *src->groups);
+    c.gmember = dup(src->gmember, src->ngmember * sizeof *src->gmember);
+    c.block_group = dup(src->block_group, src->nblocks_grouped * sizeof *src->block_group);
+    c.block_member = dup(src->block_member, src->nblocks_grouped * sizeof *src->block_member);
+    if ((src->nact && !c.act) || (src->ngroups && !c.groups) || (src->ngmember && !c.gmember) ||
+        (src->nblocks_grouped && (!c.block_group || !c.block_member))) {
+        free(c.act);
+        free(c.groups);
+        free(c.gmember);
+        free(c.block_group);
+        free(c.block_member);
+        return -ENOMEM;
+    }
+    hoff__schedule_destroy(dst);
+    *dst = c;
+    return 0;
+}
+
 void hoff__schedule_free_groups(struct hoff__schedule *s) {
     free(s->groups);
     free(s->gmember);

@@ -53,6 +53,15 @@ static inline uint64_t hoff__plan_bytes(hoff__block_bytes_fn f, const struct hof
     return f ? f(b->pool, b->size) : b->size;
 }
 
+/* A copy's duration as the sim computes it: ceil(bytes / GB/s) ns
+ * (GB/s = bytes per ns). */
+static inline uint64_t hoff__plan_copy_ns(uint64_t bytes, double gbps) {
+    double q = (double)bytes / gbps;
+    uint64_t ns = (uint64_t)q;
+
+    return (double)ns < q ? ns + 1 : ns;
+}
+
 /* Blocks a planner may move: managed, not pinned by a region. */
 static inline int hoff__plan_movable(const struct hoff__tblock *b) {
     return b->pool == 1 && !b->pinned;
@@ -270,6 +279,9 @@ const struct hoff__planner *hoff__planner_at(int i);
 
 void hoff__schedule_init(struct hoff__schedule *s);
 void hoff__schedule_destroy(struct hoff__schedule *s);
+/* dst = a deep copy of src (actions, groups, every figure); dst's own
+ * arrays are freed first.  0 or -ENOMEM (dst unchanged). */
+int hoff__schedule_copy(struct hoff__schedule *dst, const struct hoff__schedule *src);
 /* Free the schedule's groups and forget them (its actions stay as they are). */
 void hoff__schedule_free_groups(struct hoff__schedule *s);
 int hoff__schedule_add(struct hoff__schedule *s, uint32_t ev, int when, int kind, uint32_t block,

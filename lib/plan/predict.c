@@ -104,13 +104,6 @@ uint64_t *hoff__plan_times(const struct hoff__trace *t) {
     return T;
 }
 
-static uint64_t copy_ns(uint64_t bytes, double gbps) {
-    double q = (double)bytes / gbps;
-    uint64_t n = (uint64_t)q;
-
-    return (double)n < q ? n + 1 : n;
-}
-
 /* When a call issued now is ready to start (the issuing thread is serial). */
 static uint64_t ready(struct pr *p) {
     uint64_t r = (p->now > p->issuer ? p->now : p->issuer) + p->call;
@@ -214,7 +207,7 @@ static int d2h_push(struct pr *p, uint64_t bytes, uint32_t block, int kind) {
         return -ENOMEM;
     start = start > p->d2h_busy ? start : p->d2h_busy;
     e = &p->q[p->qt++];
-    e->land = start + p->lat + (kind == Q_RELEASE ? 0 : copy_ns(bytes, p->d2h));
+    e->land = start + p->lat + (kind == Q_RELEASE ? 0 : hoff__plan_copy_ns(bytes, p->d2h));
     e->bytes = bytes;
     e->block = block;
     e->kind = (uint8_t)kind;
@@ -311,7 +304,7 @@ static int do_prefetch(struct pr *p, uint32_t x) {
         return rc;
     start = ready(p);
     start = start > p->h2d_busy ? start : p->h2d_busy;
-    p->pland[x] = p->h2d_busy = start + p->lat + copy_ns(p->bytes[x], p->h2d);
+    p->pland[x] = p->h2d_busy = start + p->lat + hoff__plan_copy_ns(p->bytes[x], p->h2d);
     p->hq[p->ht].land = p->pland[x];
     p->hq[p->ht].block = x;
     p->hq[p->ht].bytes = p->bytes[x];
@@ -352,7 +345,7 @@ static int do_access(struct pr *p, uint32_t x) {
     }
     if ((rc = make_room(p, p->bytes[x], x)) != 0)
         return rc;
-    c = p->fault_ns + copy_ns(p->bytes[x], p->fault_gbps);
+    c = p->fault_ns + hoff__plan_copy_ns(p->bytes[x], p->fault_gbps);
     p->now += c;
     p->out->fault_ns += c;
     p->out->faults++;
@@ -448,7 +441,7 @@ static int fire_group(struct pr *p, const struct hoff__action *a, int *rc) {
     start = ready(p);
     if (evict) {
         start = start > p->d2h_busy ? start : p->d2h_busy;
-        land = p->d2h_busy = start + p->lat + copy_ns(total, p->d2h);
+        land = p->d2h_busy = start + p->lat + hoff__plan_copy_ns(total, p->d2h);
         for (k = 0; k < g->n; k++) {
             uint32_t x = s->gmember[g->first + k].block;
 
@@ -463,7 +456,7 @@ static int fire_group(struct pr *p, const struct hoff__action *a, int *rc) {
         p->out->evict_calls++;
     } else {
         start = start > p->h2d_busy ? start : p->h2d_busy;
-        land = p->h2d_busy = start + p->lat + copy_ns(total, p->h2d);
+        land = p->h2d_busy = start + p->lat + hoff__plan_copy_ns(total, p->h2d);
         for (k = 0; k < g->n; k++) {
             uint32_t x = s->gmember[g->first + k].block;
 

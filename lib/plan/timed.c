@@ -49,41 +49,6 @@
  * O(M log M + nev log nev).
  */
 
-static void *dup(const void *p, size_t n) {
-    void *q;
-
-    if (!p || !n)
-        return NULL;
-    q = malloc(n);
-    if (q)
-        memcpy(q, p, n);
-    return q;
-}
-
-/* dst = a deep copy of src (dst's own arrays are freed first). */
-static int copy_schedule(struct hoff__schedule *dst, const struct hoff__schedule *src) {
-    struct hoff__schedule c = *src;
-
-    c.act = dup(src->act, src->nact * sizeof *src->act);
-    c.cap_act = src->nact;
-    c.groups = dup(src->groups, src->ngroups * sizeof *src->groups);
-    c.gmember = dup(src->gmember, src->ngmember * sizeof *src->gmember);
-    c.block_group = dup(src->block_group, src->nblocks_grouped * sizeof *src->block_group);
-    c.block_member = dup(src->block_member, src->nblocks_grouped * sizeof *src->block_member);
-    if ((src->nact && !c.act) || (src->ngroups && !c.groups) || (src->ngmember && !c.gmember) ||
-        (src->nblocks_grouped && (!c.block_group || !c.block_member))) {
-        free(c.act);
-        free(c.groups);
-        free(c.gmember);
-        free(c.block_group);
-        free(c.block_member);
-        return -ENOMEM;
-    }
-    hoff__schedule_destroy(dst);
-    *dst = c;
-    return 0;
-}
-
 /* Co-located groups on the prefetch side (hoff__plan_groups_late): of
  * several spans, with and without the test that a group's copy lands before
  * its first use, the grouping with the fewest prefetch calls whose predicted
@@ -110,7 +75,7 @@ static int choose_groups(const struct hoff__trace *t, const struct hoff__plan_op
     /* every rung (on very long traces every fifth: each is a predicted
      * replay); keep the fewest calls within the limit, then the least stall */
     for (i = 0; i < sizeof spans / sizeof spans[0]; i += t->nev > 200000 ? 5 : 1) {
-        if ((rc = copy_schedule(tmp, s)) != 0 ||
+        if ((rc = hoff__schedule_copy(tmp, s)) != 0 ||
             (rc = hoff__plan_groups_late(t, o, tmp, spans[i], i & 1 ? T : NULL)) != 0)
             return rc;
         if (!tmp->ngroups)
@@ -120,11 +85,11 @@ static int choose_groups(const struct hoff__trace *t, const struct hoff__plan_op
         if (tmp->stall_ns <= limit && (pr.prefetch_calls < calls || (pr.prefetch_calls == calls && tmp->stall_ns < kstall))) {
             calls = pr.prefetch_calls;
             kstall = tmp->stall_ns;
-            if ((rc = copy_schedule(keep, tmp)) != 0)
+            if ((rc = hoff__schedule_copy(keep, tmp)) != 0)
                 return rc;
         }
     }
-    return calls == UINT64_MAX ? 0 : copy_schedule(s, keep);
+    return calls == UINT64_MAX ? 0 : hoff__schedule_copy(s, keep);
 }
 
 static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct hoff__schedule *out) {
@@ -151,7 +116,7 @@ static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts
     /* Every candidate starts from out as hoff__plan_begin left it (its
      * releases), then selects and places. */
     for (i = 0; i < 4 && !rc; i++) {
-        rc = copy_schedule(&c[i], out);
+        rc = hoff__schedule_copy(&c[i], out);
         if (!rc)
             rc = hoff__plan_greedy_select(t, &o2, res, i < 2 ? NULL : T, &c[i]);
         if (!rc)
@@ -164,7 +129,7 @@ static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts
     if (o->groups) {
         /* greedy's schedule as the runtime groups it (hoff__plan_groups):
          * a candidate too, and the stall timed's own groups may not pass */
-        if ((rc = copy_schedule(&c[4], &c[0])) != 0 || (rc = hoff__plan_groups(t, &o2, &c[4])) != 0 ||
+        if ((rc = hoff__schedule_copy(&c[4], &c[0])) != 0 || (rc = hoff__plan_groups(t, &o2, &c[4])) != 0 ||
             (rc = hoff__plan_predict(t, &o2, T, &c[4], HOFF__PLACE_KEEP, &pr)) != 0)
             goto done;
         if (c[4].stall_ns < c[best].stall_ns)
@@ -173,7 +138,7 @@ static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts
         else if ((rc = choose_groups(t, &o2, T, &c[best], &c[best ? 0 : 1], &c[best == 2 ? 3 : 2], c[4].stall_ns)) != 0)
             goto done;
     }
-    if ((rc = copy_schedule(out, &c[best])) != 0)
+    if ((rc = hoff__schedule_copy(out, &c[best])) != 0)
         goto done;
     out->grouped = o->groups;
     memset(out->planner, 0, sizeof out->planner);
