@@ -639,6 +639,75 @@ out:
     return exit_code;
 }
 
+/* --- the options show and model share ---------------------------------------
+ * --budget, --bandwidth, --guard-after-alloc, --guard-before-free and --json,
+ * then the trace operand, the trace and the plan options built from them as
+ * the runtime builds its own. */
+
+struct plan_args {
+    struct budget_arg budget;
+    int have_budget, json;
+    double bw;
+    uint64_t ga, gb;
+};
+
+static void plan_args_init(struct plan_args *a) {
+    struct hoff_config defaults;
+
+    hoff_config_init(&defaults);
+    memset(a, 0, sizeof *a);
+    a->bw = 50.0;
+    a->ga = defaults.guard_after_alloc;
+    a->gb = defaults.guard_before_free;
+}
+
+/* 1: opt was one of the shared options (taken), 0: not one, -1: bad value
+ * (reported). */
+static int plan_option(const char *sub, int opt, const char *arg, struct plan_args *a) {
+    switch (opt) {
+    case 'b':
+        if (parse_budget(sub, arg, &a->budget))
+            return -1;
+        a->have_budget = 1;
+        return 1;
+    case 'w':
+        return parse_pos_double(sub, "--bandwidth", arg, &a->bw) ? -1 : 1;
+    case 'A':
+        return parse_u64(sub, "--guard-after-alloc", arg, 0, 1000000, &a->ga) ? -1 : 1;
+    case 'F':
+        return parse_u64(sub, "--guard-before-free", arg, 0, 1000000, &a->gb) ? -1 : 1;
+    case 'j':
+        a->json = 1;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* The trace operand, the trace (t, its offload peak and where) and po's
+ * budget, guards, bandwidths and block bytes.  0, or the exit status. */
+static int plan_setup(const char *sub, int argc, char **argv, const struct plan_args *a, const char *planner,
+                      const char **path, struct hoff__trace *t, uint64_t *offload_peak, size_t *peak_ev,
+                      struct hoff__plan_opts *po) {
+    int rc;
+
+    if ((rc = trace_operand(sub, argc, argv, 1, a->have_budget, planner, path)) != 0)
+        return rc;
+    if (load_trace(*path, t))
+        return EXIT_FAIL;
+    *offload_peak = hoff__trace_offload_peak(t, hoff__pool_block_bytes, peak_ev);
+    if (resolve_budget(sub, &a->budget, *offload_peak, &po->budget_bytes)) {
+        hoff__trace_destroy(t);
+        return EXIT_USAGE;
+    }
+    po->guard_after_alloc = (uint32_t)a->ga;
+    po->guard_before_free = (uint32_t)a->gb;
+    po->block_bytes = hoff__pool_block_bytes; /* as the runtime plans */
+    po->h2d_gbps = a->bw;
+    po->d2h_gbps = a->bw;
+    return 0;
+}
+
 /* ---------------------------------------------------------------------------
  * show
  * ------------------------------------------------------------------------- */
@@ -809,31 +878,27 @@ static int cmd_show(int argc, char **argv) {
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *sub = "show", *planner = "timed", *path;
-    struct budget_arg ba;
-    struct hoff_config defaults;
+    struct plan_args pa;
     struct hoff__plan_opts po;
     struct hoff__schedule s;
     struct hoff__trace t;
     const struct hoff__planner *pl;
-    uint64_t offload_peak, ga, gb, *res = NULL;
-    double bw = 50.0;
+    uint64_t offload_peak, *res = NULL;
     size_t nopeak_ev, i, k, k0, nact_kind[HOFF__ACT_KIND_COUNT] = {0};
-    int opt, have_budget = 0, json = 0, actions_only = 0, rc, first = 1;
+    int opt, actions_only = 0, rc, first = 1, json;
     char buf[160];
 
-    hoff_config_init(&defaults);
+    plan_args_init(&pa);
     memset(&po, 0, sizeof po);
-    ga = defaults.guard_after_alloc;
-    gb = defaults.guard_before_free;
     opterr = 0;
     optind = 1;
     while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        switch (opt) {
-        case 'b':
-            if (parse_budget(sub, optarg, &ba))
+        if ((rc = plan_option(sub, opt, optarg, &pa)) != 0) {
+            if (rc < 0)
                 return EXIT_USAGE;
-            have_budget = 1;
-            break;
+            continue;
+        }
+        switch (opt) {
         case 'p':
             planner = optarg;
             break;
@@ -841,23 +906,8 @@ static int cmd_show(int argc, char **argv) {
             if (parse_size_opt(sub, "--host-cap", optarg, &po.host_cap_bytes))
                 return EXIT_USAGE;
             break;
-        case 'w':
-            if (parse_pos_double(sub, "--bandwidth", optarg, &bw))
-                return EXIT_USAGE;
-            break;
-        case 'A':
-            if (parse_u64(sub, "--guard-after-alloc", optarg, 0, 1000000, &ga))
-                return EXIT_USAGE;
-            break;
-        case 'F':
-            if (parse_u64(sub, "--guard-before-free", optarg, 0, 1000000, &gb))
-                return EXIT_USAGE;
-            break;
         case 'a':
             actions_only = 1;
-            break;
-        case 'j':
-            json = 1;
             break;
         case 'h':
             usage_show(stdout);
@@ -866,21 +916,10 @@ static int cmd_show(int argc, char **argv) {
             return bad_option(sub, argv, opt);
         }
     }
-    if ((rc = trace_operand(sub, argc, argv, 1, have_budget, planner, &path)) != 0)
+    if ((rc = plan_setup(sub, argc, argv, &pa, planner, &path, &t, &offload_peak, &nopeak_ev, &po)) != 0)
         return rc;
+    json = pa.json;
     pl = hoff__planner_find(planner);
-    if (load_trace(path, &t))
-        return EXIT_FAIL;
-    offload_peak = hoff__trace_offload_peak(&t, hoff__pool_block_bytes, &nopeak_ev);
-    if (resolve_budget(sub, &ba, offload_peak, &po.budget_bytes)) {
-        hoff__trace_destroy(&t);
-        return EXIT_USAGE;
-    }
-    po.guard_after_alloc = (uint32_t)ga;
-    po.guard_before_free = (uint32_t)gb;
-    po.block_bytes = hoff__pool_block_bytes; /* as the runtime plans */
-    po.h2d_gbps = bw;
-    po.d2h_gbps = bw;
     hoff__schedule_init(&s);
     rc = pl->build(&t, &po, &s);
     if (rc) {
@@ -1032,36 +1071,31 @@ static int cmd_model(int argc, char **argv) {
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *sub = "model", *path;
-    struct budget_arg ba;
-    struct hoff_config defaults;
+    struct plan_args pa;
+    struct hoff_config defaults; /* the sim's per-call and page-in costs */
     struct hoff__plan_opts po;
     struct hoff__drive_opts dopt;
     struct hoff__schedule s;
     struct hoff__trace t;
     struct hoff__gap *gaps = NULL;
     size_t ngaps = 0, nopeak_ev, i;
-    uint64_t offload_peak, ga, gb, *t_ns = NULL, step_ns = 0, max_res = 0, over = 0;
+    uint64_t offload_peak, *t_ns = NULL, step_ns = 0, max_res = 0, over = 0;
     int64_t *res = NULL;
-    double bw = 50.0, compute_scale = 1.0, gpu_step_ms = 0;
-    int opt, have_budget = 0, json = 0, rc, exit_code = EXIT_FAIL, first;
+    double compute_scale = 1.0, gpu_step_ms = 0;
+    int opt, json, rc, exit_code = EXIT_FAIL, first;
 
     hoff_config_init(&defaults);
+    plan_args_init(&pa);
     memset(&po, 0, sizeof po);
-    ga = defaults.guard_after_alloc;
-    gb = defaults.guard_before_free;
     opterr = 0;
     optind = 1;
     while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        if ((rc = plan_option(sub, opt, optarg, &pa)) != 0) {
+            if (rc < 0)
+                return EXIT_USAGE;
+            continue;
+        }
         switch (opt) {
-        case 'b':
-            if (parse_budget(sub, optarg, &ba))
-                return EXIT_USAGE;
-            have_budget = 1;
-            break;
-        case 'w':
-            if (parse_pos_double(sub, "--bandwidth", optarg, &bw))
-                return EXIT_USAGE;
-            break;
         case 'c':
             if (parse_pos_double(sub, "--compute-scale", optarg, &compute_scale))
                 return EXIT_USAGE;
@@ -1070,17 +1104,6 @@ static int cmd_model(int argc, char **argv) {
             if (parse_pos_double(sub, "--gpu-step", optarg, &gpu_step_ms))
                 return EXIT_USAGE;
             break;
-        case 'A':
-            if (parse_u64(sub, "--guard-after-alloc", optarg, 0, 1000000, &ga))
-                return EXIT_USAGE;
-            break;
-        case 'F':
-            if (parse_u64(sub, "--guard-before-free", optarg, 0, 1000000, &gb))
-                return EXIT_USAGE;
-            break;
-        case 'j':
-            json = 1;
-            break;
         case 'h':
             usage_model(stdout);
             return 0;
@@ -1088,20 +1111,9 @@ static int cmd_model(int argc, char **argv) {
             return bad_option(sub, argv, opt);
         }
     }
-    if ((rc = trace_operand(sub, argc, argv, 1, have_budget, NULL, &path)) != 0)
+    if ((rc = plan_setup(sub, argc, argv, &pa, NULL, &path, &t, &offload_peak, &nopeak_ev, &po)) != 0)
         return rc;
-    if (load_trace(path, &t))
-        return EXIT_FAIL;
-    offload_peak = hoff__trace_offload_peak(&t, hoff__pool_block_bytes, &nopeak_ev);
-    if (resolve_budget(sub, &ba, offload_peak, &po.budget_bytes)) {
-        hoff__trace_destroy(&t);
-        return EXIT_USAGE;
-    }
-    po.guard_after_alloc = (uint32_t)ga;
-    po.guard_before_free = (uint32_t)gb;
-    po.block_bytes = hoff__pool_block_bytes; /* as the runtime plans */
-    po.h2d_gbps = bw;
-    po.d2h_gbps = bw;
+    json = pa.json;
     hoff__schedule_init(&s);
 
     /* The clock 'simulate' drives the trace on (lib/trace/drive.c). */
@@ -1140,7 +1152,7 @@ static int cmd_model(int argc, char **argv) {
         printf(",\"budget_bytes\":%" PRIu64 ",\"nopeak_bytes\":%" PRIu64 ",\"offload_peak_bytes\":%" PRIu64
                ",\"h2d_gbps\":%g,\"d2h_gbps\":%g,\"latency_ns\":%" PRIu64 ",\"fault_gbps\":%g,\"fault_ns\":%" PRIu64
                ",\"nev\":%zu,\"step_ns\":%" PRIu64,
-               po.budget_bytes, s.nopeak_bytes, offload_peak, bw, bw, defaults.sim_latency_ns, defaults.sim_fault_gbps,
+               po.budget_bytes, s.nopeak_bytes, offload_peak, pa.bw, pa.bw, defaults.sim_latency_ns, defaults.sim_fault_gbps,
                defaults.sim_fault_ns, t.nev, step_ns);
         printf(",\"t_ns\":[");
         for (i = 0; i < t.nev; i++)
@@ -1185,7 +1197,7 @@ static int cmd_model(int argc, char **argv) {
                po.budget_bytes ? SZ(po.budget_bytes) : "none", SZ(s.nopeak_bytes), SZ(max_res));
         printf("events over the budget: %" PRIu64 "\n", over);
         printf("gaps: %zu\n", ngaps);
-        printf("clock: step computes for %s; copy engines %g GB/s each way, %s per call\n", TM(step_ns), bw,
+        printf("clock: step computes for %s; copy engines %g GB/s each way, %s per call\n", TM(step_ns), pa.bw,
                TM(defaults.sim_latency_ns));
     }
     exit_code = 0;
