@@ -945,14 +945,23 @@ static int sim_host_make(struct hoff__backend *be, void *p, size_t size, void **
     return rc;
 }
 
-/* One simulated NVMe device: reads and writes share it. */
+/* One simulated NVMe device: reads and writes share it.  The tier thread
+ * runs the real I/O whenever it gets to it, so the virtual clock may have
+ * moved on since the operation was issued; it starts in virtual time at its
+ * issue (after, recorded then) or when the device is free, not when the
+ * thread got there, so the simulation stays deterministic. */
 static int sim_nvme_model(struct hoff__backend *be, uint64_t bytes, int write, hoff__event *after,
                           hoff__event *done) {
     struct sim *s = to_sim(be);
+    uint64_t now;
 
     pthread_mutex_lock(&s->lock);
+    now = s->c.now_ns;
+    if (after && after->recorded && after->t < now)
+        s->c.now_ns = after->t; /* schedule() starts from now: from the issue instead */
     schedule(s, &s->c.nvme_busy_until, xfer_ns(bytes, write ? s->nvme_write_gbps : s->nvme_read_gbps), 0,
              after, done);
+    s->c.now_ns = now;
     if (write)
         s->c.bytes_nvme_written += bytes;
     else
