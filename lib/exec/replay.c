@@ -108,11 +108,12 @@ static void fire(struct hoff_ctx *ctx, const struct hoff__action *a, hoff_stream
         rc = hoff__res_evict(ctx, b, s);
         break;
     case HOFF__ACT_PREFETCH:
-        /* Its eviction has not landed yet (the replay runs ahead of the
-         * recorded timing): the bytes are needed back, so wait for it, a
-         * counted stall, rather than skip the prefetch and page the block
-         * in at its use.  predict.c assumes the same. */
-        if (b->state == HOFF_RES_EVICTING)
+        /* Its eviction, spill or restore has not landed yet (the replay
+         * runs ahead of the recorded timing): the bytes are needed back, so
+         * wait for it, a counted stall, rather than skip the prefetch and
+         * page the block in at its use (a block left on the NVMe tier is
+         * restored first, waiting).  predict.c assumes the same. */
+        if (b->state == HOFF_RES_EVICTING || b->state == HOFF_RES_SPILLING || b->state == HOFF_RES_RESTORING)
             hoff__res_settle(ctx, b);
         rc = hoff__res_prefetch(ctx, b, s);
         break;
@@ -120,15 +121,24 @@ static void fire(struct hoff_ctx *ctx, const struct hoff__action *a, hoff_stream
         rc = hoff__res_discard(ctx, b, s);
         break;
     case HOFF__ACT_SPILL:
+        /* Its eviction still in flight: it spills once that lands. */
         rc = hoff__res_spill(ctx, b, s);
         break;
     case HOFF__ACT_RESTORE:
+        /* Its spill has not landed yet: wait for it (a counted stall) and
+         * restore, rather than leave the read to the prefetch. */
+        if (b->state == HOFF_RES_SPILLING)
+            hoff__res_settle(ctx, b);
         rc = hoff__res_restore(ctx, b, s);
         break;
     default:
         rc = -EINVAL;
         break;
     }
+    /* A spill of a block the host tier already spilled for room, a restore
+     * of one that never left the host: where the plan wants it already. */
+    if (rc == -EALREADY && (a->kind == HOFF__ACT_SPILL || a->kind == HOFF__ACT_RESTORE))
+        rc = 0;
     if (rc == 0)
         p->fired++;
     else

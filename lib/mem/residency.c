@@ -240,6 +240,7 @@ static void wait_issued(struct hoff_ctx *ctx, struct hoff__block *b) {
 
 static void put_back(struct hoff_ctx *ctx, struct hoff__block *b);
 static int to_host_now(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
+static int start_spill(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
 
 /* b's command has run: finish the transition (success or failure). */
 static void retire(struct hoff_ctx *ctx, struct hoff__block *b, int rc) {
@@ -281,6 +282,12 @@ static void retire(struct hoff_ctx *ctx, struct hoff__block *b, int rc) {
             ctx->res.resident -= b->size;
             ctx->res.host += b->size;
             set_state(ctx, b, hoff__res_next(S_EVI, HOFF__EV_EVICT_DONE));
+            if ((b->flags & HOFF__BLK_SPILL_AFTER) && live) { /* the planned spill, now that it can */
+                b->flags &= (uint8_t)~HOFF__BLK_SPILL_AFTER;
+                if (start_spill(ctx, b, b->stream) != 0)
+                    HOFF__LOG_ONCE(HOFF_LOG_WARN, "a planned spill could not start (%s); the block stays on "
+                                   "the host", hoff_last_error());
+            }
         }
     } else if (b->state == S_PRE) {
         if (rc) {
@@ -325,6 +332,8 @@ static void retire(struct hoff_ctx *ctx, struct hoff__block *b, int rc) {
             set_state(ctx, b, hoff__res_next(S_RES, HOFF__EV_RESTORE_DONE));
         }
     }
+    if (b->state != S_EVI)
+        b->flags &= (uint8_t)~HOFF__BLK_SPILL_AFTER; /* failed, freed, or done: nothing waits */
     if (!live && hoff__res_on_free(ctx, b))
         put_back(ctx, b);
     note_resident(ctx);
@@ -411,7 +420,10 @@ static void finish(struct hoff_ctx *ctx, struct hoff__block *b, enum wait_kind w
 }
 
 void hoff__res_settle(struct hoff_ctx *ctx, struct hoff__block *b) {
-    if (b && in_flight(b->state))
+    if (!b)
+        return;
+    b->flags &= (uint8_t)~HOFF__BLK_SPILL_AFTER; /* wanted back: no spill when it lands */
+    if (in_flight(b->state))
         finish(ctx, b, WAIT_USE);
 }
 
@@ -597,6 +609,7 @@ static void drop_spill(struct hoff_ctx *ctx, struct hoff__block *b) {
 }
 
 int hoff__res_on_free(struct hoff_ctx *ctx, struct hoff__block *b) {
+    b->flags &= (uint8_t)~HOFF__BLK_SPILL_AFTER;
     switch (b->state) {
     case S_EVI:
     case S_PRE:
@@ -661,6 +674,7 @@ int hoff__res_prefetch(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
 
     if ((rc = candidate(b)) != 0)
         return rc;
+    b->flags &= (uint8_t)~HOFF__BLK_SPILL_AFTER; /* wanted back */
     hoff__res_poll(ctx);
     if (b->state == S_NVM && (rc = to_host_now(ctx, b, s)) != 0)
         return rc; /* an online prefetch of a spilled block: restore, waiting */
@@ -693,9 +707,12 @@ int hoff__res_group(struct hoff_ctx *ctx, int op, struct hoff__block *const *m, 
     hoff__res_poll(ctx);
     /* A member whose own eviction is still in flight: wait for it to land,
      * as hoff__res_prefetch does. */
-    for (i = 0; op == HOFF__CMD_PREFETCH && i < n; i++)
+    for (i = 0; op == HOFF__CMD_PREFETCH && i < n; i++) {
+        if (m[i])
+            m[i]->flags &= (uint8_t)~HOFF__BLK_SPILL_AFTER; /* wanted back */
         if (m[i] && m[i]->state == S_EVI && (m[i]->flags & HOFF__BLK_LIVE))
             finish(ctx, m[i], WAIT_USE);
+    }
     /* Every member live, movable, settled where the call moves it from, and
      * the members tile the range in order. */
     for (i = 0; i < n; i++) {
@@ -771,6 +788,7 @@ int hoff__res_discard(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s
 
     if ((rc = candidate(b)) != 0)
         return rc;
+    b->flags &= (uint8_t)~HOFF__BLK_SPILL_AFTER; /* dead: nothing to keep */
     hoff__res_poll(ctx);
     if ((rc = check_next(b, HOFF__EV_DISCARD)) < 0)
         return rc;
@@ -820,6 +838,12 @@ int hoff__res_spill(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) 
     if (!ctx->nvme)
         return hoff__error(-ENOTSUP, "no NVMe tier (set HOFF_SPILL_DIR)");
     hoff__res_poll(ctx);
+    if (b->state == S_EVI && !(b->flags & HOFF__BLK_DISCARDING)) {
+        /* The replay runs ahead of the plan's timing: spill once the
+         * eviction lands (retire), unless the block is wanted back first. */
+        b->flags |= HOFF__BLK_SPILL_AFTER;
+        return 0;
+    }
     if ((rc = check_next(b, HOFF__EV_SPILL)) < 0)
         return rc;
     rc = start_spill(ctx, b, s);
@@ -864,6 +888,7 @@ int hoff__res_access(struct hoff_ctx *ctx, struct hoff__block *b, int write, hof
 
     if (b->pool != HOFF__POOL_MANAGED)
         return 0;
+    b->flags &= (uint8_t)~HOFF__BLK_SPILL_AFTER; /* wanted back */
     hoff__res_poll(ctx);
     switch (b->state) {
     case S_DEV:

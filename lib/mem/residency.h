@@ -75,7 +75,10 @@ int hoff__res_discard(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s
 int hoff__res_group(struct hoff_ctx *ctx, int op, struct hoff__block *const *m, unsigned n, void *base,
                     size_t size, hoff_stream s);
 int hoff__res_access(struct hoff_ctx *ctx, struct hoff__block *b, int write, hoff_stream s);
-/* The NVMe tier: write a block on the host to it / read it back to the host. */
+/* The NVMe tier: write a block on the host to it / read it back to the host.
+ * A spill of a block whose eviction is still in flight starts when that
+ * lands (0 now), unless the block is wanted back (prefetched, used,
+ * discarded, freed) first. */
 int hoff__res_spill(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
 int hoff__res_restore(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
 
