@@ -330,6 +330,70 @@ static void test_predict_by_hand(void) {
     hoff__trace_destroy(&t);
 }
 
+/* The host cap and the NVMe tier in predict.c, by hand: A and C (64 MiB
+ * each) are evicted with a host cap of 64 MiB, then A is used.  D2H copies
+ * take 1,352,178 ns (50 GB/s, 10 us a call); an NVMe write 16,787,216 ns
+ * (4 GB/s), a read 8,398,608 ns (8 GB/s); a page-in 20 us + 8,388,608 ns. */
+static void test_predict_tiers_by_hand(void) {
+    struct hoff__plan_opts o = {.budget_bytes = 256 * MiB, .h2d_gbps = 50, .d2h_gbps = 50,
+                                .host_cap_bytes = 64 * MiB, .nvme = 1, .nvme_read_gbps = 8,
+                                .nvme_write_gbps = 4};
+    struct hoff__trace t;
+    struct hoff__schedule s;
+    struct hoff__prediction pr;
+    uint64_t *T;
+    uint32_t a, c;
+
+    hoff__trace_init(&t);
+    tnow = 0;
+    a = al(&t, 64 * MiB, 0); /* ev 0 at 0 */
+    ac(&t, a, 1000);         /* ev 1 */
+    c = al(&t, 64 * MiB, 1000); /* ev 2 at 2000: A's eviction fires */
+    ac(&t, c, 1000);         /* ev 3 */
+    op(&t, 1000);            /* ev 4 at 4000: C's eviction fires */
+    ac(&t, a, 1000);         /* ev 5 at 5000 */
+    fr(&t, a, 1000);
+    fr(&t, c, 1000);
+    CU_ASSERT_EQUAL_FATAL(hoff__trace_finish(&t), 0);
+    T = hoff__plan_times(&t);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(T);
+    hoff__schedule_init(&s);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 1, HOFF__ACT_AFTER, HOFF__ACT_EVICT, a, 1), 0);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 3, HOFF__ACT_AFTER, HOFF__ACT_EVICT, c, 3), 0);
+    hoff__schedule_sort(&s);
+    CU_ASSERT_EQUAL_FATAL(hoff__plan_predict(&t, &o, T, &s, HOFF__PLACE_KEEP, &pr), 0);
+    /* C's eviction at 4000 finds the host full once A lands: it waits for A
+     * (1,354,178 - 4000), spills A and waits for the write (16,787,216).  A's
+     * use at 18,142,394 must restore A: the host has C on its way, so it
+     * waits for C (19,493,572 - 18,142,394), spills C, waits for that write,
+     * then reads A back (8,398,608) and pages it in. */
+    CU_ASSERT_EQUAL(pr.tier_ns, 1350178 + 16787216 + 1351178 + 16787216 + 8398608);
+    CU_ASSERT_EQUAL(pr.faults, 1);
+    CU_ASSERT_EQUAL(pr.fault_ns, 20000 + 8388608);
+    CU_ASSERT_EQUAL(pr.room_ns + pr.late_ns, 0);
+    CU_ASSERT_EQUAL(pr.stall_ns, pr.tier_ns + pr.fault_ns);
+    CU_ASSERT_EQUAL(pr.bytes_spilled, 128 * MiB);
+    CU_ASSERT_EQUAL(pr.bytes_restored, 64 * MiB);
+    CU_ASSERT_EQUAL(pr.bytes_d2h, 128 * MiB);
+    /* Without an NVMe tier C cannot leave the device: nothing waits, and
+     * A is paged in from the host. */
+    o.nvme = 0;
+    CU_ASSERT_EQUAL_FATAL(hoff__plan_predict(&t, &o, T, &s, HOFF__PLACE_KEEP, &pr), 0);
+    CU_ASSERT_EQUAL(pr.tier_ns, 0);
+    CU_ASSERT_EQUAL(pr.bytes_d2h, 64 * MiB);
+    CU_ASSERT_EQUAL(pr.bytes_spilled, 0);
+    CU_ASSERT_EQUAL(pr.faults, 1);
+    /* No cap: the two evictions simply overlap their copies. */
+    o.nvme = 1;
+    o.host_cap_bytes = 0;
+    CU_ASSERT_EQUAL_FATAL(hoff__plan_predict(&t, &o, T, &s, HOFF__PLACE_KEEP, &pr), 0);
+    CU_ASSERT_EQUAL(pr.tier_ns, 0);
+    CU_ASSERT_EQUAL(pr.bytes_d2h, 128 * MiB);
+    hoff__schedule_destroy(&s);
+    free(T);
+    hoff__trace_destroy(&t);
+}
+
 /* On synthetic transformer steps timed's predicted stall is never above
  * greedy's (greedy's schedule is one of its candidates), and where copies
  * can hide behind compute it is far lower. */
@@ -400,6 +464,7 @@ int main(void) {
         {"synthetic", test_synthetic},
         {"random", test_random},
         {"predict_by_hand", test_predict_by_hand},
+        {"predict_tiers_by_hand", test_predict_tiers_by_hand},
         {"never_worse_than_greedy", test_never_worse_than_greedy},
         {NULL, NULL},
     };

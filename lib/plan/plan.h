@@ -243,10 +243,13 @@ struct hoff__prediction {
     uint64_t room_ns;       /* of which: waits for evictions to land (the budget) */
     uint64_t late_ns;       /* waits for prefetches still in flight at their use */
     uint64_t fault_ns;      /* page-ins on demand (a prefetch that did not happen) */
+    uint64_t tier_ns;       /* waits for the host and NVMe tiers: room under the host
+                               cap, spills and restores that must land first */
     uint64_t faults;
     uint64_t victim_bytes;  /* evicted on demand for room (unplanned traffic) */
     uint64_t bytes_d2h, bytes_h2d;
     uint64_t prefetch_calls, evict_calls;
+    uint64_t bytes_spilled, bytes_restored; /* the NVMe tier's traffic, planned and on demand */
 };
 
 /* Replay schedule s over trace t as the runtime does, on the event times T
@@ -256,8 +259,9 @@ struct hoff__prediction {
  * lands, a prefetch from its issue; a prefetch or an allocation that does
  * not fit waits for the oldest eviction in flight (and, when those do not
  * free enough, evicts an unplanned victim); a use waits for its prefetch,
- * or pages the block in on demand.  The host and NVMe tiers are not
- * modelled (spill and restore actions are ignored).
+ * or pages the block in on demand.  The host tier is kept under
+ * o->host_cap_bytes as residency.c keeps it, and spills and restores go
+ * through one FIFO NVMe device at o's NVMe bandwidths (predict.c says how).
  * With HOFF__PLACE_EARLY the prefetches are re-placed while replaying:
  * earliest deadline first, each prefetch is issued at the first event where
  * its eviction has landed, it fits in the budget now, and the schedule's

@@ -1,5 +1,6 @@
 /* predict.c — a replay predicted from the trace's event times: the runtime's budget rule, two FIFO copy
- * engines, late prefetches and page-ins, and prefetches re-placed as early as they fit (plan.h).
+ * engines, the host cap and the NVMe tier, late prefetches and page-ins, and prefetches re-placed as early
+ * as they fit (plan.h).
  * Threading: a pure function of (trace, schedule, options); no shared state. */
 #include "config.h"
 
@@ -33,12 +34,27 @@
  *  - a prefetch of a block whose eviction is still in flight waits for it
  *    (replay.c does the same); a use waits for its prefetch, or pages the
  *    block in on demand (fault_ns + bytes / fault_gbps);
+ *  - the host tier (o->host_cap_bytes) counts as residency.c counts it:
+ *    bytes on the host, spilling included, plus bytes on their way there
+ *    (evictions and restores in flight); an eviction or a restore that would
+ *    take it over the cap first makes room: with an NVMe tier (o->nvme) it
+ *    spills the block that reached the host first, or waits for the oldest
+ *    spill in flight, else the oldest eviction (a stall, tier_ns); without
+ *    one the eviction does not happen (the block stays on the device);
+ *  - the NVMe tier is one FIFO device for spills (write) and restores
+ *    (read), each latency + ceil(bytes / GB/s), with no issuing-thread cost
+ *    (the tier thread issues them); a planned spill of a block whose
+ *    eviction is in flight starts when that lands (unless the block is
+ *    wanted back first), a restore of a block whose spill is
+ *    still in flight waits for it, and a prefetch or a use of a block on the
+ *    NVMe tier waits for its restore (starting one if none was planned);
  *  - two steps back to back, the second being the prediction: what the
- *    first leaves in flight holds the engines and the budget, and a group
- *    member whose slot is still held by such a copy waits for it at its
- *    allocation (pipeline.c).
- * Not modelled: the host and NVMe tiers, the step's end (the runtime does not
- * wait there), and which block an unplanned victim is (its page-in later is
+ *    first leaves in flight holds the engines, the budget and the host tier,
+ *    and a group member whose slot is still held by such a copy waits for it
+ *    at its allocation (pipeline.c).
+ * Not modelled: the step's end (the runtime does not wait there), the
+ * host-tier bytes of blocks that outlive the step (retained blocks left on
+ * the host), and which block an unplanned victim is (its page-in later is
  * not charged: the prediction is optimistic where victims are needed, and
  * victim_bytes says how much).
  */
@@ -46,14 +62,24 @@
 #define DEF_LAT_NS 10000u
 #define DEF_FAULT_NS 20000u
 #define DEF_FAULT_GBPS 8.0
+#define DEF_NVME_READ_GBPS 6.5 /* the sim's defaults */
+#define DEF_NVME_WRITE_GBPS 3.5
 
-enum { P_NONE = 0, P_DEV, P_EVI, P_HOST, P_PRE, P_DEAD, P_FREED_PRE /* freed with its prefetch in flight */ };
-enum { Q_EVICT = 0, Q_RELEASE, Q_VICTIM };
+enum {
+    P_NONE = 0, P_DEV, P_EVI, P_HOST, P_PRE, P_DEAD, P_FREED_PRE /* freed with its prefetch in flight */,
+    P_SPI, P_NVM, P_RES /* spilling, on the NVMe tier, restoring */
+};
+enum { Q_EVICT = 0, Q_RELEASE, Q_VICTIM, Q_SPILL, Q_RESTORE };
 
 struct qent {
     uint64_t land, bytes;
     uint32_t block;
     uint8_t kind;
+};
+
+/* A list of blocks threaded through per-block links. */
+struct blist {
+    uint32_t *prev, *next, head, tail;
 };
 
 struct heapent {
@@ -74,12 +100,20 @@ struct pr {
     size_t qh, qt, qcap;
     struct qent *hq;   /* the H2D FIFO */
     size_t hh, ht, hcap;
-    uint32_t *prev, *next, lru_head, lru_tail; /* resident movable blocks, least recently used first */
+    struct blist lru;  /* resident movable blocks, least recently used first */
+    struct blist hl;   /* blocks on the host, in the order they got there (spill victims first) */
+    struct qent *nq;   /* the NVMe FIFO (spills and restores) */
+    size_t nh, nt, ncap;
+    uint64_t *nland;   /* per block: landing of its NVMe operation in flight */
+    uint8_t *sa;       /* per block: a planned spill waits for its eviction to land */
+    int err;           /* -ENOMEM met where it could not be returned (a spill at a landing) */
     uint8_t *gst;      /* per group, evict and prefetch: 0 not yet, 1 one call, 2 block by block */
-    uint64_t now, issuer, d2h_busy, h2d_busy;
+    uint64_t now, issuer, d2h_busy, h2d_busy, nvme_busy;
     uint64_t resident, evicting, budget;
+    uint64_t host, to_host, spilling, cap; /* the host tier, as residency.c counts it */
+    int nvme;
     uint64_t lat, call, fault_ns;
-    double h2d, d2h, fault_gbps;
+    double h2d, d2h, fault_gbps, nvme_r, nvme_w;
     struct hoff__prediction *out;
 };
 
@@ -114,52 +148,108 @@ static uint64_t ready(struct pr *p) {
 
 #define NIL UINT32_MAX
 
-static int on_lru(const struct pr *p, uint32_t x) {
-    return p->prev[x] != NIL || p->lru_head == x;
+static int bl_on(const struct blist *l, uint32_t x) {
+    return l->prev[x] != NIL || l->head == x;
+}
+
+static void bl_remove(struct blist *l, uint32_t x) {
+    if (!bl_on(l, x))
+        return;
+    if (l->prev[x] != NIL)
+        l->next[l->prev[x]] = l->next[x];
+    else
+        l->head = l->next[x];
+    if (l->next[x] != NIL)
+        l->prev[l->next[x]] = l->prev[x];
+    else
+        l->tail = l->prev[x];
+    l->prev[x] = l->next[x] = NIL;
+}
+
+static void bl_append(struct blist *l, uint32_t x) {
+    bl_remove(l, x);
+    l->prev[x] = l->tail;
+    l->next[x] = NIL;
+    if (l->tail != NIL)
+        l->next[l->tail] = x;
+    else
+        l->head = x;
+    l->tail = x;
+}
+
+static void bl_reset(struct blist *l, uint32_t nb) {
+    uint32_t i;
+
+    for (i = 0; i < nb; i++)
+        l->prev[i] = l->next[i] = NIL;
+    l->head = l->tail = NIL;
 }
 
 static void lru_remove(struct pr *p, uint32_t x) {
-    if (!on_lru(p, x))
-        return;
-    if (p->prev[x] != NIL)
-        p->next[p->prev[x]] = p->next[x];
-    else
-        p->lru_head = p->next[x];
-    if (p->next[x] != NIL)
-        p->prev[p->next[x]] = p->prev[x];
-    else
-        p->lru_tail = p->prev[x];
-    p->prev[x] = p->next[x] = NIL;
+    bl_remove(&p->lru, x);
 }
 
 /* x is resident and was just used (or arrived): most recently used. */
 static void lru_touch(struct pr *p, uint32_t x) {
     if (p->t->blocks[x].pinned)
         return; /* never a victim */
-    lru_remove(p, x);
-    p->prev[x] = p->lru_tail;
-    p->next[x] = NIL;
-    if (p->lru_tail != NIL)
-        p->next[p->lru_tail] = x;
-    else
-        p->lru_head = x;
-    p->lru_tail = x;
+    bl_append(&p->lru, x);
 }
+
+/* x leaves the host (prefetched, paged in, spilled, freed, released). */
+static void host_leave(struct pr *p, uint32_t x) {
+    bl_remove(&p->hl, x);
+}
+
+static int nvme_push(struct pr *p, uint32_t x, int kind);
 
 static void land(struct pr *p, const struct qent *e) {
     p->resident -= e->bytes;
     p->evicting -= e->bytes;
-    if (e->kind != Q_RELEASE && e->block != NIL && p->st[e->block] == P_EVI)
+    if (e->kind == Q_RELEASE)
+        return;
+    p->to_host -= e->bytes;
+    if (e->block != NIL && p->st[e->block] == P_EVI) { /* freed in flight: its host copy is dead */
         p->st[e->block] = P_HOST;
+        p->host += e->bytes;
+        bl_append(&p->hl, e->block);
+        if (p->sa[e->block]) { /* the planned spill, now that it can (residency.c's retire) */
+            p->sa[e->block] = 0;
+            if (nvme_push(p, e->block, Q_SPILL) != 0)
+                p->err = -ENOMEM;
+        }
+    }
+}
+
+/* A spill or a restore has landed (residency.c's retire). */
+static void land_nvme(struct pr *p, const struct qent *e) {
+    uint32_t x = e->block;
+
+    if (e->kind == Q_SPILL) { /* its host copy is gone, freed in flight or not */
+        p->spilling -= e->bytes;
+        p->host -= e->bytes;
+        if (x != NIL && p->st[x] == P_SPI)
+            p->st[x] = P_NVM;
+        return;
+    }
+    p->to_host -= e->bytes;
+    if (x != NIL && p->st[x] == P_RES) {
+        p->st[x] = P_HOST;
+        p->host += e->bytes;
+        bl_append(&p->hl, x);
+    }
 }
 
 static void poll(struct pr *p) {
     while (p->qh < p->qt && p->q[p->qh].land <= p->now)
         land(p, &p->q[p->qh++]);
+    while (p->nh < p->nt && p->nq[p->nh].land <= p->now)
+        land_nvme(p, &p->nq[p->nh++]);
     while (p->hh < p->ht && p->hq[p->hh].land <= p->now) {
         uint32_t x = p->hq[p->hh].block;
         uint64_t nbytes = p->hq[p->hh++].bytes;
 
+        p->host -= nbytes; /* on the host until it lands, as residency.c counts it */
         if (x == NIL) { /* the step before's, freed in flight */
             p->resident -= nbytes;
             continue;
@@ -226,6 +316,131 @@ static int d2h_push(struct pr *p, uint64_t bytes, uint32_t block, int kind) {
     return 0;
 }
 
+/* Compute waits until `when` (a stall, added to *to). */
+static void wait_until(struct pr *p, uint64_t when, uint64_t *to) {
+    if (when > p->now) {
+        *to += when - p->now;
+        p->now = when;
+    }
+    poll(p);
+}
+
+/* Would `bytes` more take the host tier over its cap (residency.c's host_full)? */
+static int host_full(const struct pr *p, uint64_t bytes) {
+    return p->cap && p->host + p->to_host + bytes > p->cap;
+}
+
+/* Queue an operation on the NVMe device: a spill of a block on the host or
+ * a restore of a block on the NVMe tier. */
+static int nvme_push(struct pr *p, uint32_t x, int kind) {
+    uint64_t start = p->now > p->nvme_busy ? p->now : p->nvme_busy;
+
+    if (push(&p->nq, &p->nt, &p->ncap))
+        return -ENOMEM;
+    p->nvme_busy = start + p->lat + hoff__plan_copy_ns(p->bytes[x], kind == Q_SPILL ? p->nvme_w : p->nvme_r);
+    p->nq[p->nt++] = (struct qent){.land = p->nvme_busy, .bytes = p->bytes[x], .block = x, .kind = (uint8_t)kind};
+    p->nland[x] = p->nvme_busy;
+    if (kind == Q_SPILL) {
+        p->spilling += p->bytes[x];
+        p->st[x] = P_SPI;
+        host_leave(p, x);
+        p->out->bytes_spilled += p->bytes[x];
+    } else {
+        p->to_host += p->bytes[x];
+        p->st[x] = P_RES;
+        p->out->bytes_restored += p->bytes[x];
+    }
+    return 0;
+}
+
+/* The runtime's host_room: keep the host tier under its cap for `bytes`
+ * more by spilling the block that reached the host first (never keep), or
+ * waiting for the oldest spill in flight, else the oldest eviction.  0 when
+ * the bytes fit, 1 when they cannot (no NVMe tier, nothing to spill or wait
+ * for), -ENOMEM. */
+static int host_room(struct pr *p, uint64_t bytes, uint32_t keep) {
+    while (host_full(p, bytes) && p->nvme) {
+        size_t k;
+        uint32_t v;
+        int rc;
+
+        if (p->host - p->spilling + p->to_host + bytes > p->cap) {
+            v = p->hl.head;
+            if (v == keep)
+                v = p->hl.next[v];
+            if (v != NIL) {
+                if ((rc = nvme_push(p, v, Q_SPILL)) != 0)
+                    return rc;
+                continue;
+            }
+        }
+        for (k = p->nh; k < p->nt && p->nq[k].kind != Q_SPILL; k++)
+            ;
+        if (k < p->nt) {
+            wait_until(p, p->nq[k].land, &p->out->tier_ns);
+            continue;
+        }
+        for (k = p->qh; k < p->qt && p->q[k].kind == Q_RELEASE; k++)
+            ;
+        if (k == p->qt)
+            break;
+        wait_until(p, p->q[k].land, &p->out->tier_ns);
+    }
+    return host_full(p, bytes) ? 1 : 0;
+}
+
+/* Start evicting resident block x (planned, or a victim): host room first;
+ * 1 when the host tier has none (the block stays on the device). */
+static int start_evict(struct pr *p, uint32_t x, int kind) {
+    int rc = host_full(p, p->bytes[x]) ? host_room(p, p->bytes[x], x) : 0;
+
+    if (rc)
+        return rc;
+    if ((rc = d2h_push(p, p->bytes[x], x, kind)) != 0)
+        return rc;
+    p->to_host += p->bytes[x];
+    p->st[x] = P_EVI;
+    return 0;
+}
+
+/* A block on the NVMe tier (or on its way there or back) back on the host,
+ * waiting for it: a use or a prefetch needs the bytes (residency.c's
+ * to_host_now).  0 (x is on the host unless the host has no room), -ENOMEM. */
+static int to_host_now(struct pr *p, uint32_t x) {
+    int rc;
+
+    if (p->st[x] == P_SPI || p->st[x] == P_RES)
+        wait_until(p, p->nland[x], &p->out->tier_ns);
+    if (p->st[x] == P_NVM) {
+        if ((rc = host_full(p, p->bytes[x]) ? host_room(p, p->bytes[x], x) : 0) != 0)
+            return rc < 0 ? rc : 0;
+        if ((rc = nvme_push(p, x, Q_RESTORE)) != 0)
+            return rc;
+        wait_until(p, p->nland[x], &p->out->tier_ns);
+    }
+    return 0;
+}
+
+static int do_spill(struct pr *p, uint32_t x) {
+    poll(p);
+    if (p->st[x] == P_EVI) /* once the eviction lands (land()) */
+        p->sa[x] = 1;
+    return p->st[x] == P_HOST ? nvme_push(p, x, Q_SPILL) : 0; /* else skipped, as the runtime does */
+}
+
+static int do_restore(struct pr *p, uint32_t x) {
+    int rc;
+
+    poll(p);
+    if (p->st[x] == P_SPI) /* its spill must land first (replay.c waits) */
+        wait_until(p, p->nland[x], &p->out->tier_ns);
+    if (p->st[x] != P_NVM)
+        return 0;
+    if ((rc = host_full(p, p->bytes[x]) ? host_room(p, p->bytes[x], x) : 0) != 0)
+        return rc < 0 ? rc : 0;
+    return nvme_push(p, x, Q_RESTORE);
+}
+
 /* The runtime's make_room: victims least recently used first (never keep),
  * else the oldest eviction in flight, else the prefetch that lands first. */
 static int make_room(struct pr *p, uint64_t need, uint32_t keep) {
@@ -241,13 +456,12 @@ static int make_room(struct pr *p, uint64_t need, uint32_t keep) {
             return 0;
         over = p->resident + need - p->budget;
         if (p->evicting < over) {
-            v = p->lru_head;
+            v = p->lru.head;
             if (v == keep)
-                v = p->next[v];
+                v = p->lru.next[v];
             if (v != NIL) {
-                if ((rc = d2h_push(p, p->bytes[v], v, Q_VICTIM)) != 0)
-                    return rc;
-                p->st[v] = P_EVI;
+                if ((rc = start_evict(p, v, Q_VICTIM)) != 0)
+                    return rc < 0 ? rc : 0; /* the host tier is full: the runtime overruns */
                 continue;
             }
         }
@@ -271,20 +485,24 @@ static int do_evict(struct pr *p, uint32_t x) {
     poll(p);
     if (p->st[x] != P_DEV)
         return 0; /* the runtime skips it too (not resident: a victim already, or in flight) */
-    if ((rc = d2h_push(p, p->bytes[x], x, Q_EVICT)) != 0)
-        return rc;
-    p->st[x] = P_EVI;
-    return 0;
+    rc = start_evict(p, x, Q_EVICT);
+    return rc < 0 ? rc : 0; /* 1: the host tier is full, the block stays */
 }
 
 static int do_release(struct pr *p, uint32_t x) {
     int rc = 0;
 
+    p->sa[x] = 0;
     poll(p);
     if (p->st[x] == P_DEV)
         rc = d2h_push(p, p->bytes[x], x, Q_RELEASE);
     else if (p->st[x] == P_PRE) /* a prefetch in flight: cannot happen in a valid schedule */
         p->resident -= p->bytes[x];
+    else if (p->st[x] == P_HOST) { /* the host copy is simply dead */
+        p->host -= p->bytes[x];
+        host_leave(p, x);
+    } else if (p->st[x] == P_SPI || p->st[x] == P_RES || p->st[x] == P_EVI)
+        return 0; /* busy: the runtime skips it */
     p->st[x] = P_DEAD;
     return rc;
 }
@@ -293,15 +511,19 @@ static int do_prefetch(struct pr *p, uint32_t x) {
     uint64_t start;
     int rc;
 
+    p->sa[x] = 0; /* wanted back: no spill when its eviction lands */
     poll(p);
     while (p->st[x] == P_EVI && wait_oldest(p))
         ;
+    if ((p->st[x] == P_SPI || p->st[x] == P_NVM || p->st[x] == P_RES) && (rc = to_host_now(p, x)) != 0)
+        return rc;
     if (p->st[x] != P_HOST)
         return 0;
     if ((rc = make_room(p, p->bytes[x], x)) != 0)
         return rc;
     if ((rc = push(&p->hq, &p->ht, &p->hcap)) != 0)
         return rc;
+    host_leave(p, x); /* counted on the host until the copy lands */
     start = ready(p);
     start = start > p->h2d_busy ? start : p->h2d_busy;
     p->pland[x] = p->h2d_busy = start + p->lat + hoff__plan_copy_ns(p->bytes[x], p->h2d);
@@ -320,6 +542,7 @@ static int do_access(struct pr *p, uint32_t x) {
     uint64_t c;
     int rc;
 
+    p->sa[x] = 0;
     poll(p);
     switch (p->st[x]) {
     case P_DEV:
@@ -338,6 +561,12 @@ static int do_access(struct pr *p, uint32_t x) {
         while (p->st[x] == P_EVI && wait_oldest(p))
             ;
         break;
+    case P_SPI:
+    case P_NVM:
+    case P_RES:
+        if ((rc = to_host_now(p, x)) != 0) /* off the disk first */
+            return rc;
+        break;
     case P_HOST:
         break;
     default:
@@ -345,6 +574,10 @@ static int do_access(struct pr *p, uint32_t x) {
     }
     if ((rc = make_room(p, p->bytes[x], x)) != 0)
         return rc;
+    if (p->st[x] == P_HOST) {
+        p->host -= p->bytes[x];
+        host_leave(p, x);
+    }
     c = p->fault_ns + hoff__plan_copy_ns(p->bytes[x], p->fault_gbps);
     p->now += c;
     p->out->fault_ns += c;
@@ -381,6 +614,7 @@ static int do_event(struct pr *p, const struct hoff__tev *e) {
     case HOFF__TEV_ACCESS:
         return do_access(p, x);
     default: /* free */
+        p->sa[x] = 0;
         poll(p);
         lru_remove(p, x);
         if (p->st[x] == P_PRE) { /* residency.c counts it until its copy lands */
@@ -390,9 +624,17 @@ static int do_event(struct pr *p, const struct hoff__tev *e) {
         }
         if ((p->st[x] == P_EVI || p->st[x] == P_DEAD) && p->dland[x] > p->now)
             p->busy[x] = p->dland[x];
+        if ((p->st[x] == P_SPI || p->st[x] == P_RES) && p->nland[x] > p->now)
+            p->busy[x] = p->nland[x];
         if (p->st[x] == P_DEV)
             p->resident -= p->bytes[x];
-        p->st[x] = P_NONE; /* an eviction in flight still lands (and gives its bytes back) */
+        if (p->st[x] == P_HOST) { /* the host copy is dead */
+            p->host -= p->bytes[x];
+            host_leave(p, x);
+        }
+        /* an eviction, a spill or a restore in flight still lands (and gives
+         * its bytes back) */
+        p->st[x] = P_NONE;
         return 0;
     }
 }
@@ -422,6 +664,7 @@ static int fire_group(struct pr *p, const struct hoff__action *a, int *rc) {
     for (k = 0; k < g->n && !evict; k++) {
         uint32_t x = s->gmember[g->first + k].block;
 
+        p->sa[x] = 0;
         while (p->st[x] == P_EVI && wait_oldest(p))
             ;
     }
@@ -432,7 +675,7 @@ static int fire_group(struct pr *p, const struct hoff__action *a, int *rc) {
             break;
         total += p->bytes[x];
     }
-    if (k < g->n) {
+    if (k < g->n || (evict && host_full(p, total))) { /* block by block (the host tier makes room) */
         *st = 2;
         return 0;
     }
@@ -449,6 +692,8 @@ static int fire_group(struct pr *p, const struct hoff__action *a, int *rc) {
                 return 0;
             p->q[p->qt++] = (struct qent){.land = land, .bytes = p->bytes[x], .block = x, .kind = Q_EVICT};
             p->evicting += p->bytes[x];
+            p->to_host += p->bytes[x];
+            p->dland[x] = land;
             p->st[x] = P_EVI;
             lru_remove(p, x);
         }
@@ -466,6 +711,7 @@ static int fire_group(struct pr *p, const struct hoff__action *a, int *rc) {
             p->pland[x] = land;
             p->resident += p->bytes[x];
             p->st[x] = P_PRE;
+            host_leave(p, x);
         }
         p->out->bytes_h2d += total;
         p->out->prefetch_calls++;
@@ -487,8 +733,12 @@ static int fire(struct pr *p, const struct hoff__action *a) {
         return do_prefetch(p, a->block);
     case HOFF__ACT_RELEASE:
         return do_release(p, a->block);
+    case HOFF__ACT_SPILL:
+        return do_spill(p, a->block);
+    case HOFF__ACT_RESTORE:
+        return do_restore(p, a->block);
     default:
-        return 0; /* the tiers: not modelled */
+        return 0;
     }
 }
 
@@ -616,22 +866,30 @@ int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts
     p.dland = calloc(nb ? nb : 1, sizeof *p.dland);
     p.busy = calloc(nb ? nb : 1, sizeof *p.busy);
     p.carry = calloc(nb ? nb : 1, sizeof *p.carry);
-    p.prev = malloc((nb ? nb : 1) * sizeof *p.prev);
-    p.next = malloc((nb ? nb : 1) * sizeof *p.next);
-    p.lru_head = p.lru_tail = NIL;
+    p.lru.prev = malloc((nb ? nb : 1) * sizeof *p.lru.prev);
+    p.lru.next = malloc((nb ? nb : 1) * sizeof *p.lru.next);
+    p.hl.prev = malloc((nb ? nb : 1) * sizeof *p.hl.prev);
+    p.hl.next = malloc((nb ? nb : 1) * sizeof *p.hl.next);
+    p.nland = calloc(nb ? nb : 1, sizeof *p.nland);
+    p.sa = calloc(nb ? nb : 1, 1);
+    p.cap = o->host_cap_bytes;
+    p.nvme = o->nvme;
+    p.nvme_r = o->nvme_read_gbps > 0 ? o->nvme_read_gbps : DEF_NVME_READ_GBPS;
+    p.nvme_w = o->nvme_write_gbps > 0 ? o->nvme_write_gbps : DEF_NVME_WRITE_GBPS;
     if (s->ngroups && !(p.gst = calloc(2 * s->ngroups, 1))) {
         rc = -ENOMEM;
         goto done;
     }
     seq = malloc((s->nact ? s->nact : 1) * sizeof *seq);
-    if (!p.bytes || !p.st || !p.pland || !p.dland || !p.busy || !p.carry || !p.prev || !p.next || !seq) {
+    if (!p.bytes || !p.st || !p.pland || !p.dland || !p.busy || !p.carry || !p.lru.prev || !p.lru.next ||
+        !p.hl.prev || !p.hl.next || !p.nland || !p.sa || !seq) {
         rc = -ENOMEM;
         goto done;
     }
-    for (i = 0; i < nb; i++) {
+    for (i = 0; i < nb; i++)
         p.bytes[i] = hoff__plan_bytes(o->block_bytes, &t->blocks[i]);
-        p.prev[i] = p.next[i] = NIL;
-    }
+    bl_reset(&p.lru, nb);
+    bl_reset(&p.hl, nb);
     /* compute after the last event, to the step's end (the next step's
      * first event comes T[0] after that) */
     send = nev && t->step_gpu_ns != HOFF__TIME_UNKNOWN && T[nev - 1] == t->ev[nev - 1].t_gpu_ns ? t->step_gpu_ns
@@ -700,13 +958,34 @@ int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts
                 p.q[n] = p.q[q0];
                 p.q[n].land -= end;
                 p.q[n].block = NIL;
-                p.q[n++].kind = Q_VICTIM;
+                if (p.q[n].kind != Q_RELEASE)
+                    p.q[n].kind = Q_VICTIM;
+                n++;
             }
         p.qh = 0;
         p.qt = n;
-        p.resident = p.evicting = 0;
-        for (q0 = 0; q0 < n; q0++)
+        p.resident = p.evicting = p.host = p.to_host = p.spilling = 0;
+        for (q0 = 0; q0 < n; q0++) {
             p.resident += p.q[q0].bytes, p.evicting += p.q[q0].bytes;
+            if (p.q[q0].kind != Q_RELEASE)
+                p.to_host += p.q[q0].bytes;
+        }
+        /* the NVMe device's queue likewise: a spill holds the host until it
+         * lands, a restore is on its way there */
+        for (n = 0, q0 = p.nh; q0 < p.nt; q0++)
+            if (p.nq[q0].land > end) {
+                p.nq[n] = p.nq[q0];
+                p.nq[n].land -= end;
+                p.nq[n].block = NIL;
+                if (p.nq[n].kind == Q_SPILL)
+                    p.host += p.nq[n].bytes, p.spilling += p.nq[n].bytes;
+                else
+                    p.to_host += p.nq[n].bytes;
+                n++;
+            }
+        p.nh = 0;
+        p.nt = n;
+        p.nvme_busy = p.nvme_busy > end ? p.nvme_busy - end : 0;
         /* prefetches still in flight: their blocks are freed (at the free,
          * or after the step for retained ones), their bytes count until
          * they land */
@@ -715,22 +994,23 @@ int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts
                 p.hq[n] = p.hq[q0];
                 p.hq[n].land -= end;
                 p.hq[n].block = NIL;
+                p.host += p.hq[n].bytes; /* counted on the host until it lands */
                 p.resident += p.hq[n++].bytes;
             }
         p.hh = 0;
         p.ht = n;
         for (i = 0; i < nb; i++) {
             p.carry[i] = p.busy[i] > end ? p.busy[i] - end : 0;
-            p.busy[i] = p.dland[i] = 0;
+            p.busy[i] = p.dland[i] = p.nland[i] = 0;
         }
         p.d2h_busy = p.d2h_busy > end ? p.d2h_busy - end : 0;
         p.h2d_busy = p.h2d_busy > end ? p.h2d_busy - end : 0;
         p.issuer = p.issuer > end ? p.issuer - end : 0;
         p.now = 0;
         memset(p.st, 0, nb ? nb : 1);
-        for (i = 0; i < nb; i++)
-            p.prev[i] = p.next[i] = NIL;
-        p.lru_head = p.lru_tail = NIL;
+        memset(p.sa, 0, nb ? nb : 1);
+        bl_reset(&p.lru, nb);
+        bl_reset(&p.hl, nb);
         if (p.gst)
             memset(p.gst, 0, 2 * s->ngroups);
         memset(out, 0, sizeof *out);
@@ -807,7 +1087,11 @@ int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts
             goto done;
     }
     }
-    out->stall_ns = out->room_ns + out->late_ns + out->fault_ns;
+    if (p.err) {
+        rc = p.err;
+        goto done;
+    }
+    out->stall_ns = out->room_ns + out->late_ns + out->fault_ns + out->tier_ns;
     s->stall_ns = out->stall_ns;
 
     if (early) {
@@ -842,8 +1126,13 @@ done:
     free(p.q);
     free(p.hq);
     free(p.gst);
-    free(p.prev);
-    free(p.next);
+    free(p.lru.prev);
+    free(p.lru.next);
+    free(p.hl.prev);
+    free(p.hl.next);
+    free(p.nland);
+    free(p.sa);
+    free(p.nq);
     free(p.pland);
     free(p.dland);
     free(p.busy);
