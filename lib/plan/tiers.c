@@ -32,7 +32,7 @@
 struct away {
     uint32_t block;
     uint32_t from, to;   /* on the host over events from..to (inclusive) */
-    uint32_t evict_ev;   /* the eviction (AFTER) */
+    uint64_t landed;     /* when the eviction's copy lands (the D2H queue) */
     int prefetched;      /* ends with a prefetch BEFORE to+1 (else release/free/end) */
 };
 
@@ -67,16 +67,24 @@ static uint64_t xfer_ns(uint64_t bytes, double gbps) {
     return gbps > 0 ? (uint64_t)((double)bytes / gbps + 0.5) : 0;
 }
 
-/* The block intervals on the host, from the schedule's actions. */
-static int collect_away(const struct hoff__trace *t, const struct hoff__schedule *s, struct away **out,
-                        size_t *nout) {
+/* The block intervals on the host, from the schedule's actions, and when
+ * each eviction lands: the D2H engine is a FIFO (latency + bytes / d2h per
+ * copy; a release costs the latency), an AFTER action fires at the next
+ * event. */
+static int collect_away(const struct hoff__trace *t, const struct hoff__plan_opts *o, const struct hoff__schedule *s,
+                        struct away **out, size_t *nout) {
     uint32_t *since = malloc((t->nblocks ? t->nblocks : 1) * sizeof *since);
+    uint64_t *landed = malloc((t->nblocks ? t->nblocks : 1) * sizeof *landed), busy = 0;
+    uint64_t lat = o->latency_ns ? o->latency_ns : 10000;
     struct away *a = NULL;
     size_t n = 0, cap = 0, k;
     uint32_t i;
 
-    if (!since)
+    if (!since || !landed) {
+        free(since);
+        free(landed);
         return -ENOMEM;
+    }
     for (i = 0; i < t->nblocks; i++)
         since[i] = UINT32_MAX;
     for (k = 0; k < s->nact; k++) {
@@ -85,8 +93,17 @@ static int collect_away(const struct hoff__trace *t, const struct hoff__schedule
 
         if (x->block >= t->nblocks)
             continue;
+        if (x->kind == HOFF__ACT_EVICT || x->kind == HOFF__ACT_RELEASE) {
+            uint32_t fe = x->when == HOFF__ACT_AFTER && x->ev + 1 < t->nev ? x->ev + 1 : x->ev;
+            uint64_t at = ev_time(t, fe);
+
+            busy = (at > busy ? at : busy) + lat;
+            if (x->kind == HOFF__ACT_EVICT)
+                busy += xfer_ns(hoff__plan_bytes(o->block_bytes, &t->blocks[x->block]), o->d2h_gbps);
+        }
         if (x->kind == HOFF__ACT_EVICT) {
             since[x->block] = x->ev;
+            landed[x->block] = busy;
             continue;
         }
         if ((x->kind != HOFF__ACT_PREFETCH && x->kind != HOFF__ACT_RELEASE) || since[x->block] == UINT32_MAX)
@@ -99,12 +116,13 @@ static int collect_away(const struct hoff__trace *t, const struct hoff__schedule
             if (!m) {
                 free(a);
                 free(since);
+                free(landed);
                 return -ENOMEM;
             }
             a = m;
         }
         if (to >= since[x->block] + 1)
-            a[n++] = (struct away){x->block, since[x->block] + 1, to, since[x->block],
+            a[n++] = (struct away){x->block, since[x->block] + 1, to, landed[x->block],
                                    x->kind == HOFF__ACT_PREFETCH};
         since[x->block] = UINT32_MAX;
     }
@@ -123,13 +141,15 @@ static int collect_away(const struct hoff__trace *t, const struct hoff__schedule
             if (!m) {
                 free(a);
                 free(since);
+                free(landed);
                 return -ENOMEM;
             }
             a = m;
         }
-        a[n++] = (struct away){i, since[i] + 1, to, since[i], 0};
+        a[n++] = (struct away){i, since[i] + 1, to, landed[i], 0};
     }
     free(since);
+    free(landed);
     *out = a;
     *nout = n;
     return 0;
@@ -167,7 +187,7 @@ int hoff__plan_tiers(const struct hoff__trace *t, const struct hoff__plan_opts *
     s->host_feasible = 1;
     if (nev == 0 || s->nact == 0)
         return 0;
-    rc = collect_away(t, s, &aw, &naw);
+    rc = collect_away(t, o, s, &aw, &naw);
     if (rc)
         return rc;
     host = calloc((size_t)nev + 1, sizeof *host);
@@ -197,10 +217,9 @@ int hoff__plan_tiers(const struct hoff__trace *t, const struct hoff__plan_opts *
         for (k = 0; k < naw; k++) {
             const struct away *x = &aw[k];
             uint64_t bytes = hoff__plan_bytes(o->block_bytes, &t->blocks[x->block]);
-            uint64_t landed = ev_time(t, x->evict_ev) + xfer_ns(bytes, o->d2h_gbps);
             /* Spill AFTER the first event by which the eviction has landed;
              * the host is free from the first event after the write. */
-            uint32_t s_ev = first_at(tmax, x->from, x->to, landed), l, r = x->to, rev = UINT32_MAX;
+            uint32_t s_ev = first_at(tmax, x->from, x->to, x->landed), l, r = x->to, rev = UINT32_MAX;
 
             if (s_ev > x->to)
                 continue; /* back before the eviction could even land */
