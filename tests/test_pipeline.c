@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hoff.h"
 #include "testutil.h"
@@ -19,9 +20,24 @@
 #define MiB ((uint64_t)1 << 20)
 #define GiB ((uint64_t)1 << 30)
 
-static hoff_ctx *open_ctx(uint64_t budget) {
+/* The NVMe tier's directory for the host-cap cases (made on first use). */
+static char spill_dir[256];
+
+static const char *get_spill_dir(void) {
+    if (!spill_dir[0]) {
+        snprintf(spill_dir, sizeof spill_dir, "./hoff-pipeline-XXXXXX");
+        if (!mkdtemp(spill_dir)) {
+            perror("mkdtemp");
+            exit(99);
+        }
+    }
+    return spill_dir;
+}
+
+static hoff_ctx *open_ctx(uint64_t budget, uint64_t host_cap) {
     struct hoff_config cfg;
     hoff_ctx *ctx = NULL;
+    char err[256];
 
     hoff_config_init(&cfg);
     cfg.backend = HOFF_BACKEND_SIM;
@@ -32,6 +48,10 @@ static hoff_ctx *open_ctx(uint64_t budget) {
     cfg.sim_protect = HOFF_SIM_POISON; /* a stray touch of a non-resident page crashes */
     cfg.budget_bytes = budget;
     cfg.log_level = HOFF_LOG_ERROR;
+    if (host_cap) {
+        cfg.host_cap_bytes = host_cap;
+        CU_ASSERT_EQUAL(hoff_config_set(&cfg, "spill_dir", get_spill_dir(), err, sizeof err), 0);
+    }
     CU_ASSERT_EQUAL(hoff_init(&ctx, &cfg), 0);
     return ctx;
 }
@@ -53,8 +73,12 @@ static int make_transformer(struct hoff__trace *t, uint32_t layers, uint64_t hid
 /* Drive t for 3 steps (warmup + 2 replays) at pct% of its offload peak and
  * check what a replay promises.  aligned: every offload candidate is a
  * multiple of 2 MiB (the managed grain), so that the plan's byte counts are
- * the runtime's and a feasible plan leaves nothing to demand paging. */
-static void run_budget(const struct hoff__trace *t, const char *what, int pct, int aligned) {
+ * the runtime's and a feasible plan leaves nothing to demand paging.
+ * cap_pct: a host cap of that % of the offload peak, with an NVMe tier (0:
+ * none); the host tier then stays under it, and the NVMe tier's waits are
+ * part of the stall (demand paging is allowed: a spill the replay runs
+ * ahead of is left to the runtime). */
+static void run_budget_cap(const struct hoff__trace *t, const char *what, int pct, int aligned, int cap_pct) {
     struct hoff__drive_opts o;
     struct hoff__drive_result r;
     struct hoff_stats st;
@@ -65,7 +89,7 @@ static void run_budget(const struct hoff__trace *t, const char *what, int pct, i
     peak = hoff__trace_offload_peak(t, hoff__pool_block_bytes, NULL);
     CU_ASSERT_FATAL(peak > 0);
     budget = peak * (uint64_t)pct / 100;
-    ctx = open_ctx(budget);
+    ctx = open_ctx(budget, peak * (uint64_t)cap_pct / 100);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
     memset(&o, 0, sizeof o);
     o.steps = 3;
@@ -117,6 +141,16 @@ static void run_budget(const struct hoff__trace *t, const char *what, int pct, i
     CU_ASSERT_EQUAL(st.actions_fired, 2 * st.plan_actions);
     CU_ASSERT_EQUAL(st.actions_skipped, 0);
     CU_ASSERT_EQUAL(st.live_blocks, 0);
+    if (cap_pct) { /* the host tier stayed under its cap by spilling */
+        uint64_t cap = peak * (uint64_t)cap_pct / 100;
+
+        if (st.peak_host_bytes > cap)
+            fprintf(stderr, "%s at %d%%: host peak %" PRIu64 " > cap %" PRIu64 "\n", what, pct, st.peak_host_bytes,
+                    cap);
+        CU_ASSERT(st.peak_host_bytes <= cap);
+        CU_ASSERT(st.bytes_spilled > 0);
+        CU_ASSERT_EQUAL(st.spill_failures, 0);
+    }
     /* The planner's prediction (predict.c) is what a replay step costs: it
      * follows the runtime's and the sim's rules on the recorded times.
      * Where nothing is paged in on demand it is exact to within a hair (the
@@ -134,6 +168,10 @@ static void run_budget(const struct hoff__trace *t, const char *what, int pct, i
     CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
 }
 
+static void run_budget(const struct hoff__trace *t, const char *what, int pct, int aligned) {
+    run_budget_cap(t, what, pct, aligned, 0);
+}
+
 static void run_transformer(uint32_t layers, uint64_t hidden, uint64_t seq, uint64_t batch, int access,
                             int aligned) {
     static const int pcts[] = {50, 25, 10};
@@ -147,6 +185,23 @@ static void run_transformer(uint32_t layers, uint64_t hidden, uint64_t seq, uint
     for (i = 0; i < sizeof pcts / sizeof pcts[0]; i++)
         run_budget(&t, what, pcts[i], aligned);
     hoff__trace_destroy(&t);
+}
+
+/* The host cap and the NVMe tier: a cap of 20% and of 40% of the offload
+ * peak under a budget of 25% of it (about three quarters of the peak must
+ * be off the device), so part of what is evicted must go on to NVMe. */
+static void test_host_cap(void) {
+    static const int caps[] = {20, 40};
+    struct hoff__trace t;
+    size_t i;
+
+    CU_ASSERT_EQUAL_FATAL(make_transformer(&t, 8, 256, 4096, 1, 1), 0);
+    for (i = 0; i < sizeof caps / sizeof caps[0]; i++)
+        run_budget_cap(&t, caps[i] == 20 ? "transformer L8 h256 s4096, host cap 20%" :
+                                           "transformer L8 h256 s4096, host cap 40%", 25, 1, caps[i]);
+    hoff__trace_destroy(&t);
+    if (spill_dir[0])
+        rmdir(spill_dir);
 }
 
 /* Flash attention (s > 1024): 8 layers, b*s*h*2 = 2 MiB. */
@@ -285,7 +340,7 @@ static void test_synth_events(void) {
     CU_ASSERT(regions > 0);
 
     /* It replays like a real step: integrity, no divergence, the plan fired. */
-    ctx = open_ctx(hoff__trace_offload_peak(&a, hoff__pool_block_bytes, NULL) / 2);
+    ctx = open_ctx(hoff__trace_offload_peak(&a, hoff__pool_block_bytes, NULL) / 2, 0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
     memset(&o, 0, sizeof o);
     o.steps = 3;
@@ -317,7 +372,7 @@ static void test_drive_no_budget(void) {
     int k;
 
     CU_ASSERT_EQUAL_FATAL(make_transformer(&t, 2, 256, 4096, 1, 1), 0);
-    ctx = open_ctx(0);
+    ctx = open_ctx(0, 0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
     memset(&o, 0, sizeof o);
     o.steps = 2;
@@ -351,6 +406,7 @@ int main(void) {
         {"probs_access", test_probs_access},
         {"probs_no_access", test_probs_no_access},
         {"small_blocks", test_small_blocks},
+        {"host_cap", test_host_cap},
         {NULL, NULL},
     };
     return hoff_test_run("pipeline", tests);

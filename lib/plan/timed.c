@@ -29,10 +29,13 @@
  *    resident bytes stay within it until the use.
  *
  * Evictions always start right after the gap's last access (the earliest
- * point: they land soonest).  The candidates are planned without the host
- * cap; the tiers pass (tiers.c) runs on the winner, once its prefetch points
- * are known.  Ties go to the earlier candidate, greedy's first, so on its own
- * model timed is never worse than greedy.
+ * point: they land soonest).  With a host cap, the tiers pass (tiers.c)
+ * then spills and restores each candidate's evictions for the prefetch
+ * points it has, and the candidate is judged with them: the prediction
+ * keeps the host tier under its cap as the runtime does and puts spills and
+ * restores on the NVMe device's queue, so a selection whose evictions the
+ * disk cannot carry loses to one it can.  Ties go to the earlier candidate,
+ * greedy's first, so on its own model timed is never worse than greedy.
  *
  * Groups (o->groups, HOFF_GROUPS): a fifth candidate is greedy's schedule
  * grouped as the runtime groups greedy's (hoff__plan_groups).  Unless it
@@ -92,6 +95,16 @@ static int choose_groups(const struct hoff__trace *t, const struct hoff__plan_op
     return calls == UINT64_MAX ? 0 : hoff__schedule_copy(s, keep);
 }
 
+/* The tiers pass on a candidate (its spills and restores, for the prefetch
+ * points it has now), then its predicted stall with them. */
+static int tiers_and_predict(const struct hoff__trace *t, const struct hoff__plan_opts *o, const uint64_t *T,
+                             struct hoff__schedule *s) {
+    struct hoff__prediction pr;
+    int rc = hoff__plan_tiers(t, o, s);
+
+    return rc ? rc : hoff__plan_predict(t, o, T, s, HOFF__PLACE_KEEP, &pr);
+}
+
 static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct hoff__schedule *out) {
     enum { NC = 5 }; /* 4 ungrouped, and greedy's as the runtime groups it */
     uint64_t t0 = hoff__plan_now_ns(), *T = NULL;
@@ -111,31 +124,36 @@ static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts
         rc = -ENOMEM;
         goto done;
     }
-    o2.host_cap_bytes = 0; /* the tiers come after the placement */
+    o2.host_cap_bytes = 0; /* selection and placement first, the tiers after */
     o2.nvme = 0;
     /* Every candidate starts from out as hoff__plan_begin left it (its
-     * releases), then selects and places. */
+     * releases), then selects and places; then the tiers pass keeps the
+     * host cap on it, and the prediction judges the whole (host room,
+     * spills and restores included). */
     for (i = 0; i < 4 && !rc; i++) {
         rc = hoff__schedule_copy(&c[i], out);
         if (!rc)
             rc = hoff__plan_greedy_select(t, &o2, res, i < 2 ? NULL : T, &c[i]);
         if (!rc)
             rc = hoff__plan_predict(t, &o2, T, &c[i], i % 2 ? HOFF__PLACE_EARLY : HOFF__PLACE_KEEP, &pr);
+        if (!rc && o->host_cap_bytes)
+            rc = tiers_and_predict(t, o, T, &c[i]);
         if (!rc && c[i].stall_ns < c[best].stall_ns)
             best = i;
     }
     if (rc)
         goto done;
     if (o->groups) {
-        /* greedy's schedule as the runtime groups it (hoff__plan_groups):
-         * a candidate too, and the stall timed's own groups may not pass */
-        if ((rc = hoff__schedule_copy(&c[4], &c[0])) != 0 || (rc = hoff__plan_groups(t, &o2, &c[4])) != 0 ||
-            (rc = hoff__plan_predict(t, &o2, T, &c[4], HOFF__PLACE_KEEP, &pr)) != 0)
+        /* greedy's schedule as the runtime groups it (hoff__plan_groups,
+         * after the tiers): a candidate too, and the stall timed's own
+         * groups may not pass */
+        if ((rc = hoff__schedule_copy(&c[4], &c[0])) != 0 || (rc = hoff__plan_groups(t, o, &c[4])) != 0 ||
+            (rc = hoff__plan_predict(t, o, T, &c[4], HOFF__PLACE_KEEP, &pr)) != 0)
             goto done;
         if (c[4].stall_ns < c[best].stall_ns)
             best = 4;
         /* the winner's prefetches, grouped where that costs (next to) nothing */
-        else if ((rc = choose_groups(t, &o2, T, &c[best], &c[best ? 0 : 1], &c[best == 2 ? 3 : 2], c[4].stall_ns)) != 0)
+        else if ((rc = choose_groups(t, o, T, &c[best], &c[best ? 0 : 1], &c[best == 2 ? 3 : 2], c[4].stall_ns)) != 0)
             goto done;
     }
     if ((rc = hoff__schedule_copy(out, &c[best])) != 0)
@@ -148,7 +166,8 @@ static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts
     rc = hoff__schedule_peak(t, out, &out->peak_bytes, &out->peak_ev);
     if (!rc) {
         out->feasible = out->peak_bytes <= o->budget_bytes;
-        rc = hoff__plan_tiers(t, o, out);
+        if (!o->host_cap_bytes)
+            rc = hoff__plan_tiers(t, o, out); /* the host peak, for the record */
     }
 
 done:
