@@ -12,9 +12,10 @@
 
 #define MB 1000000ull
 
-/* A forward/backward step: n blocks of `size` allocated 1 ms apart, then read
- * back and freed in reverse, 1 ms apart, with access marks. */
-static void make_step(struct hoff__trace *t, int n, uint64_t size) {
+/* A forward/backward step: n blocks of `size` allocated `gap` ns apart, then
+ * (`mid` ns later) read back and freed in reverse, `gap` ns apart, with
+ * access marks. */
+static void make_step_gap(struct hoff__trace *t, int n, uint64_t size, uint64_t gap, uint64_t mid) {
     struct hoff__tev e;
     uint64_t now = 0;
     int i;
@@ -29,8 +30,9 @@ static void make_step(struct hoff__trace *t, int n, uint64_t size) {
         e.name = UINT32_MAX;
         e.t_cpu_ns = e.t_gpu_ns = now;
         CU_ASSERT_EQUAL_FATAL(hoff__trace_append(t, &e), 0);
-        now += 1000000;
+        now += gap;
     }
+    now += mid;
     for (i = n - 1; i >= 0; i--) {
         memset(&e, 0, sizeof e);
         e.kind = HOFF__TEV_ACCESS;
@@ -38,12 +40,16 @@ static void make_step(struct hoff__trace *t, int n, uint64_t size) {
         e.name = UINT32_MAX;
         e.t_cpu_ns = e.t_gpu_ns = now;
         CU_ASSERT_EQUAL_FATAL(hoff__trace_append(t, &e), 0);
-        now += 1000000;
+        now += gap;
         e.kind = HOFF__TEV_FREE;
         e.t_cpu_ns = e.t_gpu_ns = now;
         CU_ASSERT_EQUAL_FATAL(hoff__trace_append(t, &e), 0);
     }
     CU_ASSERT_EQUAL_FATAL(hoff__trace_finish(t), 0);
+}
+
+static void make_step(struct hoff__trace *t, int n, uint64_t size) {
+    make_step_gap(t, n, size, 1000000, 0);
 }
 
 static void opts(struct hoff__plan_opts *o, uint64_t budget, uint64_t cap, int nvme) {
@@ -131,6 +137,59 @@ static void test_cap_kept_by_spilling(void) {
     hoff__trace_destroy(&t);
 }
 
+/* Evictions queue on one D2H engine: 100 MB blocks allocated 0.5 ms apart
+ * take 2 ms each to copy at 50 GB/s, so the k-th lands about 2k ms after
+ * the first starts; a spill is planned only once its block has landed
+ * (a second between forward and backward leaves the disk the time). */
+static void test_spill_after_queued_eviction(void) {
+    struct hoff__trace t;
+    struct hoff__schedule s;
+    struct hoff__plan_opts o;
+    uint64_t busy = 0;
+    size_t i;
+    int spills = 0;
+
+    make_step_gap(&t, 12, 100 * MB, 500000, 1000000000);
+    opts(&o, 200 * MB, 300 * MB, 1);
+    hoff__schedule_init(&s);
+    CU_ASSERT_EQUAL(hoff__planner_greedy.build(&t, &o, &s), 0);
+    CU_ASSERT(s.bytes_spilled > 0); /* the forward is too quick for the cap: the tier does what it can */
+    for (i = 0; i < s.nact; i++) {
+        const struct hoff__action *a = &s.act[i];
+
+        if (a->kind == HOFF__ACT_EVICT) { /* fired at the next event; 10 us + 2 ms on the queue */
+            uint64_t at = t.ev[a->ev + 1].t_gpu_ns;
+
+            busy = (at > busy ? at : busy) + 10000 + 2000000;
+        }
+        if (a->kind == HOFF__ACT_SPILL) {
+            const struct hoff__action *ev = find(&s, HOFF__ACT_EVICT, a->block);
+            uint64_t land = 0, b2 = 0;
+            size_t j;
+
+            /* its eviction's landing on the queue */
+            for (j = 0; j < s.nact; j++) {
+                const struct hoff__action *x = &s.act[j];
+
+                if (x->kind != HOFF__ACT_EVICT)
+                    continue;
+                b2 = (t.ev[x->ev + 1].t_gpu_ns > b2 ? t.ev[x->ev + 1].t_gpu_ns : b2) + 10000 + 2000000;
+                if (x == ev) {
+                    land = b2;
+                    break;
+                }
+            }
+            CU_ASSERT(land > 0);
+            CU_ASSERT(t.ev[a->ev].t_gpu_ns >= land);
+            spills++;
+        }
+    }
+    CU_ASSERT(spills > 0);
+    CU_ASSERT(busy > 0);
+    hoff__schedule_destroy(&s);
+    hoff__trace_destroy(&t);
+}
+
 static void test_no_nvme_reports_host_peak(void) {
     struct hoff__trace t;
     struct hoff__schedule s;
@@ -184,6 +243,7 @@ int main(void) {
     static const struct hoff_test tests[] = {
         {"no_cap_no_spill", test_no_cap_no_spill},
         {"cap_kept_by_spilling", test_cap_kept_by_spilling},
+        {"spill_after_queued_eviction", test_spill_after_queued_eviction},
         {"no_nvme_reports_host_peak", test_no_nvme_reports_host_peak},
         {"schedule_peak_checks_tiers", test_schedule_peak_checks_tiers},
         {NULL, NULL},
