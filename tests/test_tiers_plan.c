@@ -190,6 +190,61 @@ static void test_spill_after_queued_eviction(void) {
     hoff__trace_destroy(&t);
 }
 
+/* The longest interval is taken first, and can turn out redundant once the
+ * shorter ones it did not suffice without are in: on the host A (5 MB) is
+ * away over events 6-199, B (30 MB) over 6-119, C (30 MB) over 81-200;
+ * with a cap of 35 MB only 81-119 is over it.  Longest first takes A, C,
+ * then B, after which A alone keeps nothing over the cap: it is dropped,
+ * and the disk moves 60 MB, not 65. */
+static void test_redundant_spill_dropped(void) {
+    struct hoff__trace t;
+    struct hoff__schedule s;
+    struct hoff__plan_opts o;
+    struct hoff__tev e;
+    uint32_t i;
+
+    hoff__trace_init(&t);
+    for (i = 0; i < 205; i++) {
+        memset(&e, 0, sizeof e);
+        e.name = UINT32_MAX;
+        e.t_cpu_ns = e.t_gpu_ns = (uint64_t)i * 1000000;
+        e.kind = HOFF__TEV_OP;
+        if (i < 3) {
+            e.kind = HOFF__TEV_ALLOC;
+            e.pool = 1;
+            e.block = i;
+            e.size = i == 0 ? 5 * MB : 30 * MB;
+        } else if (i < 6 || i == 120 || i == 200 || i == 201) {
+            e.kind = HOFF__TEV_ACCESS;
+            e.block = i < 6 ? i - 3 : i == 120 ? 1 : i == 200 ? 0 : 2;
+        } else if (i >= 202) {
+            e.kind = HOFF__TEV_FREE;
+            e.block = i - 202;
+        }
+        CU_ASSERT_EQUAL_FATAL(hoff__trace_append(&t, &e), 0);
+    }
+    CU_ASSERT_EQUAL_FATAL(hoff__trace_finish(&t), 0);
+    opts(&o, 0, 35 * MB, 1);
+    o.d2h_gbps = o.nvme_read_gbps = o.nvme_write_gbps = 1e6; /* transfers all but instant */
+    hoff__schedule_init(&s);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 5, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 0, 3), 0);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 5, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 1, 4), 0);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 120, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, 1, UINT32_MAX), 0);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 80, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 2, 5), 0);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 200, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, 0, UINT32_MAX), 0);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 201, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, 2, UINT32_MAX), 0);
+    hoff__schedule_sort(&s);
+    CU_ASSERT_EQUAL(hoff__plan_tiers(&t, &o, &s), 0);
+    CU_ASSERT(s.host_feasible);
+    CU_ASSERT(s.peak_host_bytes <= 35 * MB);
+    CU_ASSERT_PTR_NULL(find(&s, HOFF__ACT_SPILL, 0));
+    CU_ASSERT_PTR_NOT_NULL(find(&s, HOFF__ACT_SPILL, 1));
+    CU_ASSERT_PTR_NOT_NULL(find(&s, HOFF__ACT_SPILL, 2));
+    CU_ASSERT_EQUAL(s.bytes_spilled, 60 * MB);
+    hoff__schedule_destroy(&s);
+    hoff__trace_destroy(&t);
+}
+
 static void test_no_nvme_reports_host_peak(void) {
     struct hoff__trace t;
     struct hoff__schedule s;
@@ -244,6 +299,7 @@ int main(void) {
         {"no_cap_no_spill", test_no_cap_no_spill},
         {"cap_kept_by_spilling", test_cap_kept_by_spilling},
         {"spill_after_queued_eviction", test_spill_after_queued_eviction},
+        {"redundant_spill_dropped", test_redundant_spill_dropped},
         {"no_nvme_reports_host_peak", test_no_nvme_reports_host_peak},
         {"schedule_peak_checks_tiers", test_schedule_peak_checks_tiers},
         {NULL, NULL},

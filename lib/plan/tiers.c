@@ -174,6 +174,7 @@ int hoff__plan_tiers(const struct hoff__trace *t, const struct hoff__plan_opts *
     uint32_t nev = (uint32_t)t->nev, i;
     struct away *aw = NULL;
     struct spill *sp = NULL;
+    uint8_t *chosen = NULL;
     uint64_t *tmax = NULL;
     int64_t *host = NULL, *nvme = NULL;
     struct hoff__seg sg = {0};
@@ -245,12 +246,36 @@ int hoff__plan_tiers(const struct hoff__trace *t, const struct hoff__plan_opts *
             sp[nsp++] = (struct spill){bytes, s_ev, rev, l, r, x->block};
         }
         qsort(sp, nsp, sizeof *sp, spill_cmp);
+        chosen = calloc(nsp ? nsp : 1, 1);
+        if (!chosen) {
+            rc = -ENOMEM;
+            goto out;
+        }
         for (k = 0; k < nsp && hoff__seg_top(&sg) > (int64_t)o->host_cap_bytes; k++) {
             const struct spill *x = &sp[k];
 
             if (hoff__seg_max(&sg, x->l, x->r) <= (int64_t)o->host_cap_bytes)
                 continue;
             hoff__seg_add(&sg, x->l, x->r, -(int64_t)x->bytes);
+            chosen[k] = 1;
+        }
+        /* A spill taken early may be redundant once later ones are in (the
+         * host stays within the cap over its interval without it): drop
+         * those, last taken first, so the disk moves no more than needed. */
+        for (k = nsp; k-- > 0;) {
+            const struct spill *x = &sp[k];
+
+            if (chosen[k] &&
+                hoff__seg_max(&sg, x->l, x->r) + (int64_t)x->bytes <= (int64_t)o->host_cap_bytes) {
+                hoff__seg_add(&sg, x->l, x->r, (int64_t)x->bytes);
+                chosen[k] = 0;
+            }
+        }
+        for (k = 0; k < nsp; k++) {
+            const struct spill *x = &sp[k];
+
+            if (!chosen[k])
+                continue;
             if ((rc = hoff__schedule_add(s, x->s_ev, HOFF__ACT_AFTER, HOFF__ACT_SPILL, x->block,
                                          UINT32_MAX)) != 0)
                 goto out;
@@ -280,6 +305,7 @@ int hoff__plan_tiers(const struct hoff__trace *t, const struct hoff__plan_opts *
 out:
     if (sg.mx)
         hoff__seg_destroy(&sg);
+    free(chosen);
     free(sp);
     free(tmax);
     free(nvme);
