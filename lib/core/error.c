@@ -13,9 +13,14 @@ static _Thread_local char last_error[512];
 int hoff__error(int err, const char *fmt, ...) {
     va_list ap;
 
+    char msg[sizeof last_error];
+
+    /* Formatted aside first: an argument may be hoff_last_error() itself
+     * (a message that wraps the one before it). */
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    memcpy(last_error, msg, sizeof msg);
     hoff__log(HOFF_LOG_DEBUG, "%s (%s)", last_error, hoff_strerror(err));
     return err;
 }
