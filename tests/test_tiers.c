@@ -159,6 +159,42 @@ static void test_online(void) {
     CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
 }
 
+/* A block coming back from the host is never spilled to make host room for
+ * the victim that makes device room for it: budget and host cap of one
+ * block each, A on the host, V resident; using A must evict V, which finds
+ * the host full.  The host tier may not spill A (it would then be paged in
+ * from nothing): V stays (the budget overrun is counted) and A comes back
+ * intact. */
+static void test_returning_block_not_spilled(void) {
+    hoff_ctx *ctx = open_ctx(2 * MiB, 2 * MiB, 1);
+    unsigned char *a, *v;
+    struct hoff_stats st;
+    size_t k;
+
+    a = hoff_malloc_flags(ctx, 2 * MiB, NULL, HOFF_ALLOC_MANAGED);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    memset(a, 0x41, 2 * MiB);
+    CU_ASSERT_EQUAL(hoff_evict(ctx, a, NULL), 0);
+    CU_ASSERT_EQUAL(hoff_sync(ctx), 0);
+    CU_ASSERT_EQUAL(hoff_residency(ctx, a), HOFF_RES_HOST);
+    v = hoff_malloc_flags(ctx, 2 * MiB, NULL, HOFF_ALLOC_MANAGED);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+    memset(v, 0x56, 2 * MiB);
+    CU_ASSERT_EQUAL(hoff_access(ctx, a, 0, NULL), 0);
+    CU_ASSERT_EQUAL(hoff_residency(ctx, a), HOFF_RES_DEVICE);
+    for (k = 0; k < 2 * MiB; k++)
+        if (a[k] != 0x41)
+            break;
+    CU_ASSERT_EQUAL(k, 2 * MiB);
+    st = stats(ctx);
+    CU_ASSERT(st.peak_host_bytes <= 2 * MiB);
+    CU_ASSERT_EQUAL(st.spills, 0);
+    CU_ASSERT(st.budget_overruns > 0);
+    CU_ASSERT_EQUAL(hoff_free(ctx, a, NULL), 0);
+    CU_ASSERT_EQUAL(hoff_free(ctx, v, NULL), 0);
+    CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
+}
+
 static void test_bad_spill_dir(void) {
     struct hoff_config cfg;
     hoff_ctx *ctx = NULL;
@@ -176,6 +212,7 @@ int main(void) {
     static const struct hoff_test tests[] = {
         {"planned_spills", test_planned_spills},
         {"online", test_online},
+        {"returning_block_not_spilled", test_returning_block_not_spilled},
         {"bad_spill_dir", test_bad_spill_dir},
         {NULL, NULL},
     };

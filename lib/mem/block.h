@@ -22,6 +22,8 @@ enum hoff__block_flags {
     HOFF__BLK_REGION = 1u << 5, /* a slot of a group's region (pool.c): never on a free list */
     HOFF__BLK_SPILL_AFTER = 1u << 6, /* a planned spill waits for the eviction in flight to land
                                         (residency.c); dropped when the block is wanted back */
+    HOFF__BLK_HOLD = 1u << 7,   /* on its way back to the device (residency.c, while room is
+                                   made for it): never spilled for host room */
 };
 
 struct hoff__seg;

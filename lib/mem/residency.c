@@ -295,8 +295,10 @@ static void retire(struct hoff_ctx *ctx, struct hoff__block *b, int rc) {
             HOFF__LOG_ONCE(HOFF_LOG_WARN, "prefetch failed (%s); the block stays on the host and "
                            "is paged in on use", hoff_strerror(rc));
             ctx->res.resident -= b->size;
+            ctx->res.from_host -= b->size;
             set_state(ctx, b, hoff__res_next(S_PRE, HOFF__EV_PREFETCH_FAIL));
         } else {
+            ctx->res.from_host -= b->size;
             st->prefetches++;
             st->bytes_prefetched += b->size;
             st->prefetch_ns += took;
@@ -453,10 +455,12 @@ static int start_spill(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
     return 0;
 }
 
-/* Make room for `bytes` more on the host tier by spilling the blocks evicted
- * longest ago, waiting for the writes if it must (a counted stall): the host
- * tier never goes over its cap.  -ENOSPC without an NVMe tier or when
- * nothing more can be spilled. */
+/* Make room for `bytes` more on the host tier: wait for what is already
+ * leaving it (prefetches to the device, spills to the NVMe tier) when that
+ * is enough, else spill the blocks evicted longest ago, waiting for the
+ * writes if it must (a counted stall): the host tier never goes over its
+ * cap.  -ENOSPC when nothing is leaving and nothing can be spilled (no NVMe
+ * tier). */
 static int host_room(struct hoff_ctx *ctx, uint64_t bytes, const struct hoff__block *keep, hoff_stream s) {
     uint64_t cap = ctx->cfg.host_cap_bytes;
     int waited = 0;
@@ -464,19 +468,22 @@ static int host_room(struct hoff_ctx *ctx, uint64_t bytes, const struct hoff__bl
     while (host_full(ctx, bytes)) {
         struct hoff__block *v;
 
-        if (!ctx->nvme)
-            break;
-        /* Enough already on its way to the disk? Then wait for it. */
-        if (ctx->res.host - ctx->res.spilling + ctx->res.to_host + bytes > cap) {
-            for (v = ctx->res.host_head; v && (v == keep || v->pending); v = v->next)
+        /* Not enough on its way off the host? Spill (the oldest first). */
+        if (ctx->nvme &&
+            ctx->res.host - ctx->res.spilling - ctx->res.from_host + ctx->res.to_host + bytes > cap) {
+            for (v = ctx->res.host_head; v && (v == keep || v->pending || (v->flags & HOFF__BLK_HOLD)); v = v->next)
                 ;
             if (v && start_spill(ctx, v, s) == 0)
                 continue;
         }
-        /* Wait for a spill to land; failing that, for an eviction, whose
-         * block can then be spilled. */
-        for (v = ctx->res.inf_head; v && v->state != S_SPI; v = v->next)
+        /* Wait for a spill or a prefetch to land (the one issued first); a
+         * prefetch frees its host copy as fast as the link moves it, where a
+         * spill would wait for the disk.  Failing that, with an NVMe tier,
+         * for an eviction, whose block can then be spilled. */
+        for (v = ctx->res.inf_head; v && v->state != S_SPI && v->state != S_PRE; v = v->next)
             ;
+        if (!v && !ctx->nvme)
+            break;
         if (!v)
             for (v = ctx->res.inf_head; v && (v->state != S_EVI || (v->flags & HOFF__BLK_DISCARDING));
                  v = v->next)
@@ -530,8 +537,24 @@ static struct hoff__block *pick_victim(struct hoff_ctx *ctx, const struct hoff__
 }
 
 /* Make resident + need fit in the budget, never evicting `keep`.  -ENOSPC
- * when nothing more can be evicted. */
+ * when nothing more can be evicted.  keep, when on the host (coming back),
+ * is held there: a victim's eviction that needs host room does not spill
+ * it (host_room skips HOFF__BLK_HOLD). */
+static int make_room_once(struct hoff_ctx *ctx, uint64_t need, struct hoff__block *keep, hoff_stream s);
+
 static int make_room(struct hoff_ctx *ctx, uint64_t need, struct hoff__block *keep, hoff_stream s) {
+    uint8_t held = keep ? keep->flags & HOFF__BLK_HOLD : 0;
+    int rc;
+
+    if (keep)
+        keep->flags |= HOFF__BLK_HOLD;
+    rc = make_room_once(ctx, need, keep, s);
+    if (keep && !held)
+        keep->flags &= (uint8_t)~HOFF__BLK_HOLD;
+    return rc;
+}
+
+static int make_room_once(struct hoff_ctx *ctx, uint64_t need, struct hoff__block *keep, hoff_stream s) {
     uint64_t budget = ctx->cfg.budget_bytes;
 
     if (!budget)
@@ -688,6 +711,7 @@ int hoff__res_prefetch(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
     if (b->state == S_DIS)
         ctx->res.host += b->size; /* prefetch_done takes it off the host count */
     ctx->res.resident += b->size;
+    ctx->res.from_host += b->size;
     set_state(ctx, b, S_PRE);
     note_resident(ctx);
     return 0;
@@ -730,9 +754,14 @@ int hoff__res_group(struct hoff_ctx *ctx, int op, struct hoff__block *const *m, 
     if (op == HOFF__CMD_EVICT) {
         if (host_full(ctx, total))
             return -ENOSPC; /* block by block: the host tier makes room as it must */
-    } else if (make_room(ctx, total, lead, s) != 0) {
-        return -ENOSPC;
     } else {
+        for (i = 0; i < n; i++) /* the members stay on the host while room is made */
+            m[i]->flags |= HOFF__BLK_HOLD;
+        rc = make_room(ctx, total, lead, s);
+        for (i = 0; i < n; i++)
+            m[i]->flags &= (uint8_t)~HOFF__BLK_HOLD;
+        if (rc != 0)
+            return -ENOSPC;
         /* Making room may have waited and retired transfers: members are
          * not in flight, but check they are still where they were. */
         for (i = 0; i < n; i++)
@@ -776,6 +805,7 @@ int hoff__res_group(struct hoff_ctx *ctx, int op, struct hoff__block *const *m, 
             set_state(ctx, b, S_EVI);
         } else {
             ctx->res.resident += b->size;
+            ctx->res.from_host += b->size;
             set_state(ctx, b, S_PRE);
         }
     }

@@ -49,6 +49,7 @@ struct hoff__residency {
     uint64_t host;       /* live offload bytes on the host */
     uint64_t to_host;    /* bytes of evictions in flight (they land on the host) */
     uint64_t spilling;   /* bytes of spills in flight (they leave the host) */
+    uint64_t from_host;  /* bytes of prefetches in flight (they leave the host when they land) */
     uint64_t nvme;       /* live offload bytes on the NVMe tier */
     struct hoff__block *host_head, *host_tail; /* blocks on the host, oldest eviction first */
 };

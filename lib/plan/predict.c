@@ -37,10 +37,12 @@
  *  - the host tier (o->host_cap_bytes) counts as residency.c counts it:
  *    bytes on the host, spilling included, plus bytes on their way there
  *    (evictions and restores in flight); an eviction or a restore that would
- *    take it over the cap first makes room: with an NVMe tier (o->nvme) it
- *    spills the block that reached the host first, or waits for the oldest
- *    spill in flight, else the oldest eviction (a stall, tier_ns); without
- *    one the eviction does not happen (the block stays on the device);
+ *    take it over the cap first makes room: when what is leaving the host
+ *    (spills and prefetches in flight) is not enough, with an NVMe tier
+ *    (o->nvme) it spills the block that reached the host first; then it
+ *    waits for the spill or the prefetch issued first, else (with an NVMe
+ *    tier) the oldest eviction (a stall, tier_ns); when there is nothing to
+ *    wait for the eviction does not happen (the block stays on the device);
  *  - the NVMe tier is one FIFO device for spills (write) and restores
  *    (read), each latency + ceil(bytes / GB/s), with no issuing-thread cost
  *    (the tier thread issues them); a planned spill of a block whose
@@ -73,6 +75,7 @@ enum { Q_EVICT = 0, Q_RELEASE, Q_VICTIM, Q_SPILL, Q_RESTORE };
 
 struct qent {
     uint64_t land, bytes;
+    uint64_t seq;      /* issue order (one call: one number) */
     uint32_t block;
     uint8_t kind;
 };
@@ -106,11 +109,13 @@ struct pr {
     size_t nh, nt, ncap;
     uint64_t *nland;   /* per block: landing of its NVMe operation in flight */
     uint8_t *sa;       /* per block: a planned spill waits for its eviction to land */
+    uint8_t *hold;     /* per block: coming back, never spilled for host room (residency.c) */
     int err;           /* -ENOMEM met where it could not be returned (a spill at a landing) */
     uint8_t *gst;      /* per group, evict and prefetch: 0 not yet, 1 one call, 2 block by block */
     uint64_t now, issuer, d2h_busy, h2d_busy, nvme_busy;
     uint64_t resident, evicting, budget;
-    uint64_t host, to_host, spilling, cap; /* the host tier, as residency.c counts it */
+    uint64_t host, to_host, spilling, from_host, cap; /* the host tier, as residency.c counts it */
+    uint64_t seq;      /* issue order of the copies in flight (residency.c's in-flight list) */
     int nvme;
     uint64_t lat, call, fault_ns;
     double h2d, d2h, fault_gbps, nvme_r, nvme_w;
@@ -250,6 +255,7 @@ static void poll(struct pr *p) {
         uint64_t nbytes = p->hq[p->hh++].bytes;
 
         p->host -= nbytes; /* on the host until it lands, as residency.c counts it */
+        p->from_host -= nbytes;
         if (x == NIL) { /* the step before's, freed in flight */
             p->resident -= nbytes;
             continue;
@@ -301,6 +307,7 @@ static int d2h_push(struct pr *p, uint64_t bytes, uint32_t block, int kind) {
     e->bytes = bytes;
     e->block = block;
     e->kind = (uint8_t)kind;
+    e->seq = p->seq++;
     p->d2h_busy = e->land;
     if (block != NIL)
         p->dland[block] = e->land;
@@ -338,7 +345,8 @@ static int nvme_push(struct pr *p, uint32_t x, int kind) {
     if (push(&p->nq, &p->nt, &p->ncap))
         return -ENOMEM;
     p->nvme_busy = start + p->lat + hoff__plan_copy_ns(p->bytes[x], kind == Q_SPILL ? p->nvme_w : p->nvme_r);
-    p->nq[p->nt++] = (struct qent){.land = p->nvme_busy, .bytes = p->bytes[x], .block = x, .kind = (uint8_t)kind};
+    p->nq[p->nt++] =
+        (struct qent){.land = p->nvme_busy, .bytes = p->bytes[x], .seq = p->seq++, .block = x, .kind = (uint8_t)kind};
     p->nland[x] = p->nvme_busy;
     if (kind == Q_SPILL) {
         p->spilling += p->bytes[x];
@@ -359,27 +367,33 @@ static int nvme_push(struct pr *p, uint32_t x, int kind) {
  * the bytes fit, 1 when they cannot (no NVMe tier, nothing to spill or wait
  * for), -ENOMEM. */
 static int host_room(struct pr *p, uint64_t bytes, uint32_t keep) {
-    while (host_full(p, bytes) && p->nvme) {
+    while (host_full(p, bytes)) {
         size_t k;
         uint32_t v;
         int rc;
 
-        if (p->host - p->spilling + p->to_host + bytes > p->cap) {
-            v = p->hl.head;
-            if (v == keep)
-                v = p->hl.next[v];
+        if (p->nvme && p->host - p->spilling - p->from_host + p->to_host + bytes > p->cap) {
+            for (v = p->hl.head; v != NIL && (v == keep || p->hold[v]); v = p->hl.next[v])
+                ;
             if (v != NIL) {
                 if ((rc = nvme_push(p, v, Q_SPILL)) != 0)
                     return rc;
                 continue;
             }
         }
+        /* the spill or the prefetch issued first, else an eviction */
         for (k = p->nh; k < p->nt && p->nq[k].kind != Q_SPILL; k++)
             ;
+        if (p->hh < p->ht && (k == p->nt || p->hq[p->hh].seq < p->nq[k].seq)) {
+            wait_until(p, p->hq[p->hh].land, &p->out->tier_ns);
+            continue;
+        }
         if (k < p->nt) {
             wait_until(p, p->nq[k].land, &p->out->tier_ns);
             continue;
         }
+        if (!p->nvme)
+            break;
         for (k = p->qh; k < p->qt && p->q[k].kind == Q_RELEASE; k++)
             ;
         if (k == p->qt)
@@ -441,9 +455,25 @@ static int do_restore(struct pr *p, uint32_t x) {
     return nvme_push(p, x, Q_RESTORE);
 }
 
+static int make_room_once(struct pr *p, uint64_t need, uint32_t keep);
+
 /* The runtime's make_room: victims least recently used first (never keep),
- * else the oldest eviction in flight, else the prefetch that lands first. */
+ * else the oldest eviction in flight, else the prefetch that lands first;
+ * keep is held on the host meanwhile (never spilled for a victim's room). */
 static int make_room(struct pr *p, uint64_t need, uint32_t keep) {
+    uint8_t held;
+    int rc;
+
+    if (keep == NIL)
+        return make_room_once(p, need, keep);
+    held = p->hold[keep];
+    p->hold[keep] = 1;
+    rc = make_room_once(p, need, keep);
+    p->hold[keep] = held;
+    return rc;
+}
+
+static int make_room_once(struct pr *p, uint64_t need, uint32_t keep) {
     if (!p->budget)
         return 0;
     for (;;) {
@@ -530,8 +560,10 @@ static int do_prefetch(struct pr *p, uint32_t x) {
     p->hq[p->ht].land = p->pland[x];
     p->hq[p->ht].block = x;
     p->hq[p->ht].bytes = p->bytes[x];
+    p->hq[p->ht].seq = p->seq++;
     p->hq[p->ht++].kind = 0;
     p->resident += p->bytes[x];
+    p->from_host += p->bytes[x];
     p->st[x] = P_PRE;
     p->out->bytes_h2d += p->bytes[x];
     p->out->prefetch_calls++;
@@ -679,8 +711,20 @@ static int fire_group(struct pr *p, const struct hoff__action *a, int *rc) {
         *st = 2;
         return 0;
     }
-    if (!evict && (*rc = make_room(p, total, s->gmember[g->first].block)) != 0)
-        return 0;
+    if (!evict) {
+        for (k = 0; k < g->n; k++) /* the members stay on the host while room is made */
+            p->hold[s->gmember[g->first + k].block] = 1;
+        *rc = make_room(p, total, s->gmember[g->first].block);
+        for (k = 0; k < g->n; k++)
+            p->hold[s->gmember[g->first + k].block] = 0;
+        if (*rc)
+            return 0;
+        for (k = 0; k < g->n; k++) /* still where they were (residency.c checks) */
+            if (p->st[s->gmember[g->first + k].block] != P_HOST) {
+                *st = 2;
+                return 0;
+            }
+    }
     start = ready(p);
     if (evict) {
         start = start > p->d2h_busy ? start : p->d2h_busy;
@@ -707,14 +751,16 @@ static int fire_group(struct pr *p, const struct hoff__action *a, int *rc) {
 
             if ((*rc = push(&p->hq, &p->ht, &p->hcap)) != 0)
                 return 0;
-            p->hq[p->ht++] = (struct qent){.land = land, .bytes = p->bytes[x], .block = x, .kind = 0};
+            p->hq[p->ht++] = (struct qent){.land = land, .bytes = p->bytes[x], .seq = p->seq, .block = x, .kind = 0};
             p->pland[x] = land;
             p->resident += p->bytes[x];
+            p->from_host += p->bytes[x];
             p->st[x] = P_PRE;
             host_leave(p, x);
         }
         p->out->bytes_h2d += total;
         p->out->prefetch_calls++;
+        p->seq++;
     }
     *st = 1;
     return 1;
@@ -872,6 +918,7 @@ int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts
     p.hl.next = malloc((nb ? nb : 1) * sizeof *p.hl.next);
     p.nland = calloc(nb ? nb : 1, sizeof *p.nland);
     p.sa = calloc(nb ? nb : 1, 1);
+    p.hold = calloc(nb ? nb : 1, 1);
     p.cap = o->host_cap_bytes;
     p.nvme = o->nvme;
     p.nvme_r = o->nvme_read_gbps > 0 ? o->nvme_read_gbps : DEF_NVME_READ_GBPS;
@@ -882,7 +929,7 @@ int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts
     }
     seq = malloc((s->nact ? s->nact : 1) * sizeof *seq);
     if (!p.bytes || !p.st || !p.pland || !p.dland || !p.busy || !p.carry || !p.lru.prev || !p.lru.next ||
-        !p.hl.prev || !p.hl.next || !p.nland || !p.sa || !seq) {
+        !p.hl.prev || !p.hl.next || !p.nland || !p.sa || !p.hold || !seq) {
         rc = -ENOMEM;
         goto done;
     }
@@ -964,7 +1011,7 @@ int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts
             }
         p.qh = 0;
         p.qt = n;
-        p.resident = p.evicting = p.host = p.to_host = p.spilling = 0;
+        p.resident = p.evicting = p.host = p.to_host = p.spilling = p.from_host = 0;
         for (q0 = 0; q0 < n; q0++) {
             p.resident += p.q[q0].bytes, p.evicting += p.q[q0].bytes;
             if (p.q[q0].kind != Q_RELEASE)
@@ -995,6 +1042,7 @@ int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts
                 p.hq[n].land -= end;
                 p.hq[n].block = NIL;
                 p.host += p.hq[n].bytes; /* counted on the host until it lands */
+                p.from_host += p.hq[n].bytes;
                 p.resident += p.hq[n++].bytes;
             }
         p.hh = 0;
@@ -1132,6 +1180,7 @@ done:
     free(p.hl.next);
     free(p.nland);
     free(p.sa);
+    free(p.hold);
     free(p.nq);
     free(p.pland);
     free(p.dland);
