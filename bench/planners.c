@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hoff.h"
 #include "mem/pool.h"
@@ -30,7 +31,16 @@
  * step ends: stall >= (X_i - N_i) / h2d - (C_end - C_i).  The bound is the
  * maximum over events of both, floored at 0.  Per-call latency, queueing and
  * the ordering of uses are ignored: it is weak (often 0) but honest. */
-static uint64_t bound_ns(const struct hoff__trace *t, uint64_t budget, const double *C, double cend) {
+/* With a host cap (--host-cap), W_i = X_i - cap of them must be on the
+ * NVMe tier at event i: written there before it, stall >= W_i / nvme_write
+ * - C_i; and all but the dead ones read back after it, stall >= (W_i -
+ * N_i) / nvme_read - (C_end - C_i); one device does both, stall >= W_i /
+ * nvme_write + (W_i - N_i) / nvme_read - C_end. */
+#define NVME_READ_GBPS 6.5 /* the sim's defaults */
+#define NVME_WRITE_GBPS 3.5
+
+static uint64_t bound_ns(const struct hoff__trace *t, uint64_t budget, uint64_t host_cap, const double *C,
+                         double cend) {
     size_t n = t->nev, i;
     int64_t *res = calloc(n + 1, sizeof *res), *dead = calloc(n + 1, sizeof *dead), r = 0, d = 0;
     double best = 0;
@@ -73,6 +83,16 @@ static uint64_t bound_ns(const struct hoff__trace *t, uint64_t budget, const dou
             best = x / GBPS - C[i];
         if (y > 0 && y / GBPS - (cend - C[i]) > best)
             best = y / GBPS - (cend - C[i]);
+        if (host_cap && x > (double)host_cap) {
+            double w = x - (double)host_cap, back = w - (double)d > 0 ? w - (double)d : 0, v;
+
+            v = w / NVME_WRITE_GBPS - C[i];
+            best = v > best ? v : best;
+            v = back / NVME_READ_GBPS - (cend - C[i]);
+            best = v > best ? v : best;
+            v = w / NVME_WRITE_GBPS + back / NVME_READ_GBPS - cend;
+            best = v > best ? v : best;
+        }
     }
     free(res);
     free(dead);
@@ -107,11 +127,17 @@ static double *compute_times(const struct hoff__trace *t, uint64_t gpu_step_ns, 
 struct run {
     uint64_t stall_ns, step_ns, compute_ns, bytes_moved, prefetch_calls, prefetches, plan_ns, peak;
     uint64_t predicted_ns, groups;
+    uint64_t peak_host, bytes_spilled, bytes_restored, host_cap_waits; /* over the whole run */
     int integrity_ok, feasible;
 };
 
-static int simulate(const struct hoff__trace *t, uint64_t budget, const char *planner, uint64_t gpu_step_ns,
-                    struct run *out) {
+/* --host-cap PCT: the host tier's cap, in % of each trace's offload peak,
+ * with an NVMe tier in spill_dir (0: no cap). */
+static int host_cap_pct;
+static char spill_dir[4096];
+
+static int simulate(const struct hoff__trace *t, uint64_t budget, uint64_t host_cap, const char *planner,
+                    uint64_t gpu_step_ns, struct run *out) {
     struct hoff_config cfg;
     struct hoff__drive_opts o;
     struct hoff__drive_result r;
@@ -129,6 +155,13 @@ static int simulate(const struct hoff__trace *t, uint64_t budget, const char *pl
     cfg.oversub_margin_bytes = 0;
     cfg.budget_bytes = budget;
     cfg.log_level = HOFF_LOG_ERROR;
+    if (host_cap) {
+        cfg.host_cap_bytes = host_cap;
+        if ((rc = hoff_config_set(&cfg, "spill_dir", spill_dir, err, sizeof err)) != 0) {
+            fprintf(stderr, "planners: spill directory %s: %s\n", spill_dir, err);
+            return rc;
+        }
+    }
     if ((rc = hoff_config_set(&cfg, "planner", planner, err, sizeof err)) != 0) {
         fprintf(stderr, "planners: planner %s: %s\n", planner, err);
         return rc;
@@ -160,6 +193,10 @@ static int simulate(const struct hoff__trace *t, uint64_t budget, const char *pl
         out->plan_ns = st.plan_ns;
         out->predicted_ns = st.plan_stall_ns;
         out->groups = st.plan_groups;
+        out->peak_host = st.peak_host_bytes;
+        out->bytes_spilled = st.bytes_spilled;
+        out->bytes_restored = st.bytes_restored;
+        out->host_cap_waits = st.host_cap_waits;
         out->feasible = st.plan_feasible != 0;
         for (k = 1; k < r.steps; k++)
             if (r.step[k].peak_resident_bytes > out->peak)
@@ -183,11 +220,12 @@ static int bench_trace(const char *name, const struct hoff__trace *t, uint64_t g
     if (!C)
         return -ENOMEM;
     for (i = 0; i < sizeof pct / sizeof pct[0]; i++) {
-        uint64_t budget = peak * (uint64_t)pct[i] / 100, bound = bound_ns(t, budget, C, cend);
+        uint64_t budget = peak * (uint64_t)pct[i] / 100, cap = peak * (uint64_t)host_cap_pct / 100;
+        uint64_t bound = bound_ns(t, budget, cap, C, cend);
 
         for (j = 0; j < 2; j++) {
             struct run r;
-            int rc = simulate(t, budget, planners[j], gpu_step_ns, &r);
+            int rc = simulate(t, budget, cap, planners[j], gpu_step_ns, &r);
 
             if (rc) {
                 free(C);
@@ -199,17 +237,25 @@ static int bench_trace(const char *name, const struct hoff__trace *t, uint64_t g
                        ",\"compute_ns\":%" PRIu64 ",\"bytes_moved\":%" PRIu64 ",\"prefetch_calls\":%" PRIu64
                        ",\"prefetches\":%" PRIu64 ",\"groups\":%" PRIu64 ",\"predicted_stall_ns\":%" PRIu64
                        ",\"plan_ns\":%" PRIu64 ",\"peak_resident_bytes\":%" PRIu64 ",\"within_budget\":%s"
-                       ",\"plan_feasible\":%s,\"integrity_ok\":%s}\n",
+                       ",\"plan_feasible\":%s,\"integrity_ok\":%s,\"host_cap_bytes\":%" PRIu64
+                       ",\"peak_host_bytes\":%" PRIu64 ",\"within_host_cap\":%s,\"bytes_spilled\":%" PRIu64
+                       ",\"bytes_restored\":%" PRIu64 ",\"host_cap_waits\":%" PRIu64 "}\n",
                        name, pct[i], budget, planners[j], r.stall_ns, bound, r.step_ns, r.compute_ns, r.bytes_moved,
                        r.prefetch_calls, r.prefetches, r.groups, r.predicted_ns, r.plan_ns, r.peak,
                        r.peak <= budget ? "true" : "false", r.feasible ? "true" : "false",
-                       r.integrity_ok ? "true" : "false");
+                       r.integrity_ok ? "true" : "false", cap, r.peak_host,
+                       !cap || r.peak_host <= cap ? "true" : "false", r.bytes_spilled, r.bytes_restored,
+                       r.host_cap_waits);
             else
                 printf("%-22s %3d%% %-7s stall %10.3f ms  bound %9.3f ms  step %10.3f ms  moved %7.0f MiB  "
                        "prefetch calls %3" PRIu64 " (blocks %3" PRIu64 ")  %s%s\n",
                        name, pct[i], planners[j], r.stall_ns / 1e6, bound / 1e6, r.step_ns / 1e6,
                        r.bytes_moved / 1048576.0, r.prefetch_calls, r.prefetches,
                        r.peak <= budget ? "within budget" : "OVER BUDGET", r.integrity_ok ? "" : ", INTEGRITY ERROR");
+            if (!json && cap)
+                printf("%-22s      host cap %7.0f MiB: peak %7.0f MiB%s, spilled %7.0f MiB, %" PRIu64 " waits for room\n",
+                       "", cap / 1048576.0, r.peak_host / 1048576.0, r.peak_host <= cap ? "" : " OVER THE CAP",
+                       r.bytes_spilled / 1048576.0, r.host_cap_waits);
             fflush(stdout);
         }
     }
@@ -239,10 +285,13 @@ static const struct {
 };
 
 static void usage(FILE *f, const char *argv0) {
-    fprintf(f, "usage: %s [--json] [TRACEDIR]\n"
+    fprintf(f, "usage: %s [--json] [--host-cap PCT] [TRACEDIR]\n"
                "Replays the synthetic transformer steps and the committed traces in TRACEDIR (default\n"
                "tests/data/traces) on the sim at 50/25/10%% of their no-offload peak with each planner.\n"
-               "--json: one JSON object per (trace, budget, planner) instead of the table.\n", argv0);
+               "--json: one JSON object per (trace, budget, planner) instead of the table.\n"
+               "--host-cap PCT: cap the host tier at PCT%% (1-100) of each trace's offload peak and\n"
+               "spill the rest to an NVMe tier (the sim's 6.5 GB/s read, 3.5 GB/s write) in a fresh\n"
+               "directory under $TMPDIR (default /var/tmp), removed at the end.\n", argv0);
 }
 
 int main(int argc, char **argv) {
@@ -254,6 +303,18 @@ int main(int argc, char **argv) {
     for (a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--json") == 0)
             json = 1;
+        else if (strcmp(argv[a], "--host-cap") == 0) {
+            char *end = NULL;
+            long v = a + 1 < argc ? strtol(argv[a + 1], &end, 10) : 0;
+
+            if (a + 1 >= argc || !end || *end || v < 1 || v > 100) {
+                fprintf(stderr, "planners: --host-cap takes a percentage from 1 to 100, not '%s'\n",
+                        a + 1 < argc ? argv[a + 1] : "");
+                return 2;
+            }
+            host_cap_pct = (int)v;
+            a++;
+        }
         else if (strcmp(argv[a], "-h") == 0 || strcmp(argv[a], "--help") == 0) {
             usage(stdout, argv[0]);
             return 0;
@@ -265,6 +326,15 @@ int main(int argc, char **argv) {
             dir = argv[a];
     }
 
+    if (host_cap_pct) {
+        const char *tmp = getenv("TMPDIR");
+
+        snprintf(spill_dir, sizeof spill_dir, "%s/hoff-planners-XXXXXX", tmp && *tmp ? tmp : "/var/tmp");
+        if (!mkdtemp(spill_dir)) {
+            fprintf(stderr, "planners: cannot make a spill directory %s: %s\n", spill_dir, strerror(errno));
+            return 1;
+        }
+    }
     for (i = 0; i < sizeof shapes / sizeof shapes[0] && rc == 0; i++) {
         struct hoff__synth_opts so;
         struct hoff__trace t;
@@ -291,5 +361,7 @@ int main(int argc, char **argv) {
             rc = bench_trace(real[i].name, &t, (uint64_t)(real[i].gpu_step_ms * 1e6 + 0.5));
         hoff__trace_destroy(&t);
     }
+    if (host_cap_pct)
+        rmdir(spill_dir); /* the tier's files are unlinked O_TMPFILEs: it is empty */
     return rc ? 1 : 0;
 }
