@@ -330,6 +330,60 @@ static void test_predict_by_hand(void) {
     hoff__trace_destroy(&t);
 }
 
+/* Early prefetches and releases, by hand (budget 128 MiB, 64 MiB blocks):
+ * A is evicted, R is released after its last use at event 3 (the call fires
+ * at event 4 and lands 10 us later), N is allocated at event 4, and A comes
+ * back at event 6.  Packed as early as it fits, A's prefetch goes at event
+ * 3, and N's allocation must wait for R's release to land; leaving the
+ * release its room, it goes at event 5 and nothing waits. */
+static void test_early_headroom_by_hand(void) {
+    struct hoff__plan_opts o = {.budget_bytes = 128 * MiB, .h2d_gbps = 50, .d2h_gbps = 50};
+    struct hoff__trace t;
+    struct hoff__schedule s, h;
+    struct hoff__prediction pr;
+    uint64_t *T;
+    uint32_t a, r, n;
+
+    hoff__trace_init(&t);
+    tnow = 0;
+    a = al(&t, 64 * MiB, 0);      /* ev 0 at 0 */
+    ac(&t, a, 1000);              /* ev 1 */
+    r = al(&t, 64 * MiB, 1000);   /* ev 2 at 2000: A's eviction fires */
+    ac(&t, r, 1998000);           /* ev 3 at 2,000,000: R's last use */
+    n = al(&t, 64 * MiB, 1000);   /* ev 4 at 2,001,000: R's release fires */
+    op(&t, 999000);               /* ev 5 at 3,000,000 */
+    ac(&t, a, 7000000);           /* ev 6 at 10,000,000 */
+    fr(&t, r, 1000);
+    fr(&t, n, 1000);
+    fr(&t, a, 1000);
+    CU_ASSERT_EQUAL_FATAL(hoff__trace_finish(&t), 0);
+    T = hoff__plan_times(&t);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(T);
+    hoff__schedule_init(&s);
+    hoff__schedule_init(&h);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 1, HOFF__ACT_AFTER, HOFF__ACT_EVICT, a, 1), 0);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 3, HOFF__ACT_AFTER, HOFF__ACT_RELEASE, r, UINT32_MAX), 0);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 6, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, a, UINT32_MAX), 0);
+    hoff__schedule_sort(&s);
+    CU_ASSERT_EQUAL_FATAL(hoff__schedule_copy(&h, &s), 0);
+    CU_ASSERT_EQUAL_FATAL(hoff__plan_predict(&t, &o, T, &s, HOFF__PLACE_EARLY, &pr), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(find(&s, HOFF__ACT_PREFETCH, a));
+    CU_ASSERT_EQUAL(find(&s, HOFF__ACT_PREFETCH, a)->ev, 3);
+    CU_ASSERT_EQUAL(pr.room_ns, 10000); /* N waits for the release's call */
+    CU_ASSERT_EQUAL(pr.late_ns, 0);
+    CU_ASSERT_EQUAL_FATAL(hoff__plan_predict(&t, &o, T, &h, HOFF__PLACE_EARLY_HEADROOM, &pr), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(find(&h, HOFF__ACT_PREFETCH, a));
+    CU_ASSERT_EQUAL(find(&h, HOFF__ACT_PREFETCH, a)->ev, 5);
+    CU_ASSERT_EQUAL(pr.stall_ns, 0);
+    /* and the placement holds when replayed where it was put */
+    CU_ASSERT_EQUAL_FATAL(hoff__plan_predict(&t, &o, T, &h, HOFF__PLACE_KEEP, &pr), 0);
+    CU_ASSERT_EQUAL(pr.stall_ns, 0);
+    hoff__schedule_destroy(&s);
+    hoff__schedule_destroy(&h);
+    free(T);
+    hoff__trace_destroy(&t);
+}
+
 /* The host cap and the NVMe tier in predict.c, by hand: A and C (64 MiB
  * each) are evicted with a host cap of 64 MiB, then A is used.  D2H copies
  * take 1,352,178 ns (50 GB/s, 10 us a call); an NVMe write 16,787,216 ns
@@ -465,6 +519,7 @@ int main(void) {
         {"random", test_random},
         {"predict_by_hand", test_predict_by_hand},
         {"predict_tiers_by_hand", test_predict_tiers_by_hand},
+        {"early_headroom_by_hand", test_early_headroom_by_hand},
         {"never_worse_than_greedy", test_never_worse_than_greedy},
         {NULL, NULL},
     };

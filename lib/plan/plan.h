@@ -236,6 +236,8 @@ uint64_t *hoff__plan_times(const struct hoff__trace *t);
 enum hoff__place {
     HOFF__PLACE_KEEP = 0,   /* where the schedule has them */
     HOFF__PLACE_EARLY,      /* re-placed: each as early as it can go (below) */
+    HOFF__PLACE_EARLY_HEADROOM, /* the same, leaving each release's bytes counted
+                               through the event its call fires at */
 };
 
 struct hoff__prediction {
@@ -267,7 +269,10 @@ struct hoff__prediction {
  * its eviction has landed, it fits in the budget now, and the schedule's
  * instant-transfer resident bytes (hoff__schedule_peak's) plus every early
  * prefetch stay within the budget until its original position, which
- * remains its latest; s is rewritten and re-sorted.
+ * remains its latest; s is rewritten and re-sorted.  HOFF__PLACE_EARLY_HEADROOM
+ * counts a release (a call that lands a latency later) through the event
+ * it fires at, so that early prefetches leave an allocation there the room
+ * the release is about to free instead of making it wait for the call.
  * s must be sorted and valid (hoff__schedule_peak).  Fills *out and
  * s->stall_ns.  0, -ENOMEM, -EINVAL. */
 int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts *o, const uint64_t *T,

@@ -789,9 +789,10 @@ static int fire(struct pr *p, const struct hoff__action *a) {
 }
 
 /* The instant-transfer resident bytes per event under s (hoff__schedule_peak's semantics). */
-static int64_t *instant_resident(const struct hoff__trace *t, const struct hoff__schedule *s, const uint64_t *bytes) {
+static int64_t *instant_resident(const struct hoff__trace *t, const struct hoff__schedule *s, const uint64_t *bytes,
+                                 int hold_releases) {
     uint32_t nev = (uint32_t)t->nev, i;
-    int64_t *v = malloc((nev ? nev : 1) * sizeof *v), cur = 0;
+    int64_t *v = malloc((nev ? nev : 1) * sizeof *v), cur = 0, later = 0;
     uint8_t *away = calloc(t->nblocks ? t->nblocks : 1, 1);
     size_t k = 0;
 
@@ -815,6 +816,8 @@ static int64_t *instant_resident(const struct hoff__trace *t, const struct hoff_
             away[e->block] = 0;
         }
         v[i] = cur;
+        cur -= later; /* the releases of the event before have landed by now */
+        later = 0;
         if (managed && e->kind == HOFF__TEV_FREE && !away[e->block])
             cur -= (int64_t)bytes[e->block];
         if (managed && e->kind == HOFF__TEV_FREE)
@@ -824,7 +827,14 @@ static int64_t *instant_resident(const struct hoff__trace *t, const struct hoff_
 
             if ((a->kind == HOFF__ACT_EVICT || a->kind == HOFF__ACT_RELEASE) && !away[a->block]) {
                 away[a->block] = 1;
-                cur -= (int64_t)bytes[a->block];
+                /* (hold_releases) A release fires at the next event and
+                 * holds its bytes until its call lands: count it there
+                 * too, so that an early prefetch does not take the room an
+                 * allocation at that event is about to need. */
+                if (hold_releases && a->kind == HOFF__ACT_RELEASE && a->when == HOFF__ACT_AFTER)
+                    later += (int64_t)bytes[a->block];
+                else
+                    cur -= (int64_t)bytes[a->block];
             }
         }
     }
@@ -891,7 +901,7 @@ int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts
     size_t nheap = 0, k = 0, j;
     int64_t *inst = NULL;
     struct hoff__seg sg = {0};
-    int rc = 0, early = place == HOFF__PLACE_EARLY, pass;
+    int rc = 0, early = place == HOFF__PLACE_EARLY || place == HOFF__PLACE_EARLY_HEADROOM, pass;
     uint64_t tail = 0, send;
 
     memset(out, 0, sizeof *out);
@@ -961,7 +971,7 @@ int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts
         newev = malloc((s->nact ? s->nact : 1) * sizeof *newev);
         issued = calloc(s->nact ? s->nact : 1, 1);
         heap = malloc((s->nact ? s->nact : 1) * sizeof *heap);
-        inst = instant_resident(t, s, p.bytes);
+        inst = instant_resident(t, s, p.bytes, place == HOFF__PLACE_EARLY_HEADROOM);
         if (!tiered || !pf_of || !last_ev || !newev || !issued || !heap || !inst) {
             free(tiered);
             rc = -ENOMEM;

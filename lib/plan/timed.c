@@ -26,7 +26,11 @@
  *  placements (where each prefetch goes): at the use (greedy's), or as
  *    early as it fits (HOFF__PLACE_EARLY): earliest deadline first, once its
  *    eviction has landed, when the budget has room now and the plan's
- *    resident bytes stay within it until the use.
+ *    resident bytes stay within it until the use; or the same leaving each
+ *    release's room to the event its call fires at (
+ *    HOFF__PLACE_EARLY_HEADROOM): packed as tightly as the budget allows,
+ *    early prefetches make every allocation after a release wait for the
+ *    release's call to land, a latency each.
  *
  * Evictions always start right after the gap's last access (the earliest
  * point: they land soonest).  With a host cap, the tiers pass (tiers.c)
@@ -37,17 +41,18 @@
  * disk cannot carry loses to one it can.  Ties go to the earlier candidate,
  * greedy's first, so on its own model timed is never worse than greedy.
  *
- * Groups (o->groups, HOFF_GROUPS): a fifth candidate is greedy's schedule
+ * Groups (o->groups, HOFF_GROUPS): a seventh candidate is greedy's schedule
  * grouped as the runtime groups greedy's (hoff__plan_groups).  Unless it
  * wins, the winner's prefetches that come one after the other merge into
  * one call at the last one's point (hoff__plan_groups_late), with the
  * widest span whose predicted stall stays within 2% of the ungrouped one
- * (or 0.5% of the step's compute) and not above the fifth's; the evictions
+ * (or 0.5% of the step's compute) and not above the seventh's; the evictions
  * stay each block's own, right after its last access, where they land
  * soonest.  The schedule is marked grouped: the runtime does not group it
  * again.
  *
- * Cost: four selections, five predicted replays, and up to 26 more for the
+ * Cost: six selections, seven predicted replays (twice that many with a
+ * host cap), and up to 26 more for the
  * groups (6 on traces of more than 200000 events), each
  * O(M log M + nev log nev).
  */
@@ -106,7 +111,8 @@ static int tiers_and_predict(const struct hoff__trace *t, const struct hoff__pla
 }
 
 static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct hoff__schedule *out) {
-    enum { NC = 5 }; /* 4 ungrouped, and greedy's as the runtime groups it */
+    enum { NC = 7 }; /* 6 ungrouped, and greedy's as the runtime groups it */
+    static const int place[3] = {HOFF__PLACE_KEEP, HOFF__PLACE_EARLY, HOFF__PLACE_EARLY_HEADROOM};
     uint64_t t0 = hoff__plan_now_ns(), *T = NULL;
     int64_t *res = NULL;
     struct hoff__schedule c[NC];
@@ -130,12 +136,12 @@ static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts
      * releases), then selects and places; then the tiers pass keeps the
      * host cap on it, and the prediction judges the whole (host room,
      * spills and restores included). */
-    for (i = 0; i < 4 && !rc; i++) {
+    for (i = 0; i < NC - 1 && !rc; i++) {
         rc = hoff__schedule_copy(&c[i], out);
         if (!rc)
-            rc = hoff__plan_greedy_select(t, &o2, res, i < 2 ? NULL : T, &c[i]);
+            rc = hoff__plan_greedy_select(t, &o2, res, i < 3 ? NULL : T, &c[i]);
         if (!rc)
-            rc = hoff__plan_predict(t, &o2, T, &c[i], i % 2 ? HOFF__PLACE_EARLY : HOFF__PLACE_KEEP, &pr);
+            rc = hoff__plan_predict(t, &o2, T, &c[i], place[i % 3], &pr);
         if (!rc && o->host_cap_bytes)
             rc = tiers_and_predict(t, o, T, &c[i]);
         if (!rc && c[i].stall_ns < c[best].stall_ns)
@@ -147,13 +153,16 @@ static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts
         /* greedy's schedule as the runtime groups it (hoff__plan_groups,
          * after the tiers): a candidate too, and the stall timed's own
          * groups may not pass */
-        if ((rc = hoff__schedule_copy(&c[4], &c[0])) != 0 || (rc = hoff__plan_groups(t, o, &c[4])) != 0 ||
-            (rc = hoff__plan_predict(t, o, T, &c[4], HOFF__PLACE_KEEP, &pr)) != 0)
+        const int g = NC - 1;
+
+        if ((rc = hoff__schedule_copy(&c[g], &c[0])) != 0 || (rc = hoff__plan_groups(t, o, &c[g])) != 0 ||
+            (rc = hoff__plan_predict(t, o, T, &c[g], HOFF__PLACE_KEEP, &pr)) != 0)
             goto done;
-        if (c[4].stall_ns < c[best].stall_ns)
-            best = 4;
-        /* the winner's prefetches, grouped where that costs (next to) nothing */
-        else if ((rc = choose_groups(t, o, T, &c[best], &c[best ? 0 : 1], &c[best == 2 ? 3 : 2], c[4].stall_ns)) != 0)
+        if (c[g].stall_ns < c[best].stall_ns)
+            best = g;
+        /* the winner's prefetches, grouped where that costs (next to)
+         * nothing (two of the other candidates are scratch) */
+        else if ((rc = choose_groups(t, o, T, &c[best], &c[best ? 0 : 1], &c[best == 2 ? 3 : 2], c[g].stall_ns)) != 0)
             goto done;
     }
     if ((rc = hoff__schedule_copy(out, &c[best])) != 0)
