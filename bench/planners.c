@@ -126,7 +126,7 @@ static double *compute_times(const struct hoff__trace *t, uint64_t gpu_step_ns, 
 
 struct run {
     uint64_t stall_ns, step_ns, compute_ns, bytes_moved, prefetch_calls, prefetches, plan_ns, peak;
-    uint64_t predicted_ns, groups;
+    uint64_t predicted_ns, groups, evict_calls, evictions;
     uint64_t peak_host, bytes_spilled, bytes_restored, host_cap_waits; /* over the whole run */
     int integrity_ok, feasible;
 };
@@ -189,6 +189,8 @@ static int simulate(const struct hoff__trace *t, uint64_t budget, uint64_t host_
         out->compute_ns = ls->compute_ns;
         out->bytes_moved = ls->bytes_d2h + ls->bytes_h2d;
         out->prefetch_calls = ls->prefetch_calls;
+        out->evict_calls = ls->evict_calls;
+        out->evictions = ls->evictions;
         out->prefetches = ls->prefetches;
         out->plan_ns = st.plan_ns;
         out->predicted_ns = st.plan_stall_ns;
@@ -235,13 +237,15 @@ static int bench_trace(const char *name, const struct hoff__trace *t, uint64_t g
                 printf("{\"trace\":\"%s\",\"budget_pct\":%d,\"budget_bytes\":%" PRIu64 ",\"planner\":\"%s\""
                        ",\"stall_ns\":%" PRIu64 ",\"bound_ns\":%" PRIu64 ",\"step_ns\":%" PRIu64
                        ",\"compute_ns\":%" PRIu64 ",\"bytes_moved\":%" PRIu64 ",\"prefetch_calls\":%" PRIu64
-                       ",\"prefetches\":%" PRIu64 ",\"groups\":%" PRIu64 ",\"predicted_stall_ns\":%" PRIu64
+                       ",\"prefetches\":%" PRIu64 ",\"evict_calls\":%" PRIu64 ",\"evictions\":%" PRIu64
+                       ",\"groups\":%" PRIu64 ",\"predicted_stall_ns\":%" PRIu64
                        ",\"plan_ns\":%" PRIu64 ",\"peak_resident_bytes\":%" PRIu64 ",\"within_budget\":%s"
                        ",\"plan_feasible\":%s,\"integrity_ok\":%s,\"host_cap_bytes\":%" PRIu64
                        ",\"peak_host_bytes\":%" PRIu64 ",\"within_host_cap\":%s,\"bytes_spilled\":%" PRIu64
                        ",\"bytes_restored\":%" PRIu64 ",\"host_cap_waits\":%" PRIu64 "}\n",
                        name, pct[i], budget, planners[j], r.stall_ns, bound, r.step_ns, r.compute_ns, r.bytes_moved,
-                       r.prefetch_calls, r.prefetches, r.groups, r.predicted_ns, r.plan_ns, r.peak,
+                       r.prefetch_calls, r.prefetches, r.evict_calls, r.evictions, r.groups, r.predicted_ns,
+                       r.plan_ns, r.peak,
                        r.peak <= budget ? "true" : "false", r.feasible ? "true" : "false",
                        r.integrity_ok ? "true" : "false", cap, r.peak_host,
                        !cap || r.peak_host <= cap ? "true" : "false", r.bytes_spilled, r.bytes_restored,
