@@ -152,11 +152,11 @@ static void run_budget_cap(const struct hoff__trace *t, const char *what, int pc
         CU_ASSERT_EQUAL(st.spill_failures, 0);
     }
     /* The planner's prediction (predict.c) is what a replay step costs: it
-     * follows the runtime's and the sim's rules on the recorded times.
-     * Where nothing is paged in on demand it is exact to within a hair (the
-     * sim rounds each copy up to the ns; a recorded time can lag the
+     * follows the runtime's and the sim's rules on the recorded times,
+     * page-ins and refused prefetches included: exact to within a hair
+     * (the sim rounds each copy up to the ns; a recorded time can lag the
      * clock by the cost of reading it). */
-    if (aligned) {
+    {
         uint64_t meas = r.step[2].stall_ns, pred = st.plan_stall_ns, diff = meas > pred ? meas - pred : pred - meas;
 
         if (diff > 20000 + meas / 100)
@@ -202,6 +202,44 @@ static void test_host_cap(void) {
     hoff__trace_destroy(&t);
     if (spill_dir[0])
         rmdir(spill_dir);
+}
+
+/* A budget below what one op's blocks need (the plan is infeasible): the
+ * runtime keeps what it can with evictions on demand, refuses prefetches
+ * that find no room and pages those blocks in at their use (over the
+ * budget, counted).  Every byte survives, and the prediction is still the
+ * replay's cost. */
+static void test_infeasible_predicted(void) {
+    struct hoff__drive_opts o;
+    struct hoff__drive_result r;
+    struct hoff_stats st;
+    struct hoff__trace t;
+    uint64_t peak, meas, pred, diff;
+    hoff_ctx *ctx;
+
+    CU_ASSERT_EQUAL_FATAL(make_transformer(&t, 6, 256, 256, 16, 0), 0);
+    peak = hoff__trace_offload_peak(&t, hoff__pool_block_bytes, NULL);
+    ctx = open_ctx(peak * 3 / 100, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    memset(&o, 0, sizeof o);
+    o.steps = 3;
+    o.verify = 1;
+    o.compute_scale = 1;
+    CU_ASSERT_EQUAL_FATAL(hoff__trace_drive(ctx, &t, &o, &r), 0);
+    CU_ASSERT_EQUAL(hoff_stats_get(ctx, &st), 0);
+    CU_ASSERT_EQUAL(st.plan_feasible, 0);
+    CU_ASSERT_EQUAL(r.integrity_errors, 0);
+    CU_ASSERT(r.blocks_verified > 0);
+    CU_ASSERT(r.step[2].faults > 0 || st.budget_overruns > 0);
+    meas = r.step[2].stall_ns;
+    pred = st.plan_stall_ns;
+    diff = meas > pred ? meas - pred : pred - meas;
+    if (diff > 20000 + meas / 100)
+        fprintf(stderr, "infeasible budget: predicted stall %" PRIu64 " ns, replay %" PRIu64 " ns\n", pred, meas);
+    CU_ASSERT(diff <= 20000 + meas / 100);
+    hoff__drive_result_free(&r);
+    CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
+    hoff__trace_destroy(&t);
 }
 
 /* Flash attention (s > 1024): 8 layers, b*s*h*2 = 2 MiB. */
@@ -407,6 +445,7 @@ int main(void) {
         {"probs_no_access", test_probs_no_access},
         {"small_blocks", test_small_blocks},
         {"host_cap", test_host_cap},
+        {"infeasible_predicted", test_infeasible_predicted},
         {NULL, NULL},
     };
     return hoff_test_run("pipeline", tests);

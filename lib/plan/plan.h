@@ -260,8 +260,9 @@ struct hoff__prediction {
  * with o's per-call latency; an eviction holds its bytes until its copy
  * lands, a prefetch from its issue; a prefetch or an allocation that does
  * not fit waits for the oldest eviction in flight (and, when those do not
- * free enough, evicts an unplanned victim); a use waits for its prefetch,
- * or pages the block in on demand.  The host tier is kept under
+ * free enough, evicts an unplanned victim; with nothing to evict or wait
+ * for, a prefetch is refused and an allocation or page-in overruns); a use
+ * waits for its prefetch, or pages the block in on demand.  The host tier is kept under
  * o->host_cap_bytes as residency.c keeps it, and spills and restores go
  * through one FIFO NVMe device at o's NVMe bandwidths (predict.c says how).
  * With HOFF__PLACE_EARLY the prefetches are re-placed while replaying:

@@ -29,8 +29,12 @@
  *    holds them from its issue;
  *  - room (a prefetch, an allocation, a page-in): while resident + need is
  *    over the budget, evict an unplanned victim if the evictions in flight
- *    cannot free enough (the runtime's LRU victim, modelled as that many
- *    bytes), else wait for the oldest eviction in flight;
+ *    cannot free enough (the runtime's: the least recently used resident
+ *    block, paged back in at its next use), else wait for the oldest
+ *    eviction in flight, else for the prefetch that lands first; with
+ *    nothing left to evict or wait for, a prefetch is refused (the block is
+ *    paged in at its use) and an allocation or a page-in goes over the
+ *    budget, as residency.c does;
  *  - a prefetch of a block whose eviction is still in flight waits for it
  *    (replay.c does the same); a use waits for its prefetch, or pages the
  *    block in on demand (fault_ns + bytes / fault_gbps);
@@ -56,9 +60,8 @@
  *    at its allocation (pipeline.c).
  * Not modelled: the step's end (the runtime does not wait there), the
  * host-tier bytes of blocks that outlive the step (retained blocks left on
- * the host), and which block an unplanned victim is (its page-in later is
- * not charged: the prediction is optimistic where victims are needed, and
- * victim_bytes says how much).
+ * the host), and a wait for room on a spill or restore in flight (the
+ * runtime may wait on any transfer; this waits on the copy engines').
  */
 
 #define DEF_LAT_NS 10000u
@@ -459,7 +462,9 @@ static int make_room_once(struct pr *p, uint64_t need, uint32_t keep);
 
 /* The runtime's make_room: victims least recently used first (never keep),
  * else the oldest eviction in flight, else the prefetch that lands first;
- * keep is held on the host meanwhile (never spilled for a victim's room). */
+ * keep is held on the host meanwhile (never spilled for a victim's room).
+ * 0, 1 when there is no room to be made (an allocation or a page-in then
+ * overruns the budget, a prefetch is refused), -ENOMEM. */
 static int make_room(struct pr *p, uint64_t need, uint32_t keep) {
     uint8_t held;
     int rc;
@@ -491,7 +496,7 @@ static int make_room_once(struct pr *p, uint64_t need, uint32_t keep) {
                 v = p->lru.next[v];
             if (v != NIL) {
                 if ((rc = start_evict(p, v, Q_VICTIM)) != 0)
-                    return rc < 0 ? rc : 0; /* the host tier is full: the runtime overruns */
+                    return rc; /* 1: the host tier is full, no room */
                 continue;
             }
         }
@@ -505,7 +510,7 @@ static int make_room_once(struct pr *p, uint64_t need, uint32_t keep) {
             poll(p);
             continue;
         }
-        return 0; /* nothing left to evict or wait for: the runtime overruns */
+        return 1; /* nothing left to evict or wait for: no room */
     }
 }
 
@@ -550,7 +555,7 @@ static int do_prefetch(struct pr *p, uint32_t x) {
     if (p->st[x] != P_HOST)
         return 0;
     if ((rc = make_room(p, p->bytes[x], x)) != 0)
-        return rc;
+        return rc < 0 ? rc : 0; /* refused (residency.c): paged in at its use */
     if ((rc = push(&p->hq, &p->ht, &p->hcap)) != 0)
         return rc;
     host_leave(p, x); /* counted on the host until the copy lands */
@@ -604,7 +609,7 @@ static int do_access(struct pr *p, uint32_t x) {
     default:
         return 0;
     }
-    if ((rc = make_room(p, p->bytes[x], x)) != 0)
+    if ((rc = make_room(p, p->bytes[x], x)) < 0) /* 1: paged in over the budget */
         return rc;
     if (p->st[x] == P_HOST) {
         p->host -= p->bytes[x];
@@ -637,7 +642,7 @@ static int do_event(struct pr *p, const struct hoff__tev *e) {
             p->now = p->carry[x];
             poll(p);
         }
-        if ((rc = make_room(p, p->bytes[x], x)) != 0)
+        if ((rc = make_room(p, p->bytes[x], x)) < 0) /* 1: allocated over the budget */
             return rc;
         p->resident += p->bytes[x];
         p->st[x] = P_DEV;
@@ -717,6 +722,11 @@ static int fire_group(struct pr *p, const struct hoff__action *a, int *rc) {
         *rc = make_room(p, total, s->gmember[g->first].block);
         for (k = 0; k < g->n; k++)
             p->hold[s->gmember[g->first + k].block] = 0;
+        if (*rc == 1) { /* no room for the whole group: block by block */
+            *rc = 0;
+            *st = 2;
+            return 0;
+        }
         if (*rc)
             return 0;
         for (k = 0; k < g->n; k++) /* still where they were (residency.c checks) */
