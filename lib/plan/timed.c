@@ -43,43 +43,38 @@
  *
  * Groups (o->groups, HOFF_GROUPS): a seventh candidate is greedy's schedule
  * grouped as the runtime groups greedy's (hoff__plan_groups).  Unless it
- * wins, the winner's prefetches that come one after the other merge into
- * one call at the last one's point (hoff__plan_groups_late), with the
- * widest span whose predicted stall stays within 2% of the ungrouped one
- * (or 0.5% of the step's compute) and not above the seventh's; the evictions
- * stay each block's own, right after its last access, where they land
- * soonest.  The schedule is marked grouped: the runtime does not group it
- * again.
+ * wins, fewer prefetch calls may cost a hair of stall: of the candidates
+ * within 2% of the best one's stall (or 0.5% of the step's compute), and
+ * never above the seventh's, up to three (least stall first, one per
+ * distinct schedule) have their consecutive prefetches merged into one
+ * call at the last one's point (hoff__plan_groups_late) with the widest
+ * span that stays within that limit, and the one left with the fewest
+ * calls wins; the evictions stay each block's own, right after its last
+ * access, where they land soonest.  The schedule is marked grouped: the
+ * runtime does not group it again.
  *
  * Cost: six selections, seven predicted replays (twice that many with a
- * host cap), and up to 26 more for the
- * groups (6 on traces of more than 200000 events), each
+ * host cap), and up to 3 x 27 more for the groups (7 on traces of more
+ * than 200000 events), each
  * O(M log M + nev log nev).
  */
 
 /* Co-located groups on the prefetch side (hoff__plan_groups_late): of
  * several spans, with and without the test that a group's copy lands before
  * its first use, the grouping with the fewest prefetch calls whose predicted
- * stall stays within a hair of the ungrouped schedule's (2% of it, or 0.5%
- * of the step's compute) and not above cap: fewer calls must not cost the
- * step.  s keeps its prediction; tmp and keep are scratch. */
+ * stall is at most limit; s is left as it is when none is.  tmp and keep
+ * are scratch. */
 static int choose_groups(const struct hoff__trace *t, const struct hoff__plan_opts *o, const uint64_t *T,
                          struct hoff__schedule *s, struct hoff__schedule *tmp, struct hoff__schedule *keep,
-                         uint64_t cap) {
+                         uint64_t limit) {
     /* spans in events, each without and with the landing test (odd rungs) */
     static const uint32_t spans[] = {UINT32_MAX, UINT32_MAX, 128, 128, 96, 96, 64, 64, 48, 48, 32, 32, 24, 24,
                                      16, 16, 12, 12, 8, 8, 6, 6, 4, 4, 2, 2};
-    uint64_t base = s->stall_ns, compute = t->nev ? T[t->nev - 1] - T[0] : 0, limit, calls = UINT64_MAX;
-    uint64_t kstall = UINT64_MAX;
+    uint64_t calls = UINT64_MAX, kstall = UINT64_MAX;
     struct hoff__prediction pr;
     size_t i;
     int rc;
 
-    if (base == UINT64_MAX)
-        return 0;
-    limit = base + (base / 50 > compute / 200 ? base / 50 : compute / 200);
-    if (limit > cap && cap >= base)
-        limit = cap; /* never above greedy's, grouped as the runtime groups it */
     /* every rung (on very long traces every fifth: each is a predicted
      * replay); keep the fewest calls within the limit, then the least stall */
     for (i = 0; i < sizeof spans / sizeof spans[0]; i += t->nev > 200000 ? 5 : 1) {
@@ -108,6 +103,66 @@ static int tiers_and_predict(const struct hoff__trace *t, const struct hoff__pla
     int rc = hoff__plan_tiers(t, o, s);
 
     return rc ? rc : hoff__plan_predict(t, o, T, s, HOFF__PLACE_KEEP, &pr);
+}
+
+/* Groups for the ungrouped candidates c[0 .. n-1], *best the one that
+ * stalls least: fewer calls may cost at most a hair of stall (2% of the
+ * best's, or 0.5% of the step's compute) and never more than cap (greedy's
+ * schedule as the runtime groups it).  Each of the (up to three) candidates
+ * within that limit, least stall first, is grouped as far as the limit
+ * allows (choose_groups); the one with the fewest prefetch calls wins (then
+ * the least stall) and is left grouped in c[*best]. */
+static int group_best(const struct hoff__trace *t, const struct hoff__plan_opts *o, const uint64_t *T,
+                      struct hoff__schedule *c, int n, uint64_t cap, int *best) {
+    enum { MAXC = 8 };
+    const int TRY = t->nev > 200000 ? 1 : 3; /* each try is up to 27 predicted replays */
+    uint64_t base = c[*best].stall_ns, compute = t->nev ? T[t->nev - 1] - T[0] : 0, limit;
+    uint64_t calls = UINT64_MAX, kstall = UINT64_MAX;
+    struct hoff__schedule tmp, keep, r, w;
+    struct hoff__prediction pr;
+    uint8_t tried[MAXC] = {0};
+    int k, j, win = -1, rc = 0;
+
+    if (base == UINT64_MAX || n > MAXC)
+        return 0;
+    limit = base + (base / 50 > compute / 200 ? base / 50 : compute / 200);
+    if (limit > cap && cap >= base)
+        limit = cap;
+    hoff__schedule_init(&tmp);
+    hoff__schedule_init(&keep);
+    hoff__schedule_init(&r);
+    hoff__schedule_init(&w);
+    for (j = 0; j < TRY && !rc; j++) {
+        int next = -1;
+
+        for (k = 0; k < n; k++) /* the next candidate by stall */
+            if (!tried[k] && c[k].stall_ns <= limit && (next < 0 || c[k].stall_ns < c[next].stall_ns))
+                next = k;
+        if (next < 0)
+            break;
+        tried[next] = 1;
+        for (k = 0; k < n; k++) /* the same schedule by another route: once is enough */
+            if (k != next && !tried[k] && c[k].stall_ns == c[next].stall_ns && c[k].nact == c[next].nact &&
+                !memcmp(c[k].act, c[next].act, c[k].nact * sizeof *c[k].act))
+                tried[k] = 1;
+        if ((rc = hoff__schedule_copy(&r, &c[next])) != 0 ||
+            (rc = choose_groups(t, o, T, &r, &tmp, &keep, limit)) != 0 ||
+            (rc = hoff__plan_predict(t, o, T, &r, HOFF__PLACE_KEEP, &pr)) != 0)
+            break;
+        if (pr.prefetch_calls < calls || (pr.prefetch_calls == calls && r.stall_ns < kstall)) {
+            calls = pr.prefetch_calls;
+            kstall = r.stall_ns;
+            win = next;
+            rc = hoff__schedule_copy(&w, &r);
+        }
+    }
+    if (!rc && win >= 0 && (rc = hoff__schedule_copy(&c[win], &w)) == 0)
+        *best = win;
+    hoff__schedule_destroy(&tmp);
+    hoff__schedule_destroy(&keep);
+    hoff__schedule_destroy(&r);
+    hoff__schedule_destroy(&w);
+    return rc;
 }
 
 static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct hoff__schedule *out) {
@@ -160,9 +215,7 @@ static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts
             goto done;
         if (c[g].stall_ns < c[best].stall_ns)
             best = g;
-        /* the winner's prefetches, grouped where that costs (next to)
-         * nothing (two of the other candidates are scratch) */
-        else if ((rc = choose_groups(t, o, T, &c[best], &c[best ? 0 : 1], &c[best == 2 ? 3 : 2], c[g].stall_ns)) != 0)
+        else if ((rc = group_best(t, o, T, c, NC - 1, c[g].stall_ns, &best)) != 0)
             goto done;
     }
     if ((rc = hoff__schedule_copy(out, &c[best])) != 0)
