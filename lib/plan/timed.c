@@ -143,7 +143,7 @@ static int group_best(const struct hoff__trace *t, const struct hoff__plan_opts 
         tried[next] = 1;
         for (k = 0; k < n; k++) /* the same schedule by another route: once is enough */
             if (k != next && !tried[k] && c[k].stall_ns == c[next].stall_ns && c[k].nact == c[next].nact &&
-                !memcmp(c[k].act, c[next].act, c[k].nact * sizeof *c[k].act))
+                (!c[k].nact || !memcmp(c[k].act, c[next].act, c[k].nact * sizeof *c[k].act)))
                 tried[k] = 1;
         if ((rc = hoff__schedule_copy(&r, &c[next])) != 0 ||
             (rc = choose_groups(t, o, T, &r, &tmp, &keep, limit)) != 0 ||
