@@ -479,13 +479,16 @@ static int host_room(struct hoff_ctx *ctx, uint64_t bytes, const struct hoff__bl
         /* Wait for a spill or a prefetch to land (the one issued first); a
          * prefetch frees its host copy as fast as the link moves it, where a
          * spill would wait for the disk.  Failing that, with an NVMe tier,
-         * for an eviction, whose block can then be spilled. */
+         * for an eviction or a restore, whose block can then be spilled
+         * (restores in flight can fill the host tier to its cap, and a use
+         * of another block on the NVMe tier must still be served). */
         for (v = ctx->res.inf_head; v && v->state != S_SPI && v->state != S_PRE; v = v->next)
             ;
         if (!v && !ctx->nvme)
             break;
         if (!v)
-            for (v = ctx->res.inf_head; v && (v->state != S_EVI || (v->flags & HOFF__BLK_DISCARDING));
+            for (v = ctx->res.inf_head;
+                 v && v->state != S_RES && (v->state != S_EVI || (v->flags & HOFF__BLK_DISCARDING));
                  v = v->next)
                 ;
         if (!v)

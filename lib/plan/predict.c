@@ -45,8 +45,9 @@
  *    (spills and prefetches in flight) is not enough, with an NVMe tier
  *    (o->nvme) it spills the block that reached the host first; then it
  *    waits for the spill or the prefetch issued first, else (with an NVMe
- *    tier) the oldest eviction (a stall, tier_ns); when there is nothing to
- *    wait for the eviction does not happen (the block stays on the device);
+ *    tier) the eviction or restore issued first, whose block can then be
+ *    spilled (a stall, tier_ns); when there is nothing to wait for the
+ *    eviction does not happen (the block stays on the device);
  *  - the NVMe tier is one FIFO device for spills (write) and restores
  *    (read), each latency + ceil(bytes / GB/s), with no issuing-thread cost
  *    (the tier thread issues them); a planned spill of a block whose
@@ -397,11 +398,21 @@ static int host_room(struct pr *p, uint64_t bytes, uint32_t keep) {
         }
         if (!p->nvme)
             break;
-        for (k = p->qh; k < p->qt && p->q[k].kind == Q_RELEASE; k++)
-            ;
-        if (k == p->qt)
-            break;
-        wait_until(p, p->q[k].land, &p->out->tier_ns);
+        /* the eviction or restore issued first: its block can then be spilled */
+        {
+            size_t r;
+
+            for (k = p->qh; k < p->qt && p->q[k].kind == Q_RELEASE; k++)
+                ;
+            for (r = p->nh; r < p->nt && p->nq[r].kind != Q_RESTORE; r++)
+                ;
+            if (k == p->qt && r == p->nt)
+                break;
+            if (k < p->qt && (r == p->nt || p->q[k].seq < p->nq[r].seq))
+                wait_until(p, p->q[k].land, &p->out->tier_ns);
+            else
+                wait_until(p, p->nq[r].land, &p->out->tier_ns);
+        }
     }
     return host_full(p, bytes) ? 1 : 0;
 }
