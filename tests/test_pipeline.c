@@ -34,8 +34,7 @@ static const char *get_spill_dir(void) {
     return spill_dir;
 }
 
-/* planner_gbps: the bandwidth the planner assumes (0: the default). */
-static hoff_ctx *open_ctx_planner(uint64_t budget, uint64_t host_cap, const char *planner, double planner_gbps) {
+static hoff_ctx *open_ctx_planner(uint64_t budget, uint64_t host_cap, const char *planner) {
     struct hoff_config cfg;
     hoff_ctx *ctx = NULL;
     char err[256];
@@ -55,14 +54,12 @@ static hoff_ctx *open_ctx_planner(uint64_t budget, uint64_t host_cap, const char
     }
     if (planner)
         CU_ASSERT_EQUAL(hoff_config_set(&cfg, "planner", planner, err, sizeof err), 0);
-    if (planner_gbps > 0)
-        cfg.bandwidth_gbps = planner_gbps;
     CU_ASSERT_EQUAL(hoff_init(&ctx, &cfg), 0);
     return ctx;
 }
 
 static hoff_ctx *open_ctx(uint64_t budget, uint64_t host_cap) {
-    return open_ctx_planner(budget, host_cap, NULL, 0);
+    return open_ctx_planner(budget, host_cap, NULL);
 }
 
 static int make_transformer(struct hoff__trace *t, uint32_t layers, uint64_t hidden, uint64_t seq, uint64_t batch,
@@ -278,7 +275,7 @@ static void test_random_traces(void) {
                     struct hoff__drive_result r;
                     struct hoff_stats st;
                     uint64_t meas, pred, diff;
-                    hoff_ctx *ctx = open_ctx_planner(peak * (uint64_t)pcts[b] / 100, cap, planners[k], 0);
+                    hoff_ctx *ctx = open_ctx_planner(peak * (uint64_t)pcts[b] / 100, cap, planners[k]);
 
                     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
                     memset(&o, 0, sizeof o);
