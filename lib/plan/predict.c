@@ -210,6 +210,12 @@ static void host_leave(struct pr *p, uint32_t x) {
     bl_remove(&p->hl, x);
 }
 
+/* x's host copy is gone now (paged in, freed, released): off the count too. */
+static void host_drop(struct pr *p, uint32_t x) {
+    p->host -= p->bytes[x];
+    host_leave(p, x);
+}
+
 static int nvme_push(struct pr *p, uint32_t x, int kind);
 
 static void land(struct pr *p, const struct qent *e) {
@@ -287,15 +293,20 @@ static int push(struct qent **q, size_t *qt, size_t *cap) {
     return 0;
 }
 
+/* Compute waits until `when` (a stall, added to *to). */
+static void wait_until(struct pr *p, uint64_t when, uint64_t *to) {
+    if (when > p->now) {
+        *to += when - p->now;
+        p->now = when;
+    }
+    poll(p);
+}
+
 /* Wait for the oldest copy on the D2H FIFO; 0 if there is none. */
 static int wait_oldest(struct pr *p) {
     if (p->qh == p->qt)
         return 0;
-    if (p->q[p->qh].land > p->now) {
-        p->out->room_ns += p->q[p->qh].land - p->now;
-        p->now = p->q[p->qh].land;
-    }
-    poll(p);
+    wait_until(p, p->q[p->qh].land, &p->out->room_ns);
     return 1;
 }
 
@@ -325,15 +336,6 @@ static int d2h_push(struct pr *p, uint64_t bytes, uint32_t block, int kind) {
     if (block != NIL)
         lru_remove(p, block);
     return 0;
-}
-
-/* Compute waits until `when` (a stall, added to *to). */
-static void wait_until(struct pr *p, uint64_t when, uint64_t *to) {
-    if (when > p->now) {
-        *to += when - p->now;
-        p->now = when;
-    }
-    poll(p);
 }
 
 /* Would `bytes` more take the host tier over its cap (residency.c's host_full)? */
@@ -366,10 +368,12 @@ static int nvme_push(struct pr *p, uint32_t x, int kind) {
 }
 
 /* The runtime's host_room: keep the host tier under its cap for `bytes`
- * more by spilling the block that reached the host first (never keep), or
- * waiting for the oldest spill in flight, else the oldest eviction.  0 when
- * the bytes fit, 1 when they cannot (no NVMe tier, nothing to spill or wait
- * for), -ENOMEM. */
+ * more.  When what is leaving the host (spills and prefetches in flight)
+ * is not enough, spill the block that reached the host first (never keep,
+ * nor a block held while it comes back); then wait for the spill or the
+ * prefetch issued first, else (with an NVMe tier) the eviction or restore
+ * issued first.  0 when the bytes fit (at once when the host has room),
+ * 1 when they cannot (nothing to spill or wait for), -ENOMEM. */
 static int host_room(struct pr *p, uint64_t bytes, uint32_t keep) {
     while (host_full(p, bytes)) {
         size_t k;
@@ -420,7 +424,7 @@ static int host_room(struct pr *p, uint64_t bytes, uint32_t keep) {
 /* Start evicting resident block x (planned, or a victim): host room first;
  * 1 when the host tier has none (the block stays on the device). */
 static int start_evict(struct pr *p, uint32_t x, int kind) {
-    int rc = host_full(p, p->bytes[x]) ? host_room(p, p->bytes[x], x) : 0;
+    int rc = host_room(p, p->bytes[x], x);
 
     if (rc)
         return rc;
@@ -440,7 +444,7 @@ static int to_host_now(struct pr *p, uint32_t x) {
     if (p->st[x] == P_SPI || p->st[x] == P_RES)
         wait_until(p, p->nland[x], &p->out->tier_ns);
     if (p->st[x] == P_NVM) {
-        if ((rc = host_full(p, p->bytes[x]) ? host_room(p, p->bytes[x], x) : 0) != 0)
+        if ((rc = host_room(p, p->bytes[x], x)) != 0)
             return rc < 0 ? rc : 0;
         if ((rc = nvme_push(p, x, Q_RESTORE)) != 0)
             return rc;
@@ -464,7 +468,7 @@ static int do_restore(struct pr *p, uint32_t x) {
         wait_until(p, p->nland[x], &p->out->tier_ns);
     if (p->st[x] != P_NVM)
         return 0;
-    if ((rc = host_full(p, p->bytes[x]) ? host_room(p, p->bytes[x], x) : 0) != 0)
+    if ((rc = host_room(p, p->bytes[x], x)) != 0)
         return rc < 0 ? rc : 0;
     return nvme_push(p, x, Q_RESTORE);
 }
@@ -514,11 +518,7 @@ static int make_room_once(struct pr *p, uint64_t need, uint32_t keep) {
         if (wait_oldest(p))
             continue;
         if (p->hh < p->ht) { /* a prefetch in flight: wait for it to land */
-            if (p->hq[p->hh].land > p->now) {
-                p->out->room_ns += p->hq[p->hh].land - p->now;
-                p->now = p->hq[p->hh].land;
-            }
-            poll(p);
+            wait_until(p, p->hq[p->hh].land, &p->out->room_ns);
             continue;
         }
         return 1; /* nothing left to evict or wait for: no room */
@@ -544,10 +544,9 @@ static int do_release(struct pr *p, uint32_t x) {
         rc = d2h_push(p, p->bytes[x], x, Q_RELEASE);
     else if (p->st[x] == P_PRE) /* a prefetch in flight: cannot happen in a valid schedule */
         p->resident -= p->bytes[x];
-    else if (p->st[x] == P_HOST) { /* the host copy is simply dead */
-        p->host -= p->bytes[x];
-        host_leave(p, x);
-    } else if (p->st[x] == P_SPI || p->st[x] == P_RES || p->st[x] == P_EVI)
+    else if (p->st[x] == P_HOST) /* the host copy is simply dead */
+        host_drop(p, x);
+    else if (p->st[x] == P_SPI || p->st[x] == P_RES || p->st[x] == P_EVI)
         return 0; /* busy: the runtime skips it */
     p->st[x] = P_DEAD;
     return rc;
@@ -597,11 +596,7 @@ static int do_access(struct pr *p, uint32_t x) {
         lru_touch(p, x);
         return 0;
     case P_PRE:
-        if (p->pland[x] > p->now) {
-            p->out->late_ns += p->pland[x] - p->now;
-            p->now = p->pland[x];
-        }
-        poll(p);
+        wait_until(p, p->pland[x], &p->out->late_ns);
         p->st[x] = P_DEV;
         lru_touch(p, x);
         return 0;
@@ -622,10 +617,8 @@ static int do_access(struct pr *p, uint32_t x) {
     }
     if ((rc = make_room(p, p->bytes[x], x)) < 0) /* 1: paged in over the budget */
         return rc;
-    if (p->st[x] == P_HOST) {
-        p->host -= p->bytes[x];
-        host_leave(p, x);
-    }
+    if (p->st[x] == P_HOST)
+        host_drop(p, x);
     c = p->fault_ns + hoff__plan_copy_ns(p->bytes[x], p->fault_gbps);
     p->now += c;
     p->out->fault_ns += c;
@@ -648,11 +641,8 @@ static int do_event(struct pr *p, const struct hoff__tev *e) {
     case HOFF__TEV_ALLOC:
         /* A group member whose slot is still held by the step before's copy
          * in flight waits for it to land (pipeline.c): a stall. */
-        if (p->carry[x] > p->now && p->s->block_group && x < p->s->nblocks_grouped && p->s->block_group[x]) {
-            p->out->room_ns += p->carry[x] - p->now;
-            p->now = p->carry[x];
-            poll(p);
-        }
+        if (p->carry[x] > p->now && p->s->block_group && x < p->s->nblocks_grouped && p->s->block_group[x])
+            wait_until(p, p->carry[x], &p->out->room_ns);
         if ((rc = make_room(p, p->bytes[x], x)) < 0) /* 1: allocated over the budget */
             return rc;
         p->resident += p->bytes[x];
@@ -676,10 +666,8 @@ static int do_event(struct pr *p, const struct hoff__tev *e) {
             p->busy[x] = p->nland[x];
         if (p->st[x] == P_DEV)
             p->resident -= p->bytes[x];
-        if (p->st[x] == P_HOST) { /* the host copy is dead */
-            p->host -= p->bytes[x];
-            host_leave(p, x);
-        }
+        if (p->st[x] == P_HOST) /* the host copy is dead */
+            host_drop(p, x);
         /* an eviction, a spill or a restore in flight still lands (and gives
          * its bytes back) */
         p->st[x] = P_NONE;
