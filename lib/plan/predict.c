@@ -743,7 +743,7 @@ static int fire_group(struct pr *p, const struct hoff__action *a, int *rc) {
 
             if ((*rc = push(&p->q, &p->qt, &p->qcap)) != 0)
                 return 0;
-            p->q[p->qt++] = (struct qent){.land = land, .bytes = p->bytes[x], .block = x, .kind = Q_EVICT};
+            p->q[p->qt++] = (struct qent){.land = land, .bytes = p->bytes[x], .seq = p->seq, .block = x, .kind = Q_EVICT};
             p->evicting += p->bytes[x];
             p->to_host += p->bytes[x];
             p->dland[x] = land;
@@ -752,6 +752,7 @@ static int fire_group(struct pr *p, const struct hoff__action *a, int *rc) {
         }
         p->out->bytes_d2h += total;
         p->out->evict_calls++;
+        p->seq++;
     } else {
         start = start > p->h2d_busy ? start : p->h2d_busy;
         land = p->h2d_busy = start + p->lat + hoff__plan_copy_ns(total, p->h2d);
