@@ -76,6 +76,31 @@ static int make_transformer(struct hoff__trace *t, uint32_t layers, uint64_t hid
     return hoff__synth_transformer(t, &o);
 }
 
+/* Drive t through ctx for 3 steps (a warmup and two replays) on the trace's
+ * own times, every stamp checked.  0 or the drive's -errno. */
+static int drive3(hoff_ctx *ctx, const struct hoff__trace *t, struct hoff__drive_result *r) {
+    struct hoff__drive_opts o;
+
+    memset(&o, 0, sizeof o);
+    o.steps = 3;
+    o.verify = 1;
+    o.compute_scale = 1;
+    return hoff__trace_drive(ctx, t, &o, r);
+}
+
+/* The planner's prediction (predict.c) is what a replay step costs: it
+ * follows the runtime's and the sim's rules on the recorded times, page-ins
+ * and refused prefetches included: exact to within a hair (the sim rounds
+ * each copy up to the ns; a recorded time can lag the clock by the cost of
+ * reading it). */
+static void check_predicted(const char *what, uint64_t pred, uint64_t meas) {
+    uint64_t diff = meas > pred ? meas - pred : pred - meas;
+
+    if (diff > 20000 + meas / 100)
+        fprintf(stderr, "%s: predicted stall %" PRIu64 " ns, replay %" PRIu64 " ns\n", what, pred, meas);
+    CU_ASSERT(diff <= 20000 + meas / 100);
+}
+
 /* Drive t for 3 steps (warmup + 2 replays) at pct% of its offload peak and
  * check what a replay promises.  aligned: every offload candidate is a
  * multiple of 2 MiB (the managed grain), so that the plan's byte counts are
@@ -85,7 +110,6 @@ static int make_transformer(struct hoff__trace *t, uint32_t layers, uint64_t hid
  * part of the stall (demand paging is allowed: a spill the replay runs
  * ahead of is left to the runtime). */
 static void run_budget_cap(const struct hoff__trace *t, const char *what, int pct, int aligned, int cap_pct) {
-    struct hoff__drive_opts o;
     struct hoff__drive_result r;
     struct hoff_stats st;
     uint64_t peak, budget, d2h = 0;
@@ -97,11 +121,7 @@ static void run_budget_cap(const struct hoff__trace *t, const char *what, int pc
     budget = peak * (uint64_t)pct / 100;
     ctx = open_ctx(budget, peak * (uint64_t)cap_pct / 100);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
-    memset(&o, 0, sizeof o);
-    o.steps = 3;
-    o.verify = 1;
-    o.compute_scale = 1;
-    rc = hoff__trace_drive(ctx, t, &o, &r);
+    rc = drive3(ctx, t, &r);
     if (rc)
         fprintf(stderr, "%s at %d%%: drive failed: %s\n", what, pct, hoff_last_error());
     CU_ASSERT_EQUAL_FATAL(rc, 0);
@@ -157,18 +177,11 @@ static void run_budget_cap(const struct hoff__trace *t, const char *what, int pc
         CU_ASSERT(st.bytes_spilled > 0);
         CU_ASSERT_EQUAL(st.spill_failures, 0);
     }
-    /* The planner's prediction (predict.c) is what a replay step costs: it
-     * follows the runtime's and the sim's rules on the recorded times,
-     * page-ins and refused prefetches included: exact to within a hair
-     * (the sim rounds each copy up to the ns; a recorded time can lag the
-     * clock by the cost of reading it). */
     {
-        uint64_t meas = r.step[2].stall_ns, pred = st.plan_stall_ns, diff = meas > pred ? meas - pred : pred - meas;
+        char at[160];
 
-        if (diff > 20000 + meas / 100)
-            fprintf(stderr, "%s at %d%%: predicted stall %" PRIu64 " ns, replay %" PRIu64 " ns\n", what, pct, pred,
-                    meas);
-        CU_ASSERT(diff <= 20000 + meas / 100);
+        snprintf(at, sizeof at, "%s at %d%%", what, pct);
+        check_predicted(at, st.plan_stall_ns, r.step[2].stall_ns);
     }
     hoff__drive_result_free(&r);
     CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
@@ -216,33 +229,23 @@ static void test_host_cap(void) {
  * budget, counted).  Every byte survives, and the prediction is still the
  * replay's cost. */
 static void test_infeasible_predicted(void) {
-    struct hoff__drive_opts o;
     struct hoff__drive_result r;
     struct hoff_stats st;
     struct hoff__trace t;
-    uint64_t peak, meas, pred, diff;
+    uint64_t peak;
     hoff_ctx *ctx;
 
     CU_ASSERT_EQUAL_FATAL(make_transformer(&t, 6, 256, 256, 16, 0), 0);
     peak = hoff__trace_offload_peak(&t, hoff__pool_block_bytes, NULL);
     ctx = open_ctx(peak * 3 / 100, 0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
-    memset(&o, 0, sizeof o);
-    o.steps = 3;
-    o.verify = 1;
-    o.compute_scale = 1;
-    CU_ASSERT_EQUAL_FATAL(hoff__trace_drive(ctx, &t, &o, &r), 0);
+    CU_ASSERT_EQUAL_FATAL(drive3(ctx, &t, &r), 0);
     CU_ASSERT_EQUAL(hoff_stats_get(ctx, &st), 0);
     CU_ASSERT_EQUAL(st.plan_feasible, 0);
     CU_ASSERT_EQUAL(r.integrity_errors, 0);
     CU_ASSERT(r.blocks_verified > 0);
     CU_ASSERT(r.step[2].faults > 0 || st.budget_overruns > 0);
-    meas = r.step[2].stall_ns;
-    pred = st.plan_stall_ns;
-    diff = meas > pred ? meas - pred : pred - meas;
-    if (diff > 20000 + meas / 100)
-        fprintf(stderr, "infeasible budget: predicted stall %" PRIu64 " ns, replay %" PRIu64 " ns\n", pred, meas);
-    CU_ASSERT(diff <= 20000 + meas / 100);
+    check_predicted("infeasible budget", st.plan_stall_ns, r.step[2].stall_ns);
     hoff__drive_result_free(&r);
     CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
     hoff__trace_destroy(&t);
@@ -271,18 +274,13 @@ static void test_random_traces(void) {
                 uint64_t stall[2] = {0, 0}, cap = peak * (uint64_t)caps[c] / 100;
 
                 for (k = 0; k < 2; k++) {
-                    struct hoff__drive_opts o;
                     struct hoff__drive_result r;
                     struct hoff_stats st;
-                    uint64_t meas, pred, diff;
+                    char what[128];
                     hoff_ctx *ctx = open_ctx_planner(peak * (uint64_t)pcts[b] / 100, cap, planners[k]);
 
                     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
-                    memset(&o, 0, sizeof o);
-                    o.steps = 3;
-                    o.verify = 1;
-                    o.compute_scale = 1;
-                    CU_ASSERT_EQUAL_FATAL(hoff__trace_drive(ctx, &t, &o, &r), 0);
+                    CU_ASSERT_EQUAL_FATAL(drive3(ctx, &t, &r), 0);
                     CU_ASSERT_EQUAL(hoff_stats_get(ctx, &st), 0);
                     CU_ASSERT_EQUAL(r.integrity_errors, 0);
                     CU_ASSERT_EQUAL(st.divergent_steps, 0);
@@ -290,14 +288,10 @@ static void test_random_traces(void) {
                         CU_ASSERT(st.peak_host_bytes <= cap);
                     if (st.plan_feasible)
                         CU_ASSERT(r.step[2].peak_resident_bytes <= peak * (uint64_t)pcts[b] / 100);
-                    meas = r.step[2].stall_ns;
-                    pred = st.plan_stall_ns;
-                    diff = meas > pred ? meas - pred : pred - meas;
-                    if (diff > 20000 + meas / 100)
-                        fprintf(stderr, "random seed %" PRIu64 " at %d%%, cap %d%%, %s: predicted stall %" PRIu64
-                                " ns, replay %" PRIu64 " ns\n", seed, pcts[b], caps[c], planners[k], pred, meas);
-                    CU_ASSERT(diff <= 20000 + meas / 100);
-                    stall[k] = meas;
+                    snprintf(what, sizeof what, "random seed %" PRIu64 " at %d%%, cap %d%%, %s", seed, pcts[b],
+                             caps[c], planners[k]);
+                    check_predicted(what, st.plan_stall_ns, r.step[2].stall_ns);
+                    stall[k] = r.step[2].stall_ns;
                     hoff__drive_result_free(&r);
                     CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
                 }
