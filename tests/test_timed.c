@@ -521,6 +521,59 @@ static void test_never_worse_than_greedy(void) {
     CU_ASSERT(best_ratio_x10 >= 30); /* h4096 at 50%: the copies mostly hide */
 }
 
+/* The local search on prefetch points (refine): on synthetic transformer
+ * steps, timed without groups stalls no more than the best of the rules it
+ * starts from (greedy's two selections, each placed at the use, early, or
+ * early with headroom: recomputed here), keeps the budget at every event
+ * in instant-transfer terms, and beats the rules somewhere. */
+static void test_refine_beats_rules(void) {
+    static const uint64_t hidden[] = {1024, 4096};
+    static const int pct[] = {50, 25, 10};
+    static const int place[3] = {HOFF__PLACE_KEEP, HOFF__PLACE_EARLY, HOFF__PLACE_EARLY_HEADROOM};
+    int gained = 0;
+    size_t i, j, k;
+
+    for (i = 0; i < 2; i++) {
+        struct hoff__trace t;
+        uint64_t *T;
+
+        synth4(&t, hidden[i]);
+        T = hoff__plan_times(&t);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(T);
+        for (j = 0; j < 3; j++) {
+            struct hoff__plan_opts o = {.h2d_gbps = 50, .d2h_gbps = 50};
+            struct hoff__schedule s, base, c;
+            struct hoff__prediction pr;
+            uint64_t rules = UINT64_MAX;
+            int64_t *res = NULL;
+
+            o.budget_bytes = hoff__trace_offload_peak(&t, NULL, NULL) * (uint64_t)pct[j] / 100;
+            hoff__schedule_init(&base);
+            hoff__schedule_init(&c);
+            CU_ASSERT_EQUAL_FATAL(hoff__plan_begin("timed", &t, &o, &base, &res), 0);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(res);
+            for (k = 0; k < 6; k++) {
+                CU_ASSERT_EQUAL_FATAL(hoff__schedule_copy(&c, &base), 0);
+                CU_ASSERT_EQUAL_FATAL(hoff__plan_greedy_select(&t, &o, res, k < 3 ? NULL : T, &c), 0);
+                CU_ASSERT_EQUAL_FATAL(hoff__plan_predict(&t, &o, T, &c, place[k % 3], &pr), 0);
+                if (c.stall_ns < rules)
+                    rules = c.stall_ns;
+            }
+            plan(&t, o.budget_bytes, &s); /* check(): valid, within budget when feasible */
+            CU_ASSERT(s.feasible);
+            CU_ASSERT(s.stall_ns <= rules);
+            gained += s.stall_ns < rules;
+            free(res);
+            hoff__schedule_destroy(&c);
+            hoff__schedule_destroy(&base);
+            hoff__schedule_destroy(&s);
+        }
+        free(T);
+        hoff__trace_destroy(&t);
+    }
+    CU_ASSERT(gained >= 1);
+}
+
 static void test_registered(void) {
     CU_ASSERT_PTR_EQUAL(hoff__planner_find("timed"), &hoff__planner_timed);
     CU_ASSERT_PTR_EQUAL(hoff__planner_find("greedy"), &hoff__planner_greedy);
@@ -538,6 +591,7 @@ int main(void) {
         {"predict_tiers_by_hand", test_predict_tiers_by_hand},
         {"early_headroom_by_hand", test_early_headroom_by_hand},
         {"never_worse_than_greedy", test_never_worse_than_greedy},
+        {"refine_beats_rules", test_refine_beats_rules},
         {NULL, NULL},
     };
     return hoff_test_run("timed", tests);

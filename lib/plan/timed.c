@@ -41,22 +41,30 @@
  * disk cannot carry loses to one it can.  Ties go to the earlier candidate,
  * greedy's first, so on its own model timed is never worse than greedy.
  *
- * Groups (o->groups, HOFF_GROUPS): a seventh candidate is greedy's schedule
- * grouped as the runtime groups greedy's (hoff__plan_groups).  Unless it
- * wins, fewer prefetch calls may cost a hair of stall: of the candidates
- * within 2% of the best one's stall (or 0.5% of the step's compute), and
- * never above the seventh's, up to three (least stall first, one per
- * distinct schedule) have their consecutive prefetches merged into one
- * call at the last one's point (hoff__plan_groups_late) with the widest
- * span that stays within that limit, and the one left with the fewest
- * calls wins; the evictions stay each block's own, right after its last
- * access, where they land soonest.  The schedule is marked grouped: the
- * runtime does not group it again.
+ * Refinement: the best candidate's prefetch points are then searched
+ * locally (refine): a rule places every prefetch alike, while the copies
+ * queued behind each other, the room each takes from an allocation and the
+ * evictions it waits for leave some better off a few events earlier or
+ * later.  The refined copy is a seventh candidate.
+ *
+ * Groups (o->groups, HOFF_GROUPS): an eighth candidate is greedy's
+ * schedule grouped as the runtime groups greedy's (hoff__plan_groups).
+ * Unless it wins, fewer prefetch calls may cost a hair of stall: of the
+ * candidates within 2% of the best rule's stall (or 0.5% of the step's
+ * compute), and never above the eighth's, up to four (least stall first,
+ * one per distinct schedule) have their consecutive prefetches merged into
+ * one call at the last one's point (hoff__plan_groups_late) with the
+ * widest span that stays within that limit, then their groups' points
+ * refined; of those within 2% (or 0.5% of compute) of the refined
+ * ungrouped stall, the one with the fewest calls wins.  The evictions stay
+ * each block's own, right after its last access, where they land soonest.
+ * The schedule is marked grouped: the runtime does not group it again.
  *
  * Cost: six selections, seven predicted replays (twice that many with a
- * host cap), and up to 3 x 27 more for the groups (7 on traces of more
- * than 200000 events), each
- * O(M log M + nev log nev).
+ * host cap), up to 4 x 27 more for the groups (7 on traces of more than
+ * 200000 events), each O(M log M + nev log nev), and up to six refinements
+ * of about 10^7 event-steps of prediction each (a few hundred ms; on
+ * traces of 10^6 events, ten replays).
  */
 
 /* Co-located groups on the prefetch side (hoff__plan_groups_late): of
@@ -105,29 +113,191 @@ static int tiers_and_predict(const struct hoff__trace *t, const struct hoff__pla
     return rc ? rc : hoff__plan_predict(t, o, T, s, HOFF__PLACE_KEEP, &pr);
 }
 
-/* Groups for the ungrouped candidates c[0 .. n-1], *best the one that
- * stalls least: fewer calls may cost at most a hair of stall (2% of the
- * best's, or 0.5% of the step's compute) and never more than cap (greedy's
- * schedule as the runtime groups it).  Each of the (up to three) candidates
- * within that limit, least stall first, is grouped as far as the limit
- * allows (choose_groups); the one with the fewest prefetch calls wins (then
- * the least stall) and is left grouped in c[*best]. */
+/* The first event at or after ev (after it, for an AFTER action) where
+ * block x is used or freed: a prefetch must come by then. */
+static uint32_t next_use(const struct hoff__trace *t, uint32_t x, uint32_t ev, int when) {
+    const struct hoff__tblock *b = &t->blocks[x];
+    const struct hoff__tacc *a = t->acc + b->first_access;
+    uint32_t lo = 0, hi = b->naccess, until = b->free_ev;
+
+    while (lo < hi) { /* the first access at or past ev (past it, AFTER) */
+        uint32_t mid = lo + (hi - lo) / 2;
+
+        if (a[mid].ev < ev + (when == HOFF__ACT_AFTER))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < b->naccess && a[lo].ev < until ? a[lo].ev : until;
+}
+
+/* Move prefetch unit u (one block's own prefetch, or every member's part of
+ * group u.group) of s to event ne in d (a copy of s); 0, 1 when the move
+ * is not allowed (a member used or freed on the way, a block the tiers
+ * move), -ENOMEM. */
+struct unit {
+    uint32_t ev, block, group;
+    uint8_t when;
+};
+
+static int move_unit(const struct hoff__trace *t, const struct hoff__schedule *s, const uint8_t *tiered,
+                     const struct unit *u, uint32_t ne, struct hoff__schedule *d) {
+    size_t j;
+    int rc;
+
+    for (j = 0; j < s->nact; j++) {
+        const struct hoff__action *a = &s->act[j];
+
+        if (a->kind != HOFF__ACT_PREFETCH || a->ev != u->ev || a->when != u->when ||
+            (u->group ? a->group != u->group : (a->group || a->block != u->block)))
+            continue;
+        if (tiered[a->block] || (ne > u->ev && ne + (u->when == HOFF__ACT_AFTER) > next_use(t, a->block, u->ev, u->when)))
+            return 1;
+    }
+    if ((rc = hoff__schedule_copy(d, s)) != 0)
+        return rc;
+    for (j = 0; j < d->nact; j++) {
+        struct hoff__action *a = &d->act[j];
+
+        if (a->kind == HOFF__ACT_PREFETCH && a->ev == u->ev && a->when == u->when &&
+            (u->group ? a->group == u->group : (!a->group && a->block == u->block)))
+            a->ev = ne;
+    }
+    if (u->group)
+        d->groups[u->group - 1].prefetch_ev = ne;
+    hoff__schedule_sort(d);
+    return 0;
+}
+
+/*
+ * Local search on the prefetch points of the chosen schedule.  The
+ * candidates place every prefetch by one rule; the copies they then queue
+ * behind each other, the room each takes from an allocation and the
+ * evictions it waits for leave a few prefetches better off a few events
+ * earlier or later.  Each prefetch (a group's as one) is tried 32, 16, 8,
+ * 4, 2 and 1 events earlier, then as many later (never past its use), and
+ * the first move the prediction says stalls less is kept, as long as the
+ * instant-transfer peak stays within the budget (or does not rise on an
+ * infeasible plan); rounds repeat until one finds nothing.  Work is capped
+ * at about 10^7 event-steps of prediction (a few hundred milliseconds), so
+ * on very long traces it does a round or less.  Blocks the tiers spill and
+ * restore keep their points (their restores are timed to them).  s must be
+ * predicted (s->stall_ns); it is only ever replaced by a better schedule.
+ */
+static int refine(const struct hoff__trace *t, const struct hoff__plan_opts *o, const uint64_t *T,
+                  struct hoff__schedule *s) {
+    static const int delta[] = {-32, -16, -8, -4, -2, -1, 1, 2, 4, 8, 16, 32};
+    const uint64_t work = 10000000;
+    uint64_t evals, max_evals, ceiling, peak;
+    struct hoff__schedule d;
+    struct hoff__prediction pr;
+    struct unit *u = NULL;
+    uint8_t *tiered = NULL, *seen = NULL;
+    size_t i, nu, k;
+    uint32_t pev;
+    int rc = 0, round, better = 1;
+
+    if (s->stall_ns == 0 || s->stall_ns == UINT64_MAX || !t->nev)
+        return 0;
+    if ((rc = hoff__schedule_peak(t, s, &peak, &pev)) != 0)
+        return rc;
+    ceiling = peak > o->budget_bytes ? peak : o->budget_bytes;
+    max_evals = work / (t->nev + s->nact + 1);
+    hoff__schedule_init(&d);
+    tiered = calloc(t->nblocks ? t->nblocks : 1, 1);
+    seen = calloc(s->ngroups + 1, 1);
+    u = malloc((s->nact ? s->nact : 1) * sizeof *u);
+    if (!tiered || !seen || !u) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (i = 0; i < s->nact; i++)
+        if (s->act[i].kind == HOFF__ACT_SPILL || s->act[i].kind == HOFF__ACT_RESTORE)
+            tiered[s->act[i].block] = 1;
+    for (evals = 0, round = 0; better && round < 8 && evals < max_evals; round++) {
+        better = 0;
+        /* the units, in schedule order, as the round starts */
+        memset(seen, 0, s->ngroups + 1);
+        for (i = nu = 0; i < s->nact; i++) {
+            const struct hoff__action *a = &s->act[i];
+
+            if (a->kind != HOFF__ACT_PREFETCH || (a->group && (a->group > s->ngroups || seen[a->group])))
+                continue;
+            seen[a->group] = a->group != 0;
+            u[nu++] = (struct unit){.ev = a->ev, .block = a->block, .group = a->group, .when = a->when};
+        }
+        for (i = 0; i < nu && evals < max_evals; i++) {
+            for (k = 0; k < sizeof delta / sizeof delta[0] && evals < max_evals; k++) {
+                int64_t ne = (int64_t)u[i].ev + delta[k];
+
+                if (ne < 0 || ne >= (int64_t)t->nev)
+                    continue;
+                if ((rc = move_unit(t, s, tiered, &u[i], (uint32_t)ne, &d)) < 0)
+                    goto out;
+                if (rc) { /* not allowed; later ones are not either */
+                    rc = 0;
+                    if (delta[k] > 0)
+                        break;
+                    continue;
+                }
+                if (hoff__schedule_peak(t, &d, &peak, &pev) != 0 || peak > ceiling)
+                    continue; /* before its eviction, or the budget breaks */
+                evals++;
+                if ((rc = hoff__plan_predict(t, o, T, &d, HOFF__PLACE_KEEP, &pr)) != 0)
+                    goto out;
+                if (d.stall_ns < s->stall_ns) {
+                    struct hoff__schedule x = *s;
+
+                    *s = d; /* keep it; the old one is the next scratch */
+                    d = x;
+                    u[i].ev = (uint32_t)ne;
+                    better = 1;
+                    break;
+                }
+            }
+        }
+    }
+out:
+    hoff__schedule_destroy(&d);
+    free(u);
+    free(tiered);
+    free(seen);
+    return rc;
+}
+
+/* A hair of stall that fewer prefetch calls may cost over base: 2% of it,
+ * or 0.5% of the step's compute, never past cap (when cap >= base). */
+static uint64_t allowance(const struct hoff__trace *t, const uint64_t *T, uint64_t base, uint64_t cap) {
+    uint64_t compute = t->nev ? T[t->nev - 1] - T[0] : 0;
+    uint64_t limit = base + (base / 50 > compute / 200 ? base / 50 : compute / 200);
+
+    return limit > cap && cap >= base ? cap : limit;
+}
+
+/* Groups for the ungrouped candidates c[0 .. n-1], of which the rules'
+ * best stalls rules_best and the best of all (refined) *best: fewer calls
+ * may cost at most a hair of stall over c[*best] (allowance) and never
+ * more than cap (greedy's schedule as the runtime groups it).  Each of the
+ * (up to four) candidates within the rules' allowance, least stall first,
+ * is grouped as far as that allowance lets (choose_groups), then its
+ * points refined (refine); of those within c[*best]'s allowance the one
+ * with the fewest prefetch calls wins (then the least stall) and is left
+ * grouped in c[*best]. */
 static int group_best(const struct hoff__trace *t, const struct hoff__plan_opts *o, const uint64_t *T,
-                      struct hoff__schedule *c, int n, uint64_t cap, int *best) {
+                      struct hoff__schedule *c, int n, uint64_t rules_best, uint64_t cap, int *best) {
     enum { MAXC = 8 };
-    const int TRY = t->nev > 200000 ? 1 : 3; /* each try is up to 27 predicted replays */
-    uint64_t base = c[*best].stall_ns, compute = t->nev ? T[t->nev - 1] - T[0] : 0, limit;
+    const int TRY = t->nev > 200000 ? 1 : 4; /* each try is up to 27 predicted replays and a refine */
+    uint64_t limit, final;
     uint64_t calls = UINT64_MAX, kstall = UINT64_MAX;
     struct hoff__schedule tmp, keep, r, w;
     struct hoff__prediction pr;
     uint8_t tried[MAXC] = {0};
     int k, j, win = -1, rc = 0;
 
-    if (base == UINT64_MAX || n > MAXC)
+    if (rules_best == UINT64_MAX || c[*best].stall_ns == UINT64_MAX || n > MAXC)
         return 0;
-    limit = base + (base / 50 > compute / 200 ? base / 50 : compute / 200);
-    if (limit > cap && cap >= base)
-        limit = cap;
+    limit = allowance(t, T, rules_best, cap);
+    final = allowance(t, T, c[*best].stall_ns, cap);
     hoff__schedule_init(&tmp);
     hoff__schedule_init(&keep);
     hoff__schedule_init(&r);
@@ -147,9 +317,11 @@ static int group_best(const struct hoff__trace *t, const struct hoff__plan_opts 
                 tried[k] = 1;
         if ((rc = hoff__schedule_copy(&r, &c[next])) != 0 ||
             (rc = choose_groups(t, o, T, &r, &tmp, &keep, limit)) != 0 ||
+            (r.ngroups && (rc = refine(t, o, T, &r)) != 0) ||
             (rc = hoff__plan_predict(t, o, T, &r, HOFF__PLACE_KEEP, &pr)) != 0)
             break;
-        if (pr.prefetch_calls < calls || (pr.prefetch_calls == calls && r.stall_ns < kstall)) {
+        if (r.stall_ns <= final &&
+            (pr.prefetch_calls < calls || (pr.prefetch_calls == calls && r.stall_ns < kstall))) {
             calls = pr.prefetch_calls;
             kstall = r.stall_ns;
             win = next;
@@ -166,9 +338,11 @@ static int group_best(const struct hoff__trace *t, const struct hoff__plan_opts 
 }
 
 static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct hoff__schedule *out) {
-    enum { NC = 7 }; /* 6 ungrouped, and greedy's as the runtime groups it */
+    /* NU ungrouped candidates, the best of them refined (R), and greedy's
+     * as the runtime groups it (G) */
+    enum { NU = 6, R = NU, G = NU + 1, NC = NU + 2 };
     static const int place[3] = {HOFF__PLACE_KEEP, HOFF__PLACE_EARLY, HOFF__PLACE_EARLY_HEADROOM};
-    uint64_t t0 = hoff__plan_now_ns(), *T = NULL;
+    uint64_t t0 = hoff__plan_now_ns(), *T = NULL, base;
     int64_t *res = NULL;
     struct hoff__schedule c[NC];
     struct hoff__prediction pr;
@@ -191,7 +365,7 @@ static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts
      * releases), then selects and places; then the tiers pass keeps the
      * host cap on it, and the prediction judges the whole (host room,
      * spills and restores included). */
-    for (i = 0; i < NC - 1 && !rc; i++) {
+    for (i = 0; i < NU && !rc; i++) {
         rc = hoff__schedule_copy(&c[i], out);
         if (!rc)
             rc = hoff__plan_greedy_select(t, &o2, res, i < 3 ? NULL : T, &c[i]);
@@ -202,20 +376,23 @@ static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts
         if (!rc && c[i].stall_ns < c[best].stall_ns)
             best = i;
     }
-    if (rc)
+    if (rc || (rc = hoff__schedule_copy(&c[R], &c[best])) != 0 || (rc = refine(t, o, T, &c[R])) != 0)
         goto done;
+    base = c[best].stall_ns; /* what the rules reach: the groups' allowance is from it */
+    if (c[R].stall_ns < base)
+        best = R;
     if (o->groups) {
         /* greedy's schedule as the runtime groups it (hoff__plan_groups,
          * after the tiers): a candidate too, and the stall timed's own
          * groups may not pass */
-        const int g = NC - 1;
-
-        if ((rc = hoff__schedule_copy(&c[g], &c[0])) != 0 || (rc = hoff__plan_groups(t, o, &c[g])) != 0 ||
-            (rc = hoff__plan_predict(t, o, T, &c[g], HOFF__PLACE_KEEP, &pr)) != 0)
+        if ((rc = hoff__schedule_copy(&c[G], &c[0])) != 0 || (rc = hoff__plan_groups(t, o, &c[G])) != 0 ||
+            (rc = hoff__plan_predict(t, o, T, &c[G], HOFF__PLACE_KEEP, &pr)) != 0)
             goto done;
-        if (c[g].stall_ns < c[best].stall_ns)
-            best = g;
-        else if ((rc = group_best(t, o, T, c, NC - 1, c[g].stall_ns, &best)) != 0)
+        if (c[G].stall_ns < c[best].stall_ns)
+            best = G;
+        else if ((rc = group_best(t, o, T, c, NU + 1, base, c[G].stall_ns, &best)) != 0)
+            goto done;
+        if (best == G && (rc = refine(t, o, T, &c[best])) != 0) /* the groups' points */
             goto done;
     }
     if ((rc = hoff__schedule_copy(out, &c[best])) != 0)
