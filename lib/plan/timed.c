@@ -45,7 +45,10 @@
  * locally (refine): a rule places every prefetch alike, while the copies
  * queued behind each other, the room each takes from an allocation and the
  * evictions it waits for leave some better off a few events earlier or
- * later.  The refined copy is a seventh candidate.
+ * later.  Before that, which gaps it evicts is searched the same way
+ * (refine_selection: drop a gap, add one, or swap one for another): the
+ * rules take gaps longest first, but what a gap costs depends on when its
+ * copies can run.  The refined copy is a seventh candidate.
  *
  * Groups (o->groups, HOFF_GROUPS): an eighth candidate is greedy's
  * schedule grouped as the runtime groups greedy's (hoff__plan_groups).
@@ -62,9 +65,10 @@
  *
  * Cost: six selections, seven predicted replays (twice that many with a
  * host cap), up to 4 x 27 more for the groups (7 on traces of more than
- * 200000 events), each O(M log M + nev log nev), and up to six refinements
- * of about 10^7 event-steps of prediction each (a few hundred ms; on
- * traces of 10^6 events, ten replays).
+ * 200000 events), each O(M log M + nev log nev), up to six refinements of
+ * prefetch points of about 10^7 event-steps of prediction each and one of
+ * the selection of about 2 x 10^7 (together under a second; none on traces
+ * of more than 200000 events).
  */
 
 /* Co-located groups on the prefetch side (hoff__plan_groups_late): of
@@ -112,6 +116,10 @@ static int tiers_and_predict(const struct hoff__trace *t, const struct hoff__pla
 
     return rc ? rc : hoff__plan_predict(t, o, T, s, HOFF__PLACE_KEEP, &pr);
 }
+
+/* The local searches (refine, refine_selection) are skipped on traces
+ * longer than this: their work caps would allow only a handful of moves. */
+#define LOCAL_MAX_EV 200000u
 
 /* The first event at or after ev (after it, for an AFTER action) where
  * block x is used or freed: a prefetch must come by then. */
@@ -180,7 +188,8 @@ static int move_unit(const struct hoff__trace *t, const struct hoff__schedule *s
  * instant-transfer peak stays within the budget (or does not rise on an
  * infeasible plan); rounds repeat until one finds nothing.  Work is capped
  * at about 10^7 event-steps of prediction (a few hundred milliseconds), so
- * on very long traces it does a round or less.  Blocks the tiers spill and
+ * on long traces it does a round or less (none past LOCAL_MAX_EV events).
+ * Blocks the tiers spill and
  * restore keep their points (their restores are timed to them).  s must be
  * predicted (s->stall_ns); it is only ever replaced by a better schedule.
  */
@@ -197,7 +206,7 @@ static int refine(const struct hoff__trace *t, const struct hoff__plan_opts *o, 
     uint32_t pev;
     int rc = 0, round, better = 1;
 
-    if (s->stall_ns == 0 || s->stall_ns == UINT64_MAX || !t->nev)
+    if (s->stall_ns == 0 || s->stall_ns == UINT64_MAX || !t->nev || t->nev > LOCAL_MAX_EV)
         return 0;
     if ((rc = hoff__schedule_peak(t, s, &peak, &pev)) != 0)
         return rc;
@@ -262,6 +271,153 @@ out:
     free(u);
     free(tiered);
     free(seen);
+    return rc;
+}
+
+/* d = s without the gap whose eviction is s->act[i]: that eviction and
+ * the block's next prefetch.  0 or -ENOMEM. */
+static int drop_gap(const struct hoff__schedule *s, size_t i, struct hoff__schedule *d) {
+    uint32_t x = s->act[i].block;
+    size_t j, w;
+    int rc, gone = 0;
+
+    if ((rc = hoff__schedule_copy(d, s)) != 0)
+        return rc;
+    for (j = w = 0; j < d->nact; j++) {
+        const struct hoff__action *a = &d->act[j];
+
+        if (j == i)
+            continue;
+        if (j > i && !gone && a->block == x && a->kind == HOFF__ACT_EVICT)
+            gone = 1; /* the block's next gap: its prefetch stays */
+        if (j > i && !gone && a->block == x && a->kind == HOFF__ACT_PREFETCH) {
+            gone = 1;
+            continue;
+        }
+        d->act[w++] = *a;
+    }
+    d->nact = w;
+    return 0;
+}
+
+/* Predict d when its instant-transfer peak stays within ceiling; keep it
+ * in *s (swapped) if it stalls less.  1 kept, 0 not, -errno. */
+static int try_keep(const struct hoff__trace *t, const struct hoff__plan_opts *o, const uint64_t *T,
+                    struct hoff__schedule *s, struct hoff__schedule *d, uint64_t ceiling, uint64_t *work) {
+    struct hoff__prediction pr;
+    uint64_t peak;
+    uint32_t pev;
+    int rc;
+
+    *work += t->nev + d->nact;
+    if (hoff__schedule_peak(t, d, &peak, &pev) != 0 || peak > ceiling)
+        return 0; /* not valid (the block is away already), or the budget breaks */
+    *work += t->nev + d->nact;
+    if ((rc = hoff__plan_predict(t, o, T, d, HOFF__PLACE_KEEP, &pr)) != 0)
+        return rc;
+    if (d->stall_ns >= s->stall_ns)
+        return 0;
+    {
+        struct hoff__schedule x = *s;
+
+        *s = *d;
+        *d = x;
+    }
+    return 1;
+}
+
+/*
+ * Local search on which gaps an ungrouped schedule evicts.  The selections
+ * take gaps longest first; what a gap costs on the device depends on when
+ * its copies can run, so the prediction judges moves of three kinds: drop
+ * an evicted gap (its eviction and its prefetch), add a gap the trace has
+ * (evicted right after its last access, prefetched at its use), or add one
+ * and drop another.  A move is kept when the schedule stays valid, its
+ * instant-transfer peak within the budget (or no higher, infeasible), and
+ * the predicted stall falls; rounds repeat while one finds something.  The
+ * work is capped at about 2 x 10^7 event-steps (none past LOCAL_MAX_EV
+ * events).  Schedules with groups or
+ * with the tiers' spills and restores are left as they are.  s must be
+ * predicted.
+ */
+static int refine_selection(const struct hoff__trace *t, const struct hoff__plan_opts *o, const uint64_t *T,
+                            struct hoff__schedule *s) {
+    const uint64_t cap = 20000000;
+    uint64_t work = 0, peak, ceiling;
+    struct hoff__schedule d, e;
+    struct hoff__gap *g = NULL;
+    size_t ng = 0, i, k;
+    uint32_t pev;
+    int rc, round, better = 1;
+
+    if (s->stall_ns == 0 || s->stall_ns == UINT64_MAX || s->ngroups || !t->nev || t->nev > LOCAL_MAX_EV)
+        return 0;
+    for (i = 0; i < s->nact; i++)
+        if (s->act[i].kind == HOFF__ACT_SPILL || s->act[i].kind == HOFF__ACT_RESTORE)
+            return 0;
+    if ((rc = hoff__schedule_peak(t, s, &peak, &pev)) != 0 || (rc = hoff__plan_gaps(t, o, &g, &ng)) != 0)
+        return rc;
+    ceiling = peak > o->budget_bytes ? peak : o->budget_bytes;
+    hoff__schedule_init(&d);
+    hoff__schedule_init(&e);
+    for (round = 0; better && round < 8 && work < cap && !rc; round++) {
+        better = 0;
+        for (i = 0; i < s->nact && work < cap; i++) { /* drops */
+            if (s->act[i].kind != HOFF__ACT_EVICT || s->act[i].group)
+                continue;
+            if ((rc = drop_gap(s, i, &d)) != 0 || (rc = try_keep(t, o, T, s, &d, ceiling, &work)) < 0)
+                goto out;
+            if (rc) { /* s changed: look at this position again */
+                better = 1;
+                i--;
+            }
+        }
+        for (k = 0; k < ng && work < cap; k++) { /* adds, then swaps */
+            const struct hoff__gap *x = &g[k];
+
+            if ((rc = hoff__schedule_copy(&d, s)) != 0 ||
+                (rc = hoff__schedule_add(&d, x->a, HOFF__ACT_AFTER, HOFF__ACT_EVICT, x->block, x->copy_ev)) != 0 ||
+                (x->b < t->nev &&
+                 (rc = hoff__schedule_add(&d, x->b, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, x->block, UINT32_MAX)) != 0))
+                goto out;
+            hoff__schedule_sort(&d);
+            work += t->nev + d.nact;
+            if (hoff__schedule_peak(t, &d, &peak, &pev) != 0)
+                continue; /* taken already, or overlapping a taken one */
+            if ((rc = try_keep(t, o, T, s, &d, ceiling, &work)) < 0)
+                goto out;
+            if (rc) {
+                better = 1;
+                continue;
+            }
+            for (i = 0; i < d.nact && work < cap; i++) {
+                if (d.act[i].kind != HOFF__ACT_EVICT || d.act[i].group ||
+                    (d.act[i].block == x->block && d.act[i].ev == x->a))
+                    continue;
+                if ((rc = drop_gap(&d, i, &e)) != 0 || (rc = try_keep(t, o, T, s, &e, ceiling, &work)) < 0)
+                    goto out;
+                if (rc) {
+                    better = 1;
+                    break;
+                }
+            }
+        }
+        rc = 0;
+    }
+out:
+    rc = rc < 0 ? rc : 0;
+    if (!rc) { /* the figures the planners keep */
+        s->bytes_d2h = s->bytes_h2d = 0;
+        for (i = 0; i < s->nact; i++) {
+            uint64_t b = hoff__plan_bytes(o->block_bytes, &t->blocks[s->act[i].block]);
+
+            s->bytes_d2h += s->act[i].kind == HOFF__ACT_EVICT ? b : 0;
+            s->bytes_h2d += s->act[i].kind == HOFF__ACT_PREFETCH ? b : 0;
+        }
+    }
+    hoff__schedule_destroy(&d);
+    hoff__schedule_destroy(&e);
+    free(g);
     return rc;
 }
 
@@ -376,7 +532,8 @@ static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts
         if (!rc && c[i].stall_ns < c[best].stall_ns)
             best = i;
     }
-    if (rc || (rc = hoff__schedule_copy(&c[R], &c[best])) != 0 || (rc = refine(t, o, T, &c[R])) != 0)
+    if (rc || (rc = hoff__schedule_copy(&c[R], &c[best])) != 0 || (rc = refine_selection(t, o, T, &c[R])) != 0 ||
+        (rc = refine(t, o, T, &c[R])) != 0)
         goto done;
     base = c[best].stall_ns; /* what the rules reach: the groups' allowance is from it */
     if (c[R].stall_ns < base)
