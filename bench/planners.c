@@ -288,14 +288,38 @@ static const struct {
     {"synth-L4-h8192-s2048", 4, 8192, 2048},
 };
 
+/* --only NAMES: the traces to run (comma-separated names as in the output;
+ * NULL: all). */
+static const char *only;
+
+static int wanted(const char *name) {
+    size_t n = strlen(name);
+    const char *p = only;
+
+    if (!only)
+        return 1;
+    while (p && *p) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+
+        if (len == n && strncmp(p, name, n) == 0)
+            return 1;
+        p = e ? e + 1 : NULL;
+    }
+    return 0;
+}
+
 static void usage(FILE *f, const char *argv0) {
-    fprintf(f, "usage: %s [--json] [--host-cap PCT] [TRACEDIR]\n"
+    fprintf(f, "usage: %s [--json] [--host-cap PCT] [--only NAME[,NAME...]] [TRACEDIR]\n"
                "Replays the synthetic transformer steps and the committed traces in TRACEDIR (default\n"
                "tests/data/traces) on the sim at 50/25/10%% of their no-offload peak with each planner.\n"
                "--json: one JSON object per (trace, budget, planner) instead of the table.\n"
                "--host-cap PCT: cap the host tier at PCT%% (1-100) of each trace's offload peak and\n"
                "spill the rest to an NVMe tier (the sim's 6.5 GB/s read, 3.5 GB/s write) in a fresh\n"
-               "directory under $TMPDIR (default /var/tmp), removed at the end.\n", argv0);
+               "directory under $TMPDIR (default /var/tmp), removed at the end.\n"
+               "--only NAMES: run only these traces (comma-separated, as named in the output:\n"
+               "synth-L8-h1024-s2048, synth-L8-h4096-s2048, synth-L4-h8192-s2048, cnn, gpt, wide).\n",
+            argv0);
 }
 
 int main(int argc, char **argv) {
@@ -318,6 +342,25 @@ int main(int argc, char **argv) {
             }
             host_cap_pct = (int)v;
             a++;
+        }
+        else if (strcmp(argv[a], "--only") == 0) {
+            size_t k;
+            int known = 0;
+
+            if (a + 1 >= argc || !*argv[a + 1]) {
+                fprintf(stderr, "planners: --only takes trace names separated by commas\n");
+                return 2;
+            }
+            only = argv[++a];
+            for (k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
+                known += wanted(shapes[k].name);
+            for (k = 0; k < sizeof real / sizeof real[0]; k++)
+                known += wanted(real[k].name);
+            if (!known) {
+                fprintf(stderr, "planners: --only '%s' names no trace this benchmark runs\n", only);
+                usage(stderr, argv[0]);
+                return 2;
+            }
         }
         else if (strcmp(argv[a], "-h") == 0 || strcmp(argv[a], "--help") == 0) {
             usage(stdout, argv[0]);
@@ -343,6 +386,8 @@ int main(int argc, char **argv) {
         struct hoff__synth_opts so;
         struct hoff__trace t;
 
+        if (!wanted(shapes[i].name))
+            continue;
         hoff__synth_defaults(&so);
         so.layers = shapes[i].layers;
         so.hidden = shapes[i].hidden;
@@ -356,6 +401,8 @@ int main(int argc, char **argv) {
     for (i = 0; i < sizeof real / sizeof real[0] && rc == 0; i++) {
         struct hoff__trace t;
 
+        if (!wanted(real[i].name))
+            continue;
         snprintf(path, sizeof path, "%s/%s.trace.gz", dir, real[i].name);
         hoff__trace_init(&t);
         rc = hoff__trace_load(&t, path, err, sizeof err);

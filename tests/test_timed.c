@@ -574,6 +574,55 @@ static void test_refine_beats_rules(void) {
     CU_ASSERT(gained >= 1);
 }
 
+/* Budget overruns are predicted as the runtime counts them: A (128 MiB)
+ * does not fit a 64 MiB budget at its allocation, nor at its page-in after
+ * B (48 MiB) made it leave, and the planners' schedules say so
+ * (overruns); within a budget that holds A there are none. */
+static void test_overruns_predicted(void) {
+    static const struct {
+        uint64_t budget;
+        uint64_t overruns;
+    } want[] = {{64 * MiB, 2}, {192 * MiB, 0}};
+    size_t k;
+
+    for (k = 0; k < sizeof want / sizeof want[0]; k++) {
+        struct hoff__plan_opts o = {.budget_bytes = want[k].budget, .h2d_gbps = 50, .d2h_gbps = 50};
+        struct hoff__trace t;
+        struct hoff__schedule s, g;
+        struct hoff__prediction pr;
+        uint64_t *T;
+        uint32_t a, b;
+
+        hoff__trace_init(&t);
+        tnow = 0;
+        a = al(&t, 128 * MiB, 0);
+        ac(&t, a, 1000);
+        op(&t, 1000);
+        b = al(&t, 48 * MiB, 1000000);
+        ac(&t, b, 1000);
+        fr(&t, b, 1000);
+        op(&t, 1000000);
+        ac(&t, a, 1000);
+        fr(&t, a, 1000);
+        CU_ASSERT_EQUAL_FATAL(hoff__trace_finish(&t), 0);
+        T = hoff__plan_times(&t);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(T);
+        hoff__schedule_init(&s);
+        hoff__schedule_init(&g);
+        CU_ASSERT_EQUAL_FATAL(hoff__planner_timed.build(&t, &o, &s), 0);
+        CU_ASSERT_EQUAL_FATAL(hoff__planner_greedy.build(&t, &o, &g), 0);
+        CU_ASSERT_EQUAL(hoff__plan_predict(&t, &o, T, &g, HOFF__PLACE_KEEP, &pr), 0);
+        CU_ASSERT_EQUAL(pr.overruns, g.overruns);
+        CU_ASSERT_EQUAL(g.overruns, want[k].overruns);
+        CU_ASSERT_EQUAL(s.overruns, want[k].overruns); /* timed: never more than greedy's */
+        CU_ASSERT_EQUAL(s.feasible, want[k].overruns == 0);
+        free(T);
+        hoff__schedule_destroy(&g);
+        hoff__schedule_destroy(&s);
+        hoff__trace_destroy(&t);
+    }
+}
+
 static void test_registered(void) {
     CU_ASSERT_PTR_EQUAL(hoff__planner_find("timed"), &hoff__planner_timed);
     CU_ASSERT_PTR_EQUAL(hoff__planner_find("greedy"), &hoff__planner_greedy);
@@ -592,6 +641,7 @@ int main(void) {
         {"early_headroom_by_hand", test_early_headroom_by_hand},
         {"never_worse_than_greedy", test_never_worse_than_greedy},
         {"refine_beats_rules", test_refine_beats_rules},
+        {"overruns_predicted", test_overruns_predicted},
         {NULL, NULL},
     };
     return hoff_test_run("timed", tests);

@@ -348,6 +348,7 @@ int hoff__plan_begin(const char *name, const struct hoff__trace *t, const struct
     out->feasible = 1;
     out->candidates = 0;
     out->stall_ns = UINT64_MAX;
+    out->overruns = 0;
     memset(out->planner, 0, sizeof out->planner);
     out->block_bytes = o->block_bytes;
     strncpy(out->planner, name, sizeof out->planner - 1);

@@ -133,6 +133,7 @@ struct hoff__schedule {
     /* The replay's predicted exposed stall per step (hoff__plan_predict on
      * the trace's event times); UINT64_MAX when not predicted. */
     uint64_t stall_ns;
+    uint64_t overruns;          /* the same replay's budget overruns per step */
     hoff__block_bytes_fn block_bytes; /* the opts' (hoff__schedule_peak counts with it) */
     /* The host and NVMe tiers (hoff__plan_tiers): peaks of evicted bytes on
      * the host and of spilled bytes, traffic, and whether the host cap holds. */
@@ -248,6 +249,9 @@ struct hoff__prediction {
     uint64_t tier_ns;       /* waits for the host and NVMe tiers: room under the host
                                cap, spills and restores that must land first */
     uint64_t faults;
+    uint64_t overruns;      /* allocations and page-ins that found no room to be made:
+                               the budget is exceeded there (the runtime's
+                               budget_overruns) */
     uint64_t victim_bytes;  /* evicted on demand for room (unplanned traffic) */
     uint64_t bytes_d2h, bytes_h2d;
     uint64_t prefetch_calls, evict_calls;
@@ -274,8 +278,8 @@ struct hoff__prediction {
  * counts a release (a call that lands a latency later) through the event
  * it fires at, so that early prefetches leave an allocation there the room
  * the release is about to free instead of making it wait for the call.
- * s must be sorted and valid (hoff__schedule_peak).  Fills *out and
- * s->stall_ns.  0, -ENOMEM, -EINVAL. */
+ * s must be sorted and valid (hoff__schedule_peak).  Fills *out,
+ * s->stall_ns and s->overruns.  0, -ENOMEM, -EINVAL. */
 int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts *o, const uint64_t *T,
                        struct hoff__schedule *s, int place, struct hoff__prediction *out);
 

@@ -617,6 +617,7 @@ static int do_access(struct pr *p, uint32_t x) {
     }
     if ((rc = make_room(p, p->bytes[x], x)) < 0) /* 1: paged in over the budget */
         return rc;
+    p->out->overruns += rc == 1;
     if (p->st[x] == P_HOST)
         host_drop(p, x);
     c = p->fault_ns + hoff__plan_copy_ns(p->bytes[x], p->fault_gbps);
@@ -645,6 +646,7 @@ static int do_event(struct pr *p, const struct hoff__tev *e) {
             wait_until(p, p->carry[x], &p->out->room_ns);
         if ((rc = make_room(p, p->bytes[x], x)) < 0) /* 1: allocated over the budget */
             return rc;
+        p->out->overruns += rc == 1;
         p->resident += p->bytes[x];
         p->st[x] = P_DEV;
         lru_touch(p, x);
@@ -1161,6 +1163,7 @@ int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts
     }
     out->stall_ns = out->room_ns + out->late_ns + out->fault_ns + out->tier_ns;
     s->stall_ns = out->stall_ns;
+    s->overruns = out->overruns;
 
     if (early) {
         struct seqact *v = malloc((s->nact ? s->nact : 1) * sizeof *v);

@@ -18,7 +18,10 @@
  * evictions in flight free it, and whether the copies can be hidden at all.
  * predict.c replays a schedule with the runtime's own rules on the trace's
  * event times, so the planner can simply build a few good candidates and
- * keep the one that stalls least:
+ * keep the one that stalls least (first, the one whose replay overruns the
+ * budget least often: where a plan is infeasible, the runtime's evictions
+ * on demand decide how often, and a schedule that stalls less by letting
+ * the device go over its budget is no answer):
  *
  *  selections (which gaps): greedy's — longest gaps in events first — and
  *    the same order by the gaps' length in time, which prefers gaps that
@@ -71,6 +74,12 @@
  * of more than 200000 events).
  */
 
+/* a beats b: fewer predicted budget overruns (an infeasible plan
+ * whose replay the runtime must take over the budget), then less stall. */
+static int beats(const struct hoff__schedule *a, const struct hoff__schedule *b) {
+    return a->overruns != b->overruns ? a->overruns < b->overruns : a->stall_ns < b->stall_ns;
+}
+
 /* Co-located groups on the prefetch side (hoff__plan_groups_late): of
  * several spans, with and without the test that a group's copy lands before
  * its first use, the grouping with the fewest prefetch calls whose predicted
@@ -97,7 +106,8 @@ static int choose_groups(const struct hoff__trace *t, const struct hoff__plan_op
             continue;
         if ((rc = hoff__plan_predict(t, o, T, tmp, HOFF__PLACE_KEEP, &pr)) != 0)
             return rc;
-        if (tmp->stall_ns <= limit && (pr.prefetch_calls < calls || (pr.prefetch_calls == calls && tmp->stall_ns < kstall))) {
+        if (tmp->stall_ns <= limit && tmp->overruns <= s->overruns &&
+            (pr.prefetch_calls < calls || (pr.prefetch_calls == calls && tmp->stall_ns < kstall))) {
             calls = pr.prefetch_calls;
             kstall = tmp->stall_ns;
             if ((rc = hoff__schedule_copy(keep, tmp)) != 0)
@@ -204,9 +214,9 @@ static int refine(const struct hoff__trace *t, const struct hoff__plan_opts *o, 
     uint8_t *tiered = NULL, *seen = NULL;
     size_t i, nu, k;
     uint32_t pev;
-    int rc = 0, round, better = 1;
+    int rc = 0, round, found = 1;
 
-    if (s->stall_ns == 0 || s->stall_ns == UINT64_MAX || !t->nev || t->nev > LOCAL_MAX_EV)
+    if ((s->stall_ns == 0 && !s->overruns) || s->stall_ns == UINT64_MAX || !t->nev || t->nev > LOCAL_MAX_EV)
         return 0;
     if ((rc = hoff__schedule_peak(t, s, &peak, &pev)) != 0)
         return rc;
@@ -223,8 +233,8 @@ static int refine(const struct hoff__trace *t, const struct hoff__plan_opts *o, 
     for (i = 0; i < s->nact; i++)
         if (s->act[i].kind == HOFF__ACT_SPILL || s->act[i].kind == HOFF__ACT_RESTORE)
             tiered[s->act[i].block] = 1;
-    for (evals = 0, round = 0; better && round < 8 && evals < max_evals; round++) {
-        better = 0;
+    for (evals = 0, round = 0; found && round < 8 && evals < max_evals; round++) {
+        found = 0;
         /* the units, in schedule order, as the round starts */
         memset(seen, 0, s->ngroups + 1);
         for (i = nu = 0; i < s->nact; i++) {
@@ -254,13 +264,13 @@ static int refine(const struct hoff__trace *t, const struct hoff__plan_opts *o, 
                 evals++;
                 if ((rc = hoff__plan_predict(t, o, T, &d, HOFF__PLACE_KEEP, &pr)) != 0)
                     goto out;
-                if (d.stall_ns < s->stall_ns) {
+                if (beats(&d, s)) {
                     struct hoff__schedule x = *s;
 
                     *s = d; /* keep it; the old one is the next scratch */
                     d = x;
                     u[i].ev = (uint32_t)ne;
-                    better = 1;
+                    found = 1;
                     break;
                 }
             }
@@ -315,7 +325,7 @@ static int try_keep(const struct hoff__trace *t, const struct hoff__plan_opts *o
     *work += t->nev + d->nact;
     if ((rc = hoff__plan_predict(t, o, T, d, HOFF__PLACE_KEEP, &pr)) != 0)
         return rc;
-    if (d->stall_ns >= s->stall_ns)
+    if (!beats(d, s))
         return 0;
     {
         struct hoff__schedule x = *s;
@@ -348,9 +358,10 @@ static int refine_selection(const struct hoff__trace *t, const struct hoff__plan
     struct hoff__gap *g = NULL;
     size_t ng = 0, i, k;
     uint32_t pev;
-    int rc, round, better = 1;
+    int rc, round, found = 1;
 
-    if (s->stall_ns == 0 || s->stall_ns == UINT64_MAX || s->ngroups || !t->nev || t->nev > LOCAL_MAX_EV)
+    if ((s->stall_ns == 0 && !s->overruns) || s->stall_ns == UINT64_MAX || s->ngroups || !t->nev ||
+        t->nev > LOCAL_MAX_EV)
         return 0;
     for (i = 0; i < s->nact; i++)
         if (s->act[i].kind == HOFF__ACT_SPILL || s->act[i].kind == HOFF__ACT_RESTORE)
@@ -360,15 +371,15 @@ static int refine_selection(const struct hoff__trace *t, const struct hoff__plan
     ceiling = peak > o->budget_bytes ? peak : o->budget_bytes;
     hoff__schedule_init(&d);
     hoff__schedule_init(&e);
-    for (round = 0; better && round < 8 && work < cap && !rc; round++) {
-        better = 0;
+    for (round = 0; found && round < 8 && work < cap && !rc; round++) {
+        found = 0;
         for (i = 0; i < s->nact && work < cap; i++) { /* drops */
             if (s->act[i].kind != HOFF__ACT_EVICT || s->act[i].group)
                 continue;
             if ((rc = drop_gap(s, i, &d)) != 0 || (rc = try_keep(t, o, T, s, &d, ceiling, &work)) < 0)
                 goto out;
             if (rc) { /* s changed: look at this position again */
-                better = 1;
+                found = 1;
                 i--;
             }
         }
@@ -387,7 +398,7 @@ static int refine_selection(const struct hoff__trace *t, const struct hoff__plan
             if ((rc = try_keep(t, o, T, s, &d, ceiling, &work)) < 0)
                 goto out;
             if (rc) {
-                better = 1;
+                found = 1;
                 continue;
             }
             for (i = 0; i < d.nact && work < cap; i++) {
@@ -397,7 +408,7 @@ static int refine_selection(const struct hoff__trace *t, const struct hoff__plan
                 if ((rc = drop_gap(&d, i, &e)) != 0 || (rc = try_keep(t, o, T, s, &e, ceiling, &work)) < 0)
                     goto out;
                 if (rc) {
-                    better = 1;
+                    found = 1;
                     break;
                 }
             }
@@ -462,7 +473,8 @@ static int group_best(const struct hoff__trace *t, const struct hoff__plan_opts 
         int next = -1;
 
         for (k = 0; k < n; k++) /* the next candidate by stall */
-            if (!tried[k] && c[k].stall_ns <= limit && (next < 0 || c[k].stall_ns < c[next].stall_ns))
+            if (!tried[k] && c[k].stall_ns <= limit && c[k].overruns <= c[*best].overruns &&
+                (next < 0 || c[k].stall_ns < c[next].stall_ns))
                 next = k;
         if (next < 0)
             break;
@@ -476,7 +488,7 @@ static int group_best(const struct hoff__trace *t, const struct hoff__plan_opts 
             (r.ngroups && (rc = refine(t, o, T, &r)) != 0) ||
             (rc = hoff__plan_predict(t, o, T, &r, HOFF__PLACE_KEEP, &pr)) != 0)
             break;
-        if (r.stall_ns <= final &&
+        if (r.stall_ns <= final && r.overruns <= c[*best].overruns &&
             (pr.prefetch_calls < calls || (pr.prefetch_calls == calls && r.stall_ns < kstall))) {
             calls = pr.prefetch_calls;
             kstall = r.stall_ns;
@@ -529,14 +541,14 @@ static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts
             rc = hoff__plan_predict(t, &o2, T, &c[i], place[i % 3], &pr);
         if (!rc && o->host_cap_bytes)
             rc = tiers_and_predict(t, o, T, &c[i]);
-        if (!rc && c[i].stall_ns < c[best].stall_ns)
+        if (!rc && beats(&c[i], &c[best]))
             best = i;
     }
     if (rc || (rc = hoff__schedule_copy(&c[R], &c[best])) != 0 || (rc = refine_selection(t, o, T, &c[R])) != 0 ||
         (rc = refine(t, o, T, &c[R])) != 0)
         goto done;
     base = c[best].stall_ns; /* what the rules reach: the groups' allowance is from it */
-    if (c[R].stall_ns < base)
+    if (beats(&c[R], &c[best]))
         best = R;
     if (o->groups) {
         /* greedy's schedule as the runtime groups it (hoff__plan_groups,
@@ -545,7 +557,7 @@ static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts
         if ((rc = hoff__schedule_copy(&c[G], &c[0])) != 0 || (rc = hoff__plan_groups(t, o, &c[G])) != 0 ||
             (rc = hoff__plan_predict(t, o, T, &c[G], HOFF__PLACE_KEEP, &pr)) != 0)
             goto done;
-        if (c[G].stall_ns < c[best].stall_ns)
+        if (beats(&c[G], &c[best]))
             best = G;
         else if ((rc = group_best(t, o, T, c, NU + 1, base, c[G].stall_ns, &best)) != 0)
             goto done;
