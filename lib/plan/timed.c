@@ -346,15 +346,17 @@ static int try_keep(const struct hoff__trace *t, const struct hoff__plan_opts *o
  * instant-transfer peak within the budget (or no higher, infeasible), and
  * the predicted stall falls; rounds repeat while one finds something.  The
  * work is capped at about 2 x 10^7 event-steps (none past LOCAL_MAX_EV
- * events).  Schedules with groups or
- * with the tiers' spills and restores are left as they are.  s must be
- * predicted.
+ * events).  Schedules with groups or with the tiers' spills and restores
+ * are left as they are; under a host cap that did not need spills, the
+ * tiers pass runs again on the new selection (its spills and host figures)
+ * and the prediction judges the whole against the schedule it started
+ * from.  s must be predicted.
  */
 static int refine_selection(const struct hoff__trace *t, const struct hoff__plan_opts *o, const uint64_t *T,
                             struct hoff__schedule *s) {
     const uint64_t cap = 20000000;
     uint64_t work = 0, peak, ceiling;
-    struct hoff__schedule d, e;
+    struct hoff__schedule d, e, orig;
     struct hoff__gap *g = NULL;
     size_t ng = 0, i, k;
     uint32_t pev;
@@ -363,7 +365,7 @@ static int refine_selection(const struct hoff__trace *t, const struct hoff__plan
     if ((s->stall_ns == 0 && !s->overruns) || s->stall_ns == UINT64_MAX || s->ngroups || !t->nev ||
         t->nev > LOCAL_MAX_EV)
         return 0;
-    for (i = 0; i < s->nact; i++)
+    for (i = 0; i < s->nact; i++) /* the tiers pass spills for this selection: it stays */
         if (s->act[i].kind == HOFF__ACT_SPILL || s->act[i].kind == HOFF__ACT_RESTORE)
             return 0;
     if ((rc = hoff__schedule_peak(t, s, &peak, &pev)) != 0 || (rc = hoff__plan_gaps(t, o, &g, &ng)) != 0)
@@ -371,6 +373,9 @@ static int refine_selection(const struct hoff__trace *t, const struct hoff__plan
     ceiling = peak > o->budget_bytes ? peak : o->budget_bytes;
     hoff__schedule_init(&d);
     hoff__schedule_init(&e);
+    hoff__schedule_init(&orig);
+    if (o->host_cap_bytes && (rc = hoff__schedule_copy(&orig, s)) != 0)
+        goto out;
     for (round = 0; found && round < 8 && work < cap && !rc; round++) {
         found = 0;
         for (i = 0; i < s->nact && work < cap; i++) { /* drops */
@@ -417,6 +422,14 @@ static int refine_selection(const struct hoff__trace *t, const struct hoff__plan
     }
 out:
     rc = rc < 0 ? rc : 0;
+    if (!rc && o->host_cap_bytes && orig.nact && (s->nact != orig.nact ||
+                                                  memcmp(s->act, orig.act, s->nact * sizeof *s->act))) {
+        struct hoff__prediction pr;
+
+        if ((rc = hoff__plan_tiers(t, o, s)) == 0 && (rc = hoff__plan_predict(t, o, T, s, HOFF__PLACE_KEEP, &pr)) == 0 &&
+            !beats(s, &orig))
+            rc = hoff__schedule_copy(s, &orig);
+    }
     if (!rc) { /* the figures the planners keep */
         s->bytes_d2h = s->bytes_h2d = 0;
         for (i = 0; i < s->nact; i++) {
@@ -428,6 +441,7 @@ out:
     }
     hoff__schedule_destroy(&d);
     hoff__schedule_destroy(&e);
+    hoff__schedule_destroy(&orig);
     free(g);
     return rc;
 }
