@@ -623,6 +623,81 @@ static void test_overruns_predicted(void) {
     }
 }
 
+/* cnn (tests/data/traces) on an H200's clock: its step's compute scaled
+ * to 0.44 ms, as bench/planners puts it. */
+static void load_cnn(struct hoff__trace *t) {
+    char err[256];
+    uint64_t end;
+    double f;
+    size_t i;
+
+    hoff__trace_init(t);
+    CU_ASSERT_EQUAL_FATAL(hoff__trace_load(t, HOFF_TRACE_DIR "/cnn.trace.gz", err, sizeof err), 0);
+    CU_ASSERT_FATAL(t->nev > 0);
+    end = t->ev[t->nev - 1].t_cpu_ns;
+    CU_ASSERT_FATAL(end > 0);
+    f = 0.44e6 / (double)end;
+    for (i = 0; i < t->nev; i++)
+        t->ev[i].t_gpu_ns = (uint64_t)((double)t->ev[i].t_cpu_ns * f);
+}
+
+/* A host cap that never binds changes nothing: the same schedule and the
+ * same predicted stall as without one, no spills.  cnn at 50% is a case
+ * where the selection search changes what the rules chose (timed moves
+ * fewer bytes than greedy): under a cap the tiers pass then runs again on
+ * the new selection, and on the final schedule, whose host peak is the
+ * figure the plan reports. */
+static void test_loose_host_cap_changes_nothing(void) {
+    static const int pct[] = {50, 25, 10};
+    size_t n, j;
+
+    for (n = 0; n < 2; n++) {
+        struct hoff__trace t;
+
+        if (n == 0)
+            synth4(&t, 1024);
+        else
+            load_cnn(&t);
+        for (j = 0; j < 3; j++) {
+            struct hoff__plan_opts o = {.h2d_gbps = 50, .d2h_gbps = 50};
+            struct hoff__schedule s0, s1, g;
+            size_t i;
+
+            o.budget_bytes = hoff__trace_offload_peak(&t, NULL, NULL) * (uint64_t)pct[j] / 100;
+            hoff__schedule_init(&s0);
+            hoff__schedule_init(&s1);
+            hoff__schedule_init(&g);
+            CU_ASSERT_EQUAL_FATAL(hoff__planner_timed.build(&t, &o, &s0), 0);
+            CU_ASSERT_EQUAL_FATAL(hoff__planner_greedy.build(&t, &o, &g), 0);
+            if (n == 1 && j == 0)
+                CU_ASSERT(s0.bytes_d2h < g.bytes_d2h);
+            o.host_cap_bytes = 4 * hoff__trace_offload_peak(&t, NULL, NULL);
+            o.nvme = 1;
+            o.nvme_read_gbps = 6.5;
+            o.nvme_write_gbps = 3.5;
+            CU_ASSERT_EQUAL_FATAL(hoff__planner_timed.build(&t, &o, &s1), 0);
+            CU_ASSERT_EQUAL(s1.stall_ns, s0.stall_ns);
+            CU_ASSERT_EQUAL(s1.overruns, s0.overruns);
+            CU_ASSERT_EQUAL_FATAL(s1.nact, s0.nact);
+            for (i = 0; i < s1.nact; i++) {
+                const struct hoff__action *a = &s0.act[i], *b = &s1.act[i];
+
+                CU_ASSERT(a->ev == b->ev && a->when == b->when && a->kind == b->kind && a->block == b->block &&
+                          a->group == b->group);
+                CU_ASSERT(b->kind != HOFF__ACT_SPILL && b->kind != HOFF__ACT_RESTORE);
+            }
+            CU_ASSERT(s1.host_feasible);
+            CU_ASSERT(s1.peak_host_bytes <= o.host_cap_bytes);
+            CU_ASSERT_EQUAL(s1.peak_host_bytes, s0.peak_host_bytes); /* for the final schedule */
+            CU_ASSERT_EQUAL(s1.bytes_spilled, 0);
+            hoff__schedule_destroy(&g);
+            hoff__schedule_destroy(&s0);
+            hoff__schedule_destroy(&s1);
+        }
+        hoff__trace_destroy(&t);
+    }
+}
+
 static void test_registered(void) {
     CU_ASSERT_PTR_EQUAL(hoff__planner_find("timed"), &hoff__planner_timed);
     CU_ASSERT_PTR_EQUAL(hoff__planner_find("greedy"), &hoff__planner_greedy);
@@ -642,6 +717,7 @@ int main(void) {
         {"never_worse_than_greedy", test_never_worse_than_greedy},
         {"refine_beats_rules", test_refine_beats_rules},
         {"overruns_predicted", test_overruns_predicted},
+        {"loose_host_cap_changes_nothing", test_loose_host_cap_changes_nothing},
         {NULL, NULL},
     };
     return hoff_test_run("timed", tests);

@@ -284,6 +284,16 @@ out:
     return rc;
 }
 
+/* s spills or restores a block (the tiers pass planned them). */
+static int has_tiers(const struct hoff__schedule *s) {
+    size_t i;
+
+    for (i = 0; i < s->nact; i++)
+        if (s->act[i].kind == HOFF__ACT_SPILL || s->act[i].kind == HOFF__ACT_RESTORE)
+            return 1;
+    return 0;
+}
+
 /* d = s without the gap whose eviction is s->act[i]: that eviction and
  * the block's next prefetch.  0 or -ENOMEM. */
 static int drop_gap(const struct hoff__schedule *s, size_t i, struct hoff__schedule *d) {
@@ -365,9 +375,8 @@ static int refine_selection(const struct hoff__trace *t, const struct hoff__plan
     if ((s->stall_ns == 0 && !s->overruns) || s->stall_ns == UINT64_MAX || s->ngroups || !t->nev ||
         t->nev > LOCAL_MAX_EV)
         return 0;
-    for (i = 0; i < s->nact; i++) /* the tiers pass spills for this selection: it stays */
-        if (s->act[i].kind == HOFF__ACT_SPILL || s->act[i].kind == HOFF__ACT_RESTORE)
-            return 0;
+    if (has_tiers(s)) /* the tiers pass spills for this selection: it stays */
+        return 0;
     if ((rc = hoff__schedule_peak(t, s, &peak, &pev)) != 0 || (rc = hoff__plan_gaps(t, o, &g, &ng)) != 0)
         return rc;
     ceiling = peak > o->budget_bytes ? peak : o->budget_bytes;
@@ -588,8 +597,13 @@ static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts
     rc = hoff__schedule_peak(t, out, &out->peak_bytes, &out->peak_ev);
     if (!rc) {
         out->feasible = out->peak_bytes <= o->budget_bytes;
+        /* the host peak, for the record; under a cap that the candidate
+         * needed no spills for, the searches and groups may have moved the
+         * prefetches since its tiers pass: again, with a prediction */
         if (!o->host_cap_bytes)
-            rc = hoff__plan_tiers(t, o, out); /* the host peak, for the record */
+            rc = hoff__plan_tiers(t, o, out);
+        else if (!has_tiers(out) && (rc = hoff__plan_tiers(t, o, out)) == 0 && has_tiers(out))
+            rc = hoff__plan_predict(t, o, T, out, HOFF__PLACE_KEEP, &pr);
     }
 
 done:
