@@ -132,11 +132,16 @@ static int tiers_and_predict(const struct hoff__trace *t, const struct hoff__pla
 #define LOCAL_MAX_EV 200000u
 
 /* The first event at or after ev (after it, for an AFTER action) where
- * block x is used or freed: a prefetch must come by then. */
+ * block x is used or freed: a prefetch must come by then.  A block without
+ * access marks has uses the trace does not show (the prediction cannot see
+ * them either): its prefetch stays no later than the rule put it (ev). */
 static uint32_t next_use(const struct hoff__trace *t, uint32_t x, uint32_t ev, int when) {
     const struct hoff__tblock *b = &t->blocks[x];
     const struct hoff__tacc *a = t->acc + b->first_access;
     uint32_t lo = 0, hi = b->naccess, until = b->free_ev;
+
+    if (b->naccess < 2)
+        return ev;
 
     while (lo < hi) { /* the first access at or past ev (past it, AFTER) */
         uint32_t mid = lo + (hi - lo) / 2;
@@ -294,6 +299,14 @@ static int has_tiers(const struct hoff__schedule *s) {
     return 0;
 }
 
+/* Block x has access marks: the trace (and the prediction) sees its uses.
+ * Without them its guard gap is the rules' guess at where it is idle, and
+ * dropping that gap would leave the block to the runtime's evictions on
+ * demand, which the prediction sees never paid back. */
+static int marked(const struct hoff__trace *t, uint32_t x) {
+    return t->blocks[x].naccess > 1;
+}
+
 /* d = s without the gap whose eviction is s->act[i]: that eviction and
  * the block's next prefetch.  0 or -ENOMEM. */
 static int drop_gap(const struct hoff__schedule *s, size_t i, struct hoff__schedule *d) {
@@ -352,7 +365,8 @@ static int try_keep(const struct hoff__trace *t, const struct hoff__plan_opts *o
  * its copies can run, so the prediction judges moves of three kinds: drop
  * an evicted gap (its eviction and its prefetch), add a gap the trace has
  * (evicted right after its last access, prefetched at its use), or add one
- * and drop another.  A move is kept when the schedule stays valid, its
+ * and drop another; only gaps of blocks with access marks are dropped
+ * (marked()).  A move is kept when the schedule stays valid, its
  * instant-transfer peak within the budget (or no higher, infeasible), and
  * the predicted stall falls; rounds repeat while one finds something.  The
  * work is capped at about 2 x 10^7 event-steps (none past LOCAL_MAX_EV
@@ -388,7 +402,7 @@ static int refine_selection(const struct hoff__trace *t, const struct hoff__plan
     for (round = 0; found && round < 8 && work < cap && !rc; round++) {
         found = 0;
         for (i = 0; i < s->nact && work < cap; i++) { /* drops */
-            if (s->act[i].kind != HOFF__ACT_EVICT || s->act[i].group)
+            if (s->act[i].kind != HOFF__ACT_EVICT || s->act[i].group || !marked(t, s->act[i].block))
                 continue;
             if ((rc = drop_gap(s, i, &d)) != 0 || (rc = try_keep(t, o, T, s, &d, ceiling, &work)) < 0)
                 goto out;
@@ -416,7 +430,7 @@ static int refine_selection(const struct hoff__trace *t, const struct hoff__plan
                 continue;
             }
             for (i = 0; i < d.nact && work < cap; i++) {
-                if (d.act[i].kind != HOFF__ACT_EVICT || d.act[i].group ||
+                if (d.act[i].kind != HOFF__ACT_EVICT || d.act[i].group || !marked(t, d.act[i].block) ||
                     (d.act[i].block == x->block && d.act[i].ev == x->a))
                     continue;
                 if ((rc = drop_gap(&d, i, &e)) != 0 || (rc = try_keep(t, o, T, s, &e, ceiling, &work)) < 0)
