@@ -250,18 +250,17 @@ static void test_random(void) {
     }
 }
 
-/* predict.c on a step worked out by hand: A (64 MiB) written, evicted;
- * B (64 MiB) allocated 1 ms later must wait for A's copy to land; A comes
- * back at its use.  50 GB/s, 10 us a call: a copy takes 1,352,178 ns. */
-static void build_wait_trace(struct hoff__trace *t, uint32_t tail_ops) {
+/* A (a_bytes) written and later read, B (b_bytes) allocated, used and
+ * freed 1 ms after A's last write, tail_ops ops of 1 ms before A's read. */
+static void build_pair_trace(struct hoff__trace *t, uint64_t a_bytes, uint64_t b_bytes, uint32_t tail_ops) {
     uint32_t a, b, i;
 
     hoff__trace_init(t);
     tnow = 0;
-    a = al(t, 64 * MiB, 0);   /* ev 0 at 0 */
+    a = al(t, a_bytes, 0);    /* ev 0 at 0 */
     ac(t, a, 1000);           /* ev 1 at 1000: A's last write */
     op(t, 1000);              /* ev 2 at 2000: A's eviction starts */
-    b = al(t, 64 * MiB, 1000000); /* ev 3 at 1,002,000 */
+    b = al(t, b_bytes, 1000000); /* ev 3 at 1,002,000 */
     ac(t, b, 1000);
     fr(t, b, 1000);           /* ev 5 */
     for (i = 0; i < tail_ops; i++)
@@ -269,6 +268,13 @@ static void build_wait_trace(struct hoff__trace *t, uint32_t tail_ops) {
     ac(t, a, 1000);
     fr(t, a, 1000);
     CU_ASSERT_EQUAL_FATAL(hoff__trace_finish(t), 0);
+}
+
+/* predict.c on a step worked out by hand: A (64 MiB) written, evicted;
+ * B (64 MiB) allocated 1 ms later must wait for A's copy to land; A comes
+ * back at its use.  50 GB/s, 10 us a call: a copy takes 1,352,178 ns. */
+static void build_wait_trace(struct hoff__trace *t, uint32_t tail_ops) {
+    build_pair_trace(t, 64 * MiB, 64 * MiB, tail_ops);
 }
 
 static void test_predict_by_hand(void) {
@@ -591,20 +597,8 @@ static void test_overruns_predicted(void) {
         struct hoff__schedule s, g;
         struct hoff__prediction pr;
         uint64_t *T;
-        uint32_t a, b;
 
-        hoff__trace_init(&t);
-        tnow = 0;
-        a = al(&t, 128 * MiB, 0);
-        ac(&t, a, 1000);
-        op(&t, 1000);
-        b = al(&t, 48 * MiB, 1000000);
-        ac(&t, b, 1000);
-        fr(&t, b, 1000);
-        op(&t, 1000000);
-        ac(&t, a, 1000);
-        fr(&t, a, 1000);
-        CU_ASSERT_EQUAL_FATAL(hoff__trace_finish(&t), 0);
+        build_pair_trace(&t, 128 * MiB, 48 * MiB, 1);
         T = hoff__plan_times(&t);
         CU_ASSERT_PTR_NOT_NULL_FATAL(T);
         hoff__schedule_init(&s);

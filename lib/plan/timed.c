@@ -80,6 +80,24 @@ static int beats(const struct hoff__schedule *a, const struct hoff__schedule *b)
     return a->overruns != b->overruns ? a->overruns < b->overruns : a->stall_ns < b->stall_ns;
 }
 
+/* Predict d; when it beats *s, swap them (d keeps the old one, as the
+ * next scratch).  1 kept, 0 not, -errno. */
+static int keep_if_better(const struct hoff__trace *t, const struct hoff__plan_opts *o, const uint64_t *T,
+                          struct hoff__schedule *s, struct hoff__schedule *d) {
+    struct hoff__prediction pr;
+    struct hoff__schedule x;
+    int rc;
+
+    if ((rc = hoff__plan_predict(t, o, T, d, HOFF__PLACE_KEEP, &pr)) != 0)
+        return rc;
+    if (!beats(d, s))
+        return 0;
+    x = *s;
+    *s = *d;
+    *d = x;
+    return 1;
+}
+
 /* Co-located groups on the prefetch side (hoff__plan_groups_late): of
  * several spans, with and without the test that a group's copy lands before
  * its first use, the grouping with the fewest prefetch calls whose predicted
@@ -214,7 +232,6 @@ static int refine(const struct hoff__trace *t, const struct hoff__plan_opts *o, 
     const uint64_t work = 10000000;
     uint64_t evals, max_evals, ceiling, peak;
     struct hoff__schedule d;
-    struct hoff__prediction pr;
     struct unit *u = NULL;
     uint8_t *tiered = NULL, *seen = NULL;
     size_t i, nu, k;
@@ -267,13 +284,10 @@ static int refine(const struct hoff__trace *t, const struct hoff__plan_opts *o, 
                 if (hoff__schedule_peak(t, &d, &peak, &pev) != 0 || peak > ceiling)
                     continue; /* before its eviction, or the budget breaks */
                 evals++;
-                if ((rc = hoff__plan_predict(t, o, T, &d, HOFF__PLACE_KEEP, &pr)) != 0)
+                if ((rc = keep_if_better(t, o, T, s, &d)) < 0)
                     goto out;
-                if (beats(&d, s)) {
-                    struct hoff__schedule x = *s;
-
-                    *s = d; /* keep it; the old one is the next scratch */
-                    d = x;
+                if (rc) {
+                    rc = 0;
                     u[i].ev = (uint32_t)ne;
                     found = 1;
                     break;
@@ -333,30 +347,18 @@ static int drop_gap(const struct hoff__schedule *s, size_t i, struct hoff__sched
     return 0;
 }
 
-/* Predict d when its instant-transfer peak stays within ceiling; keep it
- * in *s (swapped) if it stalls less.  1 kept, 0 not, -errno. */
+/* keep_if_better, when d is valid and its instant-transfer peak stays
+ * within ceiling; *work counts both.  1 kept, 0 not, -errno. */
 static int try_keep(const struct hoff__trace *t, const struct hoff__plan_opts *o, const uint64_t *T,
                     struct hoff__schedule *s, struct hoff__schedule *d, uint64_t ceiling, uint64_t *work) {
-    struct hoff__prediction pr;
     uint64_t peak;
     uint32_t pev;
-    int rc;
 
     *work += t->nev + d->nact;
     if (hoff__schedule_peak(t, d, &peak, &pev) != 0 || peak > ceiling)
         return 0; /* not valid (the block is away already), or the budget breaks */
     *work += t->nev + d->nact;
-    if ((rc = hoff__plan_predict(t, o, T, d, HOFF__PLACE_KEEP, &pr)) != 0)
-        return rc;
-    if (!beats(d, s))
-        return 0;
-    {
-        struct hoff__schedule x = *s;
-
-        *s = *d;
-        *d = x;
-    }
-    return 1;
+    return keep_if_better(t, o, T, s, d);
 }
 
 /*
