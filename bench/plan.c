@@ -174,7 +174,7 @@ static int run(const struct hoff__planner *pl, size_t nev, int reps, struct resu
     r->plan_ns = UINT64_MAX;
     hoff__schedule_init(&s);
     for (k = 0; k < reps; k++) {
-        rc = pl->build(&t, &o, &s);
+        rc = hoff__plan_build(pl, &t, &o, &s);
         if (rc)
             break;
         if (s.plan_ns < r->plan_ns)

@@ -268,7 +268,7 @@ HOFF_API int hoff_sim_compute(hoff_ctx *ctx, hoff_stream stream, uint64_t ns);
  * Statistics: one versioned struct (hoff_stats(3)).
  * ------------------------------------------------------------------------- */
 
-#define HOFF_STATS_VERSION 1
+#define HOFF_STATS_VERSION 2
 
 /* X(name, description) for every counter, all uint64_t. */
 #define HOFF_STATS_FIELDS(X)                                                   \
@@ -337,7 +337,10 @@ HOFF_API int hoff_sim_compute(hoff_ctx *ctx, hoff_stream stream, uint64_t ns);
     X(prefetch_calls, "backend prefetch calls issued (a group's counts 1)")   \
     X(group_calls_saved, "transfer calls saved by moving groups with one call") \
     X(group_fallbacks, "group actions carried out block by block instead")    \
-    X(plan_groups, "groups of blocks in the current schedule")
+    X(plan_groups, "groups of blocks in the current schedule")                \
+    X(window_refusals, "moves of a block refused because its use window was open") \
+    X(window_violations, "sim: blocks moved or dropped inside an open use window (0 when correct)") \
+    X(plan_floor_bytes, "working-set floor: no plan of the step goes below it")
 
 struct hoff_stats {
     uint32_t version; /* HOFF_STATS_VERSION */

@@ -148,8 +148,12 @@ static void finish_worker(struct worker *w) {
 static void *run_worker(void *arg) {
     struct worker *w = arg;
     int i;
-    for (i = 0; i < ACTIONS; i++)
+    for (i = 0; i < ACTIONS; i++) {
         one_action(w);
+        /* Each action is one op: its use window closes here (without op
+         * marks every touched block stays in use until its free). */
+        expect(w, hoff_mark_op(ctx, NULL) == 0, "hoff_mark_op", 0);
+    }
     finish_worker(w);
     return NULL;
 }

@@ -93,9 +93,12 @@ static void test_warmup_evicts_earliest_allocated(void) {
     CU_ASSERT_EQUAL(stats().plan_state, HOFF_PLAN_NONE);
     CU_ASSERT_EQUAL(hoff_step_begin(ctx), 0);
     CU_ASSERT_EQUAL(stats().plan_state, HOFF_PLAN_WARMUP);
-    for (i = 0; i < 3; i++)
+    for (i = 0; i < 3; i++) {
         a[i] = hoff_malloc(ctx, 2 * MiB, S);
+        hoff_mark_op(ctx, NULL); /* its writer is enqueued: its use window closes */
+    }
     hoff_access(ctx, a[0], 0, S); /* most recently used, but the earliest allocated */
+    hoff_mark_op(ctx, NULL);
     a[3] = hoff_malloc(ctx, 2 * MiB, S);
     /* the allocation waited for the copy to land: the budget is hard */
     CU_ASSERT_EQUAL(hoff_residency(ctx, a[0]), HOFF_RES_HOST);
@@ -219,9 +222,11 @@ static void test_region_blocks_stay(void) {
         r = hoff_malloc_flags(ctx, 2 * MiB, S, HOFF_ALLOC_MANAGED); /* pinned */
         hoff_region_end(ctx);
         for (i = 0; i < 6; i++) {
+            hoff_mark_op(ctx, NULL);
             a[i] = hoff_malloc(ctx, 2 * MiB, S);
             hoff_sim_compute(ctx, S, 100000);
         }
+        hoff_mark_op(ctx, NULL);
         CU_ASSERT_EQUAL(hoff_residency(ctx, r), HOFF_RES_DEVICE);
         for (i = 5; i >= 0; i--) {
             hoff_access(ctx, a[i], 0, S);

@@ -99,10 +99,12 @@ static struct hoff_stats stats(void) {
     return st;
 }
 
+/* A managed block, filled; the op that fills it ends (its use window closes). */
 static void *managed(size_t size, unsigned char fill) {
     void *p = hoff_malloc_flags(ctx, size, S, HOFF_ALLOC_MANAGED);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     memset(p, fill, size);
+    CU_ASSERT_EQUAL(hoff_mark_op(ctx, NULL), 0);
     return p;
 }
 

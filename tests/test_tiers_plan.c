@@ -12,9 +12,21 @@
 
 #define MB 1000000ull
 
+/* An op boundary at `now`: each allocation and each read below is an op of
+ * its own, so its use window closes at the next one. */
+static void op_mark(struct hoff__trace *t, uint64_t now) {
+    struct hoff__tev e;
+
+    memset(&e, 0, sizeof e);
+    e.kind = HOFF__TEV_OP;
+    e.name = UINT32_MAX;
+    e.t_cpu_ns = e.t_gpu_ns = now;
+    CU_ASSERT_EQUAL_FATAL(hoff__trace_append(t, &e), 0);
+}
+
 /* A forward/backward step: n blocks of `size` allocated `gap` ns apart, then
  * (`mid` ns later) read back and freed in reverse, `gap` ns apart, with
- * access marks. */
+ * access marks and an op mark before each allocation and read. */
 static void make_step_gap(struct hoff__trace *t, int n, uint64_t size, uint64_t gap, uint64_t mid) {
     struct hoff__tev e;
     uint64_t now = 0;
@@ -22,6 +34,7 @@ static void make_step_gap(struct hoff__trace *t, int n, uint64_t size, uint64_t 
 
     hoff__trace_init(t);
     for (i = 0; i < n; i++) {
+        op_mark(t, now);
         memset(&e, 0, sizeof e);
         e.kind = HOFF__TEV_ALLOC;
         e.pool = 1;
@@ -34,6 +47,7 @@ static void make_step_gap(struct hoff__trace *t, int n, uint64_t size, uint64_t 
     }
     now += mid;
     for (i = n - 1; i >= 0; i--) {
+        op_mark(t, now);
         memset(&e, 0, sizeof e);
         e.kind = HOFF__TEV_ACCESS;
         e.block = (uint32_t)i;
@@ -268,25 +282,25 @@ static void test_schedule_peak_checks_tiers(void) {
     uint64_t peak;
     uint32_t at;
 
-    make_step(&t, 2, 10 * MB);
+    make_step(&t, 2, 10 * MB); /* op, alloc 0, op, alloc 1, op, read 1, free 1, op, read 0 (8), free 0 */
     hoff__schedule_init(&s);
     /* A restore of a block never spilled is refused, as is a prefetch of a
      * spilled block that was not restored. */
-    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 0, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 0, 0), 0);
-    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 1, HOFF__ACT_BEFORE, HOFF__ACT_RESTORE, 0, UINT32_MAX), 0);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 1, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 0, 1), 0);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 2, HOFF__ACT_BEFORE, HOFF__ACT_RESTORE, 0, UINT32_MAX), 0);
     CU_ASSERT_EQUAL(hoff__schedule_peak(&t, &s, &peak, &at), -EINVAL);
     hoff__schedule_destroy(&s);
     hoff__schedule_init(&s);
-    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 0, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 0, 0), 0);
-    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 1, HOFF__ACT_AFTER, HOFF__ACT_SPILL, 0, UINT32_MAX), 0);
-    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 4, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, 0, UINT32_MAX), 0);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 1, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 0, 1), 0);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 2, HOFF__ACT_AFTER, HOFF__ACT_SPILL, 0, UINT32_MAX), 0);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 8, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, 0, UINT32_MAX), 0);
     CU_ASSERT_EQUAL(hoff__schedule_peak(&t, &s, &peak, &at), -EINVAL);
     hoff__schedule_destroy(&s);
     hoff__schedule_init(&s);
-    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 0, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 0, 0), 0);
-    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 1, HOFF__ACT_AFTER, HOFF__ACT_SPILL, 0, UINT32_MAX), 0);
-    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 4, HOFF__ACT_BEFORE, HOFF__ACT_RESTORE, 0, UINT32_MAX), 0);
-    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 4, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, 0, UINT32_MAX), 0);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 1, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 0, 1), 0);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 2, HOFF__ACT_AFTER, HOFF__ACT_SPILL, 0, UINT32_MAX), 0);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 8, HOFF__ACT_BEFORE, HOFF__ACT_RESTORE, 0, UINT32_MAX), 0);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 8, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, 0, UINT32_MAX), 0);
     hoff__schedule_sort(&s);
     CU_ASSERT_EQUAL(s.act[2].kind, HOFF__ACT_RESTORE); /* restore before prefetch in one event */
     CU_ASSERT_EQUAL(hoff__schedule_peak(&t, &s, &peak, &at), 0);

@@ -921,7 +921,7 @@ static int cmd_show(int argc, char **argv) {
     json = pa.json;
     pl = hoff__planner_find(planner);
     hoff__schedule_init(&s);
-    rc = pl->build(&t, &po, &s);
+    rc = hoff__plan_build(pl, &t, &po, &s);
     if (rc) {
         fprintf(stderr, "%s show: planner %s failed on %s: %s\n", cmd, pl->name, path,
                 hoff_last_error()[0] ? hoff_last_error() : hoff_strerror(rc));

@@ -66,6 +66,16 @@ struct hoff__backend_ops {
     int (*discard)(struct hoff__backend *be, void *p, size_t size,
                    hoff__event *after, hoff__event *done);
 
+    /* Use windows (doc/design.md): work on stream s that uses the range may
+     * run from window_open until window_close; nothing may move or drop the
+     * range in between, and a move after it must be ordered after the
+     * close ("after" recorded no earlier).  The sim checks every evict and
+     * discard against them and counts a breach in window_violations (the
+     * move still happens, so a test sees its effect); NULL where a backend
+     * keeps no such books. */
+    int (*window_open)(struct hoff__backend *be, void *p, size_t size, hoff_stream s);
+    int (*window_close)(struct hoff__backend *be, void *p, size_t size);
+
     /* fault, populate and the tier ops below take ranges as the transfers do.
      * A mapping that is not resident is used by work on stream s: page it in
      * now (on demand).  *stall_ns gets the time s waited (sim; 0 on cuda, where
@@ -129,6 +139,8 @@ struct hoff__sim_counters {
     uint64_t bytes_nvme_written, bytes_nvme_read;
     uint64_t issuer_busy_until; /* the issuing thread is done with its last call at */
     uint64_t transfer_calls;  /* evict, prefetch and discard calls */
+    uint64_t window_violations; /* evicts and discards of a range inside an open use
+                                   window, or not ordered after its close */
 };
 int hoff__sim_counters(struct hoff__backend *be, struct hoff__sim_counters *out);
 

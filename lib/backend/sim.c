@@ -93,12 +93,20 @@ enum map_kind { MAP_DEVICE, MAP_MANAGED };
  * evicted page whose host copy was dropped (spilled to the NVMe tier). */
 enum page_state { PG_RESIDENT = 0, PG_EVICTED = 1, PG_DISCARDED = 2, PG_STATE = 3, PG_NOHOST = 4 };
 
+/* A page's use windows (window_open/window_close): how many are open, and
+ * the virtual time the last one closed. */
+struct win {
+    uint32_t open;
+    uint64_t end;
+};
+
 struct mapping {
     struct mapping *next; /* hash chain */
     unsigned char *p;
     size_t size;
     int kind;              /* enum map_kind */
     uint8_t *pg;           /* managed: enum page_state per 2 MiB page */
+    struct win *win;       /* managed: per page, allocated at the first window */
     unsigned char *shadow; /* managed: host copy (mmap of size bytes), allocated lazily */
 };
 
@@ -521,6 +529,7 @@ static int sim_managed_alloc(struct hoff__backend *be, size_t size, void **out) 
     if (sorted_insert(s, m) != 0) {
         munmap(p, size);
         free(m->pg);
+        free(m->win);
         free(m);
         rc = hoff__error(-ENOMEM, "sim: managed_alloc: out of memory");
         goto out;
@@ -543,6 +552,7 @@ static void managed_release(struct sim *s, struct mapping *m) {
     if (m->shadow)
         munmap(m->shadow, m->size);
     free(m->pg);
+    free(m->win);
     free(m);
 }
 
@@ -635,6 +645,68 @@ static int sim_stream_wait(struct hoff__backend *be, hoff_stream st, hoff__event
     return sim_event_sync(be, ev);
 }
 
+/* --- use windows --------------------------------------------------------- */
+
+static int sim_window_open(struct hoff__backend *be, void *p, size_t size, hoff_stream st) {
+    struct sim *s = to_sim(be);
+    struct range r;
+    size_t i, npg;
+    int rc;
+
+    (void)st; /* one compute timeline */
+    pthread_mutex_lock(&s->lock);
+    rc = find_range(s, p, size, "window_open", &r);
+    if (!rc && !r.m->win) {
+        npg = r.m->size / HOFF__MANAGED_GRAIN;
+        r.m->win = calloc(npg, sizeof *r.m->win);
+        if (!r.m->win)
+            rc = hoff__error(-ENOMEM, "sim: window_open: out of memory");
+    }
+    for (i = 0; !rc && i < r.n; i++)
+        r.m->win[r.first + i].open++;
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+static int sim_window_close(struct hoff__backend *be, void *p, size_t size) {
+    struct sim *s = to_sim(be);
+    struct range r;
+    size_t i;
+    int rc;
+
+    pthread_mutex_lock(&s->lock);
+    rc = find_range(s, p, size, "window_close", &r);
+    for (i = 0; !rc && r.m->win && i < r.n; i++) {
+        struct win *w = &r.m->win[r.first + i];
+
+        if (w->open)
+            w->open--;
+        w->end = s->c.now_ns;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+/* A move (evict, discard) of r ordered after `after`: a breach when a page
+ * is in an open use window, or when the move is ordered before the last
+ * window's close (its kernels may still run).  Counted, and said once. */
+static void window_check(struct sim *s, const struct range *r, const hoff__event *after, const char *what) {
+    size_t i;
+
+    for (i = 0; r->m->win && i < r->n; i++) {
+        const struct win *w = &r->m->win[r->first + i];
+
+        if (w->open || (after && after->recorded && after->t < w->end) || (!after && w->end)) {
+            s->c.window_violations++;
+            HOFF__LOG_ONCE(HOFF_LOG_ERROR,
+                           "sim: %s of (%p, %zu) %s: work that uses it may still run (counted in "
+                           "window_violations)", what, (void *)r->p, r->size,
+                           w->open ? "inside an open use window" : "ordered before its use window closed");
+            return;
+        }
+    }
+}
+
 /* --- transfers ---------------------------------------------------------- */
 
 static int sim_evict(struct hoff__backend *be, void *p, size_t size,
@@ -648,6 +720,7 @@ static int sim_evict(struct hoff__backend *be, void *p, size_t size,
     rc = find_range(s, p, size, "evict", &r);
     if (rc)
         goto out;
+    window_check(s, &r, after, "evict");
     if (range_count(&r, PG_RESIDENT, NULL) != r.n) {
         rc = hoff__error(-EALREADY, "sim: evict: (%p, %zu) is not resident", p, size);
         goto out;
@@ -734,6 +807,7 @@ static int sim_discard(struct hoff__backend *be, void *p, size_t size,
         rc = hoff__error(-EALREADY, "sim: discard: (%p, %zu) is already discarded", p, size);
         goto out;
     }
+    window_check(s, &r, after, "discard");
     for (i = 0; i < r.n; i++) {
         if ((r.m->pg[r.first + i] & PG_STATE) == PG_RESIDENT) {
             rc = page_hide(s, &r, i);
@@ -1007,6 +1081,8 @@ static const struct hoff__backend_ops sim_ops = {
     .sync = sim_sync,
     .clock_ns = sim_clock_ns,
     .compute = sim_compute,
+    .window_open = sim_window_open,
+    .window_close = sim_window_close,
 };
 
 static int check_rate(double v, const char *env, const char *field) {

@@ -402,8 +402,22 @@ static int with_block(hoff_ctx *ctx, const void *ptr, const char *what, res_acti
     return rc;
 }
 
+/* The explicit calls close the block's use window: the caller says the work
+ * that uses it is enqueued on the stream it names (hoff_evict(3)). */
+static int evict_now(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+    if (b->pool == HOFF__POOL_MANAGED)
+        hoff__res_end_use(ctx, b);
+    return hoff__res_evict(ctx, b, s);
+}
+
+static int discard_now(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+    if (b->pool == HOFF__POOL_MANAGED)
+        hoff__res_end_use(ctx, b);
+    return hoff__res_discard(ctx, b, s);
+}
+
 HOFF_API int hoff_evict(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
-    return with_block(ctx, ptr, "hoff_evict", hoff__res_evict, stream);
+    return with_block(ctx, ptr, "hoff_evict", evict_now, stream);
 }
 
 HOFF_API int hoff_prefetch(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
@@ -411,7 +425,7 @@ HOFF_API int hoff_prefetch(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
 }
 
 HOFF_API int hoff_discard(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
-    return with_block(ctx, ptr, "hoff_discard", hoff__res_discard, stream);
+    return with_block(ctx, ptr, "hoff_discard", discard_now, stream);
 }
 
 /* An access is an event of the step: the pipeline sees it on both sides. */
@@ -481,6 +495,7 @@ HOFF_API int hoff_step_begin(hoff_ctx *ctx) {
         UNLOCK(ctx);
         return hoff__error(-EALREADY, "hoff_step_begin: a step is already open (missing hoff_step_end)");
     }
+    hoff__res_close_windows(ctx);
     ctx->in_step = 1;
     ctx->step_start_ns = ctx->be->ops->clock_ns(ctx->be);
     rc = hoff__pipe_step_begin(ctx);
@@ -506,6 +521,7 @@ HOFF_API int hoff_step_end(hoff_ctx *ctx) {
         UNLOCK(ctx);
         return hoff__error(-EBUSY, "hoff_step_end: %d region(s) still open", ctx->region_depth);
     }
+    hoff__res_close_windows(ctx); /* the step's work is enqueued: every window closes */
     ctx->in_step = 0;
     now = ctx->be->ops->clock_ns(ctx->be);
     ctx->st.steps++;
@@ -527,6 +543,7 @@ HOFF_API int hoff_step_abort(hoff_ctx *ctx) {
         return hoff__error(-EINVAL, "hoff_step_abort: no step is open");
     }
     /* Transfers land first, so every block is in a settled state. */
+    hoff__res_close_windows(ctx);
     hoff__res_wait_all(ctx);
     ctx->be->ops->sync(ctx->be);
     ctx->in_step = 0;
@@ -545,6 +562,9 @@ HOFF_API int hoff_mark_op(hoff_ctx *ctx, const char *name) {
     e.kind = HOFF__TEV_OP;
     e.name = name;
     LOCK(ctx);
+    /* The previous op's work is enqueued: its use windows close before the
+     * actions planned at this boundary fire. */
+    hoff__res_close_windows(ctx);
     hoff__pipe_before(ctx, &e);
     hoff__pipe_after(ctx, &e);
     UNLOCK(ctx);
@@ -633,6 +653,12 @@ void hoff__stats_snapshot(struct hoff_ctx *ctx, struct hoff_stats *out) {
     out->live_blocks = ctx->table.count;
     hoff__issuer_stats(ctx->issuer, &is); /* its own lock, taken under ctx->lock as pushes do */
     out->queue_depth_max = is.depth_max;
+    {
+        struct hoff__sim_counters sc; /* the sim's own check of the use windows */
+
+        if (hoff__sim_counters(ctx->be, &sc) == 0)
+            out->window_violations = sc.window_violations;
+    }
     if (ctx->nvme) { /* the tier's own clocks and checks */
         struct hoff__nvme_stats ns;
         hoff__nvme_stats(ctx->nvme, &ns);

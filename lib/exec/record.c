@@ -218,7 +218,7 @@ int hoff__record_finish(struct hoff_ctx *ctx) {
     o.groups = ctx->cfg.groups;
     hoff__schedule_destroy(&p->sched);
     hoff__schedule_init(&p->sched);
-    rc = pl->build(&p->trace, &o, &p->sched);
+    rc = hoff__plan_build(pl, &p->trace, &o, &p->sched);
     if (rc) {
         hoff__log(HOFF_LOG_WARN, "planner %s failed (%s: %s); the budget is kept online without a plan",
                   pl->name, hoff_strerror(rc), hoff_last_error());
@@ -241,7 +241,17 @@ int hoff__record_finish(struct hoff_ctx *ctx) {
     ctx->st.plan_peak_bytes = p->sched.peak_bytes;
     ctx->st.plan_ns = p->sched.plan_ns;
     ctx->st.plan_stall_ns = p->sched.stall_ns == UINT64_MAX ? 0 : p->sched.stall_ns;
-    if (!p->sched.feasible)
+    ctx->st.plan_floor_bytes = p->sched.floor_bytes;
+    if (ctx->cfg.budget_bytes && ctx->cfg.budget_bytes < p->sched.floor_bytes) {
+        char c[32];
+
+        hoff__log(HOFF_LOG_WARN,
+                  "the budget of %s is infeasible: op %s (event %u of %zu) alone needs %s on the device "
+                  "(the blocks in use there and the ones that cannot move: the working-set floor); "
+                  "planned for the floor instead, and moving nothing that cannot lower the peak",
+                  hoff__fmt_size(ctx->cfg.budget_bytes, a, sizeof a), hoff__plan_op_at(&p->trace, p->sched.floor_ev),
+                  p->sched.floor_ev, p->trace.nev, hoff__fmt_size(p->sched.floor_bytes, c, sizeof c));
+    } else if (!p->sched.feasible)
         hoff__log(HOFF_LOG_WARN,
                   "planner %s cannot meet the budget of %s: the lowest peak it reaches is %s, at event %u of "
                   "%zu; the rest is kept online (evictions on demand, counted as stall)",

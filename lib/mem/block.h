@@ -59,6 +59,14 @@ struct hoff__block {
      * (`pending`, `xfer_rc`, `ev`), and the members are chained through
      * xnext; NULL outside such a transfer. */
     struct hoff__block *xlead, *xnext;
+    /* Its use window (residency.c, doc/design.md): open from an access (or
+     * its allocation) until the next op mark, its free or the step's end;
+     * while open the block is on the context's list of open windows and
+     * nothing moves it away or drops it.  use_stream: the stream of its last
+     * access, which the fence of a later move is recorded on. */
+    uint8_t win;
+    hoff_stream use_stream;
+    struct hoff__block *wnext, *wprev;
 };
 
 #endif

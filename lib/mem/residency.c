@@ -115,6 +115,55 @@ static int evictable(const struct hoff__block *b) {
     return !(b->flags & HOFF__BLK_PINNED);
 }
 
+/* --- use windows ----------------------------------------------------------- */
+
+static void window_open(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+    struct hoff__backend *be = ctx->be;
+
+    b->use_stream = s;
+    if (b->win)
+        return;
+    b->win = 1;
+    b->wprev = NULL;
+    b->wnext = ctx->res.win_head;
+    if (b->wnext)
+        b->wnext->wprev = b;
+    ctx->res.win_head = b;
+    if (be->ops->window_open)
+        be->ops->window_open(be, b->ptr, b->size, s);
+}
+
+void hoff__res_end_use(struct hoff_ctx *ctx, struct hoff__block *b) {
+    struct hoff__backend *be = ctx->be;
+
+    if (!b->win)
+        return;
+    if (b->wprev)
+        b->wprev->wnext = b->wnext;
+    else
+        ctx->res.win_head = b->wnext;
+    if (b->wnext)
+        b->wnext->wprev = b->wprev;
+    b->wnext = b->wprev = NULL;
+    b->win = 0;
+    if (be->ops->window_close)
+        be->ops->window_close(be, b->ptr, b->size);
+}
+
+void hoff__res_close_windows(struct hoff_ctx *ctx) {
+    while (ctx->res.win_head)
+        hoff__res_end_use(ctx, ctx->res.win_head);
+}
+
+/* Nothing moves a block away or drops it inside its use window. */
+static int window_closed(struct hoff_ctx *ctx, const struct hoff__block *b, const char *what) {
+    if (!b->win)
+        return 0;
+    ctx->st.window_refusals++;
+    return hoff__error(-EBUSY, "cannot %s block %p: it is in use (its use window stays open until the next "
+                       "op mark, its free or the step's end)", what, b->ptr);
+}
+
 /* The block enters state st: move it between lists (LRU on the device,
  * in flight, on the host; none for the others). */
 static void set_state(struct hoff_ctx *ctx, struct hoff__block *b, int st) {
@@ -178,7 +227,10 @@ static int issue_run(struct hoff_ctx *ctx, struct hoff__block *b, int op,
 
     if ((rc = ensure_events(ctx, b)) != 0)
         return rc;
-    if ((rc = be->ops->event_record(be, b->after, s)) != 0)
+    /* A move away is fenced after the work of the block's last use window
+     * (on the stream that access named); a move back after the caller's. */
+    if ((rc = be->ops->event_record(be, b->after, op == HOFF__CMD_PREFETCH || op == HOFF__CMD_RUN ? s
+                                                                                                 : b->use_stream)) != 0)
         return rc;
     memset(&cmd, 0, sizeof cmd);
     cmd.op = op;
@@ -524,17 +576,17 @@ static int start_evict(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
  * RFC's warmup rule: the earliest allocated first (each allocation is its
  * own event here, so "larger first within an event" has nothing to break);
  * otherwise the least recently used.  Never `keep`, the block the current
- * event uses. */
+ * event uses, nor a block in its use window. */
 static struct hoff__block *pick_victim(struct hoff_ctx *ctx, const struct hoff__block *keep) {
     struct hoff__block *v, *best = NULL;
 
     if (ctx->in_step && ctx->pipe.state == HOFF_PLAN_WARMUP) {
         for (v = ctx->res.lru_head; v; v = v->next)
-            if (v != keep && (!best || v->seq < best->seq))
+            if (v != keep && !v->win && (!best || v->seq < best->seq))
                 best = v;
         return best;
     }
-    for (v = ctx->res.lru_head; v && v == keep; v = v->next)
+    for (v = ctx->res.lru_head; v && (v == keep || v->win); v = v->next)
         ;
     return v;
 }
@@ -557,8 +609,21 @@ static int make_room(struct hoff_ctx *ctx, uint64_t need, struct hoff__block *ke
     return rc;
 }
 
-static int make_room_once(struct hoff_ctx *ctx, uint64_t need, struct hoff__block *keep, hoff_stream s) {
+/* The budget the online policy keeps: the configured one, but while a step
+ * replays a plan for a budget below the working-set floor, the floor: no
+ * eviction can take the peak below it, so none is forced beyond it. */
+static uint64_t room_budget(const struct hoff_ctx *ctx) {
+    const struct hoff__pipeline *p = &ctx->pipe;
     uint64_t budget = ctx->cfg.budget_bytes;
+
+    if (budget && ctx->in_step && p->have_plan && p->state == HOFF_PLAN_REPLAY && !p->diverged &&
+        p->sched.floor_bytes > budget)
+        budget = p->sched.floor_bytes;
+    return budget;
+}
+
+static int make_room_once(struct hoff_ctx *ctx, uint64_t need, struct hoff__block *keep, hoff_stream s) {
+    uint64_t budget = room_budget(ctx);
 
     if (!budget)
         return 0;
@@ -624,6 +689,7 @@ int hoff__res_on_alloc(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
     if (evictable(b))
         list_append(LRU(ctx), b);
     note_resident(ctx);
+    window_open(ctx, b, s); /* the caller fills it next */
     return 0;
 }
 
@@ -635,6 +701,7 @@ static void drop_spill(struct hoff_ctx *ctx, struct hoff__block *b) {
 }
 
 int hoff__res_on_free(struct hoff_ctx *ctx, struct hoff__block *b) {
+    hoff__res_end_use(ctx, b); /* stream-ordered: its uses are enqueued */
     b->flags &= (uint8_t)~HOFF__BLK_SPILL_AFTER;
     switch (b->state) {
     case S_EVI:
@@ -689,6 +756,8 @@ int hoff__res_evict(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) 
         return rc;
     hoff__res_poll(ctx);
     if ((rc = check_next(b, HOFF__EV_EVICT)) < 0)
+        return rc;
+    if ((rc = window_closed(ctx, b, "evict")) != 0)
         return rc;
     rc = start_evict(ctx, b, s);
     note_resident(ctx);
@@ -747,6 +816,7 @@ int hoff__res_group(struct hoff_ctx *ctx, int op, struct hoff__block *const *m, 
 
         if (!b || b->pool != HOFF__POOL_MANAGED || !(b->flags & HOFF__BLK_LIVE) ||
             (b->flags & (HOFF__BLK_PINNED | HOFF__BLK_FREED)) || b->state != want || __atomic_load_n(&b->pending, __ATOMIC_ACQUIRE) || b->xlead ||
+            (op == HOFF__CMD_EVICT && b->win) ||
             (char *)b->ptr != (char *)base + total || b->size > size - total)
             return -EAGAIN;
         total += b->size;
@@ -773,7 +843,7 @@ int hoff__res_group(struct hoff_ctx *ctx, int op, struct hoff__block *const *m, 
     }
     if ((rc = ensure_events(ctx, lead)) != 0)
         return rc;
-    if ((rc = be->ops->event_record(be, lead->after, s)) != 0)
+    if ((rc = be->ops->event_record(be, lead->after, op == HOFF__CMD_EVICT ? lead->use_stream : s)) != 0)
         return rc;
     memset(&cmd, 0, sizeof cmd);
     cmd.op = op;
@@ -821,10 +891,12 @@ int hoff__res_discard(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s
 
     if ((rc = candidate(b)) != 0)
         return rc;
-    b->flags &= (uint8_t)~HOFF__BLK_SPILL_AFTER; /* dead: nothing to keep */
     hoff__res_poll(ctx);
     if ((rc = check_next(b, HOFF__EV_DISCARD)) < 0)
         return rc;
+    if ((rc = window_closed(ctx, b, "discard")) != 0)
+        return rc;
+    b->flags &= (uint8_t)~HOFF__BLK_SPILL_AFTER; /* dead: nothing to keep */
     if (b->state == S_DEV) {
         /* Stream-ordered drop of the device pages on the copy stream, after
          * the work queued on s: in flight like an eviction (the pages count
@@ -914,13 +986,11 @@ static int to_host_now(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
                              : 0;
 }
 
-int hoff__res_access(struct hoff_ctx *ctx, struct hoff__block *b, int write, hoff_stream s) {
+static int bring_back(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
     struct hoff__backend *be = ctx->be;
     uint64_t stall = 0;
     int rc;
 
-    if (b->pool != HOFF__POOL_MANAGED)
-        return 0;
     b->flags &= (uint8_t)~HOFF__BLK_SPILL_AFTER; /* wanted back */
     hoff__res_poll(ctx);
     switch (b->state) {
@@ -969,6 +1039,20 @@ int hoff__res_access(struct hoff_ctx *ctx, struct hoff__block *b, int write, hof
     ctx->st.stall_ns += stall;
     note_resident(ctx);
     return 0;
+}
+
+int hoff__res_access(struct hoff_ctx *ctx, struct hoff__block *b, int write, hoff_stream s) {
+    int rc;
+
+    (void)write;
+    if (b->pool != HOFF__POOL_MANAGED)
+        return 0;
+    rc = bring_back(ctx, b, s);
+    /* Resident now (or paging in failed, and the work runs anyway): its
+     * window opens only here, so that a move still in flight from before
+     * never counts as inside it. */
+    window_open(ctx, b, s);
+    return rc;
 }
 
 #ifdef HOFF_DEBUG

@@ -52,6 +52,7 @@ struct hoff__residency {
     uint64_t from_host;  /* bytes of prefetches in flight (they leave the host when they land) */
     uint64_t nvme;       /* live offload bytes on the NVMe tier */
     struct hoff__block *host_head, *host_tail; /* blocks on the host, oldest eviction first */
+    struct hoff__block *win_head;              /* blocks with an open use window */
 };
 
 /* A managed block was handed out (new or from the cache): make room in the
@@ -75,7 +76,19 @@ int hoff__res_discard(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s
  * one (the fallback). */
 int hoff__res_group(struct hoff_ctx *ctx, int op, struct hoff__block *const *m, unsigned n, void *base,
                     size_t size, hoff_stream s);
+/* An access: bring the block back if it is away (waiting, or paging it in),
+ * then open its use window on stream s. */
 int hoff__res_access(struct hoff_ctx *ctx, struct hoff__block *b, int write, hoff_stream s);
+/* Use windows (doc/design.md, "Use windows").  An access, or the allocation,
+ * opens one; an op mark, the step's end (hoff__res_close_windows) or the
+ * block's free closes it.  While it is open nothing moves the block away or
+ * drops it: evict, discard and group moves refuse with -EBUSY (counted in
+ * window_refusals) and the online policy picks other victims.  A move after
+ * the close is fenced on the stream of the block's last use.
+ * hoff__res_end_use closes one block's window: the explicit API's caller
+ * asserts that the work using it is enqueued on the stream it names. */
+void hoff__res_close_windows(struct hoff_ctx *ctx);
+void hoff__res_end_use(struct hoff_ctx *ctx, struct hoff__block *b);
 /* The NVMe tier: write a block on the host to it / read it back to the host.
  * A spill of a block whose eviction is still in flight starts when that
  * lands (0 now), unless the block is wanted back (prefetched, used,

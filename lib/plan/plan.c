@@ -203,15 +203,48 @@ void hoff__schedule_sort(struct hoff__schedule *s) {
 
 enum { B_UNBORN = 0, B_RESIDENT, B_EVICTED, B_RELEASED, B_FREED, B_SPILLED };
 
-/* Apply one action to the block states and the running resident sum. */
+/* Does the window of the last access before `before` (at or before it when
+ * inclusive) close after x?  Windows close in access order. */
+static int window_covers(const struct hoff__trace *t, uint32_t block, uint32_t before, int inclusive, uint32_t x) {
+    const struct hoff__tblock *b = &t->blocks[block];
+    const struct hoff__tacc *acc = t->acc + b->first_access;
+    uint32_t lo = 0, hi = b->naccess;
+
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+
+        if (inclusive ? acc[mid].ev <= before : acc[mid].ev < before)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && x < acc[lo - 1].close;
+}
+
+int hoff__plan_in_window(const struct hoff__trace *t, uint32_t block, uint32_t x) {
+    return window_covers(t, block, x, 1, x);
+}
+
+int hoff__plan_window_open(const struct hoff__trace *t, uint32_t block, uint32_t x) {
+    return x > 0 && window_covers(t, block, x, 0, x);
+}
+
+/* Apply one action to the block states and the running resident sum.  An
+ * eviction or release takes effect at event x (the action's event, or the
+ * next one for an "after" action), which must lie outside every use window
+ * of the block. */
 static int apply(const struct hoff__trace *t, hoff__block_bytes_fn bytes, uint8_t *st,
                  const struct hoff__action *a, uint64_t *cur) {
     const struct hoff__tblock *b;
+    uint32_t x;
 
     if (a->block >= t->nblocks)
         return -EINVAL;
     b = &t->blocks[a->block];
     if (b->pool != 1 || b->pinned)
+        return -EINVAL;
+    x = a->ev + (a->when == HOFF__ACT_AFTER);
+    if ((a->kind == HOFF__ACT_EVICT || a->kind == HOFF__ACT_RELEASE) && hoff__plan_in_window(t, a->block, x))
         return -EINVAL;
     switch (a->kind) {
     case HOFF__ACT_EVICT:
@@ -286,6 +319,12 @@ int hoff__schedule_resident(const struct hoff__trace *t, const struct hoff__sche
             if (b->pool == 1)
                 cur += hoff__plan_bytes(s->block_bytes, b);
         }
+        /* A use window opens here: the block must be back (a prefetch
+         * planned before it), never paged in by the use itself. */
+        if (e->kind == HOFF__TEV_ACCESS && e->block < t->nblocks && st[e->block] != B_RESIDENT) {
+            rc = -EINVAL;
+            break;
+        }
         if (cur > best || i == 0) {
             best = cur;
             best_ev = (uint32_t)i;
@@ -333,10 +372,58 @@ static int check_trace(const char *name, const struct hoff__trace *t) {
     return 0;
 }
 
+/* The resident bytes per event with no offload but the releases, as a
+ * difference array res[0 .. nev] (zeroed by the caller); *nopeak and *at get
+ * the no-offload peak and its first event.  With out, each release is also
+ * planned there: after the last access of a non-retained movable block, once
+ * its use window has closed (AFTER close - 1: fired at the op mark that
+ * closes it), when that comes before its free.  0 or -ENOMEM. */
+static int base_resident(const struct hoff__trace *t, const struct hoff__plan_opts *o, int64_t *res,
+                         uint64_t *nopeak, uint32_t *at, int releases, struct hoff__schedule *out) {
+    uint32_t nev = (uint32_t)t->nev, i;
+    int64_t run, best;
+    int rc;
+
+    for (i = 0; i < t->nblocks; i++) {
+        const struct hoff__tblock *b = &t->blocks[i];
+
+        if (b->pool != 1)
+            continue;
+        res[b->alloc_ev] += (int64_t)hoff__plan_bytes(o->block_bytes, b);
+        if (!b->retained)
+            res[b->free_ev + 1] -= (int64_t)hoff__plan_bytes(o->block_bytes, b);
+    }
+    *nopeak = 0;
+    *at = 0;
+    for (i = 0, run = 0, best = -1; i < nev; i++) {
+        run += res[i];
+        if (run > best) {
+            best = run;
+            *nopeak = (uint64_t)run;
+            *at = i;
+        }
+    }
+    for (i = 0; releases && i < t->nblocks; i++) {
+        const struct hoff__tblock *b = &t->blocks[i];
+        uint32_t close;
+
+        if (!hoff__plan_movable(b) || b->retained || b->naccess < 2)
+            continue;
+        close = t->acc[b->first_access + b->naccess - 1].close;
+        if (close >= b->free_ev)
+            continue;
+        if (out && (rc = hoff__schedule_add(out, close - 1, HOFF__ACT_AFTER, HOFF__ACT_RELEASE, i, UINT32_MAX)) != 0)
+            return rc;
+        res[close] -= (int64_t)hoff__plan_bytes(o->block_bytes, b);
+        res[b->free_ev + 1] += (int64_t)hoff__plan_bytes(o->block_bytes, b);
+    }
+    return 0;
+}
+
 int hoff__plan_begin(const char *name, const struct hoff__trace *t, const struct hoff__plan_opts *o,
                      struct hoff__schedule *out, int64_t **resp) {
     uint32_t nev = (uint32_t)t->nev, i;
-    int64_t *res, run, best;
+    int64_t *res, run;
     int rc;
 
     *resp = NULL;
@@ -355,49 +442,14 @@ int hoff__plan_begin(const char *name, const struct hoff__trace *t, const struct
     if ((rc = check_trace(name, t)) != 0)
         return rc;
 
-    /* Resident bytes per event with no offload, as a difference array. */
     res = calloc((size_t)nev + 1, sizeof *res);
     if (!res)
         return -ENOMEM;
-    for (i = 0; i < t->nblocks; i++) {
-        const struct hoff__tblock *b = &t->blocks[i];
-
-        if (b->pool != 1)
-            continue;
-        res[b->alloc_ev] += (int64_t)hoff__plan_bytes(o->block_bytes, b);
-        if (!b->retained)
-            res[b->free_ev + 1] -= (int64_t)hoff__plan_bytes(o->block_bytes, b);
-    }
-    /* The no-offload peak, then (budget set) the releases. */
-    for (i = 0, run = 0, best = -1; i < nev; i++) {
-        run += res[i];
-        if (run > best) {
-            best = run;
-            out->nopeak_bytes = (uint64_t)run;
-            out->peak_ev = i;
-        }
-    }
+    rc = base_resident(t, o, res, &out->nopeak_bytes, &out->peak_ev, o->budget_bytes != 0 && nev != 0, out);
     out->peak_bytes = out->nopeak_bytes;
-    if (o->budget_bytes == 0 || nev == 0) {
+    if (rc || o->budget_bytes == 0 || nev == 0) {
         free(res);
-        return 0;
-    }
-    for (i = 0; i < t->nblocks; i++) {
-        const struct hoff__tblock *b = &t->blocks[i];
-        uint32_t last;
-
-        if (!hoff__plan_movable(b) || b->retained || b->naccess < 2)
-            continue;
-        last = t->acc[b->first_access + b->naccess - 1].ev;
-        if (last + 1 >= b->free_ev)
-            continue;
-        rc = hoff__schedule_add(out, last, HOFF__ACT_AFTER, HOFF__ACT_RELEASE, i, UINT32_MAX);
-        if (rc) {
-            free(res);
-            return rc;
-        }
-        res[last + 1] -= (int64_t)hoff__plan_bytes(o->block_bytes, b);
-        res[b->free_ev + 1] += (int64_t)hoff__plan_bytes(o->block_bytes, b);
+        return rc;
     }
     for (i = 0, run = 0; i < nev; i++) {
         run += res[i];
@@ -405,6 +457,81 @@ int hoff__plan_begin(const char *name, const struct hoff__trace *t, const struct
     }
     *resp = res;
     return 0;
+}
+
+int hoff__plan_floor(const struct hoff__trace *t, const struct hoff__plan_opts *o, uint64_t *floor,
+                     uint32_t *floor_ev) {
+    uint32_t nev = (uint32_t)t->nev, i, at;
+    struct hoff__gap *g = NULL;
+    size_t ng = 0, k;
+    int64_t *res, run, best = 0;
+    uint64_t nopeak;
+    int rc;
+
+    *floor = 0;
+    *floor_ev = 0;
+    if (t->nblocks && !t->blocks)
+        return -EINVAL;
+    if (nev == 0)
+        return 0;
+    res = calloc((size_t)nev + 1, sizeof *res);
+    if (!res)
+        return -ENOMEM;
+    if ((rc = base_resident(t, o, res, &nopeak, &at, 1, NULL)) != 0 || (rc = hoff__plan_gaps(t, o, &g, &ng)) != 0) {
+        free(res);
+        return rc;
+    }
+    /* Every gap taken: what stays is what some use window (or a guard, or
+     * a pin) holds on the device. */
+    for (k = 0; k < ng; k++) {
+        res[g[k].a + 1] -= (int64_t)g[k].size;
+        res[g[k].b] += (int64_t)g[k].size;
+    }
+    for (i = 0, run = 0; i < nev; i++) {
+        run += res[i];
+        if (run > best) {
+            best = run;
+            *floor_ev = i;
+        }
+    }
+    *floor = (uint64_t)best;
+    free(g);
+    free(res);
+    return 0;
+}
+
+const char *hoff__plan_op_at(const struct hoff__trace *t, uint32_t ev) {
+    uint32_t i;
+
+    for (i = ev + 1; i-- > 0;)
+        if (i < t->nev && t->ev[i].kind == HOFF__TEV_OP)
+            return t->ev[i].name < t->nnames && t->names[t->ev[i].name] ? t->names[t->ev[i].name] : "(unnamed op)";
+    return "(before the first op mark)";
+}
+
+int hoff__plan_build(const struct hoff__planner *pl, const struct hoff__trace *t, const struct hoff__plan_opts *o,
+                     struct hoff__schedule *out) {
+    struct hoff__plan_opts at_floor;
+    uint64_t floor;
+    uint32_t floor_ev;
+    int rc;
+
+    if ((rc = check_trace(pl->name, t)) != 0 || (rc = hoff__plan_floor(t, o, &floor, &floor_ev)) != 0)
+        return rc;
+    if (!o->budget_bytes || o->budget_bytes >= floor) {
+        rc = pl->build(t, o, out);
+    } else {
+        /* No plan can go below the floor: plan for the floor, so that no
+         * byte moves that cannot lower the peak, and say it is infeasible. */
+        at_floor = *o;
+        at_floor.budget_bytes = floor;
+        rc = pl->build(t, &at_floor, out);
+        out->budget_bytes = o->budget_bytes;
+        out->feasible = 0;
+    }
+    out->floor_bytes = floor;
+    out->floor_ev = floor_ev;
+    return rc;
 }
 
 int hoff__plan_gaps(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct hoff__gap **out,
@@ -431,16 +558,24 @@ int hoff__plan_gaps(const struct hoff__trace *t, const struct hoff__plan_opts *o
             c = n;
         }
         if (b->naccess > 1) {
+            /* Between use windows: evicted once the window of access p has
+             * closed (AFTER close - 1: fired at the op mark that closes it),
+             * back before access p + 1 opens the next; an access inside the
+             * open window extends it (no gap). */
             for (p = 0; p + 1 < b->naccess; p++) {
                 if (acc[p].write)
                     lw = acc[p].ev;
-                if (acc[p + 1].ev > acc[p].ev + 1)
-                    c[nc++] = (struct hoff__gap){hoff__plan_bytes(o->block_bytes, b), acc[p].ev, acc[p + 1].ev, i,
-                                                 lw};
+                if (acc[p + 1].ev > acc[p].close)
+                    c[nc++] = (struct hoff__gap){hoff__plan_bytes(o->block_bytes, b), acc[p].close - 1,
+                                                 acc[p + 1].ev, i, lw};
             }
             continue;
         }
+        /* Only its alloc is marked: no earlier than the alloc's window
+         * closes and the guard allows. */
         ga = (int64_t)b->alloc_ev + o->guard_after_alloc;
+        if (ga < (int64_t)acc[0].close - 1)
+            ga = (int64_t)acc[0].close - 1;
         gb = b->retained ? (int64_t)nev : (int64_t)b->free_ev - o->guard_before_free;
         if (gb > ga + 1)
             c[nc++] = (struct hoff__gap){hoff__plan_bytes(o->block_bytes, b), (uint32_t)ga, (uint32_t)gb, i,

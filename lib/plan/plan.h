@@ -126,6 +126,11 @@ struct hoff__schedule {
     uint64_t peak_bytes;
     uint32_t peak_ev;
     uint64_t nopeak_bytes;      /* the trace's peak with no offload */
+    /* The working-set floor (hoff__plan_floor) and its event: no schedule
+     * of the trace reaches a lower peak.  Set by hoff__plan_build (0 when a
+     * planner was called directly). */
+    uint64_t floor_bytes;
+    uint32_t floor_ev;
     int feasible;
     uint64_t bytes_d2h, bytes_h2d;  /* planned traffic */
     uint64_t plan_ns;           /* planning time */
@@ -154,6 +159,34 @@ struct hoff__planner {
     int (*build)(const struct hoff__trace *t, const struct hoff__plan_opts *o,
                  struct hoff__schedule *out);
 };
+
+/* Build a schedule with planner pl: what every caller uses.  It computes the
+ * working-set floor first; a budget below it is infeasible for any plan, so
+ * the planner plans for the floor (moving no byte that cannot lower the
+ * peak: an infeasible budget never moves more than the floor does) and the
+ * schedule keeps the caller's budget_bytes with feasible = 0.  Fills
+ * floor_bytes and floor_ev.  0 or -errno as pl->build. */
+int hoff__plan_build(const struct hoff__planner *pl, const struct hoff__trace *t, const struct hoff__plan_opts *o,
+                     struct hoff__schedule *out);
+/* The working-set floor: the largest, over the events, of the resident
+ * offload bytes that no plan can move away there — the blocks in a use
+ * window (doc/design.md), pinned ones, and those the guards and the
+ * release rule keep — i.e. the peak with every gap of hoff__plan_gaps taken
+ * and the releases planned.  *floor_ev: its first event.  0, -ENOMEM, -EINVAL. */
+int hoff__plan_floor(const struct hoff__trace *t, const struct hoff__plan_opts *o, uint64_t *floor,
+                     uint32_t *floor_ev);
+/* The name of the op running at event ev (the last op mark at or before it;
+ * a fixed text when there is none).  For messages. */
+const char *hoff__plan_op_at(const struct hoff__trace *t, uint32_t ev);
+/* Is block `block` in a use window at event x (an access at or before x
+ * whose window closes after x)?  Nothing may move it away or drop it there.
+ * O(log accesses). */
+int hoff__plan_in_window(const struct hoff__trace *t, uint32_t block, uint32_t x);
+/* The runtime's view while event x is handled, before its own work: is a
+ * window opened by an earlier access still open (it closes after x; an op
+ * mark at x has closed it)?  residency.c never picks such a block as a
+ * victim, and predict.c follows it. */
+int hoff__plan_window_open(const struct hoff__trace *t, uint32_t block, uint32_t x);
 
 /* The grouping pass (groups.c), run on a finished schedule after any planner
  * and hoff__plan_tiers: blocks whose evictions and prefetches can be issued

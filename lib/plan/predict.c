@@ -120,6 +120,7 @@ struct pr {
     uint64_t resident, evicting, budget;
     uint64_t host, to_host, spilling, from_host, cap; /* the host tier, as residency.c counts it */
     uint64_t seq;      /* issue order of the copies in flight (residency.c's in-flight list) */
+    uint32_t ev;       /* the event being replayed (use windows open at it are no victims) */
     int nvme;
     uint64_t lat, call, fault_ns;
     double h2d, d2h, fault_gbps, nvme_r, nvme_w;
@@ -506,9 +507,9 @@ static int make_room_once(struct pr *p, uint64_t need, uint32_t keep) {
             return 0;
         over = p->resident + need - p->budget;
         if (p->evicting < over) {
-            v = p->lru.head;
-            if (v == keep)
-                v = p->lru.next[v];
+            /* residency.c's pick_victim: never keep, nor a block in its use window */
+            for (v = p->lru.head; v != NIL && (v == keep || hoff__plan_window_open(p->t, v, p->ev)); v = p->lru.next[v])
+                ;
             if (v != NIL) {
                 if ((rc = start_evict(p, v, Q_VICTIM)) != 0)
                     return rc; /* 1: the host tier is full, no room */
@@ -922,6 +923,8 @@ int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts
     p.s = s;
     p.out = out;
     p.budget = o->budget_bytes;
+    if (p.budget && s->floor_bytes > p.budget)
+        p.budget = s->floor_bytes; /* residency.c's room_budget: nothing forced below the floor */
     p.h2d = o->h2d_gbps > 0 ? o->h2d_gbps : 50.0;
     p.d2h = o->d2h_gbps > 0 ? o->d2h_gbps : 50.0;
     p.lat = o->latency_ns ? o->latency_ns : DEF_LAT_NS;
@@ -1099,6 +1102,7 @@ int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts
         }
     }
     for (i = 0; i <= nev; i++) {
+        p.ev = i;
         /* compute up to event i, then what has landed */
         if (i < nev) {
             p.now += T[i] - tprev;

@@ -273,7 +273,7 @@ uint32_t hoff__trace_name(struct hoff__trace *t, const char *name) {
 /* --- finish ---------------------------------------------------------------- */
 
 int hoff__trace_finish(struct hoff__trace *t) {
-    uint32_t nalloc = 0, depth = 0, b;
+    uint32_t nalloc = 0, depth = 0, b, *pend, npend = 0;
     size_t i, nacc = 0, last_begin = 0;
     struct hoff__tacc *acc;
     int err;
@@ -283,6 +283,7 @@ int hoff__trace_finish(struct hoff__trace *t) {
 
     /* Pass 1: per-block facts, region nesting, pinning, access counts. */
     t->has_access_events = 0;
+    t->has_op_events = 0;
     for (i = 0; i < t->nev; i++) {
         struct hoff__tev *e = &t->ev[i];
         struct hoff__tblock *bl;
@@ -315,6 +316,9 @@ int hoff__trace_finish(struct hoff__trace *t) {
                 t->has_access_events = 1;
                 nacc++;
             }
+            break;
+        case HOFF__TEV_OP:
+            t->has_op_events = 1;
             break;
         case HOFF__TEV_REGION_BEGIN:
             if (depth++ == 0)
@@ -351,17 +355,45 @@ int hoff__trace_finish(struct hoff__trace *t) {
         nacc += bl->naccess;
         bl->naccess = 0;
     }
+    /* Each access's use window closes at the first op mark after it, or at
+     * the block's free, or at the step's end (doc/design.md, "Use windows");
+     * pend holds the accesses whose window is still open. */
+    pend = nacc ? malloc(nacc * sizeof *pend) : NULL;
+    if (nacc && !pend)
+        return hoff__error(-ENOMEM, "trace: out of memory for %zu accesses", nacc);
     for (i = 0; i < t->nev; i++) {
         const struct hoff__tev *e = &t->ev[i];
         struct hoff__tblock *bl;
+        struct hoff__tacc *a;
+        uint32_t j;
 
+        if (e->kind == HOFF__TEV_OP) {
+            for (j = 0; j < npend; j++)
+                if (acc[pend[j]].close == UINT32_MAX)
+                    acc[pend[j]].close = (uint32_t)i;
+            npend = 0;
+            continue;
+        }
+        if (e->kind == HOFF__TEV_FREE) {
+            bl = &t->blocks[e->block];
+            for (j = bl->naccess; j-- > 0 && acc[bl->first_access + j].close == UINT32_MAX;)
+                acc[bl->first_access + j].close = (uint32_t)i;
+            continue;
+        }
         if (e->kind != HOFF__TEV_ALLOC && e->kind != HOFF__TEV_ACCESS)
             continue;
         bl = &t->blocks[e->block];
-        acc[bl->first_access + bl->naccess].ev = (uint32_t)i;
-        acc[bl->first_access + bl->naccess].write = e->kind == HOFF__TEV_ALLOC || (e->flags & HOFF__TEV_WRITE);
+        a = &acc[bl->first_access + bl->naccess];
+        a->ev = (uint32_t)i;
+        a->write = e->kind == HOFF__TEV_ALLOC || (e->flags & HOFF__TEV_WRITE);
+        a->close = UINT32_MAX;
+        pend[npend++] = bl->first_access + bl->naccess;
         bl->naccess++;
     }
+    for (i = 0; i < npend; i++)
+        if (acc[pend[i]].close == UINT32_MAX)
+            acc[pend[i]].close = (uint32_t)t->nev; /* retained: open to the step's end */
+    free(pend);
     return 0;
 }
 

@@ -53,6 +53,10 @@ struct hoff__tblock {
 /* One access of a block, in event order per block (built by hoff__trace_finish). */
 struct hoff__tacc {
     uint32_t ev;                /* event index */
+    uint32_t close;             /* the event that closes the access's use window (doc/design.md, "Use
+                                   windows"): the first op mark after ev, else the block's free, else
+                                   nev (the step's end).  The block is in use, and must be resident,
+                                   on events ev .. close - 1. */
     uint8_t write;              /* 1 for a write (the alloc is a write) */
 };
 
@@ -74,6 +78,7 @@ struct hoff__trace {
     struct hoff__tacc *acc;        /* every block's accesses, grouped by block */
     size_t nacc;
     int has_access_events;      /* the trace carries explicit HOFF__TEV_ACCESS events */
+    int has_op_events;          /* ...and op marks (without them every window lasts to the free) */
 };
 
 void hoff__trace_init(struct hoff__trace *t);
@@ -85,7 +90,8 @@ void hoff__trace_destroy(struct hoff__trace *t);
 int hoff__trace_append(struct hoff__trace *t, const struct hoff__tev *e);
 /* Intern an op name, returning its index (or UINT32_MAX on -ENOMEM). */
 uint32_t hoff__trace_name(struct hoff__trace *t, const char *name);
-/* Close the step: blocks never freed are retained; build blocks[] and acc[].
+/* Close the step: blocks never freed are retained; build blocks[] and acc[]
+ * (with each access's use window).
  * -EINVAL with a message if the trace is inconsistent (unbalanced regions). */
 int hoff__trace_finish(struct hoff__trace *t);
 
