@@ -38,7 +38,7 @@ static void ev(struct hoff__trace *t, int kind, uint32_t block, uint64_t size, i
 }
 
 /* n blocks of 4 MiB, a "layer" each: forward allocates (and writes) block i
- * and reads it once; `mid` op marks; backward reads block n-1 .. 0 and frees
+ * and reads it once, each in an op of its own; `mid` op marks; backward reads block n-1 .. 0 and frees
  * it.  Block i's stream is streams[i] (NULL: 0). */
 static void layer_trace(struct hoff__trace *t, uint32_t n, uint32_t mid, const uint64_t *streams) {
     uint32_t i;
@@ -48,6 +48,7 @@ static void layer_trace(struct hoff__trace *t, uint32_t n, uint32_t mid, const u
         ev(t, HOFF__TEV_ALLOC, i, 4 * MiB, 1, streams ? streams[i] : 0);
         ev(t, HOFF__TEV_OP, 0, 0, 0, 0);
         ev(t, HOFF__TEV_ACCESS, i, 0, 0, 0);
+        ev(t, HOFF__TEV_OP, 0, 0, 0, 0); /* the read's op is over: its use window closes */
     }
     for (i = 0; i < mid; i++)
         ev(t, HOFF__TEV_OP, 0, 0, 0, 0);

@@ -1,7 +1,11 @@
 #!/bin/sh
 # traces.sh — every committed real trace (tests/data/traces/*.trace.gz, recorded with hoff-record from PyTorch
-# training steps on CPU) replays through hoff-plan simulate at a 25% budget: peak within the budget, integrity OK,
-# every planned action fired or skipped.  Runs in the build directory; reads the traces from $srcdir.
+# training steps on CPU) replays through hoff-plan simulate at budgets of none, 100, 50, 25 and 10% of its
+# offload peak: integrity OK, no use-window violation, every planned action fired or skipped; a budget at or
+# above the working-set floor is feasible and kept, one below it is declared infeasible and moves no more bytes
+# than the floor itself; and each plan (both planners), re-counted op by op by tests/window_check.py (written
+# from the window rules, not from the planner's code), never moves a block inside a use window and keeps a
+# feasible budget.  Runs in the build directory; reads the traces from $srcdir.
 set -u
 
 srcdir=${srcdir:-.}
@@ -12,46 +16,92 @@ n=0
 tmp=${TMPDIR:-/tmp}/hoff-traces-test.$$
 trap 'rm -f "$tmp".*' EXIT INT TERM
 
-# A top-level JSON number field's value (its first occurrence: the top level
-# comes before the per-step objects).
+if ! command -v python3 >/dev/null 2>&1; then
+    echo "SKIP: no python3 for the op-by-op recount"
+    exit 77
+fi
+
+# A top-level JSON field's value (its first occurrence: the top level comes
+# before the per-step objects).
 field() { # field FILE NAME
-    grep -o "\"$2\":[0-9]*" "$1" | head -n 1 | sed 's/.*://'
+    grep -o "\"$2\":[a-z0-9]*" "$1" | head -n 1 | sed 's/.*://'
+}
+
+# simulate TRACE BUDGET OUT: hoff-plan simulate --json, checked.  0 or 1.
+simulate() {
+    if ! ./hoff-plan simulate "$1" --budget "$2" --steps 2 --json >"$3" 2>"$tmp.err"; then
+        echo "FAIL: $name: hoff-plan simulate --budget $2 failed:"
+        cat "$tmp.err" "$3"
+        return 1
+    fi
+    for key in floor_bytes plan_feasible window_violations integrity_ok peak_resident_bytes bytes_d2h; do
+        if [ -z "$(field "$3" $key)" ]; then
+            echo "FAIL: $name at $2: no $key in the report"
+            return 1
+        fi
+    done
+    if [ "$(field "$3" integrity_ok)" != true ] || [ "$(field "$3" window_violations)" != 0 ]; then
+        echo "FAIL: $name at $2: integrity or use windows broken:"
+        cat "$3"
+        return 1
+    fi
+    actions=$(field "$3" actions)
+    fired=$(field "$3" actions_fired)
+    skipped=$(field "$3" actions_skipped)
+    if [ $((fired + skipped)) -ne "$actions" ]; then
+        echo "FAIL: $name at $2: actions_fired $fired + actions_skipped $skipped != actions $actions"
+        return 1
+    fi
+    return 0
 }
 
 for trace in "$dir"/*.trace.gz; do
     [ -e "$trace" ] || continue
     n=$((n + 1))
     name=$(basename "$trace")
-    if ! ./hoff-plan simulate "$trace" --budget 25% --json >"$tmp.json" 2>"$tmp.err"; then
-        echo "FAIL: $name: hoff-plan simulate --budget 25% failed:"
-        cat "$tmp.err" "$tmp.json"
-        fail=1
-        continue
-    fi
-    budget=$(field "$tmp.json" budget_bytes)
-    peak=$(field "$tmp.json" peak_resident_bytes)
-    actions=$(field "$tmp.json" actions)
-    fired=$(field "$tmp.json" actions_fired)
-    skipped=$(field "$tmp.json" actions_skipped)
-    ok=1
-    if [ -z "$budget" ] || [ -z "$peak" ] || [ "$peak" -gt "$budget" ]; then
-        echo "FAIL: $name: peak_resident_bytes '$peak' is over budget_bytes '$budget'"
-        ok=0
-    fi
-    if ! grep -q '"integrity_ok":true' "$tmp.json"; then
-        echo "FAIL: $name: integrity is not OK"
-        ok=0
-    fi
-    if [ -z "$actions" ] || [ -z "$fired" ] || [ -z "$skipped" ] || [ $((fired + skipped)) -ne "$actions" ]; then
-        echo "FAIL: $name: actions_fired '$fired' + actions_skipped '$skipped' != actions '$actions'"
-        ok=0
-    fi
-    if [ "$ok" = 1 ]; then
-        echo "ok: $name: budget $budget, peak $peak, actions $actions (fired $fired, skipped $skipped)"
-    else
-        cat "$tmp.err" "$tmp.json"
+    # The floor, at the floor's own budget: what every infeasible budget must not exceed in traffic.
+    simulate "$trace" 0 "$tmp.none" || { fail=1; continue; }
+    floor=$(field "$tmp.none" floor_bytes)
+    simulate "$trace" "$floor" "$tmp.floor" || { fail=1; continue; }
+    floor_d2h=$(field "$tmp.floor" bytes_d2h)
+    if [ "$(field "$tmp.floor" plan_feasible)" != true ] || [ "$(field "$tmp.floor" within_budget)" != true ]; then
+        echo "FAIL: $name: a budget of exactly the floor ($floor) is not feasible and kept"
         fail=1
     fi
+    for pct in 100 50 25 10; do
+        simulate "$trace" "$pct%" "$tmp.json" || { fail=1; continue; }
+        budget=$(field "$tmp.json" budget_bytes)
+        peak=$(field "$tmp.json" peak_resident_bytes)
+        feasible=$(field "$tmp.json" plan_feasible)
+        d2h=$(field "$tmp.json" bytes_d2h)
+        if [ "$budget" -ge "$floor" ]; then
+            if [ "$feasible" != true ] || [ "$peak" -gt "$budget" ]; then
+                echo "FAIL: $name at $pct%: budget $budget >= floor $floor but plan_feasible $feasible, peak $peak"
+                fail=1
+            fi
+        else
+            if [ "$feasible" != false ] || [ "$d2h" -gt "$floor_d2h" ] || [ "$peak" -gt "$floor" ]; then
+                echo "FAIL: $name at $pct%: budget $budget < floor $floor: plan_feasible $feasible (want false)," \
+                    "moved $d2h (the floor moves $floor_d2h), peak $peak"
+                fail=1
+            fi
+        fi
+        for planner in timed greedy; do
+            if ! ./hoff-plan show "$trace" --budget "$pct%" --planner $planner --json >"$tmp.show" 2>"$tmp.err"; then
+                echo "FAIL: $name at $pct%: hoff-plan show --planner $planner failed:"
+                cat "$tmp.err"
+                fail=1
+                continue
+            fi
+            if ! out=$(python3 "$srcdir/tests/window_check.py" "$tmp.show"); then
+                echo "$name at $pct% ($planner): $out"
+                fail=1
+                continue
+            fi
+            echo "$name at $pct% ($planner): $out"
+        done
+        echo "ok: $name at $pct%: budget $budget, floor $floor, feasible $feasible, peak $peak, moved $d2h"
+    done
 done
 if [ "$n" -lt 3 ]; then
     echo "FAIL: $n trace(s) in $dir, expected at least 3"

@@ -307,10 +307,11 @@ static void compute(struct demo *d, uint64_t ns, uint64_t *acc) {
         *acc += ns;
 }
 
-/* An op boundary: the events the plan attaches its actions to are the
- * allocations and accesses; the op marks name where they are. */
+/* An op boundary: the previous op's work is enqueued, so the use windows of
+ * the blocks it used close here (hoff_mark_op(3)); the plan's actions are
+ * attached to these marks, the allocations and the accesses. */
 static int mark_op(struct demo *d, unsigned l, const char *phase) {
-    char name[32];
+    char name[64];
     int rc;
 
     snprintf(name, sizeof name, "L%u.%s", l, phase);
@@ -318,14 +319,27 @@ static int mark_op(struct demo *d, unsigned l, const char *phase) {
     return rc ? fail_call("hoff_mark_op", rc) : 0;
 }
 
+/* The compute of one of a layer's nspec ops: an equal share of the layer's
+ * time (the last op takes the remainder). */
+static uint64_t op_ns(const struct demo *d, uint64_t layer_ns, int j) {
+    uint64_t share = layer_ns / (uint64_t)d->nspec;
+
+    return j == d->nspec - 1 ? layer_ns - share * (uint64_t)(d->nspec - 1) : share;
+}
+
+/* Forward: each activation is the output of an op of its own, marked before
+ * the op allocates it (the op boundaries a framework reports), so that its
+ * use window closes when the next op begins. */
 static int forward(struct demo *d, int step, struct step_report *r) {
     for (unsigned l = 0; l < d->layers; l++) {
-        if (mark_op(d, l, "fwd"))
-            return 1;
         for (int j = 0; j < d->nspec; j++) {
             struct act *a = &d->acts[l * d->nspec + j];
+            char phase[40];
             int rc;
 
+            snprintf(phase, sizeof phase, "fwd.%s", d->spec[j].name);
+            if (mark_op(d, l, phase))
+                return 1;
             a->p = hoff_malloc(d->ctx, d->spec[j].bytes, d->stream);
             if (!a->p)
                 return fail_call("hoff_malloc", errno ? -errno : -ENOMEM);
@@ -336,8 +350,8 @@ static int forward(struct demo *d, int step, struct step_report *r) {
             fill(a->p, d->spec[j].bytes, a->seed);
             if (d->corrupt && step == (int)d->steps - 1 && l == d->layers / 2 && j == 1)
                 ((unsigned char *)a->p)[d->spec[j].bytes / 3] ^= 0x5a;
+            compute(d, op_ns(d, d->fwd_ns, j), &r->compute_ns);
         }
-        compute(d, d->fwd_ns, &r->compute_ns);
     }
     return 0;
 }
@@ -394,16 +408,21 @@ static void prefetch_layer(struct demo *d, unsigned l, struct step_report *r, in
     }
 }
 
+/* Backward: the op that needs activation j (read, in the reverse of their
+ * order) runs, then releases it, as autograd frees a node's saved tensors
+ * once the node has run. */
 static int backward(struct demo *d, int step, struct step_report *r) {
     for (int l = (int)d->layers - 1; l >= 0; l--) {
-        if (mark_op(d, (unsigned)l, "bwd"))
-            return 1;
-        /* Read this layer's activations (in the reverse of their order). */
         for (int j = d->nspec - 1; j >= 0; j--) {
             struct act *a = &d->acts[l * d->nspec + j];
+            char phase[40];
             size_t bad;
-            int rc = hoff_access(d->ctx, a->p, 0, d->stream);
+            int rc;
 
+            snprintf(phase, sizeof phase, "bwd.%s", d->spec[j].name);
+            if (mark_op(d, (unsigned)l, phase))
+                return 1;
+            rc = hoff_access(d->ctx, a->p, 0, d->stream);
             if (rc)
                 return fail_call("hoff_access (read)", rc);
             bad = check(a->p, d->spec[j].bytes, a->seed);
@@ -423,31 +442,28 @@ static int backward(struct demo *d, int step, struct step_report *r) {
                 d->verified_blocks++;
                 d->verified_bytes += d->spec[j].bytes;
             }
-        }
-        /* Manual mode: bring the next layer back while this one computes,
-         * as far as the budget has room without evicting this layer, then
-         * the layers after it while there is room... (plan mode leaves it
-         * to the replayed schedule) */
-        if (d->mode == MODE_MANUAL && l > 0)
-            prefetch_layer(d, (unsigned)l - 1, r, 1);
-        for (int k = l - 2; d->mode == MODE_MANUAL && k >= 0 &&
-                            (d->lookahead == 0 || l - k <= (int)d->lookahead); k--) {
-            uint64_t need = away_bytes(d, (unsigned)k);
-            struct hoff_stats st;
+            /* Manual mode, at the layer's first op: bring the next layer
+             * back while this one computes, as far as the budget has room
+             * without evicting this layer, then the layers after it while
+             * there is room... (plan mode leaves it to the replayed
+             * schedule) */
+            if (d->mode == MODE_MANUAL && j == d->nspec - 1) {
+                if (l > 0)
+                    prefetch_layer(d, (unsigned)l - 1, r, 1);
+                for (int k = l - 2; k >= 0 && (d->lookahead == 0 || l - k <= (int)d->lookahead); k--) {
+                    uint64_t need = away_bytes(d, (unsigned)k);
+                    struct hoff_stats st;
 
-            if (need == 0)
-                continue;
-            if (d->budget == 0 || hoff_stats_get(d->ctx, &st) != 0 ||
-                st.resident_bytes + need > d->budget)
-                break; /* no room: it would only evict what is needed sooner */
-            prefetch_layer(d, (unsigned)k, r, 1);
-        }
-        compute(d, d->bwd_ns, &r->compute_ns);
-        /* ...and release this layer's activations, last allocated first. */
-        for (int j = d->nspec - 1; j >= 0; j--) {
-            struct act *a = &d->acts[l * d->nspec + j];
-            int rc = hoff_free(d->ctx, a->p, d->stream);
-
+                    if (need == 0)
+                        continue;
+                    if (d->budget == 0 || hoff_stats_get(d->ctx, &st) != 0 ||
+                        st.resident_bytes + need > d->budget)
+                        break; /* no room: it would only evict what is needed sooner */
+                    prefetch_layer(d, (unsigned)k, r, 1);
+                }
+            }
+            compute(d, op_ns(d, d->bwd_ns, j), &r->compute_ns);
+            rc = hoff_free(d->ctx, a->p, d->stream);
             if (rc)
                 return fail_call("hoff_free", rc);
             a->p = NULL;

@@ -425,7 +425,7 @@ static int cmd_simulate(int argc, char **argv) {
     hoff_ctx *ctx = NULL;
     uint64_t budget, offload_peak, device_bytes, tpeak, no_offload_ns;
     size_t peak_ev;
-    int opt, have_budget = 0, rc, exit_code, integrity_ok, within, last;
+    int opt, have_budget = 0, rc, exit_code, integrity_ok, within, last, below_floor;
     const struct hoff__drive_step *ls, *ws;
 
     memset(&so, 0, sizeof so);
@@ -533,7 +533,20 @@ static int cmd_simulate(int argc, char **argv) {
     ws = &run.r.step[0];
     integrity_ok = run.r.integrity_errors == 0;
     within = budget == 0 || run.r.peak_resident_bytes <= budget;
-    exit_code = integrity_ok && within ? 0 : EXIT_FAIL;
+    /* A budget below the working-set floor is declared infeasible (the
+     * plan's figures say so); the run then keeps the floor, not the budget. */
+    below_floor = budget != 0 && budget < run.last.plan_floor_bytes;
+    exit_code = integrity_ok && run.last.window_violations == 0 &&
+                        (within || (below_floor && run.r.peak_resident_bytes <= run.last.plan_floor_bytes))
+                    ? 0
+                    : EXIT_FAIL;
+    if (below_floor)
+        fprintf(stderr, "%s simulate: the budget of %s is infeasible: below the working-set floor of %s "
+                "(the blocks one op uses and the ones that cannot move); planned and checked at the floor\n",
+                cmd, SZ(budget), SZ(run.last.plan_floor_bytes));
+    if (run.last.window_violations)
+        fprintf(stderr, "%s simulate: %" PRIu64 " blocks moved or dropped inside an open use window\n", cmd,
+                run.last.window_violations);
 
     if (so.json) {
         int k;
@@ -568,6 +581,10 @@ static int cmd_simulate(int argc, char **argv) {
         printf(",\"faults\":%" PRIu64 ",\"late_prefetches\":%" PRIu64 ",\"stall_ns\":%" PRIu64
                ",\"compute_ns\":%" PRIu64 ",\"step_ns\":%" PRIu64 ",\"step_ns_no_offload\":%" PRIu64,
                ls->faults, ls->late_prefetches, ls->stall_ns, ls->compute_ns, ls->step_ns, no_offload_ns);
+        printf(",\"floor_bytes\":%" PRIu64 ",\"plan_feasible\":%s,\"window_violations\":%" PRIu64
+               ",\"window_refusals\":%" PRIu64,
+               run.last.plan_floor_bytes, yes(run.last.plan_feasible != 0), run.last.window_violations,
+               run.last.window_refusals);
         printf(",\"plan_ns\":%" PRIu64 ",\"feasible\":%s,\"plan_peak_bytes\":%" PRIu64 ",\"plans\":%" PRIu64
                ",\"replans\":%" PRIu64 ",\"divergent_steps\":%" PRIu64 ",\"state\":\"%s\"",
                run.last.plan_ns, yes(run.last.plan_feasible != 0), run.last.plan_peak_bytes, run.last.plans,
@@ -605,6 +622,8 @@ static int cmd_simulate(int argc, char **argv) {
                "%" PRIu64 " co-located groups\n", run.last.plan_actions,
                run.last.plan_feasible ? "feasible" : "NOT feasible", SZ(run.last.plan_peak_bytes),
                TM(run.last.plan_ns), TM(run.last.plan_stall_ns), run.last.plan_groups);
+        printf("working-set floor: %s (the blocks one op uses and the ones that cannot move; no plan goes "
+               "below it)%s\n", SZ(run.last.plan_floor_bytes), below_floor ? ": the budget is infeasible" : "");
         for (k = 0; k < run.r.steps; k++)
             human_step(k, &run.r.step[k]);
         printf("last replay step (step %d):\n", last);
@@ -625,6 +644,7 @@ static int cmd_simulate(int argc, char **argv) {
         printf("  exposed stall: %s\n", TM(ls->stall_ns));
         printf("  step time: %s vs %s without offload (%+.1f%%)\n", TM(ls->step_ns), TM(no_offload_ns), slow);
         printf("  divergent steps: %" PRIu64 " (whole run)\n", run.divergent_steps);
+        printf("  use-window violations: %" PRIu64 " (whole run; 0 when correct)\n", run.last.window_violations);
         if (integrity_ok)
             printf("integrity: OK (%" PRIu64 " block checks, %s verified)\n", run.r.blocks_verified,
                    SZ(run.r.bytes_verified));
@@ -968,7 +988,11 @@ static int cmd_show(int argc, char **argv) {
             if (e->kind == HOFF__TEV_ALLOC || e->kind == HOFF__TEV_FREE || e->kind == HOFF__TEV_ACCESS)
                 printf(",\"block\":%" PRIu32, e->block);
             if (e->kind == HOFF__TEV_ALLOC)
-                printf(",\"size\":%" PRIu64 ",\"pool\":\"%s\"", e->size, e->pool ? "managed" : "device");
+                printf(",\"size\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"pool\":\"%s\",\"pinned\":%s", e->size,
+                       hoff__pool_block_bytes(e->pool, e->size), e->pool ? "managed" : "device",
+                       yes((e->flags & HOFF__TEV_PINNED) != 0));
+            if (e->kind == HOFF__TEV_ACCESS)
+                printf(",\"write\":%s", yes((e->flags & HOFF__TEV_WRITE) != 0));
             if (e->kind == HOFF__TEV_OP) {
                 printf(",\"name\":");
                 json_str(stdout, op_name(&t, e));
@@ -1000,17 +1024,25 @@ static int cmd_show(int argc, char **argv) {
         first = 0;
     }
     if (json) {
-        printf("],\"summary\":{\"feasible\":%s,\"peak_bytes\":%" PRIu64 ",\"peak_ev\":%" PRIu32
+        printf("],\"summary\":{\"feasible\":%s,\"plan_feasible\":%s,\"floor_bytes\":%" PRIu64
+               ",\"floor_ev\":%" PRIu32 ",\"floor_op\":",
+               yes(s.feasible), yes(s.feasible), s.floor_bytes, s.floor_ev);
+        json_str(stdout, hoff__plan_op_at(&t, s.floor_ev));
+        printf(",\"peak_bytes\":%" PRIu64 ",\"peak_ev\":%" PRIu32
                ",\"nopeak_bytes\":%" PRIu64 ",\"offload_peak_bytes\":%" PRIu64 ",\"actions\":%zu,\"evictions\":%zu"
                ",\"prefetches\":%zu,\"releases\":%zu,\"bytes_d2h\":%" PRIu64 ",\"bytes_h2d\":%" PRIu64
                ",\"plan_ns\":%" PRIu64 "}}\n",
-               yes(s.feasible), s.peak_bytes, s.peak_ev, s.nopeak_bytes, offload_peak, s.nact,
+               s.peak_bytes, s.peak_ev, s.nopeak_bytes, offload_peak, s.nact,
                nact_kind[HOFF__ACT_EVICT], nact_kind[HOFF__ACT_PREFETCH], nact_kind[HOFF__ACT_RELEASE], s.bytes_d2h,
                s.bytes_h2d, s.plan_ns);
     } else {
         printf("summary:\n");
         printf("  feasible: %s\n", s.feasible ? "yes" : "NO (the budget cannot be met; the peak below is the lowest "
                                                         "the planner reached)");
+        printf("  working-set floor: %s at event %" PRIu32 " (op %s): no plan goes below it%s\n", SZ(s.floor_bytes),
+               s.floor_ev, hoff__plan_op_at(&t, s.floor_ev),
+               s.budget_bytes && s.budget_bytes < s.floor_bytes ? "; the budget is below it, so the plan is for it"
+                                                                 : "");
         printf("  peak: %s at event %" PRIu32 " (%s); without offload %s at event %zu\n", SZ(s.peak_bytes),
                s.peak_ev, s.peak_ev < t.nev ? ev_text(&t, s.peak_ev, buf, sizeof buf) : "-", SZ(offload_peak),
                nopeak_ev);
