@@ -139,8 +139,26 @@ static void run_budget_cap(const struct hoff__trace *t, const char *what, int pc
     CU_ASSERT_EQUAL(r.step[0].plan_state, HOFF_PLAN_WARMUP);
     CU_ASSERT_EQUAL(st.plans, 1);
     CU_ASSERT_EQUAL(st.divergent_steps, 0);
+    CU_ASSERT_EQUAL(st.window_violations, 0);
+    if (!t->has_access_events) {
+        /* Without access marks nothing says when a block is used: every
+         * block stays in use until its free, so nothing moves, and a budget
+         * below the peak is declared infeasible (the floor is the peak). */
+        CU_ASSERT_EQUAL(st.plan_actions, 0);
+        CU_ASSERT_EQUAL(st.plan_feasible, budget >= peak);
+        CU_ASSERT_EQUAL(st.plan_floor_bytes, peak);
+        CU_ASSERT_EQUAL(st.bytes_evicted, 0);
+        CU_ASSERT_EQUAL(st.discards, 0);
+        hoff__drive_result_free(&r);
+        CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
+        return;
+    }
     CU_ASSERT(st.plan_actions > 0);
-    if (aligned)
+    if (budget < st.plan_floor_bytes) {
+        /* Below the working-set floor: infeasible, planned for the floor. */
+        CU_ASSERT_EQUAL(st.plan_feasible, 0);
+        budget = st.plan_floor_bytes;
+    } else if (aligned)
         CU_ASSERT_EQUAL(st.plan_feasible, 1);
     for (k = 1; k < r.steps; k++) {
         const struct hoff__drive_step *s = &r.step[k];

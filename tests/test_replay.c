@@ -95,6 +95,7 @@ static void test_warmup_evicts_earliest_allocated(void) {
     CU_ASSERT_EQUAL(stats().plan_state, HOFF_PLAN_WARMUP);
     for (i = 0; i < 3; i++) {
         a[i] = hoff_malloc(ctx, 2 * MiB, S);
+        hoff_access(ctx, a[i], 1, S);
         hoff_mark_op(ctx, NULL); /* its writer is enqueued: its use window closes */
     }
     hoff_access(ctx, a[0], 0, S); /* most recently used, but the earliest allocated */
@@ -224,6 +225,7 @@ static void test_region_blocks_stay(void) {
         for (i = 0; i < 6; i++) {
             hoff_mark_op(ctx, NULL);
             a[i] = hoff_malloc(ctx, 2 * MiB, S);
+            hoff_access(ctx, a[i], 1, S); /* its writer's access mark */
             hoff_sim_compute(ctx, S, 100000);
         }
         hoff_mark_op(ctx, NULL);

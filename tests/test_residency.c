@@ -103,6 +103,7 @@ static struct hoff_stats stats(void) {
 static void *managed(size_t size, unsigned char fill) {
     void *p = hoff_malloc_flags(ctx, size, S, HOFF_ALLOC_MANAGED);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(hoff_access(ctx, p, 1, S), 0); /* the access mark of its writer */
     memset(p, fill, size);
     CU_ASSERT_EQUAL(hoff_mark_op(ctx, NULL), 0);
     return p;

@@ -151,6 +151,8 @@ void hoff__res_end_use(struct hoff_ctx *ctx, struct hoff__block *b) {
 }
 
 void hoff__res_close_windows(struct hoff_ctx *ctx) {
+    if (!ctx->res.marks_seen)
+        return; /* no access marks: a block's uses are unknown until its free */
     while (ctx->res.win_head)
         hoff__res_end_use(ctx, ctx->res.win_head);
 }
@@ -1045,6 +1047,7 @@ int hoff__res_access(struct hoff_ctx *ctx, struct hoff__block *b, int write, hof
     int rc;
 
     (void)write;
+    ctx->res.marks_seen = 1;
     if (b->pool != HOFF__POOL_MANAGED)
         return 0;
     rc = bring_back(ctx, b, s);

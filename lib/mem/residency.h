@@ -53,6 +53,8 @@ struct hoff__residency {
     uint64_t nvme;       /* live offload bytes on the NVMe tier */
     struct hoff__block *host_head, *host_tail; /* blocks on the host, oldest eviction first */
     struct hoff__block *win_head;              /* blocks with an open use window */
+    int marks_seen;      /* an access mark was made (ever): until then op marks close no
+                            window, as nothing says when a block is used */
 };
 
 /* A managed block was handed out (new or from the cache): make room in the
@@ -81,7 +83,8 @@ int hoff__res_group(struct hoff_ctx *ctx, int op, struct hoff__block *const *m, 
 int hoff__res_access(struct hoff_ctx *ctx, struct hoff__block *b, int write, hoff_stream s);
 /* Use windows (doc/design.md, "Use windows").  An access, or the allocation,
  * opens one; an op mark, the step's end (hoff__res_close_windows) or the
- * block's free closes it.  While it is open nothing moves the block away or
+ * block's free closes it — but until the context has seen an access mark,
+ * only the free does (nothing says when a block is used).  While it is open nothing moves the block away or
  * drops it: evict, discard and group moves refuse with -EBUSY (counted in
  * window_refusals) and the online policy picks other victims.  A move after
  * the close is fenced on the stream of the block's last use.

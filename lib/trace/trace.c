@@ -394,6 +394,12 @@ int hoff__trace_finish(struct hoff__trace *t) {
         if (acc[pend[i]].close == UINT32_MAX)
             acc[pend[i]].close = (uint32_t)t->nev; /* retained: open to the step's end */
     free(pend);
+    /* A step without any access mark says nothing of when its blocks are
+     * used: every allocation's window lasts until the free (or the step's
+     * end), as the runtime keeps it (residency.c). */
+    if (!t->has_access_events)
+        for (b = 0; b < t->nblocks; b++)
+            acc[t->blocks[b].first_access].close = t->blocks[b].retained ? (uint32_t)t->nev : t->blocks[b].free_ev;
     return 0;
 }
 
