@@ -1,9 +1,12 @@
-/* test_greedy.c — the planner registry, the schedule (sort, residency check) and the RFC greedy planner: the
- * RFC's planner test cases, guard margins, pinned/device blocks, and a naive O(M*S) reference on random traces.
+/* test_greedy.c — the planner registry, the schedule (sort, residency check), use windows (an access holds its
+ * block until the next op mark, its free or the step's end: gaps lie between windows, nothing leaves inside
+ * one), the working-set floor and planning below it (hoff__plan_build), and the RFC greedy planner: the RFC's
+ * planner test cases, guard margins, pinned/device blocks, and a naive O(M*S) reference on random traces.
  * Threading: single-threaded. */
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +56,16 @@ static void ops(struct hoff__trace *t, int n) {
     while (n-- > 0)
         op(t);
 }
+/* An op mark with a name (hoff__plan_op_at reports it). */
+static void op_named(struct hoff__trace *t, const char *name) {
+    struct hoff__tev e = {.kind = HOFF__TEV_OP};
+
+    e.t_gpu_ns = HOFF__TIME_UNKNOWN;
+    e.t_cpu_ns = t->nev * 1000;
+    e.name = hoff__trace_name(t, name);
+    CU_ASSERT_NOT_EQUAL_FATAL(e.name, UINT32_MAX);
+    CU_ASSERT_EQUAL_FATAL(hoff__trace_append(t, &e), 0);
+}
 static void region(struct hoff__trace *t, int begin) {
     struct hoff__tev e = {.kind = begin ? HOFF__TEV_REGION_BEGIN : HOFF__TEV_REGION_END};
     push(t, &e);
@@ -84,9 +97,31 @@ static const struct hoff__action *one(const struct hoff__schedule *s, int kind, 
     return NULL;
 }
 
+/* Is block b in use at event x, from the raw events: an alloc or access of b
+ * at some e <= x with neither an op mark nor b's free in e+1 .. x (a use
+ * window lasts from its access to the next op mark, the free or the step's
+ * end, that event excluded). */
+static int in_use(const struct hoff__trace *t, uint32_t b, uint32_t x) {
+    uint32_t i;
+
+    if (x >= t->nev)
+        return 0;
+    for (i = x + 1; i-- > 0;) {
+        const struct hoff__tev *e = &t->ev[i];
+
+        if ((e->kind == HOFF__TEV_ALLOC || e->kind == HOFF__TEV_ACCESS) && e->block == b)
+            return 1;
+        if (e->kind == HOFF__TEV_OP || (e->kind == HOFF__TEV_FREE && e->block == b))
+            return 0;
+    }
+    return 0;
+}
+
 /* What every schedule must satisfy: sorted; the residency check agrees with
  * the planner's peak; feasible says whether it meets the budget; the traffic
- * adds up; no block is away when it is accessed or freed. */
+ * adds up; no block is away when it is accessed or freed; no eviction or
+ * release takes effect (at ev, or ev + 1 for an AFTER action) while the
+ * block is in a use window. */
 static void check_schedule(const struct hoff__trace *t, const struct hoff__schedule *s) {
     uint64_t peak = 0, d2h = 0, h2d = 0;
     uint32_t peak_ev = 0;
@@ -133,6 +168,8 @@ static void check_schedule(const struct hoff__trace *t, const struct hoff__sched
             d2h += t->blocks[a->block].size;
         if (a->kind == HOFF__ACT_PREFETCH)
             h2d += t->blocks[a->block].size;
+        if (a->kind == HOFF__ACT_EVICT || a->kind == HOFF__ACT_RELEASE)
+            CU_ASSERT(!in_use(t, a->block, a->ev + (a->when == HOFF__ACT_AFTER)));
         if (a->kind == HOFF__ACT_EVICT) {
             CU_ASSERT(a->when == HOFF__ACT_AFTER);
             CU_ASSERT(a->copy_ev <= a->ev);
@@ -222,26 +259,34 @@ static void test_schedule_sort(void) {
 static void test_schedule_peak_rejects(void) {
     struct hoff__trace t;
     struct hoff__schedule s;
-    uint64_t peak;
-    uint32_t pev, a, d, p;
+    uint64_t peak, res[15];
+    uint32_t pev, a, d, p, c;
 
+    /* The op marks close the use windows, so that every rejected schedule
+     * below is legal but for the one fault it names. */
     tr_begin(&t);
-    a = al(&t, 100);           /* 0 */
+    a = al(&t, 100);           /* 0: a in use 0..4 */
     d = al_pool(&t, 0, 1000);  /* 1 */
     region(&t, 1);             /* 2 */
     p = al(&t, 10);            /* 3 */
     region(&t, 0);             /* 4 */
-    op(&t);                    /* 5 */
-    fr(&t, a);                 /* 6 */
-    fr(&t, d);                 /* 7 */
-    fr(&t, p);                 /* 8 */
+    op(&t);                    /* 5: closes a's, d's and p's allocs */
+    c = al(&t, 50);            /* 6: c in use 6..6 */
+    op(&t);                    /* 7 */
+    ac(&t, a, 0);              /* 8: a in use 8..9 */
+    ac(&t, c, 0);              /* 9: c in use 9..9 */
+    op(&t);                    /* 10 */
+    fr(&t, a);                 /* 11 */
+    fr(&t, c);                 /* 12 */
+    fr(&t, d);                 /* 13 */
+    fr(&t, p);                 /* 14 */
     fin(&t);
     CU_ASSERT_EQUAL_FATAL(t.blocks[p].pinned, 1);
 
     hoff__schedule_init(&s);
     CU_ASSERT_EQUAL(hoff__schedule_peak(&t, &s, &peak, &pev), 0);
-    CU_ASSERT_EQUAL(peak, 110); /* the device-pool block does not count, the pinned one does */
-    CU_ASSERT_EQUAL(pev, 3);
+    CU_ASSERT_EQUAL(peak, 160); /* the device-pool block does not count, the pinned one does */
+    CU_ASSERT_EQUAL(pev, 6);
 
 #define REJECT(...)                                                                    \
     do {                                                                               \
@@ -249,40 +294,420 @@ static void test_schedule_peak_rejects(void) {
         __VA_ARGS__;                                                                   \
         CU_ASSERT_EQUAL(hoff__schedule_peak(&t, &s, &peak, &pev), -EINVAL);            \
     } while (0)
-    REJECT(hoff__schedule_add(&s, 0, HOFF__ACT_BEFORE, HOFF__ACT_EVICT, a, 0)); /* not born */
-    REJECT(hoff__schedule_add(&s, 6, HOFF__ACT_AFTER, HOFF__ACT_EVICT, a, 0));  /* freed */
-    REJECT(hoff__schedule_add(&s, 2, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, a, 0)); /* not away */
-    REJECT(hoff__schedule_add(&s, 2, HOFF__ACT_AFTER, HOFF__ACT_EVICT, d, 0));  /* device pool */
+    REJECT(hoff__schedule_add(&s, 2, HOFF__ACT_AFTER, HOFF__ACT_EVICT, c, 0));  /* not born */
+    REJECT(hoff__schedule_add(&s, 11, HOFF__ACT_AFTER, HOFF__ACT_EVICT, a, 0)); /* freed */
+    REJECT(hoff__schedule_add(&s, 6, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, a, 0)); /* not away */
+    REJECT(hoff__schedule_add(&s, 5, HOFF__ACT_AFTER, HOFF__ACT_EVICT, d, 1));  /* device pool */
     REJECT(hoff__schedule_add(&s, 5, HOFF__ACT_AFTER, HOFF__ACT_EVICT, p, 3));  /* pinned */
-    REJECT(hoff__schedule_add(&s, 9, HOFF__ACT_AFTER, HOFF__ACT_EVICT, a, 0));  /* past the end */
-    REJECT(hoff__schedule_add(&s, 1, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 99, 0)); /* no such block */
-    REJECT(hoff__schedule_add(&s, 1, HOFF__ACT_AFTER, HOFF__ACT_EVICT, a, 0);
-           hoff__schedule_add(&s, 2, HOFF__ACT_AFTER, HOFF__ACT_EVICT, a, 0)); /* twice */
-    REJECT(hoff__schedule_add(&s, 1, HOFF__ACT_AFTER, HOFF__ACT_RELEASE, a, 0);
-           hoff__schedule_add(&s, 2, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, a, 0)); /* released */
-    REJECT(hoff__schedule_add(&s, 4, HOFF__ACT_AFTER, HOFF__ACT_EVICT, a, 0);
-           hoff__schedule_add(&s, 2, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, a, 0)); /* unsorted */
+    REJECT(hoff__schedule_add(&s, 15, HOFF__ACT_AFTER, HOFF__ACT_EVICT, a, 0)); /* past the end */
+    REJECT(hoff__schedule_add(&s, 5, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 99, 0)); /* no such block */
+    REJECT(hoff__schedule_add(&s, 5, HOFF__ACT_AFTER, HOFF__ACT_EVICT, a, 0);
+           hoff__schedule_add(&s, 6, HOFF__ACT_AFTER, HOFF__ACT_EVICT, a, 0);
+           hoff__schedule_add(&s, 8, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, a, 0)); /* twice */
+    REJECT(hoff__schedule_add(&s, 5, HOFF__ACT_AFTER, HOFF__ACT_RELEASE, a, 0);
+           hoff__schedule_add(&s, 8, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, a, 0)); /* released */
+    REJECT(hoff__schedule_add(&s, 8, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, a, 0);
+           hoff__schedule_add(&s, 5, HOFF__ACT_AFTER, HOFF__ACT_EVICT, a, 0)); /* unsorted */
 #undef REJECT
 
-    /* Legal: away on 2..4 (AFTER 1 .. BEFORE 5), the peak moves to 5. */
+    /* Legal: away on 6..7 (AFTER 5 .. BEFORE 8), the peak moves to 8. */
     s.nact = 0;
-    hoff__schedule_add(&s, 1, HOFF__ACT_AFTER, HOFF__ACT_EVICT, a, 0);
-    hoff__schedule_add(&s, 5, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, a, 0);
+    hoff__schedule_add(&s, 5, HOFF__ACT_AFTER, HOFF__ACT_EVICT, a, 0);
+    hoff__schedule_add(&s, 8, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, a, 0);
     CU_ASSERT_EQUAL(hoff__schedule_peak(&t, &s, &peak, &pev), 0);
-    CU_ASSERT_EQUAL(peak, 110);
-    CU_ASSERT_EQUAL(pev, 5);
-    /* Evicted and freed while away is legal (retained-style); released too. */
+    CU_ASSERT_EQUAL(peak, 160);
+    CU_ASSERT_EQUAL(pev, 8);
+    /* Evicted once its last window has closed, and freed while away
+     * (retained-style); released there too. */
     s.nact = 0;
-    hoff__schedule_add(&s, 3, HOFF__ACT_AFTER, HOFF__ACT_EVICT, a, 0);
-    CU_ASSERT_EQUAL(hoff__schedule_peak(&t, &s, &peak, &pev), 0);
-    CU_ASSERT_EQUAL(peak, 110);
-    CU_ASSERT_EQUAL(pev, 3);
+    hoff__schedule_add(&s, 9, HOFF__ACT_AFTER, HOFF__ACT_EVICT, a, 8);
+    CU_ASSERT_EQUAL(hoff__schedule_resident(&t, &s, res, &peak, &pev), 0);
+    CU_ASSERT_EQUAL(peak, 160);
+    CU_ASSERT_EQUAL(pev, 6);
+    CU_ASSERT_EQUAL(res[9], 160);
+    CU_ASSERT_EQUAL(res[10], 60);
+    CU_ASSERT_EQUAL(res[11], 60);
     s.nact = 0;
-    hoff__schedule_add(&s, 0, HOFF__ACT_AFTER, HOFF__ACT_RELEASE, a, UINT32_MAX);
-    CU_ASSERT_EQUAL(hoff__schedule_peak(&t, &s, &peak, &pev), 0);
-    CU_ASSERT_EQUAL(peak, 100);
-    CU_ASSERT_EQUAL(pev, 0);
+    hoff__schedule_add(&s, 9, HOFF__ACT_AFTER, HOFF__ACT_RELEASE, a, UINT32_MAX);
+    CU_ASSERT_EQUAL(hoff__schedule_resident(&t, &s, res, &peak, &pev), 0);
+    CU_ASSERT_EQUAL(peak, 160);
+    CU_ASSERT_EQUAL(pev, 6);
+    CU_ASSERT_EQUAL(res[10], 60);
+    CU_ASSERT_EQUAL(res[12], 60);
     hoff__schedule_destroy(&s);
+    hoff__trace_destroy(&t);
+}
+
+/* --- use windows ------------------------------------------------------------- */
+
+/* A trace whose windows the tests below know by heart (b is retained):
+ *   a in use on 0..1, 3..5 (the access at 5 lies in the window the access at
+ *   3 opened: one window), 8..9 (closed by a's free at 10);
+ *   b in use on 1..1, 4..5, 11..12 (open to the step's end). */
+static void window_trace(struct hoff__trace *t, uint32_t *a, uint32_t *b) {
+    tr_begin(t);
+    *a = al(t, 100);      /* 0 */
+    *b = al(t, 50);       /* 1 */
+    op(t);                /* 2: closes both allocs' windows */
+    ac(t, *a, 0);         /* 3 */
+    ac(t, *b, 1);         /* 4 */
+    ac(t, *a, 0);         /* 5: inside a's open window */
+    op(t);                /* 6 */
+    op(t);                /* 7 */
+    ac(t, *a, 0);         /* 8 */
+    al_pool(t, 0, 10);    /* 9: a device-pool block, freed at 12 */
+    fr(t, *a);            /* 10: closes a's window */
+    ac(t, *b, 0);         /* 11 */
+    fr(t, 2);             /* 12 */
+    fin(t);
+    CU_ASSERT_EQUAL_FATAL(t->nev, 13);
+    CU_ASSERT_EQUAL_FATAL(t->blocks[*b].retained, 1);
+}
+
+static void test_use_windows(void) {
+    static const uint32_t close_a[][2] = {{0, 2}, {3, 6}, {5, 6}, {8, 10}}, close_b[][2] = {{1, 2}, {4, 6}, {11, 13}};
+    static const int win_a[13] = {1, 1, 0, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0};
+    static const int win_b[13] = {0, 1, 0, 0, 1, 1, 0, 0, 0, 0, 0, 1, 1};
+    struct hoff__trace t;
+    uint32_t a, b, i, x;
+
+    window_trace(&t, &a, &b);
+    CU_ASSERT_EQUAL_FATAL(t.blocks[a].naccess, 4);
+    CU_ASSERT_EQUAL_FATAL(t.blocks[b].naccess, 3);
+    for (i = 0; i < 4; i++) {
+        CU_ASSERT_EQUAL(t.acc[t.blocks[a].first_access + i].ev, close_a[i][0]);
+        CU_ASSERT_EQUAL(t.acc[t.blocks[a].first_access + i].close, close_a[i][1]);
+    }
+    for (i = 0; i < 3; i++) {
+        CU_ASSERT_EQUAL(t.acc[t.blocks[b].first_access + i].ev, close_b[i][0]);
+        CU_ASSERT_EQUAL(t.acc[t.blocks[b].first_access + i].close, close_b[i][1]);
+    }
+    for (x = 0; x < 13; x++) {
+        CU_ASSERT_EQUAL(hoff__plan_in_window(&t, a, x), win_a[x]);
+        CU_ASSERT_EQUAL(hoff__plan_in_window(&t, b, x), win_b[x]);
+        CU_ASSERT_EQUAL(in_use(&t, a, x), win_a[x]); /* the test's own reading agrees */
+        CU_ASSERT_EQUAL(in_use(&t, b, x), win_b[x]);
+    }
+    hoff__trace_destroy(&t);
+}
+
+/* hoff__schedule_peak refuses an eviction or release taking effect inside a
+ * use window, and a schedule leaving a block away at one of its accesses;
+ * each refused schedule differs from an accepted one by that fault alone. */
+static void test_schedule_peak_windows(void) {
+    struct {
+        int rc;
+        uint32_t n, act[3][4]; /* ev, when, kind, block (0 a, 1 b) */
+        uint32_t at;           /* accepted: res[at] == want */
+        uint64_t want;
+    } cases[] = {
+        /* a's alloc window is 0..1: evicting AFTER 0 takes effect at 1 */
+        {-EINVAL, 2, {{0, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 0}, {3, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, 0}}, 0, 0},
+        {-EINVAL, 2, {{1, HOFF__ACT_BEFORE, HOFF__ACT_EVICT, 0}, {3, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, 0}}, 0, 0},
+        {0, 2, {{1, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 0}, {3, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, 0}}, 2, 50},
+        {0, 2, {{2, HOFF__ACT_BEFORE, HOFF__ACT_EVICT, 0}, {3, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, 0}}, 2, 50},
+        /* b's window 4..5 holds no access of b at 5: the window alone refuses */
+        {-EINVAL, 2, {{4, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 1}, {11, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, 1}}, 0, 0},
+        {-EINVAL, 2, {{5, HOFF__ACT_BEFORE, HOFF__ACT_EVICT, 1}, {11, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, 1}}, 0, 0},
+        {0, 2, {{5, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 1}, {11, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, 1}}, 6, 100},
+        {0, 2, {{6, HOFF__ACT_BEFORE, HOFF__ACT_EVICT, 1}, {11, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, 1}}, 6, 100},
+        /* a's window 3..5 (two accesses): not between them, once it closes */
+        {-EINVAL, 2, {{3, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 0}, {5, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, 0}}, 0, 0},
+        {0, 2, {{5, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 0}, {8, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, 0}}, 7, 50},
+        /* a release inside a's last window (8..9), and at its close */
+        {-EINVAL, 1, {{8, HOFF__ACT_AFTER, HOFF__ACT_RELEASE, 0}}, 0, 0},
+        {0, 1, {{9, HOFF__ACT_AFTER, HOFF__ACT_RELEASE, 0}}, 10, 50},
+        {-EINVAL, 1, {{8, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 0}}, 0, 0},
+        {0, 1, {{9, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 0}}, 10, 50},
+        /* away at an access: no prefetch, or one that comes too late */
+        {-EINVAL, 1, {{6, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 0}}, 0, 0},
+        {-EINVAL, 2, {{6, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 0}, {8, HOFF__ACT_AFTER, HOFF__ACT_PREFETCH, 0}}, 0, 0},
+        {0, 2, {{6, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 0}, {8, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, 0}}, 7, 50},
+        {-EINVAL, 1, {{9, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 1}}, 0, 0}, /* b's access at 11 */
+        {0, 2, {{9, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 1}, {11, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, 1}}, 10, 100},
+    };
+    struct hoff__trace t;
+    struct hoff__schedule s;
+    uint64_t peak, res[13];
+    uint32_t blk[2], pev;
+    size_t i, k;
+
+    window_trace(&t, &blk[0], &blk[1]);
+    hoff__schedule_init(&s);
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        s.nact = 0;
+        for (k = 0; k < cases[i].n; k++)
+            CU_ASSERT_EQUAL_FATAL(hoff__schedule_add(&s, cases[i].act[k][0], (int)cases[i].act[k][1],
+                                                     (int)cases[i].act[k][2], blk[cases[i].act[k][3]],
+                                                     cases[i].act[k][2] == HOFF__ACT_EVICT ? 0 : UINT32_MAX), 0);
+        CU_ASSERT_EQUAL(hoff__schedule_peak(&t, &s, &peak, &pev), cases[i].rc);
+        if (cases[i].rc == 0) {
+            CU_ASSERT_EQUAL(hoff__schedule_resident(&t, &s, res, &peak, &pev), 0);
+            CU_ASSERT_EQUAL(res[cases[i].at], cases[i].want);
+            CU_ASSERT_EQUAL(peak, 150); /* 1: both allocs, in their windows */
+            CU_ASSERT_EQUAL(pev, 1);
+        }
+    }
+    hoff__schedule_destroy(&s);
+    hoff__trace_destroy(&t);
+}
+
+/* Gaps lie between windows: an access inside an open window extends it (no
+ * gap between a's accesses at 3 and 5); the eviction is after the window's
+ * last event, the prefetch before the next access. */
+static void test_gaps_between_windows(void) {
+    struct hoff__trace t;
+    struct hoff__schedule s;
+    struct hoff__plan_opts o = {0};
+    struct hoff__gap *g = NULL;
+    size_t ng = 0, i;
+    uint32_t a, b;
+
+    window_trace(&t, &a, &b);
+    CU_ASSERT_EQUAL_FATAL(hoff__plan_gaps(&t, &o, &g, &ng), 0);
+    /* (size, a, b, block, copy_ev) in block order: a away 2 and 6..7; b away
+     * 2..3 and 6..10, no tail after 11 (retained). */
+    {
+        const struct hoff__gap want[] = {
+            {100, 1, 3, a, 0}, {100, 5, 8, a, 0}, {50, 1, 4, b, 1}, {50, 5, 11, b, 4},
+        };
+
+        CU_ASSERT_EQUAL_FATAL(ng, 4);
+        for (i = 0; i < 4; i++) {
+            CU_ASSERT_EQUAL(g[i].size, want[i].size);
+            CU_ASSERT_EQUAL(g[i].a, want[i].a);
+            CU_ASSERT_EQUAL(g[i].b, want[i].b);
+            CU_ASSERT_EQUAL(g[i].block, want[i].block);
+            CU_ASSERT_EQUAL(g[i].copy_ev, want[i].copy_ev);
+        }
+    }
+    free(g);
+
+    /* A budget nothing meets: every gap taken, none inside a window; a has
+     * no release (its last window closes at its free), b none (retained). */
+    plan(&t, 1, &s);
+    CU_ASSERT_EQUAL(s.candidates, 4);
+    CU_ASSERT_EQUAL(s.nact, 8);
+    CU_ASSERT_EQUAL(count(&s, HOFF__ACT_EVICT, a), 2);
+    CU_ASSERT_EQUAL(count(&s, HOFF__ACT_EVICT, b), 2);
+    CU_ASSERT_EQUAL(count(&s, HOFF__ACT_RELEASE, a) + count(&s, HOFF__ACT_RELEASE, b), 0);
+    for (i = 0; i < s.nact; i++)
+        if (s.act[i].kind == HOFF__ACT_EVICT)
+            CU_ASSERT(s.act[i].ev == 1 || s.act[i].ev == 5);
+    CU_ASSERT_EQUAL(s.feasible, 0);
+    CU_ASSERT_EQUAL(s.peak_bytes, 150); /* 1, and 4..5: the windows hold a and b */
+    CU_ASSERT_EQUAL(s.peak_ev, 1);
+    CU_ASSERT_EQUAL(s.bytes_d2h, 300);
+    CU_ASSERT_EQUAL(s.bytes_h2d, 300);
+    hoff__schedule_destroy(&s);
+    hoff__trace_destroy(&t);
+}
+
+/* Without op marks every window lasts until the free (or the step's end):
+ * nothing can move, nothing is released, and the floor is the peak. */
+static void test_no_op_marks_no_gaps(void) {
+    struct hoff__trace t;
+    struct hoff__schedule s;
+    struct hoff__plan_opts o = {.budget_bytes = 1};
+    struct hoff__gap *g = NULL;
+    size_t ng = 1;
+    uint64_t floor;
+    uint32_t a, b, c, d, fev;
+
+    tr_begin(&t);
+    a = al(&t, 100); /* 0 */
+    b = al(&t, 200); /* 1: retained */
+    ac(&t, a, 1);    /* 2 */
+    c = al(&t, 50);  /* 3: alloc only */
+    ac(&t, b, 0);    /* 4 */
+    fr(&t, c);       /* 5 */
+    ac(&t, a, 0);    /* 6: a's last access, two events before its free */
+    d = al(&t, 300); /* 7: alloc only */
+    fr(&t, a);       /* 8 */
+    fr(&t, d);       /* 9 */
+    fin(&t);
+    CU_ASSERT_EQUAL_FATAL(t.has_access_events, 1);
+    CU_ASSERT_EQUAL_FATAL(t.has_op_events, 0);
+
+    CU_ASSERT_EQUAL_FATAL(hoff__plan_gaps(&t, &o, &g, &ng), 0);
+    CU_ASSERT_EQUAL(ng, 0);
+    free(g);
+    plan(&t, 1, &s);
+    CU_ASSERT_EQUAL(s.candidates, 0);
+    CU_ASSERT_EQUAL(s.nact, 0); /* no release of a after 6 either */
+    CU_ASSERT_EQUAL(s.feasible, 0);
+    CU_ASSERT_EQUAL(s.nopeak_bytes, 600);
+    CU_ASSERT_EQUAL(s.peak_bytes, 600); /* 7..8: a, b, d */
+    CU_ASSERT_EQUAL(s.peak_ev, 7);
+    hoff__schedule_destroy(&s);
+    /* No guard opens a gap either. */
+    plan_g(&t, 1, 0, 0, &s);
+    CU_ASSERT_EQUAL(s.nact, 0);
+    hoff__schedule_destroy(&s);
+    CU_ASSERT_EQUAL(hoff__plan_floor(&t, &o, &floor, &fev), 0);
+    CU_ASSERT_EQUAL(floor, 600);
+    CU_ASSERT_EQUAL(fev, 7);
+    (void)b;
+    (void)c;
+    (void)d;
+    hoff__trace_destroy(&t);
+}
+
+/* --- the working-set floor ---------------------------------------------------- */
+
+/* Forward f1 f2 f3, backward b3 b2 b1, with a pinned block p (30) live
+ * throughout.  Per op, the blocks in use: f1 {a}, f2 {a, b}, f3 {c},
+ * b3 {c, b}, b2 {b, a}. */
+static void floor_trace(struct hoff__trace *t, uint32_t *a, uint32_t *b, uint32_t *c) {
+    uint32_t p;
+
+    tr_begin(t);
+    region(t, 1);         /* 0 */
+    p = al(t, 30);        /* 1: pinned */
+    region(t, 0);         /* 2 */
+    op_named(t, "f1");    /* 3 */
+    *a = al(t, 100);      /* 4: a in use 4..5 */
+    ac(t, *a, 1);         /* 5 */
+    op_named(t, "f2");    /* 6 */
+    *b = al(t, 200);      /* 7: b in use 7..8 */
+    ac(t, *a, 0);         /* 8: a in use 8..8 */
+    op_named(t, "f3");    /* 9 */
+    *c = al(t, 50);       /* 10: c in use 10..10 */
+    op_named(t, "b3");    /* 11 */
+    ac(t, *c, 0);         /* 12: c in use 12..13 */
+    ac(t, *b, 0);         /* 13: b in use 13..13 */
+    op_named(t, "b2");    /* 14: c released from here */
+    fr(t, *c);            /* 15 */
+    ac(t, *b, 0);         /* 16: b in use 16..17 */
+    ac(t, *a, 0);         /* 17: a in use 17..17 */
+    op_named(t, "b1");    /* 18: a and b released from here */
+    fr(t, *b);            /* 19 */
+    fr(t, *a);            /* 20 */
+    fr(t, p);             /* 21 */
+    fin(t);
+    CU_ASSERT_EQUAL_FATAL(t->nev, 22);
+}
+
+static void test_floor(void) {
+    struct hoff__trace t;
+    struct hoff__plan_opts o = {0};
+    uint64_t floor;
+    uint32_t a, b, c, fev;
+
+    /* Gaps: a 6..7, 9..16; b 9..12, 14..15; c 11.  Every gap taken and the
+     * releases, the resident bytes per event are
+     *   0:0  1-3:30  4-5:130  6:30  7:230  8:330  9:30  10:80  11:30  12:80
+     *   13:280  14-15:30  16:230  17:330  18-21:30
+     * so the floor is 330 (p, a, b), first at 8, in op f2 (b2 holds as much
+     * at 17). */
+    floor_trace(&t, &a, &b, &c);
+    CU_ASSERT_EQUAL(hoff__plan_floor(&t, &o, &floor, &fev), 0);
+    CU_ASSERT_EQUAL(floor, 330);
+    CU_ASSERT_EQUAL(fev, 8);
+    CU_ASSERT_STRING_EQUAL(hoff__plan_op_at(&t, fev), "f2");
+    CU_ASSERT_STRING_EQUAL(hoff__plan_op_at(&t, 17), "b2");
+    CU_ASSERT_STRING_EQUAL(hoff__plan_op_at(&t, 2), "(before the first op mark)");
+
+    /* Guards change nothing here: every block has accesses. */
+    o.guard_after_alloc = o.guard_before_free = 3;
+    CU_ASSERT_EQUAL(hoff__plan_floor(&t, &o, &floor, &fev), 0);
+    CU_ASSERT_EQUAL(floor, 330);
+    hoff__trace_destroy(&t);
+
+    /* An empty trace has no floor. */
+    tr_begin(&t);
+    fin(&t);
+    CU_ASSERT_EQUAL(hoff__plan_floor(&t, &o, &floor, &fev), 0);
+    CU_ASSERT_EQUAL(floor, 0);
+    CU_ASSERT_EQUAL(fev, 0);
+    hoff__trace_destroy(&t);
+    (void)a;
+    (void)b;
+    (void)c;
+}
+
+static void build(const struct hoff__trace *t, uint64_t budget, struct hoff__schedule *s) {
+    struct hoff__plan_opts o = {.budget_bytes = budget};
+
+    hoff__schedule_init(s);
+    CU_ASSERT_EQUAL_FATAL(hoff__plan_build(&hoff__planner_greedy, t, &o, s), 0);
+    check_schedule(t, s);
+}
+
+/* Below the floor hoff__plan_build plans for the floor: infeasible, the
+ * caller's budget kept, and exactly the floor plan's actions and bytes —
+ * while greedy asked for the budget itself moves bytes that cannot lower
+ * the peak. */
+static void test_build_below_floor(void) {
+    struct hoff__trace t;
+    struct hoff__schedule at, below, just, direct;
+    struct hoff__plan_opts o = {.budget_bytes = 200};
+    uint32_t a, b, c;
+    size_t i;
+
+    floor_trace(&t, &a, &b, &c);
+    /* At the floor: the resident bytes with the releases are
+     *   1-3:30  4-6:130  7-9:330  10-13:380  14-17:330  18-21:30
+     * and a's gap 8..17 (the longest) brings 10..13 to 280: one eviction. */
+    build(&t, 330, &at);
+    CU_ASSERT_EQUAL(at.floor_bytes, 330);
+    CU_ASSERT_EQUAL(at.floor_ev, 8);
+    CU_ASSERT(at.feasible);
+    CU_ASSERT_EQUAL(at.budget_bytes, 330);
+    CU_ASSERT_EQUAL(at.nopeak_bytes, 380);
+    CU_ASSERT_EQUAL(at.peak_bytes, 330);
+    CU_ASSERT_EQUAL(at.peak_ev, 7);
+    CU_ASSERT_EQUAL(one(&at, HOFF__ACT_EVICT, a)->ev, 8);
+    CU_ASSERT_EQUAL(one(&at, HOFF__ACT_PREFETCH, a)->ev, 17);
+    CU_ASSERT_EQUAL(count(&at, HOFF__ACT_EVICT, b) + count(&at, HOFF__ACT_EVICT, c), 0);
+    CU_ASSERT_EQUAL(one(&at, HOFF__ACT_RELEASE, a)->ev, 17);
+    CU_ASSERT_EQUAL(one(&at, HOFF__ACT_RELEASE, b)->ev, 17);
+    CU_ASSERT_EQUAL(one(&at, HOFF__ACT_RELEASE, c)->ev, 13);
+    CU_ASSERT_EQUAL(at.bytes_d2h, 100);
+    CU_ASSERT_EQUAL(at.bytes_h2d, 100);
+
+    build(&t, 200, &below);
+    build(&t, 329, &just);
+    CU_ASSERT_EQUAL(below.feasible, 0);
+    CU_ASSERT_EQUAL(below.budget_bytes, 200);
+    CU_ASSERT_EQUAL(below.floor_bytes, 330);
+    CU_ASSERT_EQUAL(below.floor_ev, 8);
+    CU_ASSERT_EQUAL(below.peak_bytes, 330);
+    CU_ASSERT_EQUAL(just.feasible, 0);
+    CU_ASSERT_EQUAL(just.budget_bytes, 329);
+    CU_ASSERT_EQUAL(just.bytes_d2h, 100);
+    CU_ASSERT_EQUAL(below.bytes_d2h, at.bytes_d2h);
+    CU_ASSERT_EQUAL(below.bytes_h2d, at.bytes_h2d);
+    CU_ASSERT_EQUAL_FATAL(below.nact, at.nact);
+    for (i = 0; i < at.nact; i++) {
+        CU_ASSERT_EQUAL(below.act[i].ev, at.act[i].ev);
+        CU_ASSERT_EQUAL(below.act[i].when, at.act[i].when);
+        CU_ASSERT_EQUAL(below.act[i].kind, at.act[i].kind);
+        CU_ASSERT_EQUAL(below.act[i].block, at.act[i].block);
+        CU_ASSERT_EQUAL(below.act[i].copy_ev, at.act[i].copy_ev);
+    }
+
+    /* The planner asked for 200 directly also takes b's gaps 8..13 and
+     * 13..16 and a's 5..8: 600 bytes out, and the peak is still the floor. */
+    hoff__schedule_init(&direct);
+    CU_ASSERT_EQUAL_FATAL(hoff__planner_greedy.build(&t, &o, &direct), 0);
+    check_schedule(&t, &direct);
+    CU_ASSERT_EQUAL(direct.bytes_d2h, 600);
+    CU_ASSERT_EQUAL(direct.peak_bytes, 330);
+    CU_ASSERT_EQUAL(direct.peak_ev, 8);
+    CU_ASSERT_EQUAL(direct.feasible, 0);
+
+    /* No budget: nothing to plan, the floor still reported. */
+    hoff__schedule_destroy(&at);
+    build(&t, 0, &at);
+    CU_ASSERT_EQUAL(at.nact, 0);
+    CU_ASSERT_EQUAL(at.floor_bytes, 330);
+    CU_ASSERT(at.feasible);
+
+    hoff__schedule_destroy(&at);
+    hoff__schedule_destroy(&below);
+    hoff__schedule_destroy(&just);
+    hoff__schedule_destroy(&direct);
     hoff__trace_destroy(&t);
 }
 
@@ -293,17 +718,20 @@ static void test_longest_gap_wins(void) {
     struct hoff__schedule s;
     uint32_t a, b, c;
 
+    /* Each alloc is its own op: the op mark after it closes its window. */
     tr_begin(&t);
     a = al(&t, 100); /* 0 */
-    b = al(&t, 100); /* 1 */
-    c = al(&t, 100); /* 2 */
-    ops(&t, 3);      /* 3..5 */
-    ac(&t, b, 0);    /* 6: gap 1..6 */
-    fr(&t, b);       /* 7 */
-    ac(&t, c, 0);    /* 8: gap 2..8 */
-    fr(&t, c);       /* 9 */
-    ac(&t, a, 0);    /* 10: gap 0..10, the longest */
-    fr(&t, a);       /* 11 */
+    op(&t);          /* 1 */
+    b = al(&t, 100); /* 2 */
+    op(&t);          /* 3 */
+    c = al(&t, 100); /* 4 */
+    ops(&t, 2);      /* 5..6 */
+    ac(&t, b, 0);    /* 7: gap 2..7 */
+    fr(&t, b);       /* 8 */
+    ac(&t, c, 0);    /* 9: gap 4..9 */
+    fr(&t, c);       /* 10 */
+    ac(&t, a, 0);    /* 11: gap 0..11, the longest */
+    fr(&t, a);       /* 12 */
     fin(&t);
 
     plan(&t, 200, &s);
@@ -312,12 +740,12 @@ static void test_longest_gap_wins(void) {
     CU_ASSERT_EQUAL(s.nact, 2);
     CU_ASSERT_EQUAL(one(&s, HOFF__ACT_EVICT, a)->ev, 0);
     CU_ASSERT_EQUAL(one(&s, HOFF__ACT_EVICT, a)->when, HOFF__ACT_AFTER);
-    CU_ASSERT_EQUAL(one(&s, HOFF__ACT_PREFETCH, a)->ev, 10);
+    CU_ASSERT_EQUAL(one(&s, HOFF__ACT_PREFETCH, a)->ev, 11);
     CU_ASSERT_EQUAL(one(&s, HOFF__ACT_PREFETCH, a)->when, HOFF__ACT_BEFORE);
     CU_ASSERT_EQUAL(count(&s, HOFF__ACT_EVICT, b) + count(&s, HOFF__ACT_EVICT, c), 0);
     CU_ASSERT(s.feasible);
     CU_ASSERT_EQUAL(s.peak_bytes, 200);
-    CU_ASSERT_EQUAL(s.peak_ev, 2);
+    CU_ASSERT_EQUAL(s.peak_ev, 4);
     CU_ASSERT_EQUAL(s.bytes_d2h, 100);
     CU_ASSERT_EQUAL(s.bytes_h2d, 100);
     hoff__schedule_destroy(&s);
@@ -329,30 +757,37 @@ static void test_equal_gaps_larger_first(void) {
     struct hoff__schedule s;
     uint32_t x, y, z;
 
+    /* The gaps run from the op mark closing a window to the next access:
+     * x's write closes at 3, y's at 5, so y's read comes two events after
+     * x's to make the gaps as long. */
     tr_begin(&t);
     x = al(&t, 100); /* 0 */
     y = al(&t, 200); /* 1 */
     ac(&t, x, 1);    /* 2 */
-    ac(&t, y, 1);    /* 3 */
-    op(&t);          /* 4 */
-    region(&t, 1);   /* 5 */
-    z = al(&t, 100); /* 6: pinned, pushes 6..8 over 350 */
-    region(&t, 0);   /* 7 */
-    fr(&t, z);       /* 8 */
-    op(&t);          /* 9 */
-    ac(&t, x, 0);    /* 10: x's gap 2..10 */
-    ac(&t, y, 0);    /* 11: y's gap 3..11, as long, larger */
-    fr(&t, x);       /* 12 */
-    fr(&t, y);       /* 13 */
+    op(&t);          /* 3: closes x's window (and y's alloc) */
+    ac(&t, y, 1);    /* 4 */
+    op(&t);          /* 5: closes y's */
+    region(&t, 1);   /* 6 */
+    z = al(&t, 100); /* 7: pinned, pushes 7..9 over 350 */
+    region(&t, 0);   /* 8 */
+    fr(&t, z);       /* 9 */
+    op(&t);          /* 10 */
+    ac(&t, x, 0);    /* 11: x's gap 2..11, in use 11..11 */
+    op(&t);          /* 12: x released from here */
+    ac(&t, y, 0);    /* 13: y's gap 4..13, as long, larger; in use 13..13 */
+    op(&t);          /* 14: y released from here */
+    fr(&t, x);       /* 15 */
+    fr(&t, y);       /* 16 */
     fin(&t);
 
     plan(&t, 350, &s);
     CU_ASSERT_EQUAL(s.nopeak_bytes, 400);
     CU_ASSERT_EQUAL(s.nact, 4);
-    CU_ASSERT_EQUAL(one(&s, HOFF__ACT_RELEASE, x)->ev, 10);
-    CU_ASSERT_EQUAL(one(&s, HOFF__ACT_RELEASE, y)->ev, 11);
-    CU_ASSERT_EQUAL(one(&s, HOFF__ACT_EVICT, y)->ev, 3);
-    CU_ASSERT_EQUAL(one(&s, HOFF__ACT_PREFETCH, y)->ev, 11);
+    CU_ASSERT_EQUAL(one(&s, HOFF__ACT_RELEASE, x)->ev, 11);
+    CU_ASSERT_EQUAL(one(&s, HOFF__ACT_RELEASE, y)->ev, 13);
+    CU_ASSERT_EQUAL(one(&s, HOFF__ACT_EVICT, y)->ev, 4);
+    CU_ASSERT_EQUAL(one(&s, HOFF__ACT_EVICT, y)->copy_ev, 4);
+    CU_ASSERT_EQUAL(one(&s, HOFF__ACT_PREFETCH, y)->ev, 13);
     CU_ASSERT_EQUAL(count(&s, HOFF__ACT_EVICT, x), 0);
     CU_ASSERT_EQUAL(count(&s, HOFF__ACT_EVICT, z), 0);
     CU_ASSERT(s.feasible);
@@ -369,18 +804,20 @@ static void test_ties_earlier_start_first(void) {
     uint32_t x, y, z, g, v;
 
     tr_begin(&t);
-    x = al(&t, 100); /* 0: gap 0..8 */
-    y = al(&t, 100); /* 1: gap 1..9 */
-    region(&t, 1);   /* 2 */
-    z = al(&t, 100); /* 3: pinned, pushes 3..7 over 250 */
-    region(&t, 0);   /* 4 */
-    op(&t);          /* 5 */
-    op(&t);          /* 6 */
-    fr(&t, z);       /* 7 */
-    ac(&t, x, 0);    /* 8 */
-    ac(&t, y, 0);    /* 9 */
-    fr(&t, x);       /* 10 */
-    fr(&t, y);       /* 11 */
+    x = al(&t, 100); /* 0: gap 0..9 */
+    op(&t);          /* 1 */
+    y = al(&t, 100); /* 2: gap 2..11 */
+    op(&t);          /* 3 */
+    region(&t, 1);   /* 4 */
+    z = al(&t, 100); /* 5: pinned, pushes 5..8 over 250 */
+    region(&t, 0);   /* 6 */
+    op(&t);          /* 7 */
+    fr(&t, z);       /* 8 */
+    ac(&t, x, 0);    /* 9 */
+    op(&t);          /* 10 */
+    ac(&t, y, 0);    /* 11 */
+    fr(&t, x);       /* 12 */
+    fr(&t, y);       /* 13 */
     fin(&t);
     plan(&t, 250, &s);
     CU_ASSERT_EQUAL(one(&s, HOFF__ACT_EVICT, x)->ev, 0);
@@ -389,9 +826,10 @@ static void test_ties_earlier_start_first(void) {
     hoff__schedule_destroy(&s);
     hoff__trace_destroy(&t);
 
-    /* Same start too: g (no accesses, guard 3 after its alloc at 0) and v
-     * (accessed at 3) both leave after 3 and come back before 9: the lower
-     * block id, g, goes. */
+    /* Same start too: g (no accesses, guard 3 after its alloc at 0, whose
+     * window the op at 1 closes) and v (its write at 3 in use until the op
+     * at 4) both leave after 3 and come back before 9: the lower block id,
+     * g, goes. */
     tr_begin(&t);
     g = al(&t, 100); /* 0 */
     op(&t);          /* 1 */
@@ -423,8 +861,8 @@ static void test_copy_moves_to_last_write(void) {
     tr_begin(&t);
     a = al(&t, 100); /* 0 */
     ac(&t, a, 1);    /* 1: the last write */
-    ac(&t, a, 0);    /* 2: a read, the gap starts here */
-    op(&t);          /* 3 */
+    ac(&t, a, 0);    /* 2: a read, in the same op: the gap starts after it */
+    op(&t);          /* 3: closes the window */
     c = al(&t, 100); /* 4: no accesses; the guards leave it no gap */
     ops(&t, 3);      /* 5..7 */
     fr(&t, c);       /* 8 */
@@ -455,11 +893,11 @@ static void test_retained_gets_no_release(void) {
     r = al(&t, 100); /* 0: retained */
     ac(&t, r, 0);    /* 1 */
     n = al(&t, 100); /* 2 */
-    ac(&t, n, 0);    /* 3: n's last use */
+    ac(&t, n, 0);    /* 3: n's last use, its window closed by the op at 4 */
     ops(&t, 2);      /* 4..5 */
     fr(&t, n);       /* 6 */
     m = al(&t, 100); /* 7 */
-    ac(&t, m, 0);    /* 8: m's last use, right before its free */
+    ac(&t, m, 0);    /* 8: m's last use, in use until its free */
     fr(&t, m);       /* 9 */
     fin(&t);
     CU_ASSERT_EQUAL_FATAL(t.blocks[r].retained, 1);
@@ -476,7 +914,8 @@ static void test_retained_gets_no_release(void) {
     CU_ASSERT_EQUAL(s.peak_ev, 2);
     hoff__schedule_destroy(&s);
 
-    /* The release counts: with n dropped after 3, 4..6 hold only r. */
+    /* The release counts: with n dropped after 3 (at the op mark 4), 4..6
+     * hold only r. */
     plan(&t, 150, &s);
     CU_ASSERT_EQUAL(count(&s, HOFF__ACT_RELEASE, n), 1);
     hoff__schedule_destroy(&s);
@@ -489,11 +928,16 @@ static void test_stops_once_budget_met(void) {
     uint32_t b[8];
     int i;
 
-    /* Forward: 8 activations; backward reads and frees them in reverse. */
+    /* Forward: 8 activations, one op each (alloc at 2i, its window closed
+     * by the op mark at 2i + 1); backward reads and frees them in reverse
+     * (b[i] read at 20 + 2 (7 - i), freed right after: in use until then, so
+     * no release).  b[i]'s gap: 2i .. 20 + 2 (7 - i), length 34 - 4i. */
     tr_begin(&t);
-    for (i = 0; i < 8; i++)
-        b[i] = al(&t, 100); /* 0..7 */
-    ops(&t, 4);             /* 8..11 */
+    for (i = 0; i < 8; i++) {
+        b[i] = al(&t, 100); /* 2i */
+        op(&t);             /* 2i + 1 */
+    }
+    ops(&t, 4);             /* 16..19 */
     for (i = 7; i >= 0; i--) {
         ac(&t, b[i], 0);
         fr(&t, b[i]);
@@ -505,13 +949,14 @@ static void test_stops_once_budget_met(void) {
     CU_ASSERT_EQUAL(s.candidates, 8);
     CU_ASSERT_EQUAL(s.nact, 6);
     for (i = 0; i < 3; i++) {
-        CU_ASSERT_EQUAL(one(&s, HOFF__ACT_EVICT, b[i])->ev, (uint32_t)i);
-        CU_ASSERT_EQUAL(one(&s, HOFF__ACT_PREFETCH, b[i])->ev, 12u + 2u * (7u - (uint32_t)i));
+        CU_ASSERT_EQUAL(one(&s, HOFF__ACT_EVICT, b[i])->ev, 2u * (uint32_t)i);
+        CU_ASSERT_EQUAL(one(&s, HOFF__ACT_PREFETCH, b[i])->ev, 20u + 2u * (7u - (uint32_t)i));
     }
     for (i = 3; i < 8; i++)
         CU_ASSERT_EQUAL(count(&s, HOFF__ACT_EVICT, b[i]), 0);
     CU_ASSERT(s.feasible);
     CU_ASSERT_EQUAL(s.peak_bytes, 500);
+    CU_ASSERT_EQUAL(s.peak_ev, 14); /* b[7]'s alloc, with b[3..7] */
     CU_ASSERT_EQUAL(s.bytes_d2h, 300);
     CU_ASSERT_EQUAL(s.bytes_h2d, 300);
     hoff__schedule_destroy(&s);
@@ -532,19 +977,21 @@ static void test_infeasible_reported(void) {
 
     /* A pinned block the budget cannot hold, and a busy block with no gap. */
     tr_begin(&t);
-    a = al(&t, 100);  /* 0 */
-    region(&t, 1);    /* 1 */
-    p = al(&t, 300);  /* 2 */
-    region(&t, 0);    /* 3 */
-    ops(&t, 4);       /* 4..7 */
-    ac(&t, a, 0);     /* 8 */
-    q = al(&t, 50);   /* 9 */
-    ac(&t, q, 0);     /* 10 */
-    op(&t);           /* 11 */
-    ac(&t, q, 0);     /* 12 */
-    fr(&t, q);        /* 13 */
-    fr(&t, a);        /* 14 */
-    fr(&t, p);        /* 15 */
+    a = al(&t, 100);  /* 0: in use 0..0 */
+    op(&t);           /* 1 */
+    region(&t, 1);    /* 2 */
+    p = al(&t, 300);  /* 3 */
+    region(&t, 0);    /* 4 */
+    ops(&t, 3);       /* 5..7 */
+    ac(&t, a, 0);     /* 8: a's gap 0..8; in use 8..8 */
+    op(&t);           /* 9: a released from here */
+    q = al(&t, 50);   /* 10 */
+    ac(&t, q, 0);     /* 11: in use 10..11 */
+    op(&t);           /* 12 */
+    ac(&t, q, 0);     /* 13: q's gap 11..13; in use until its free */
+    fr(&t, q);        /* 14 */
+    fr(&t, a);        /* 15 */
+    fr(&t, p);        /* 16 */
     fin(&t);
 
     plan(&t, 200, &s);
@@ -553,8 +1000,8 @@ static void test_infeasible_reported(void) {
     CU_ASSERT_EQUAL(count(&s, HOFF__ACT_EVICT, p), 0);
     CU_ASSERT_EQUAL(one(&s, HOFF__ACT_EVICT, a)->ev, 0);
     CU_ASSERT_EQUAL(one(&s, HOFF__ACT_PREFETCH, a)->ev, 8);
-    CU_ASSERT_EQUAL(one(&s, HOFF__ACT_EVICT, q)->ev, 10);
-    CU_ASSERT_EQUAL(one(&s, HOFF__ACT_PREFETCH, q)->ev, 12);
+    CU_ASSERT_EQUAL(one(&s, HOFF__ACT_EVICT, q)->ev, 11);
+    CU_ASSERT_EQUAL(one(&s, HOFF__ACT_PREFETCH, q)->ev, 13);
     CU_ASSERT_EQUAL(one(&s, HOFF__ACT_RELEASE, a)->ev, 8);
     /* The lowest peak reached: a and p at a's access. */
     CU_ASSERT_EQUAL(s.peak_bytes, 400);
@@ -565,6 +1012,21 @@ static void test_infeasible_reported(void) {
     plan(&t, 1, &s);
     CU_ASSERT_EQUAL(s.feasible, 0);
     CU_ASSERT(s.peak_bytes >= 300);
+    hoff__schedule_destroy(&s);
+
+    /* 400 is the floor (first at 8, a's access with p, when every gap is
+     * taken), and no byte moved lowers the peak below it: planned for the
+     * floor, the budget moves nothing, and only a's release remains. */
+    build(&t, 200, &s);
+    CU_ASSERT_EQUAL(s.floor_bytes, 400);
+    CU_ASSERT_EQUAL(s.floor_ev, 8);
+    CU_ASSERT_EQUAL(s.feasible, 0);
+    CU_ASSERT_EQUAL(s.budget_bytes, 200);
+    CU_ASSERT_EQUAL(s.nact, 1);
+    CU_ASSERT_EQUAL(one(&s, HOFF__ACT_RELEASE, a)->ev, 8);
+    CU_ASSERT_EQUAL(s.bytes_d2h + s.bytes_h2d, 0);
+    CU_ASSERT_EQUAL(s.peak_bytes, 400);
+    CU_ASSERT_EQUAL(s.peak_ev, 3); /* a stays, so 3..8 hold a and p */
     hoff__schedule_destroy(&s);
     hoff__trace_destroy(&t);
 }
@@ -613,10 +1075,10 @@ static void test_guard_margins(void) {
     uint32_t g, h, sm;
 
     tr_begin(&t);
-    g = al(&t, 100);  /* 0 */
-    h = al(&t, 100);  /* 1: retained */
+    g = al(&t, 100);  /* 0: in use 0..1 */
+    h = al(&t, 100);  /* 1: retained; in use 1..1 */
     ops(&t, 2);       /* 2..3 */
-    sm = al(&t, 100); /* 4 */
+    sm = al(&t, 100); /* 4: in use 4..4 */
     ops(&t, 4);       /* 5..8 */
     fr(&t, sm);       /* 9: 4+2 .. 9-3 is empty */
     ops(&t, 10);      /* 10..19 */
@@ -644,9 +1106,13 @@ static void test_guard_margins(void) {
     CU_ASSERT_EQUAL(s.peak_ev, 1);
     hoff__schedule_destroy(&s);
 
-    /* No guards: the whole lifetime. */
+    /* No guards: the whole lifetime after the alloc's window.  Above, the
+     * guards came later than the windows' ends (g: 0 + 2 > 2 - 1); here the
+     * window decides: g's alloc is in use until the op mark at 2, so g
+     * leaves AFTER 1, not AFTER 0 as a lifetime from the alloc would have
+     * it.  h's window ends at the same mark, sm's at the one at 5. */
     plan_g(&t, 1, 0, 0, &s);
-    CU_ASSERT_EQUAL(one(&s, HOFF__ACT_EVICT, g)->ev, 0);
+    CU_ASSERT_EQUAL(one(&s, HOFF__ACT_EVICT, g)->ev, 1);
     CU_ASSERT_EQUAL(one(&s, HOFF__ACT_PREFETCH, g)->ev, 20);
     CU_ASSERT_EQUAL(one(&s, HOFF__ACT_EVICT, h)->ev, 1);
     CU_ASSERT_EQUAL(one(&s, HOFF__ACT_EVICT, sm)->ev, 4);
@@ -666,11 +1132,12 @@ static void test_pinned_and_device_never_evicted(void) {
     p = al(&t, 100);          /* 2: pinned: counts, never moves */
     region(&t, 0);            /* 3 */
     m = al(&t, 100);          /* 4 */
-    x = al(&t, 500);          /* 5: managed, but accessed throughout */
-    ac(&t, x, 0);             /* 6 */
+    op(&t);                   /* 5: closes m's window */
+    x = al(&t, 500);          /* 6: managed, but in use throughout (no op mark until its free) */
     ac(&t, x, 0);             /* 7 */
-    fr(&t, x);                /* 8 */
-    ops(&t, 6);               /* 9..14 */
+    ac(&t, x, 0);             /* 8 */
+    fr(&t, x);                /* 9 */
+    ops(&t, 5);               /* 10..14 */
     ac(&t, d, 0);             /* 15 */
     ac(&t, p, 0);             /* 16 */
     ac(&t, m, 0);             /* 17 */
@@ -684,9 +1151,11 @@ static void test_pinned_and_device_never_evicted(void) {
     CU_ASSERT_EQUAL(count(&s, HOFF__ACT_EVICT, d) + count(&s, HOFF__ACT_RELEASE, d), 0);
     CU_ASSERT_EQUAL(count(&s, HOFF__ACT_EVICT, p) + count(&s, HOFF__ACT_RELEASE, p), 0);
     CU_ASSERT_EQUAL(one(&s, HOFF__ACT_EVICT, m)->ev, 4);
-    CU_ASSERT_EQUAL(s.feasible, 0);       /* 5..8: p and x */
+    CU_ASSERT_EQUAL(one(&s, HOFF__ACT_PREFETCH, m)->ev, 17);
+    CU_ASSERT_EQUAL(count(&s, HOFF__ACT_EVICT, x) + count(&s, HOFF__ACT_RELEASE, x), 0);
+    CU_ASSERT_EQUAL(s.feasible, 0);       /* 6..9: p and x */
     CU_ASSERT_EQUAL(s.peak_bytes, 600);
-    CU_ASSERT_EQUAL(s.peak_ev, 5);
+    CU_ASSERT_EQUAL(s.peak_ev, 6);
     hoff__schedule_destroy(&s);
     hoff__trace_destroy(&t);
 }
@@ -722,16 +1191,36 @@ struct nres {
     uint64_t copy_sum;                    /* sum of copy_ev over the evictions */
     uint64_t peak;
     uint32_t peak_ev;
+    uint64_t floor;                       /* every gap taken, and the releases */
+    uint32_t floor_ev;
 };
 
-/* The RFC algorithm straight from the spec, from the raw events. */
+/* Where the use window of block j's access (or alloc) at event e closes:
+ * the first op mark after e, else j's free, else the step's end. */
+static uint32_t naive_close(const struct hoff__trace *t, uint32_t j, uint32_t e) {
+    uint32_t i;
+
+    for (i = e + 1; i < t->nev; i++)
+        if (t->ev[i].kind == HOFF__TEV_OP || (t->ev[i].kind == HOFF__TEV_FREE && t->ev[i].block == j))
+            return i;
+    return (uint32_t)t->nev;
+}
+
+/* The RFC algorithm on use windows straight from the rules, from the raw
+ * events: a block's accesses (its alloc the first, a write) each hold it on
+ * e .. close - 1; a gap lies between the windows of consecutive accesses p,
+ * q when q comes after p's close (EVICT AFTER close - 1, PREFETCH BEFORE q,
+ * copied from p's last write); a block with only its alloc is away from
+ * max(alloc + ga, close - 1) to free - gb (the step's end, retained); a
+ * non-retained block with access marks is released AFTER close - 1 of its
+ * last access when that close comes before its free. */
 static void naive(const struct hoff__trace *t, uint64_t budget, uint32_t ga, uint32_t gb,
                   struct nres *r) {
-    uint32_t nev = (uint32_t)t->nev, nb = t->nblocks, i, j, *accev, *naccs, *lastw;
+    uint32_t nev = (uint32_t)t->nev, nb = t->nblocks, i, j, *naccs;
     uint64_t *size;
-    uint8_t *pool, *pinned, *accw;
+    uint8_t *pool, *pinned;
     uint32_t *alloc, *freev;
-    int64_t *res, worst;
+    int64_t *res, *fl;
     struct nc *c;
     size_t nc = 0, k;
     int dep = 0;
@@ -743,10 +1232,8 @@ static void naive(const struct hoff__trace *t, uint64_t budget, uint32_t ga, uin
     alloc = calloc(nb + 1, sizeof *alloc);
     freev = calloc(nb + 1, sizeof *freev);
     naccs = calloc(nb + 1, sizeof *naccs);
-    lastw = calloc(nb + 1, sizeof *lastw);
-    accev = calloc((size_t)nev * 1 + 1, sizeof *accev); /* per event: is it an access of its block */
-    accw = calloc(nev + 1, 1);
     res = calloc(nev + 1, sizeof *res);
+    fl = calloc(nev + 1, sizeof *fl);
     c = calloc(nev + 1, sizeof *c);
     r->evict = calloc(nev + 1, sizeof *r->evict);
     r->prefetch = calloc(nev + 1, sizeof *r->prefetch);
@@ -765,56 +1252,60 @@ static void naive(const struct hoff__trace *t, uint64_t budget, uint32_t ga, uin
             pool[e->block] = e->pool;
             pinned[e->block] = dep > 0;
             alloc[e->block] = i;
-            accev[i] = 1;
-            accw[i] = 1;
         }
         if (e->kind == HOFF__TEV_FREE)
             freev[e->block] = i;
-        if (e->kind == HOFF__TEV_ACCESS) {
-            accev[i] = 1;
-            accw[i] = (e->flags & HOFF__TEV_WRITE) != 0;
+        if (e->kind == HOFF__TEV_ACCESS)
             naccs[e->block]++;
-        }
     }
     /* Residency with no offload, then the releases. */
     for (j = 0; j < nb; j++)
         if (pool[j] == 1)
             for (i = alloc[j]; i < nev && i <= freev[j]; i++)
                 res[i] += (int64_t)size[j];
-    worst = -1;
-    for (i = 0; i < nev; i++)
-        if (res[i] > worst)
-            worst = res[i];
     for (j = 0; j < nb; j++) {
-        uint32_t prev = alloc[j];
+        uint32_t prev = alloc[j], lastw = alloc[j], cl;
 
         if (pool[j] != 1 || pinned[j])
             continue;
-        lastw[j] = alloc[j];
-        if (naccs[j] == 0) { /* guard margins */
+        if (naccs[j] == 0) { /* guard margins, and the alloc's window */
             int64_t a = (int64_t)alloc[j] + ga;
             int64_t b = freev[j] == UINT32_MAX ? (int64_t)nev : (int64_t)freev[j] - gb;
 
+            if (a < (int64_t)naive_close(t, j, alloc[j]) - 1)
+                a = (int64_t)naive_close(t, j, alloc[j]) - 1;
             if (b > a + 1)
                 c[nc++] = (struct nc){size[j], (uint32_t)a, (uint32_t)b, j, alloc[j]};
             continue;
         }
         for (i = alloc[j] + 1; i < nev; i++) {
-            if (!accev[i] || t->ev[i].block != j || t->ev[i].kind != HOFF__TEV_ACCESS)
+            if (t->ev[i].kind != HOFF__TEV_ACCESS || t->ev[i].block != j)
                 continue;
-            if (i > prev + 1)
-                c[nc++] = (struct nc){size[j], prev, i, j, lastw[j]};
-            if (accw[i])
-                lastw[j] = i;
+            cl = naive_close(t, j, prev);
+            if (i > cl)
+                c[nc++] = (struct nc){size[j], cl - 1, i, j, lastw};
+            if (t->ev[i].flags & HOFF__TEV_WRITE)
+                lastw = i;
             prev = i;
         }
-        if (freev[j] != UINT32_MAX && prev + 1 < freev[j]) {
-            for (i = prev + 1; i <= freev[j]; i++)
+        cl = naive_close(t, j, prev);
+        if (freev[j] != UINT32_MAX && cl < freev[j]) {
+            for (i = cl; i <= freev[j]; i++)
                 res[i] -= (int64_t)size[j];
-            r->release[r->nrelease++] = (uint64_t)j << 32 | prev;
+            r->release[r->nrelease++] = (uint64_t)j << 32 | (cl - 1);
         }
     }
     r->ncand = nc;
+    /* The floor: every gap taken. */
+    memcpy(fl, res, (nev + 1) * sizeof *fl);
+    for (k = 0; k < nc; k++)
+        for (i = c[k].a + 1; i < c[k].b; i++)
+            fl[i] -= (int64_t)c[k].size;
+    for (i = 0; i < nev; i++)
+        if (fl[i] > (int64_t)r->floor) {
+            r->floor = (uint64_t)fl[i];
+            r->floor_ev = i;
+        }
     qsort(c, nc, sizeof *c, nc_cmp);
     for (k = 0; k < nc; k++) {
         int64_t m = 0;
@@ -846,10 +1337,8 @@ static void naive(const struct hoff__trace *t, uint64_t budget, uint32_t ga, uin
     free(alloc);
     free(freev);
     free(naccs);
-    free(lastw);
-    free(accev);
-    free(accw);
     free(res);
+    free(fl);
     free(c);
 }
 
@@ -860,11 +1349,13 @@ static void nres_free(struct nres *r) {
 }
 
 /* A random trace: allocations in both pools, frees, accesses (or none at
- * all), ops, regions; whatever is live at the end is retained. */
+ * all), ops (or none at all), regions; whatever is live at the end is
+ * retained. */
 static void random_trace(struct hoff__trace *t, uint64_t *rs) {
     uint32_t live[256], nlive = 0;
     size_t n = 10 + hoff_test_rand(rs) % 250;
     int with_access = hoff_test_rand(rs) % 4 != 0;
+    int with_ops = hoff_test_rand(rs) % 6 != 0;
     uint64_t pool0 = hoff_test_rand(rs) % 4; /* device-pool share: pool0 / 8 */
 
     tr_begin(t);
@@ -886,7 +1377,8 @@ static void random_trace(struct hoff__trace *t, uint64_t *rs) {
         } else if (r < 85 && nlive && with_access) {
             ac(t, live[hoff_test_rand(rs) % nlive], hoff_test_rand(rs) % 3 == 0);
         } else if (r < 96) {
-            op(t);
+            if (with_ops)
+                op(t);
         } else if (depth == 0) {
             region(t, 1);
         } else {
@@ -917,16 +1409,30 @@ static size_t keys(const struct hoff__schedule *s, int kind, uint64_t *out) {
     return n;
 }
 
+/* Two schedules with the same actions, in the same order. */
+static int same_actions(const struct hoff__schedule *x, const struct hoff__schedule *y) {
+    size_t i;
+
+    if (x->nact != y->nact)
+        return 0;
+    for (i = 0; i < x->nact; i++)
+        if (x->act[i].ev != y->act[i].ev || x->act[i].when != y->act[i].when || x->act[i].kind != y->act[i].kind ||
+            x->act[i].block != y->act[i].block || x->act[i].copy_ev != y->act[i].copy_ev)
+            return 0;
+    return 1;
+}
+
 static void test_matches_naive_reference(void) {
     uint64_t rs = 0x5eed, *k;
-    int iter, infeasible = 0, evicting = 0;
+    int iter, infeasible = 0, evicting = 0, no_ops = 0, below_floor = 0, floor_moves = 0;
 
     for (iter = 0; iter < 400; iter++) {
         struct hoff__trace t;
-        struct hoff__schedule s, s0;
+        struct hoff__schedule s, s0, sb, sf;
+        struct hoff__plan_opts o;
         struct nres r;
-        uint64_t budget, copy_sum = 0;
-        uint32_t ga = (uint32_t)(hoff_test_rand(&rs) % 4), gb = (uint32_t)(hoff_test_rand(&rs) % 4);
+        uint64_t budget, copy_sum = 0, floor;
+        uint32_t ga = (uint32_t)(hoff_test_rand(&rs) % 4), gb = (uint32_t)(hoff_test_rand(&rs) % 4), fev;
         size_t i, n;
 
         random_trace(&t, &rs);
@@ -954,16 +1460,65 @@ static void test_matches_naive_reference(void) {
         infeasible += !s.feasible;
         evicting += s.bytes_d2h > 0;
 
+        /* No op marks: every window lasts to the free, nothing moves. */
+        if (!t.has_op_events) {
+            CU_ASSERT_EQUAL(r.ncand, 0);
+            CU_ASSERT_EQUAL(r.nrelease, 0);
+            CU_ASSERT_EQUAL(s.nact, 0);
+            no_ops++;
+        }
+
+        /* The floor, and planning through hoff__plan_build: no plan goes
+         * below the floor; below it, the floor's plan, marked infeasible. */
+        o = (struct hoff__plan_opts){.budget_bytes = budget, .guard_after_alloc = ga, .guard_before_free = gb};
+        CU_ASSERT_EQUAL(hoff__plan_floor(&t, &o, &floor, &fev), 0);
+        CU_ASSERT_EQUAL(floor, r.floor);
+        CU_ASSERT_EQUAL(fev, r.floor_ev);
+        CU_ASSERT(s.peak_bytes >= floor);
+        /* Greedy takes every gap over an event above the budget, so it
+         * fails a budget only below the floor. */
+        CU_ASSERT_EQUAL(s.feasible, budget >= floor);
+        hoff__schedule_init(&sb);
+        CU_ASSERT_EQUAL_FATAL(hoff__plan_build(&hoff__planner_greedy, &t, &o, &sb), 0);
+        check_schedule(&t, &sb);
+        CU_ASSERT_EQUAL(sb.floor_bytes, floor);
+        CU_ASSERT_EQUAL(sb.floor_ev, fev);
+        CU_ASSERT_EQUAL(sb.budget_bytes, budget);
+        if (budget >= floor) {
+            CU_ASSERT(same_actions(&sb, &s));
+            CU_ASSERT_EQUAL(sb.feasible, s.feasible);
+        } else {
+            o.budget_bytes = floor;
+            plan_g(&t, floor, ga, gb, &sf);
+            CU_ASSERT_EQUAL(sb.feasible, 0);
+            CU_ASSERT(sf.feasible); /* greedy reaches the floor */
+            CU_ASSERT(same_actions(&sb, &sf));
+            CU_ASSERT_EQUAL(sb.bytes_d2h, sf.bytes_d2h);
+            CU_ASSERT_EQUAL(sb.bytes_h2d, sf.bytes_h2d);
+            CU_ASSERT_EQUAL(sb.peak_bytes, floor);
+            CU_ASSERT(sb.bytes_d2h <= s.bytes_d2h);
+            below_floor++;
+            floor_moves += sb.bytes_d2h > 0;
+            hoff__schedule_destroy(&sf);
+        }
+
         free(k);
         nres_free(&r);
         hoff__schedule_destroy(&s);
+        hoff__schedule_destroy(&sb);
         hoff__schedule_destroy(&s0);
         hoff__trace_destroy(&t);
     }
-    /* The mix covered both outcomes. */
+    /* The mix covered both outcomes, traces without op marks, and budgets
+     * below the floor whose floor plan still moves bytes. */
     CU_ASSERT(infeasible > 20);
     CU_ASSERT(evicting > 100);
     CU_ASSERT(iter - infeasible > 20);
+    CU_ASSERT(no_ops > 20);
+    CU_ASSERT(below_floor > 20);
+    CU_ASSERT(floor_moves > 10);
+    printf("\n    naive: %d infeasible, %d evicting, %d without op marks, %d below the floor (%d moving)\n",
+           infeasible, evicting, no_ops, below_floor, floor_moves);
 }
 
 /* A schedule built over an old one replaces it. */
@@ -1000,6 +1555,12 @@ int main(void) {
         {"registry", test_registry},
         {"schedule_sort", test_schedule_sort},
         {"schedule_peak_rejects", test_schedule_peak_rejects},
+        {"use_windows", test_use_windows},
+        {"schedule_peak_windows", test_schedule_peak_windows},
+        {"gaps_between_windows", test_gaps_between_windows},
+        {"no_op_marks_no_gaps", test_no_op_marks_no_gaps},
+        {"floor", test_floor},
+        {"build_below_floor", test_build_below_floor},
         {"longest_gap_wins", test_longest_gap_wins},
         {"equal_gaps_larger_first", test_equal_gaps_larger_first},
         {"ties_earlier_start_first", test_ties_earlier_start_first},
