@@ -503,6 +503,44 @@ static void test_gaps_between_windows(void) {
     hoff__trace_destroy(&t);
 }
 
+/* Without any access mark (op marks only) nothing says when a block is
+ * used: every allocation's window lasts until its free, so not even the
+ * guards open a gap, and the floor is the peak. */
+static void test_no_access_marks_no_gaps(void) {
+    struct hoff__trace t;
+    struct hoff__schedule s;
+    struct hoff__plan_opts o = {.budget_bytes = 1, .guard_after_alloc = 1, .guard_before_free = 1};
+    struct hoff__gap *g = NULL;
+    size_t ng = 1;
+    uint64_t floor;
+    uint32_t a, b, fev;
+
+    tr_begin(&t);
+    a = al(&t, 100); /* 0 */
+    ops(&t, 6);      /* 1..6 */
+    b = al(&t, 200); /* 7 */
+    ops(&t, 6);      /* 8..13 */
+    fr(&t, b);       /* 14 */
+    ops(&t, 6);      /* 15..20 */
+    fr(&t, a);       /* 21 */
+    fin(&t);
+    CU_ASSERT_EQUAL_FATAL(t.has_access_events, 0);
+    CU_ASSERT_EQUAL(t.acc[t.blocks[a].first_access].close, 21);
+    CU_ASSERT_EQUAL(t.acc[t.blocks[b].first_access].close, 14);
+    CU_ASSERT(hoff__plan_in_window(&t, a, 10));
+    CU_ASSERT_EQUAL_FATAL(hoff__plan_gaps(&t, &o, &g, &ng), 0);
+    CU_ASSERT_EQUAL(ng, 0);
+    free(g);
+    CU_ASSERT_EQUAL(hoff__plan_floor(&t, &o, &floor, &fev), 0);
+    CU_ASSERT_EQUAL(floor, 300);
+    CU_ASSERT_EQUAL(fev, 7);
+    plan_g(&t, 1, 1, 1, &s);
+    CU_ASSERT_EQUAL(s.nact, 0);
+    CU_ASSERT_EQUAL(s.feasible, 0);
+    hoff__schedule_destroy(&s);
+    hoff__trace_destroy(&t);
+}
+
 /* Without op marks every window lasts until the free (or the step's end):
  * nothing can move, nothing is released, and the floor is the peak. */
 static void test_no_op_marks_no_gaps(void) {
@@ -1084,8 +1122,13 @@ static void test_guard_margins(void) {
     ops(&t, 10);      /* 10..19 */
     fr(&t, g);        /* 20 */
     op(&t);           /* 21 */
+    /* One access mark in the step (of a device-pool block): the step says
+     * when its marked blocks are used, so the op marks close windows and
+     * the unmarked blocks get the guard rule.  Without any, every window
+     * lasts until the free (no_marks_no_gaps below). */
+    ac(&t, al_pool(&t, 0, 64), 0); /* 22, 23 */
     fin(&t);
-    CU_ASSERT_EQUAL_FATAL(t.has_access_events, 0);
+    CU_ASSERT_EQUAL_FATAL(t.has_access_events, 1);
 
     plan_g(&t, 1, 2, 3, &s);
     CU_ASSERT_EQUAL(s.candidates, 2);
@@ -1196,12 +1239,16 @@ struct nres {
 };
 
 /* Where the use window of block j's access (or alloc) at event e closes:
- * the first op mark after e, else j's free, else the step's end. */
+ * the first op mark after e, else j's free, else the step's end — but in a
+ * trace without any access event, always j's free (or the step's end). */
 static uint32_t naive_close(const struct hoff__trace *t, uint32_t j, uint32_t e) {
     uint32_t i;
+    int marks = 0;
 
+    for (i = 0; i < t->nev; i++)
+        marks |= t->ev[i].kind == HOFF__TEV_ACCESS;
     for (i = e + 1; i < t->nev; i++)
-        if (t->ev[i].kind == HOFF__TEV_OP || (t->ev[i].kind == HOFF__TEV_FREE && t->ev[i].block == j))
+        if ((marks && t->ev[i].kind == HOFF__TEV_OP) || (t->ev[i].kind == HOFF__TEV_FREE && t->ev[i].block == j))
             return i;
     return (uint32_t)t->nev;
 }
@@ -1559,6 +1606,7 @@ int main(void) {
         {"schedule_peak_windows", test_schedule_peak_windows},
         {"gaps_between_windows", test_gaps_between_windows},
         {"no_op_marks_no_gaps", test_no_op_marks_no_gaps},
+        {"no_access_marks_no_gaps", test_no_access_marks_no_gaps},
         {"floor", test_floor},
         {"build_below_floor", test_build_below_floor},
         {"longest_gap_wins", test_longest_gap_wins},
