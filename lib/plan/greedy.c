@@ -21,20 +21,26 @@
  * counts at i; the BEFORE actions of i apply before it, the AFTER ones after
  * it (hoff__schedule_peak in plan.c is the reference).
  *
- * Candidates, for every managed unpinned block:
+ * Candidates, for every managed unpinned block (hoff__plan_gaps, on the
+ * use windows of doc/design.md: an access at e holds the block on
+ * e .. close - 1, close being the next op mark, its free or the step's end):
  *  - with access events (naccess > 1; its alloc is the first access, a
- *    write): each pair of consecutive accesses at events a < b is a gap.
- *    EVICT AFTER a, PREFETCH BEFORE b; the block is away on a+1 .. b-1 (a
- *    gap with b == a+1 covers nothing and is skipped).  copy_ev is the last
- *    write at or before a (the RFC's copy_start).  After the last access l of
- *    a non-retained block a RELEASE AFTER l drops its dead bytes until the
- *    free (RFC step 7) when at least one event lies between l and the free
- *    (l + 1 < free_ev): right before the free the free itself releases.
+ *    write): consecutive accesses p, q whose windows do not meet (q after
+ *    p's close) are a gap: EVICT AFTER close - 1 (it fires at the op mark
+ *    that closes p's window), PREFETCH BEFORE q; the block is away on
+ *    close .. q-1.  copy_ev is the last write at or before p (the RFC's
+ *    copy_start).  Once the window of the last access of a non-retained
+ *    block has closed, a RELEASE AFTER close - 1 drops its dead bytes until
+ *    the free (RFC step 7) when that close comes before the free: at the
+ *    free itself the free releases.
  *    Retained blocks get no release, and their tail after the last access is
  *    no candidate (the RFC does not offload across the step boundary).
- *  - without access events (only its alloc): its accesses are unknown, so
- *    the gap is its lifetime less the guard margins: EVICT AFTER
- *    alloc_ev + guard_after_alloc, PREFETCH BEFORE free_ev - guard_before_free.
+ *  - without access events (only its alloc) in a step that has some: its
+ *    accesses are unknown, so the gap is its lifetime less the guard
+ *    margins and its allocation's window: EVICT AFTER
+ *    max(alloc_ev + guard_after_alloc, close - 1), PREFETCH BEFORE
+ *    free_ev - guard_before_free.  (In a step without any access event every
+ *    window lasts to the free: no gap at all.)
  *    copy_ev is the alloc (its only known write).  A retained one is evicted
  *    AFTER alloc_ev + guard_after_alloc and away until the step's end with
  *    NO prefetch: its next use is in a later step (or between steps, by the

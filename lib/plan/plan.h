@@ -238,8 +238,9 @@ int hoff__plan_tiers(const struct hoff__trace *t, const struct hoff__plan_opts *
 
 /* What every planner starts with (plan.c): reset out under the planner's
  * name, check the finished trace, and build the resident bytes per event
- * with the RFC's releases planned (a RELEASE after the last access of a
- * non-retained movable block when an event lies between it and the free).
+ * with the RFC's releases planned (a RELEASE of a non-retained movable block
+ * once the use window of its last access has closed — AFTER close - 1 —
+ * when that comes before its free).
  * On return *res holds nev values (the caller frees it), or NULL when there
  * is nothing more to plan (no budget, empty trace): out is then complete but
  * for plan_ns.  0 or -errno (-EINVAL naming the planner, -ENOMEM). */
@@ -247,10 +248,13 @@ int hoff__plan_begin(const char *name, const struct hoff__trace *t, const struct
                      struct hoff__schedule *out, int64_t **res);
 /* A candidate eviction: evict block AFTER event a, prefetch BEFORE event b
  * (b == nev: not before the step's end); size is what it frees (block_bytes),
- * copy_ev the last write at or before a.  Gaps between consecutive accesses
- * of a movable block; for a block with no access after its alloc, its life
- * less the guard margins (greedy.c's header says why).  Gaps covering no
- * event are left out. */
+ * copy_ev the last write mark at or before a (its kernel may still run
+ * until that access's window closes: a backend that copies early must not
+ * start before a + 1).  Gaps between the use windows of consecutive accesses
+ * of a movable block (a = the event before the window's close); for a block
+ * with no access after its alloc, its life less the guard margins, never
+ * inside its allocation's window (greedy.c's header says why).  Gaps
+ * covering no event are left out. */
 struct hoff__gap {
     uint64_t size;
     uint32_t a, b, block, copy_ev;
