@@ -501,7 +501,10 @@ static double gbps(uint64_t mbps) {
 static void print_plan(const struct demo *d, const struct hoff_stats *st, const char *planner) {
     printf("plan: %s, %" PRIu64 " actions, ", planner, st->plan_actions);
     if (st->plan_feasible)
-        printf("feasible (peak %s)", SZ(st->plan_peak_bytes));
+        printf("feasible (peak %s, working-set floor %s)", SZ(st->plan_peak_bytes), SZ(st->plan_floor_bytes));
+    else if (d->budget && d->budget < st->plan_floor_bytes)
+        printf("NOT feasible (the budget %s is below the working-set floor %s: the bytes one op uses; "
+               "planned for the floor)", SZ(d->budget), SZ(st->plan_floor_bytes));
     else
         printf("NOT feasible (lowest peak %s, over the budget %s)", SZ(st->plan_peak_bytes),
                SZ(d->budget));
@@ -552,10 +555,10 @@ static void print_json(struct demo *d, const struct hoff_stats *st, int within_b
            st->bytes_prefetched, st->faults, st->bytes_faulted, st->stall_ns,
            st->late_prefetches, params_ok ? "true" : "false");
     printf("\"plan\":{\"planner\":\"%s\",\"plans\":%" PRIu64 ",\"actions\":%" PRIu64
-           ",\"feasible\":%s,\"peak_bytes\":%" PRIu64 ",\"plan_ns\":%" PRIu64
+           ",\"feasible\":%s,\"peak_bytes\":%" PRIu64 ",\"floor_bytes\":%" PRIu64 ",\"plan_ns\":%" PRIu64
            ",\"h2d_mbps\":%" PRIu64 ",\"d2h_mbps\":%" PRIu64 "},",
            planner, st->plans, st->plan_actions, st->plan_feasible ? "true" : "false",
-           st->plan_peak_bytes, st->plan_ns, st->h2d_mbps, st->d2h_mbps);
+           st->plan_peak_bytes, st->plan_floor_bytes, st->plan_ns, st->h2d_mbps, st->d2h_mbps);
     printf("\"divergent_steps\":%" PRIu64 ",\"replans\":%" PRIu64 ",\"actions_fired\":%" PRIu64
            ",\"actions_skipped\":%" PRIu64 ",",
            st->divergent_steps, st->replans, st->actions_fired, st->actions_skipped);
