@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/core.h"
@@ -23,6 +24,17 @@ int hoff__error(int err, const char *fmt, ...) {
     memcpy(last_error, msg, sizeof msg);
     hoff__log(HOFF_LOG_DEBUG, "%s (%s)", last_error, hoff_strerror(err));
     return err;
+}
+
+void hoff__error_clear(void) {
+    last_error[0] = '\0';
+}
+
+char *hoff__error_take(void) {
+    char *s = last_error[0] ? strdup(last_error) : NULL;
+
+    last_error[0] = '\0';
+    return s;
 }
 
 HOFF_API const char *hoff_last_error(void) {

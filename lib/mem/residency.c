@@ -212,8 +212,16 @@ static int issue(struct hoff_ctx *ctx, struct hoff__block *b, int op, hoff_strea
 void hoff__res_cmd_done(void *arg, const struct hoff__cmd *cmd, int rc) {
     struct hoff_ctx *ctx = arg;
     struct hoff__block *b = cmd->cookie;
+    /* The failure's message travels with the command: it was written on this
+     * thread, and the thread that retires the transfer reports it.  Cleared
+     * either way, so the next command starts clean. */
+    char *why = rc ? hoff__error_take() : NULL;
 
+    if (!rc)
+        hoff__error_clear();
     pthread_mutex_lock(&ctx->done_lock);
+    free(b->xfer_err); /* not consumed: a transfer retired without looking (cannot happen; be safe) */
+    b->xfer_err = why;
     __atomic_store_n(&b->xfer_rc, rc, __ATOMIC_RELAXED);
     __atomic_sub_fetch(&b->pending, 1, __ATOMIC_ACQ_REL);
     pthread_cond_broadcast(&ctx->done_cond);
@@ -242,14 +250,18 @@ static void put_back(struct hoff_ctx *ctx, struct hoff__block *b);
 static int to_host_now(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
 static int start_spill(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
 
-/* b's command has run: finish the transition (success or failure). */
-static void retire(struct hoff_ctx *ctx, struct hoff__block *b, int rc) {
+/* b's command has run: finish the transition (success or failure); why is
+ * the failed command's own message (NULL: rc says all there is). */
+static void retire(struct hoff_ctx *ctx, struct hoff__block *b, int rc, const char *why) {
     struct hoff_stats *st = &ctx->st;
     int live = !(b->flags & HOFF__BLK_FREED);
     uint64_t now = ctx->be->ops->clock_ns(ctx->be);
     /* issue to completion as seen here (sim: the virtual clock when polled) */
     uint64_t took = now > b->t_issue ? now - b->t_issue : 0;
+    const char *cause = why ? why : hoff_strerror(rc);
 
+    if (rc) /* the caller's last error names the real cause, not one left over on this thread */
+        hoff__error(rc, "%s", cause);
     if (!live) /* freed in flight: finish as a live block, then free it */
         b->flags = (uint8_t)((b->flags & ~HOFF__BLK_FREED) | HOFF__BLK_LIVE);
     if (b->state == S_EVI && (b->flags & HOFF__BLK_DISCARDING)) {
@@ -260,7 +272,7 @@ static void retire(struct hoff_ctx *ctx, struct hoff__block *b, int rc) {
         if (rc) {
             st->transfer_errors++;
             HOFF__LOG_ONCE(HOFF_LOG_WARN, "discard failed (%s); the block keeps its contents on the device",
-                           hoff_strerror(rc));
+                           cause);
             set_state(ctx, b, S_DEV);
         } else {
             st->discards++;
@@ -273,7 +285,7 @@ static void retire(struct hoff_ctx *ctx, struct hoff__block *b, int rc) {
         if (rc) {
             st->transfer_errors++;
             HOFF__LOG_ONCE(HOFF_LOG_WARN, "eviction failed (%s); the block stays on the device "
-                           "(further transfer errors are counted, not logged)", hoff_strerror(rc));
+                           "(further transfer errors are counted, not logged)", cause);
             set_state(ctx, b, hoff__res_next(S_EVI, HOFF__EV_EVICT_FAIL));
         } else {
             st->evictions++;
@@ -293,7 +305,7 @@ static void retire(struct hoff_ctx *ctx, struct hoff__block *b, int rc) {
         if (rc) {
             st->transfer_errors++;
             HOFF__LOG_ONCE(HOFF_LOG_WARN, "prefetch failed (%s); the block stays on the host and "
-                           "is paged in on use", hoff_strerror(rc));
+                           "is paged in on use", cause);
             ctx->res.resident -= b->size;
             ctx->res.from_host -= b->size;
             set_state(ctx, b, hoff__res_next(S_PRE, HOFF__EV_PREFETCH_FAIL));
@@ -309,8 +321,8 @@ static void retire(struct hoff_ctx *ctx, struct hoff__block *b, int rc) {
         ctx->res.spilling -= b->size;
         if (rc) {
             st->spill_failures++;
-            HOFF__LOG_ONCE(HOFF_LOG_WARN, "spill to the NVMe tier failed (%s: %s); the block stays on the host "
-                           "(further failures are counted in spill_failures)", hoff_strerror(rc), hoff_last_error());
+            HOFF__LOG_ONCE(HOFF_LOG_WARN, "spill to the NVMe tier failed (%s); the block stays on the host "
+                           "(further failures are counted in spill_failures)", cause);
             set_state(ctx, b, hoff__res_next(S_SPI, HOFF__EV_SPILL_FAIL));
         } else {
             st->spills++;
@@ -323,8 +335,8 @@ static void retire(struct hoff_ctx *ctx, struct hoff__block *b, int rc) {
         ctx->res.to_host -= b->size;
         if (rc) {
             st->transfer_errors++;
-            HOFF__LOG_ONCE(HOFF_LOG_WARN, "restore from the NVMe tier failed (%s: %s); the spill is kept and "
-                           "will be read again when the block is used", hoff_strerror(rc), hoff_last_error());
+            HOFF__LOG_ONCE(HOFF_LOG_WARN, "restore from the NVMe tier failed (%s); the spill is kept and "
+                           "will be read again when the block is used", cause);
             set_state(ctx, b, hoff__res_next(S_RES, HOFF__EV_RESTORE_FAIL));
         } else {
             st->restores++;
@@ -349,17 +361,20 @@ static void put_back(struct hoff_ctx *ctx, struct hoff__block *b) {
  * transfer (the chain is unlinked first: retiring may return a block to its
  * slot). */
 static void retire_xfer(struct hoff_ctx *ctx, struct hoff__block *b, int rc) {
-    struct hoff__block *m, *next;
+    struct hoff__block *m, *next, *c = carrier(b);
+    char *why = c->xfer_err; /* the command's message, consumed here */
 
+    c->xfer_err = NULL;
     if (!b->xlead) {
-        retire(ctx, b, rc);
-        return;
+        retire(ctx, b, rc, why);
+    } else {
+        for (m = b->xlead; m; m = next) {
+            next = m->xnext;
+            m->xlead = m->xnext = NULL;
+            retire(ctx, m, rc, why);
+        }
     }
-    for (m = b->xlead; m; m = next) {
-        next = m->xnext;
-        m->xlead = m->xnext = NULL;
-        retire(ctx, m, rc);
-    }
+    free(why);
 }
 
 /* Try to retire b: 1 if its transfer is over (2: with other members of a
