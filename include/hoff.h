@@ -294,6 +294,7 @@ HOFF_API int hoff_sim_compute(hoff_ctx *ctx, hoff_stream stream, uint64_t ns);
     X(spill_failures, "spills that failed; the block stayed on the host")     \
     X(crc_errors, "spilled chunks whose CRC32C did not match on restore")      \
     X(host_cap_waits, "evictions held back because the host tier was full")    \
+    X(host_cap_overruns, "restores let over the host cap: the NVMe tier refused spills") \
     X(allocs, "successful allocations")                                        \
     X(frees, "frees")                                                          \
     X(cache_hits, "allocations served from the cache")                         \

@@ -52,6 +52,13 @@ struct hoff__residency {
     uint64_t from_host;  /* bytes of prefetches in flight (they leave the host when they land) */
     uint64_t nvme;       /* live offload bytes on the NVMe tier */
     struct hoff__block *host_head, *host_tail; /* blocks on the host, oldest eviction first */
+    /* The NVMe tier refused a spill (a full disk, an I/O error): nothing more is spilled to make host room
+     * until the tier gives space back (nvme below refused_nvme), the next step (steps past refused_step), a
+     * second of the backend's clock after refused_ns, or a planned spill succeeds; refused_why is what the
+     * tier said. */
+    int spill_refused;
+    uint64_t refused_nvme, refused_step, refused_ns;
+    char refused_why[256];
 };
 
 /* A managed block was handed out (new or from the cache): make room in the
