@@ -274,7 +274,7 @@ static void test_full_disk(void) {
     /* The host is full (p[1], p[2]); spilling p[1] fails: p[3] stays. */
     rc = hoff_evict(ctx, p[3], NULL);
     printf("\n    eviction with the host full and the disk full: %d, \"%s\"\n", rc, hoff_last_error());
-    CU_ASSERT(rc < 0);
+    CU_ASSERT_EQUAL(rc, -HOFF_EHOSTCAP);
     CU_ASSERT_PTR_NOT_NULL(strstr(hoff_last_error(), strerror(ENOSPC)));
     CU_ASSERT_PTR_NOT_NULL(strstr(hoff_last_error(), "HOFF_HOST_CAP"));
     CU_ASSERT_EQUAL(hoff_residency(ctx, p[3]), HOFF_RES_DEVICE);

@@ -500,8 +500,8 @@ static int start_spill(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
  * leaving it (prefetches to the device, spills to the NVMe tier) when that
  * is enough, else spill the blocks evicted longest ago, waiting for the
  * writes if it must (a counted stall): the host tier never goes over its
- * cap.  -ENOSPC when nothing is leaving and nothing can be spilled (no NVMe
- * tier). */
+ * cap.  -HOFF_EHOSTCAP when nothing is leaving and nothing can be spilled (no
+ * NVMe tier, or one that refuses spills). */
 static int host_room(struct hoff_ctx *ctx, uint64_t bytes, const struct hoff__block *keep, hoff_stream s) {
     struct hoff__residency *r = &ctx->res;
     int waited = 0;
@@ -544,9 +544,9 @@ static int host_room(struct hoff_ctx *ctx, uint64_t bytes, const struct hoff__bl
     if (!waited)
         ctx->st.host_cap_waits++;
     if (ctx->nvme && r->spill_refused)
-        return hoff__error(-ENOSPC, "%zu more bytes would take the host tier over its cap (HOFF_HOST_CAP), and "
+        return hoff__error(-HOFF_EHOSTCAP, "%zu more bytes would take the host tier over its cap (HOFF_HOST_CAP), and "
                            "the NVMe tier refused the last spill: %s", (size_t)bytes, r->refused_why);
-    return hoff__error(-ENOSPC, "%zu more bytes would take the host tier over its cap (HOFF_HOST_CAP)%s",
+    return hoff__error(-HOFF_EHOSTCAP, "%zu more bytes would take the host tier over its cap (HOFF_HOST_CAP)%s",
                        (size_t)bytes, ctx->nvme ? "" : "; set HOFF_SPILL_DIR to spill to NVMe");
 }
 
@@ -759,10 +759,10 @@ int hoff__res_prefetch(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
     if ((rc = check_next(b, HOFF__EV_PREFETCH)) < 0)
         return rc;
     if ((rc = make_room(ctx, b->size, b, s)) > 0)
-        return hoff__error(-ENOSPC, "prefetch of %p (%zu bytes) does not fit in the budget: the eviction "
+        return hoff__error(-HOFF_EBUDGET, "prefetch of %p (%zu bytes) does not fit in the budget: the eviction "
                            "that would make room was refused (%s)", b->ptr, b->size, hoff_last_error());
     if (rc)
-        return hoff__error(-ENOSPC, "prefetch of %p (%zu bytes) does not fit in the budget: "
+        return hoff__error(-HOFF_EBUDGET, "prefetch of %p (%zu bytes) does not fit in the budget: "
                            "every resident block is in use or pinned", b->ptr, b->size);
     if ((rc = issue(ctx, b, HOFF__CMD_PREFETCH, s)) != 0)
         return rc;
