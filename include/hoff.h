@@ -192,12 +192,14 @@ enum hoff_residency {
 /* Queue an eviction (device -> host) of the block holding ptr, ordered after
  * the work already queued on stream.  Never blocks on the transfer.
  * -EALREADY if it is not on the device, -EPERM for a device-pool block or one
- * allocated inside a region, -EINVAL if ptr is not a block. */
+ * allocated inside a region, -EINVAL if ptr is not a block, -HOFF_EHOSTCAP
+ * if the host tier is at its cap and nothing can be spilled (the block stays
+ * on the device; hoff_last_error() says why, a full disk's message included). */
 HOFF_API int hoff_evict(hoff_ctx *ctx, void *ptr, hoff_stream stream);
 
 /* Queue a prefetch (host -> device), ordered after the work on stream; work
  * queued on stream afterwards sees the bytes.  -EALREADY if resident,
- * -ENOSPC if it would exceed the budget and nothing can be evicted. */
+ * -HOFF_EBUDGET if it would exceed the budget and nothing can be evicted. */
 HOFF_API int hoff_prefetch(hoff_ctx *ctx, void *ptr, hoff_stream stream);
 
 /* Release: the block's contents are dead until next written; its device
@@ -294,6 +296,7 @@ HOFF_API int hoff_sim_compute(hoff_ctx *ctx, hoff_stream stream, uint64_t ns);
     X(spill_failures, "spills that failed; the block stayed on the host")     \
     X(crc_errors, "spilled chunks whose CRC32C did not match on restore")      \
     X(host_cap_waits, "evictions held back because the host tier was full")    \
+    X(host_cap_overruns, "restores let over the host cap: the NVMe tier refused spills") \
     X(allocs, "successful allocations")                                        \
     X(frees, "frees")                                                          \
     X(cache_hits, "allocations served from the cache")                         \
@@ -406,7 +409,13 @@ HOFF_API int hoff_torch_config_check(const char *name, const char *value,
  * Errors.
  * ------------------------------------------------------------------------- */
 
-/* Text for a -errno returned by hoff (hoff's own meaning where it differs). */
+/* hoff's own error codes, returned negated like a -errno (above any errno
+ * value, so never confused with what the OS says). */
+#define HOFF_EBUDGET 10001  /* the device budget cannot hold the block and nothing can be evicted */
+#define HOFF_EHOSTCAP 10002 /* the host tier is at its cap (HOFF_HOST_CAP) and nothing can be spilled */
+
+/* Text for a -errno or -HOFF_E* returned by hoff: hoff's own meaning where
+ * it has one, else what the OS says (strerror). */
 HOFF_API const char *hoff_strerror(int err);
 
 #ifdef __cplusplus

@@ -223,6 +223,16 @@ static void test_strerror(void) {
     CU_ASSERT_STRING_EQUAL(hoff_strerror(0), "success");
     CU_ASSERT_PTR_NOT_NULL(hoff_strerror(-12345));
     CU_ASSERT_PTR_NOT_NULL(hoff_strerror(5));
+    /* File and disk errors read as the OS says: a missing file is not "no
+     * such option", a full disk not the budget. */
+    CU_ASSERT_STRING_EQUAL(hoff_strerror(-ENOENT), strerror(ENOENT));
+    CU_ASSERT_STRING_EQUAL(hoff_strerror(-ENOSPC), strerror(ENOSPC));
+    CU_ASSERT_STRING_EQUAL(hoff_strerror(-EACCES), strerror(EACCES));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hoff_strerror(-EIO), strerror(EIO)));
+    /* hoff's own conditions have codes of their own, above every errno. */
+    CU_ASSERT(HOFF_EBUDGET > 4095 && HOFF_EHOSTCAP > 4095 && HOFF_EBUDGET != HOFF_EHOSTCAP);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hoff_strerror(-HOFF_EBUDGET), "budget"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hoff_strerror(-HOFF_EHOSTCAP), "HOFF_HOST_CAP"));
 }
 
 static void test_cuda_backend_refuses_cleanly(void) {

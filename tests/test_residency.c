@@ -331,7 +331,7 @@ static void test_prefetch_no_room(void) {
     hoff_region_begin(ctx);
     a = hoff_malloc_flags(ctx, 4 * MiB, S, HOFF_ALLOC_MANAGED);
     hoff_region_end(ctx);
-    CU_ASSERT_EQUAL(hoff_prefetch(ctx, b, S), -ENOSPC);
+    CU_ASSERT_EQUAL(hoff_prefetch(ctx, b, S), -HOFF_EBUDGET);
     CU_ASSERT_EQUAL(hoff_residency(ctx, b), HOFF_RES_HOST);
     hoff_free(ctx, a, S);
     CU_ASSERT_EQUAL(hoff_prefetch(ctx, b, S), 0);
@@ -376,7 +376,7 @@ static void test_host_cap(void) {
         p[i] = managed(2 * MiB, (unsigned char)(0x80 + i));
     CU_ASSERT_EQUAL(hoff_evict(ctx, p[0], S), 0);
     CU_ASSERT_EQUAL(hoff_evict(ctx, p[1], S), 0); /* in flight: counted against the cap */
-    CU_ASSERT_EQUAL(hoff_evict(ctx, p[2], S), -ENOSPC);
+    CU_ASSERT_EQUAL(hoff_evict(ctx, p[2], S), -HOFF_EHOSTCAP);
     CU_ASSERT_EQUAL(hoff_residency(ctx, p[2]), HOFF_RES_DEVICE);
     hoff_sync(ctx);
     st = stats();

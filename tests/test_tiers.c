@@ -11,8 +11,10 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "core/context.h"
 #include "hoff.h"
 #include "mem/pool.h"
+#include "tier/nvme.h"
 #include "testutil.h"
 #include "trace/drive.h"
 #include "trace/synth.h"
@@ -195,6 +197,125 @@ static void test_returning_block_not_spilled(void) {
     CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
 }
 
+/* A failure on the tier thread is reported with its own message, not with
+ * whatever the reporting thread failed on last: a restore whose read fails
+ * (injected EIO) makes hoff_access fail naming the NVMe tier's read, though
+ * this thread's last error was an unrelated one; the retry restores the
+ * bytes intact. */
+static void test_tier_error_carried(void) {
+    hoff_ctx *ctx = open_ctx(0, 4 * MiB, 1);
+    struct hoff__nvme_inject inj;
+    unsigned char *p[3];
+    int i, rc;
+    size_t k;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    for (i = 0; i < 3; i++) {
+        p[i] = hoff_malloc_flags(ctx, 2 * MiB, NULL, HOFF_ALLOC_MANAGED);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p[i]);
+        memset(p[i], 0x60 + i, 2 * MiB);
+        CU_ASSERT_EQUAL(hoff_evict(ctx, p[i], NULL), 0);
+    }
+    CU_ASSERT_EQUAL(hoff_sync(ctx), 0);
+    CU_ASSERT_EQUAL_FATAL(hoff_residency(ctx, p[0]), HOFF_RES_NVME);
+    CU_ASSERT_EQUAL(hoff_free(ctx, p[2], NULL), 0); /* host room for the restore: no spill needed */
+    /* An unrelated failure on this thread: its message must not come back. */
+    CU_ASSERT_EQUAL(hoff_evict(ctx, (char *)p[0] + 64 * MiB, NULL), -EINVAL);
+    CU_ASSERT_PTR_NULL(strstr(hoff_last_error(), "NVMe"));
+    memset(&inj, 0, sizeof inj);
+    inj.fail_complete = 1; /* the restore's first read */
+    inj.complete_err = EIO;
+    hoff__nvme_set_inject(ctx->nvme, &inj);
+    rc = hoff_access(ctx, p[0], 0, NULL);
+    CU_ASSERT_EQUAL(inj.fired, 1);
+    CU_ASSERT(rc < 0);
+    printf("\n    access of a block whose restore failed: %d, \"%s\"\n", rc, hoff_last_error());
+    CU_ASSERT_PTR_NOT_NULL(strstr(hoff_last_error(), "NVMe tier: restore of block"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hoff_last_error(), strerror(EIO)));
+    CU_ASSERT_PTR_NULL(strstr(hoff_last_error(), "not a"));
+    hoff__nvme_set_inject(ctx->nvme, NULL);
+    CU_ASSERT_EQUAL(hoff_access(ctx, p[0], 0, NULL), 0); /* the spill was kept: read again */
+    for (k = 0; k < 2 * MiB && p[0][k] == 0x60; k++)
+        ;
+    CU_ASSERT_EQUAL(k, 2 * MiB);
+    for (i = 0; i < 2; i++)
+        CU_ASSERT_EQUAL(hoff_free(ctx, p[i], NULL), 0);
+    CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
+}
+
+/* A full disk ends in bounded time (the watchdog in main fails a hang):
+ * with the host tier at its cap and every spill refused (injected ENOSPC
+ * on the file's growth), an eviction that needs host room is refused with
+ * the disk's own words and the block stays on the device; a use of a
+ * spilled block brings it back over the cap (counted); every byte stays
+ * intact; once the disk has room again spills resume. */
+static void test_full_disk(void) {
+    hoff_ctx *ctx = open_ctx(0, 4 * MiB, 1);
+    struct hoff__nvme_inject inj;
+    struct hoff_stats st;
+    unsigned char *p[5];
+    int i, rc;
+    size_t k;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    for (i = 0; i < 5; i++) {
+        p[i] = hoff_malloc_flags(ctx, 2 * MiB, NULL, HOFF_ALLOC_MANAGED);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p[i]);
+        memset(p[i], 0x70 + i, 2 * MiB);
+    }
+    CU_ASSERT_EQUAL(hoff_evict(ctx, p[0], NULL), 0); /* p[0] will be on the NVMe tier */
+    CU_ASSERT_EQUAL(hoff_evict(ctx, p[1], NULL), 0);
+    CU_ASSERT_EQUAL(hoff_evict(ctx, p[2], NULL), 0);
+    CU_ASSERT_EQUAL(hoff_sync(ctx), 0);
+    CU_ASSERT_EQUAL_FATAL(hoff_residency(ctx, p[0]), HOFF_RES_NVME);
+    memset(&inj, 0, sizeof inj);
+    inj.disk_full = 1;
+    hoff__nvme_set_inject(ctx->nvme, &inj);
+    /* The host is full (p[1], p[2]); spilling p[1] fails: p[3] stays. */
+    rc = hoff_evict(ctx, p[3], NULL);
+    printf("\n    eviction with the host full and the disk full: %d, \"%s\"\n", rc, hoff_last_error());
+    CU_ASSERT_EQUAL(rc, -HOFF_EHOSTCAP);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hoff_last_error(), strerror(ENOSPC)));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hoff_last_error(), "HOFF_HOST_CAP"));
+    CU_ASSERT_EQUAL(hoff_residency(ctx, p[3]), HOFF_RES_DEVICE);
+    /* Refused again without another write: the disk said no. */
+    CU_ASSERT(hoff_evict(ctx, p[4], NULL) < 0);
+    CU_ASSERT_EQUAL(hoff_sync(ctx), 0);
+    st = stats(ctx);
+    CU_ASSERT_EQUAL(st.spill_failures, 1);
+    CU_ASSERT(st.peak_host_bytes <= 4 * MiB);
+    CU_ASSERT_EQUAL(hoff_residency(ctx, p[1]), HOFF_RES_HOST);
+    /* A use of p[0] needs host room that cannot be made: over the cap. */
+    CU_ASSERT_EQUAL(hoff_access(ctx, p[0], 0, NULL), 0);
+    st = stats(ctx);
+    CU_ASSERT_EQUAL(st.host_cap_overruns, 1);
+    for (i = 0; i < 5; i++) {
+        CU_ASSERT_EQUAL(hoff_access(ctx, p[i], 0, NULL), 0);
+        for (k = 0; k < 2 * MiB && p[i][k] == 0x70 + i; k++)
+            ;
+        CU_ASSERT_EQUAL(k, 2 * MiB);
+    }
+    /* Room again on the disk: a refused spill is retried (next step). */
+    inj.disk_full = 0;
+    CU_ASSERT_EQUAL(hoff_step_begin(ctx), 0);
+    CU_ASSERT_EQUAL(hoff_step_end(ctx), 0);
+    for (i = 0; i < 4; i++)
+        CU_ASSERT_EQUAL(hoff_evict(ctx, p[i], NULL), 0);
+    CU_ASSERT_EQUAL(hoff_sync(ctx), 0);
+    st = stats(ctx);
+    CU_ASSERT(st.spills >= 2);
+    CU_ASSERT_EQUAL(st.spill_failures, 1);
+    for (i = 0; i < 5; i++) {
+        CU_ASSERT_EQUAL(hoff_access(ctx, p[i], 0, NULL), 0);
+        for (k = 0; k < 2 * MiB && p[i][k] == 0x70 + i; k++)
+            ;
+        CU_ASSERT_EQUAL(k, 2 * MiB);
+        CU_ASSERT_EQUAL(hoff_free(ctx, p[i], NULL), 0);
+    }
+    hoff__nvme_set_inject(ctx->nvme, NULL);
+    CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
+}
+
 static void test_bad_spill_dir(void) {
     struct hoff_config cfg;
     hoff_ctx *ctx = NULL;
@@ -213,12 +334,15 @@ int main(void) {
         {"planned_spills", test_planned_spills},
         {"online", test_online},
         {"returning_block_not_spilled", test_returning_block_not_spilled},
+        {"tier_error_carried", test_tier_error_carried},
+        {"full_disk", test_full_disk},
         {"bad_spill_dir", test_bad_spill_dir},
         {NULL, NULL},
     };
     int rc;
 
     make_dir();
+    alarm(120); /* a hang (a full disk spinning) fails the suite rather than stalling make check */
     rc = hoff_test_run("tiers", tests);
     rmdir(dir);
     return rc;

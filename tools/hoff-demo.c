@@ -400,7 +400,7 @@ static void prefetch_layer(struct demo *d, unsigned l, struct step_report *r, in
             r->prefetch_issued++;
         else if (rc == -EALREADY)
             r->prefetch_resident++;
-        else if (rc == -ENOSPC)
+        else if (rc == -HOFF_EBUDGET)
             r->prefetch_nospace++; /* comes back on demand instead */
         else if (d->prefetch_errors++ == 0)
             fprintf(stderr, "hoff-demo: warning: hoff_prefetch: %s (%s)\n",

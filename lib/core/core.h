@@ -31,6 +31,13 @@ void hoff__log(int level, const char *fmt, ...) HOFF__PRINTF(2, 3);
 /* Record the thread's last error message (read by hoff_last_error) and
  * return err (a -errno) so callers can write: return hoff__error(-EINVAL, ...). */
 int hoff__error(int err, const char *fmt, ...) HOFF__PRINTF(2, 3);
+/* Forget the thread's last error (a thread that runs commands for others
+ * starts each one clean, so a failure reports its own message). */
+void hoff__error_clear(void);
+/* A malloc'd copy of the thread's last error, NULL if there is none (or no
+ * memory); the error is cleared.  Hands a failure's message from the thread
+ * where it happened to the thread that reports it. */
+char *hoff__error_take(void);
 
 /* "4096", "64K", "1.5G", "2MiB", "3 GB" -> bytes (powers of 1024).  -EINVAL
  * on anything else, -ERANGE on overflow. */

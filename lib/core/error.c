@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/core.h"
@@ -25,6 +26,17 @@ int hoff__error(int err, const char *fmt, ...) {
     return err;
 }
 
+void hoff__error_clear(void) {
+    last_error[0] = '\0';
+}
+
+char *hoff__error_take(void) {
+    char *s = last_error[0] ? strdup(last_error) : NULL;
+
+    last_error[0] = '\0';
+    return s;
+}
+
 HOFF_API const char *hoff_last_error(void) {
     return last_error[0] ? last_error : "no error";
 }
@@ -33,17 +45,17 @@ HOFF_API const char *hoff_strerror(int err) {
     switch (err) {
     case 0: return "success";
     case -EINVAL: return "invalid argument (see hoff_last_error() for which)";
-    case -ENOENT: return "no such option";
     case -ENOMEM: return "out of memory (device, host or a pool limit)";
     case -ENODEV: return "backend unavailable (no GPU, or built without CUDA)";
     case -EALREADY: return "block already in the requested residency";
     case -EPERM: return "block is not an offload candidate (device pool or region)";
     case -EBUSY: return "a transfer of this block is in flight";
-    case -ENOSPC: return "the device budget cannot hold this block";
     case -ENOTSUP: return "not supported by this backend";
     case -ESHUTDOWN: return "context is shutting down";
     case -EOVERFLOW: return "refused: would oversubscribe device memory";
-    case -EIO: return "transfer or I/O error; the data stayed where it was";
+    case -EIO: return "Input/output error (a transfer or the disk); the data stayed where it was";
+    case -HOFF_EBUDGET: return "the device budget cannot hold this block and nothing can be evicted";
+    case -HOFF_EHOSTCAP: return "the host tier is at its cap (HOFF_HOST_CAP) and nothing can be spilled";
     default:
         if (err < 0)
             return strerror(-err);

@@ -45,6 +45,8 @@ struct hoff__block {
     uint64_t tstep;          /* the step it was allocated in (1-based; 0 = outside a step) */
     uint32_t tid;            /* its block id in that step's trace */
     int xfer_rc;             /* result of the last command run (atomic) */
+    char *xfer_err;          /* ...its message when it failed (malloc'd, from the thread that ran it;
+                                published with `pending`, consumed when the transfer is retired) */
     uint64_t t_issue;        /* backend clock when its transfer was issued */
     hoff__event *ev;         /* completion of the block's last transfer */
     hoff__event *after;      /* the compute-stream point that transfer waits for */

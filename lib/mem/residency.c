@@ -19,11 +19,13 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/context.h"
 #include "core/core.h"
+#include "mem/hostcap.h"
 #include "mem/residency.h"
 #include "tier/host.h"
 #include "tier/nvme.h"
@@ -266,8 +268,16 @@ static int issue(struct hoff_ctx *ctx, struct hoff__block *b, int op, hoff_strea
 void hoff__res_cmd_done(void *arg, const struct hoff__cmd *cmd, int rc) {
     struct hoff_ctx *ctx = arg;
     struct hoff__block *b = cmd->cookie;
+    /* The failure's message travels with the command: it was written on this
+     * thread, and the thread that retires the transfer reports it.  Cleared
+     * either way, so the next command starts clean. */
+    char *why = rc ? hoff__error_take() : NULL;
 
+    if (!rc)
+        hoff__error_clear();
     pthread_mutex_lock(&ctx->done_lock);
+    free(b->xfer_err); /* not consumed: a transfer retired without looking (cannot happen; be safe) */
+    b->xfer_err = why;
     __atomic_store_n(&b->xfer_rc, rc, __ATOMIC_RELAXED);
     __atomic_sub_fetch(&b->pending, 1, __ATOMIC_ACQ_REL);
     pthread_cond_broadcast(&ctx->done_cond);
@@ -296,14 +306,18 @@ static void put_back(struct hoff_ctx *ctx, struct hoff__block *b);
 static int to_host_now(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
 static int start_spill(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
 
-/* b's command has run: finish the transition (success or failure). */
-static void retire(struct hoff_ctx *ctx, struct hoff__block *b, int rc) {
+/* b's command has run: finish the transition (success or failure); why is
+ * the failed command's own message (NULL: rc says all there is). */
+static void retire(struct hoff_ctx *ctx, struct hoff__block *b, int rc, const char *why) {
     struct hoff_stats *st = &ctx->st;
     int live = !(b->flags & HOFF__BLK_FREED);
     uint64_t now = ctx->be->ops->clock_ns(ctx->be);
     /* issue to completion as seen here (sim: the virtual clock when polled) */
     uint64_t took = now > b->t_issue ? now - b->t_issue : 0;
+    const char *cause = why ? why : hoff_strerror(rc);
 
+    if (rc) /* the caller's last error names the real cause, not one left over on this thread */
+        hoff__error(rc, "%s", cause);
     if (!live) /* freed in flight: finish as a live block, then free it */
         b->flags = (uint8_t)((b->flags & ~HOFF__BLK_FREED) | HOFF__BLK_LIVE);
     if (b->state == S_EVI && (b->flags & HOFF__BLK_DISCARDING)) {
@@ -314,7 +328,7 @@ static void retire(struct hoff_ctx *ctx, struct hoff__block *b, int rc) {
         if (rc) {
             st->transfer_errors++;
             HOFF__LOG_ONCE(HOFF_LOG_WARN, "discard failed (%s); the block keeps its contents on the device",
-                           hoff_strerror(rc));
+                           cause);
             set_state(ctx, b, S_DEV);
         } else {
             st->discards++;
@@ -327,7 +341,7 @@ static void retire(struct hoff_ctx *ctx, struct hoff__block *b, int rc) {
         if (rc) {
             st->transfer_errors++;
             HOFF__LOG_ONCE(HOFF_LOG_WARN, "eviction failed (%s); the block stays on the device "
-                           "(further transfer errors are counted, not logged)", hoff_strerror(rc));
+                           "(further transfer errors are counted, not logged)", cause);
             set_state(ctx, b, hoff__res_next(S_EVI, HOFF__EV_EVICT_FAIL));
         } else {
             st->evictions++;
@@ -347,7 +361,7 @@ static void retire(struct hoff_ctx *ctx, struct hoff__block *b, int rc) {
         if (rc) {
             st->transfer_errors++;
             HOFF__LOG_ONCE(HOFF_LOG_WARN, "prefetch failed (%s); the block stays on the host and "
-                           "is paged in on use", hoff_strerror(rc));
+                           "is paged in on use", cause);
             ctx->res.resident -= b->size;
             ctx->res.from_host -= b->size;
             set_state(ctx, b, hoff__res_next(S_PRE, HOFF__EV_PREFETCH_FAIL));
@@ -363,10 +377,18 @@ static void retire(struct hoff_ctx *ctx, struct hoff__block *b, int rc) {
         ctx->res.spilling -= b->size;
         if (rc) {
             st->spill_failures++;
-            HOFF__LOG_ONCE(HOFF_LOG_WARN, "spill to the NVMe tier failed (%s: %s); the block stays on the host "
-                           "(further failures are counted in spill_failures)", hoff_strerror(rc), hoff_last_error());
+            HOFF__LOG_ONCE(HOFF_LOG_WARN, "spill to the NVMe tier failed (%s); the block stays on the host "
+                           "(further failures are counted in spill_failures)", cause);
             set_state(ctx, b, hoff__res_next(S_SPI, HOFF__EV_SPILL_FAIL));
+            /* No more spills for host room until the tier can take them
+             * (spill_ok): spilling again at once would fail again, forever. */
+            ctx->res.spill_refused = 1;
+            ctx->res.refused_nvme = ctx->res.nvme;
+            ctx->res.refused_step = st->steps;
+            ctx->res.refused_ns = now;
+            snprintf(ctx->res.refused_why, sizeof ctx->res.refused_why, "%s", cause);
         } else {
+            ctx->res.spill_refused = 0; /* the tier took one: it has room again */
             st->spills++;
             st->bytes_spilled += b->size;
             ctx->res.host -= b->size;
@@ -377,8 +399,8 @@ static void retire(struct hoff_ctx *ctx, struct hoff__block *b, int rc) {
         ctx->res.to_host -= b->size;
         if (rc) {
             st->transfer_errors++;
-            HOFF__LOG_ONCE(HOFF_LOG_WARN, "restore from the NVMe tier failed (%s: %s); the spill is kept and "
-                           "will be read again when the block is used", hoff_strerror(rc), hoff_last_error());
+            HOFF__LOG_ONCE(HOFF_LOG_WARN, "restore from the NVMe tier failed (%s); the spill is kept and "
+                           "will be read again when the block is used", cause);
             set_state(ctx, b, hoff__res_next(S_RES, HOFF__EV_RESTORE_FAIL));
         } else {
             st->restores++;
@@ -403,17 +425,20 @@ static void put_back(struct hoff_ctx *ctx, struct hoff__block *b) {
  * transfer (the chain is unlinked first: retiring may return a block to its
  * slot). */
 static void retire_xfer(struct hoff_ctx *ctx, struct hoff__block *b, int rc) {
-    struct hoff__block *m, *next;
+    struct hoff__block *m, *next, *c = carrier(b);
+    char *why = c->xfer_err; /* the command's message, consumed here */
 
+    c->xfer_err = NULL;
     if (!b->xlead) {
-        retire(ctx, b, rc);
-        return;
+        retire(ctx, b, rc, why);
+    } else {
+        for (m = b->xlead; m; m = next) {
+            next = m->xnext;
+            m->xlead = m->xnext = NULL;
+            retire(ctx, m, rc, why);
+        }
     }
-    for (m = b->xlead; m; m = next) {
-        next = m->xnext;
-        m->xlead = m->xnext = NULL;
-        retire(ctx, m, rc);
-    }
+    free(why);
 }
 
 /* Try to retire b: 1 if its transfer is over (2: with other members of a
@@ -493,9 +518,25 @@ int hoff__res_wait_all(struct hoff_ctx *ctx) {
 
 /* Would one more eviction of `bytes` take the host tier over its cap? */
 static int host_full(const struct hoff_ctx *ctx, uint64_t bytes) {
-    uint64_t cap = ctx->cfg.host_cap_bytes;
+    return hoff__host_full(ctx->cfg.host_cap_bytes, ctx->res.host, ctx->res.to_host, bytes);
+}
 
-    return cap && ctx->res.host + ctx->res.to_host + bytes > cap;
+/* May blocks be spilled to make host room?  Not without an NVMe tier, nor
+ * after the tier refused a spill (a full disk, an I/O error) until it gave
+ * space back, a step ended, a second passed (a disk freed by someone else),
+ * or a planned spill succeeded: each spill would fail like the last, and the
+ * block come back to the host to be spilled again (a process that never
+ * ends).  A retry costs one failed spill. */
+#define SPILL_RETRY_NS 1000000000ull
+
+static int spill_ok(struct hoff_ctx *ctx) {
+    struct hoff__residency *r = &ctx->res;
+
+    if (r->spill_refused &&
+        (r->nvme < r->refused_nvme || ctx->st.steps != r->refused_step ||
+         ctx->be->ops->clock_ns(ctx->be) - r->refused_ns >= SPILL_RETRY_NS))
+        r->spill_refused = 0;
+    return ctx->nvme && !r->spill_refused;
 }
 
 /* Write a host block to the NVMe tier (on the tier thread). */
@@ -513,18 +554,18 @@ static int start_spill(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
  * leaving it (prefetches to the device, spills to the NVMe tier) when that
  * is enough, else spill the blocks evicted longest ago, waiting for the
  * writes if it must (a counted stall): the host tier never goes over its
- * cap.  -ENOSPC when nothing is leaving and nothing can be spilled (no NVMe
- * tier). */
+ * cap.  -HOFF_EHOSTCAP when nothing is leaving and nothing can be spilled (no
+ * NVMe tier, or one that refuses spills). */
 static int host_room(struct hoff_ctx *ctx, uint64_t bytes, const struct hoff__block *keep, hoff_stream s) {
-    uint64_t cap = ctx->cfg.host_cap_bytes;
+    struct hoff__residency *r = &ctx->res;
     int waited = 0;
 
     while (host_full(ctx, bytes)) {
         struct hoff__block *v;
 
         /* Not enough on its way off the host? Spill (the oldest first). */
-        if (ctx->nvme &&
-            ctx->res.host - ctx->res.spilling - ctx->res.from_host + ctx->res.to_host + bytes > cap) {
+        if (spill_ok(ctx) &&
+            hoff__host_spill_more(ctx->cfg.host_cap_bytes, r->host, r->to_host, r->spilling, r->from_host, bytes)) {
             for (v = ctx->res.host_head; v && (v == keep || v->pending || (v->flags & HOFF__BLK_HOLD)); v = v->next)
                 ;
             if (v && start_spill(ctx, v, s) == 0)
@@ -538,7 +579,7 @@ static int host_room(struct hoff_ctx *ctx, uint64_t bytes, const struct hoff__bl
          * of another block on the NVMe tier must still be served). */
         for (v = ctx->res.inf_head; v && v->state != S_SPI && v->state != S_PRE; v = v->next)
             ;
-        if (!v && !ctx->nvme)
+        if (!v && !spill_ok(ctx))
             break;
         if (!v)
             for (v = ctx->res.inf_head;
@@ -556,7 +597,10 @@ static int host_room(struct hoff_ctx *ctx, uint64_t bytes, const struct hoff__bl
         return 0;
     if (!waited)
         ctx->st.host_cap_waits++;
-    return hoff__error(-ENOSPC, "%zu more bytes would take the host tier over its cap (HOFF_HOST_CAP)%s",
+    if (ctx->nvme && r->spill_refused)
+        return hoff__error(-HOFF_EHOSTCAP, "%zu more bytes would take the host tier over its cap (HOFF_HOST_CAP), and "
+                           "the NVMe tier refused the last spill: %s", (size_t)bytes, r->refused_why);
+    return hoff__error(-HOFF_EHOSTCAP, "%zu more bytes would take the host tier over its cap (HOFF_HOST_CAP)%s",
                        (size_t)bytes, ctx->nvme ? "" : "; set HOFF_SPILL_DIR to spill to NVMe");
 }
 
@@ -594,7 +638,8 @@ static struct hoff__block *pick_victim(struct hoff_ctx *ctx, const struct hoff__
 }
 
 /* Make resident + need fit in the budget, never evicting `keep`.  -ENOSPC
- * when nothing more can be evicted.  keep, when on the host (coming back),
+ * when nothing more can be evicted, 1 when a victim's eviction was refused
+ * (no host room: hoff_last_error() says why).  keep, when on the host (coming back),
  * is held there: a victim's eviction that needs host room does not spill
  * it (host_room skips HOFF__BLK_HOLD). */
 static int make_room_once(struct hoff_ctx *ctx, uint64_t need, struct hoff__block *keep, hoff_stream s);
@@ -644,7 +689,7 @@ static int make_room_once(struct hoff_ctx *ctx, uint64_t need, struct hoff__bloc
                     ctx->st.budget_evictions++;
                     continue;
                 }
-                return -ENOSPC;
+                return 1;
             }
         }
         /* Wait for the oldest eviction in flight; failing that, for the
@@ -660,13 +705,20 @@ static int make_room_once(struct hoff_ctx *ctx, uint64_t need, struct hoff__bloc
     }
 }
 
-static void overrun(struct hoff_ctx *ctx, uint64_t need) {
+/* Over the budget by need; why: make_room's result. */
+static void overrun(struct hoff_ctx *ctx, uint64_t need, int why) {
     char a[32], b[32];
 
-    HOFF__LOG_ONCE(HOFF_LOG_WARN,
-                   "budget %s exceeded: %s more resident offload bytes and nothing left to evict "
-                   "(every resident block is in use or pinned); counted in budget_overruns",
-                   hoff__fmt_size(ctx->cfg.budget_bytes, a, sizeof a), hoff__fmt_size(need, b, sizeof b));
+    if (why > 0) /* the victim had nowhere to go */
+        HOFF__LOG_ONCE(HOFF_LOG_WARN, "budget %s exceeded: %s more resident offload bytes; the eviction that would "
+                       "make room was refused (%s); counted in budget_overruns",
+                       hoff__fmt_size(ctx->cfg.budget_bytes, a, sizeof a), hoff__fmt_size(need, b, sizeof b),
+                       hoff_last_error());
+    else
+        HOFF__LOG_ONCE(HOFF_LOG_WARN,
+                       "budget %s exceeded: %s more resident offload bytes and nothing left to evict "
+                       "(every resident block is in use or pinned); counted in budget_overruns",
+                       hoff__fmt_size(ctx->cfg.budget_bytes, a, sizeof a), hoff__fmt_size(need, b, sizeof b));
 }
 
 /* --- actions --------------------------------------------------------------- */
@@ -675,8 +727,8 @@ int hoff__res_on_alloc(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
     struct hoff__backend *be = ctx->be;
     int rc;
 
-    if (make_room(ctx, b->size, b, s) != 0)
-        overrun(ctx, b->size);
+    if ((rc = make_room(ctx, b->size, b, s)) != 0)
+        overrun(ctx, b->size, rc);
     if (b->state != S_DEV) {
         /* A cached mapping whose contents were dropped: contents undefined. */
         rc = hoff__res_next(b->state, HOFF__EV_POPULATE);
@@ -777,8 +829,11 @@ int hoff__res_prefetch(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
         return rc; /* an online prefetch of a spilled block: restore, waiting */
     if ((rc = check_next(b, HOFF__EV_PREFETCH)) < 0)
         return rc;
-    if (make_room(ctx, b->size, b, s) != 0)
-        return hoff__error(-ENOSPC, "prefetch of %p (%zu bytes) does not fit in the budget: "
+    if ((rc = make_room(ctx, b->size, b, s)) > 0)
+        return hoff__error(-HOFF_EBUDGET, "prefetch of %p (%zu bytes) does not fit in the budget: the eviction "
+                           "that would make room was refused (%s)", b->ptr, b->size, hoff_last_error());
+    if (rc)
+        return hoff__error(-HOFF_EBUDGET, "prefetch of %p (%zu bytes) does not fit in the budget: "
                            "every resident block is in use or pinned", b->ptr, b->size);
     if ((rc = issue(ctx, b, HOFF__CMD_PREFETCH, s)) != 0)
         return rc;
@@ -923,12 +978,21 @@ int hoff__res_discard(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s
     return 0;
 }
 
-/* Read a spilled block back to the host (on the tier thread); host room first. */
-static int start_restore(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+/* Read a spilled block back to the host (on the tier thread); host room
+ * first.  `use`: a use needs the bytes (to_host_now); when no room can be
+ * made (the NVMe tier refuses spills, every host block is held) the block
+ * comes back over the cap rather than never: counted in host_cap_overruns
+ * and said once with the cause. */
+static int start_restore(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s, int use) {
     int rc;
 
-    if (host_full(ctx, b->size) && (rc = host_room(ctx, b->size, b, s)) != 0)
-        return rc;
+    if (host_full(ctx, b->size) && (rc = host_room(ctx, b->size, b, s)) != 0) {
+        if (!use)
+            return rc;
+        ctx->st.host_cap_overruns++;
+        HOFF__LOG_ONCE(HOFF_LOG_WARN, "a spilled block in use comes back over the host cap: %s; counted in "
+                       "host_cap_overruns", hoff_last_error());
+    }
     rc = issue_run(ctx, b, HOFF__CMD_RUN, hoff__restore_run, s);
     if (rc)
         return rc;
@@ -966,7 +1030,7 @@ int hoff__res_restore(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s
     hoff__res_poll(ctx);
     if ((rc = check_next(b, HOFF__EV_RESTORE)) < 0)
         return rc;
-    rc = start_restore(ctx, b, s);
+    rc = start_restore(ctx, b, s, 0);
     note_resident(ctx);
     return rc;
 }
@@ -979,7 +1043,7 @@ static int to_host_now(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
     if (b->state == S_SPI || b->state == S_RES)
         finish(ctx, b, WAIT_USE);
     if (b->state == S_NVM) {
-        if ((rc = start_restore(ctx, b, s)) != 0)
+        if ((rc = start_restore(ctx, b, s, 1)) != 0)
             return rc;
         finish(ctx, b, WAIT_USE);
     }
@@ -1023,8 +1087,8 @@ static int bring_back(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s
     }
     if ((rc = check_next(b, HOFF__EV_FAULT)) < 0)
         return rc;
-    if (make_room(ctx, b->size, b, s) != 0)
-        overrun(ctx, b->size);
+    if ((rc = make_room(ctx, b->size, b, s)) != 0)
+        overrun(ctx, b->size, rc);
     hoff__issuer_drain(ctx->issuer); /* the fault moves the clock: see finish() */
     rc = be->ops->fault(be, b->ptr, b->size, s, &stall);
     if (rc) {

@@ -55,6 +55,13 @@ struct hoff__residency {
     struct hoff__block *win_head;              /* blocks with an open use window */
     int marks_seen;      /* an access mark was made (ever): until then op marks close no
                             window, as nothing says when a block is used */
+    /* The NVMe tier refused a spill (a full disk, an I/O error): nothing more is spilled to make host room
+     * until the tier gives space back (nvme below refused_nvme), the next step (steps past refused_step), a
+     * second of the backend's clock after refused_ns, or a planned spill succeeds; refused_why is what the
+     * tier said. */
+    int spill_refused;
+    uint64_t refused_nvme, refused_step, refused_ns;
+    char refused_why[256];
 };
 
 /* A managed block was handed out (new or from the cache): make room in the

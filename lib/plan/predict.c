@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "mem/hostcap.h"
 #include "plan/plan.h"
 #include "plan/segtree.h"
 
@@ -38,7 +39,8 @@
  *  - a prefetch of a block whose eviction is still in flight waits for it
  *    (replay.c does the same); a use waits for its prefetch, or pages the
  *    block in on demand (fault_ns + bytes / fault_gbps);
- *  - the host tier (o->host_cap_bytes) counts as residency.c counts it:
+ *  - the host tier (o->host_cap_bytes) counts as residency.c counts it
+ *    (mem/hostcap.h holds the rule for both):
  *    bytes on the host, spilling included, plus bytes on their way there
  *    (evictions and restores in flight); an eviction or a restore that would
  *    take it over the cap first makes room: when what is leaving the host
@@ -54,12 +56,15 @@
  *    eviction is in flight starts when that lands (unless the block is
  *    wanted back first), a restore of a block whose spill is
  *    still in flight waits for it, and a prefetch or a use of a block on the
- *    NVMe tier waits for its restore (starting one if none was planned);
+ *    NVMe tier waits for its restore (starting one if none was planned),
+ *    over the host cap when no room can be made;
  *  - two steps back to back, the second being the prediction: what the
  *    first leaves in flight holds the engines, the budget and the host tier,
  *    and a group member whose slot is still held by such a copy waits for it
  *    at its allocation (pipeline.c).
- * Not modelled: the step's end (the runtime does not wait there), the
+ * Not modelled: a spill that fails (the predicted disk never fills; the
+ * runtime then spills nothing more for host room until the disk has room
+ * again: residency.c's spill_ok), the step's end (the runtime does not wait there), the
  * host-tier bytes of blocks that outlive the step (retained blocks left on
  * the host), and a wait for room on a spill or restore in flight (the
  * runtime may wait on any transfer; this waits on the copy engines').
@@ -341,7 +346,7 @@ static int d2h_push(struct pr *p, uint64_t bytes, uint32_t block, int kind) {
 
 /* Would `bytes` more take the host tier over its cap (residency.c's host_full)? */
 static int host_full(const struct pr *p, uint64_t bytes) {
-    return p->cap && p->host + p->to_host + bytes > p->cap;
+    return hoff__host_full(p->cap, p->host, p->to_host, bytes);
 }
 
 /* Queue an operation on the NVMe device: a spill of a block on the host or
@@ -381,7 +386,7 @@ static int host_room(struct pr *p, uint64_t bytes, uint32_t keep) {
         uint32_t v;
         int rc;
 
-        if (p->nvme && p->host - p->spilling - p->from_host + p->to_host + bytes > p->cap) {
+        if (p->nvme && hoff__host_spill_more(p->cap, p->host, p->to_host, p->spilling, p->from_host, bytes)) {
             for (v = p->hl.head; v != NIL && (v == keep || p->hold[v]); v = p->hl.next[v])
                 ;
             if (v != NIL) {
@@ -438,15 +443,16 @@ static int start_evict(struct pr *p, uint32_t x, int kind) {
 
 /* A block on the NVMe tier (or on its way there or back) back on the host,
  * waiting for it: a use or a prefetch needs the bytes (residency.c's
- * to_host_now).  0 (x is on the host unless the host has no room), -ENOMEM. */
+ * to_host_now).  When no host room can be made the block comes back over
+ * the cap, as residency.c's start_restore does for a use.  0, -ENOMEM. */
 static int to_host_now(struct pr *p, uint32_t x) {
     int rc;
 
     if (p->st[x] == P_SPI || p->st[x] == P_RES)
         wait_until(p, p->nland[x], &p->out->tier_ns);
     if (p->st[x] == P_NVM) {
-        if ((rc = host_room(p, p->bytes[x], x)) != 0)
-            return rc < 0 ? rc : 0;
+        if ((rc = host_room(p, p->bytes[x], x)) < 0)
+            return rc;
         if ((rc = nvme_push(p, x, Q_RESTORE)) != 0)
             return rc;
         wait_until(p, p->nland[x], &p->out->tier_ns);

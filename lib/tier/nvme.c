@@ -234,6 +234,8 @@ static int inj_complete(struct hoff__nvme *n, int res, size_t len, int *injected
 /* --- the extent allocator --------------------------------------------- */
 
 static int ext_alloc(struct hoff__nvme *n, uint64_t len, uint64_t *off) {
+    int e = 0;
+
     for (size_t i = 0; i < n->nfr; i++) {
         if (n->fr[i].len >= len) {
             *off = n->fr[i].off;
@@ -247,14 +249,19 @@ static int ext_alloc(struct hoff__nvme *n, uint64_t len, uint64_t *off) {
         }
     }
     /* grow the file; fallocate finds a full disk now rather than in the middle of the writes */
-    if (!n->no_fallocate && fallocate(n->fd, 0, (off_t)n->file_end, (off_t)len) != 0) {
-        if (errno == EOPNOTSUPP || errno == ENOSYS) {
+    if (n->inj && n->inj->disk_full) {
+        n->inj->fired++;
+        e = ENOSPC;
+    } else if (!n->no_fallocate && fallocate(n->fd, 0, (off_t)n->file_end, (off_t)len) != 0) {
+        if (errno == EOPNOTSUPP || errno == ENOSYS)
             n->no_fallocate = 1;
-        } else {
-            char b[32];
-            return hoff__error(-errno, "NVMe tier: cannot grow the spill file in %s by %s (%s)", n->dir,
-                               hoff__fmt_size(len, b, sizeof b), strerror(errno));
-        }
+        else
+            e = errno;
+    }
+    if (e) {
+        char b[32];
+        return hoff__error(-e, "NVMe tier: cannot grow the spill file in %s by %s (%s)", n->dir,
+                           hoff__fmt_size(len, b, sizeof b), strerror(e));
     }
     *off = n->file_end;
     n->file_end += len;
@@ -905,6 +912,12 @@ int hoff__nvme_spill_chunk(const struct hoff__nvme_spill *h, unsigned i, uint64_
     *file_off = h->c[i].off;
     *len = chunk_len(h->owner, h, i);
     return 0;
+}
+
+void hoff__nvme_set_inject(struct hoff__nvme *n, struct hoff__nvme_inject *inject) {
+    pthread_mutex_lock(&n->mu);
+    n->inj = inject;
+    pthread_mutex_unlock(&n->mu);
 }
 
 void hoff__nvme_stats(struct hoff__nvme *n, struct hoff__nvme_stats *out) {

@@ -26,6 +26,8 @@ struct hoff__nvme_inject {
     int no_uring;           /* open: io_uring_queue_init fails (ENOSYS) */
     int no_register;        /* open: io_uring_register_buffers fails (ENOMEM) */
     int no_tmpfile;         /* open: O_TMPFILE is not supported (EOPNOTSUPP) */
+    int disk_full;          /* while set: growing the file fails with ENOSPC, as on a full disk (freed
+                               extents are still reused); counted in `fired` each time */
     /* counted by the tier */
     unsigned submits, completions; /* seen since the test last zeroed them */
     unsigned fired;                /* armed failures that fired */
@@ -95,6 +97,10 @@ size_t hoff__nvme_spill_len(const struct hoff__nvme_spill *h);
 /* Chunk i of a spill: where it is in the file and how many bytes of the block it holds (tests).  -ERANGE if
  * there is no chunk i. */
 int hoff__nvme_spill_chunk(const struct hoff__nvme_spill *h, unsigned i, uint64_t *file_off, size_t *len);
+
+/* Arm (or, with NULL, disarm) failure injection on an open tier (tests: the tier of a live context); the
+ * pointer is kept, not copied, and read under the tier's mutex. */
+void hoff__nvme_set_inject(struct hoff__nvme *n, struct hoff__nvme_inject *inject);
 
 void hoff__nvme_stats(struct hoff__nvme *n, struct hoff__nvme_stats *out);
 /* "io_uring, O_DIRECT, registered buffers", "pread/pwrite, buffered", ... */

@@ -19,6 +19,7 @@ int hoff__spill_run(void *arg, const struct hoff__cmd *c) {
     void *host = NULL;
     int rc;
 
+    hoff__error_clear(); /* a failure below reports its own message (residency carries it back) */
     if (!ctx->nvme || !be->ops->host_bytes)
         return hoff__error(-ENOTSUP, "spill of %p: no NVMe tier", c->ptr);
     rc = be->ops->host_bytes(be, c->ptr, c->size, &host);
@@ -44,6 +45,7 @@ int hoff__restore_run(void *arg, const struct hoff__cmd *c) {
     void *host = NULL;
     int rc;
 
+    hoff__error_clear();
     if (!ctx->nvme || !b->spill || !be->ops->host_make)
         return hoff__error(-EINVAL, "restore of %p: nothing spilled", c->ptr);
     rc = be->ops->host_make(be, c->ptr, c->size, &host);
