@@ -2417,7 +2417,8 @@ static int cmd_synth(int argc, char **argv) {
     }
     rc = hoff__trace_save(&t, out);
     if (rc) {
-        fprintf(stderr, "%s synth: cannot write %s: %s\n", cmd, out, hoff_strerror(rc));
+        /* The OS's reason (rc is -errno): hoff_strerror speaks of hoff's own codes. */
+        fprintf(stderr, "%s synth: cannot write %s: %s\n", cmd, out, strerror(-rc));
         hoff__trace_destroy(&t);
         return EXIT_FAIL;
     }
