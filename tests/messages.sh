@@ -44,4 +44,17 @@ check "$tmp.out" "/nonexistent-hoff-dir/x.trace" "synth -o missing dir (names th
 check "$tmp.out" "No such file or directory" "synth -o missing dir (the OS's reason)"
 absent "$tmp.out" "option" "synth -o missing dir"
 
+# 2. show: the per-event resident column counts block bytes (size classes, the 2 MiB managed grain) as the summary
+# does.  Sizes that are not multiples of 2 MiB make the two differ when one counts requested bytes.
+./hoff-plan synth --layers 2 --hidden 1000 --seq 1000 -o "$tmp.odd" >"$tmp.out" 2>&1
+expect_rc $? 0 "hoff-plan synth (odd sizes)" "$tmp.out"
+./hoff-plan show "$tmp.odd" --budget 40% --json >"$tmp.out" 2>&1
+expect_rc $? 0 "hoff-plan show --json" "$tmp.out"
+maxres=$(tr '{' '\n' <"$tmp.out" | sed -n 's/.*"resident_bytes":\([0-9]*\).*/\1/p' | sort -n | tail -n 1)
+peak=$(sed -n 's/.*"summary":{[^}]*"peak_bytes":\([0-9]*\).*/\1/p' "$tmp.out")
+if [ -z "$maxres" ] || [ "$maxres" != "$peak" ]; then
+    echo "FAIL: hoff-plan show: the largest per-event resident_bytes ($maxres) is not the summary's peak ($peak)"
+    fail=1
+fi
+
 exit $fail

@@ -802,53 +802,6 @@ static const char *ev_text(const struct hoff__trace *t, size_t i, char *buf, siz
     return buf;
 }
 
-/* Resident offload bytes at each event's peak point (after the actions
- * before it and the event itself, before the actions after it), with
- * instant transfers: the model of hoff__schedule_peak. */
-static int resident_per_event(const struct hoff__trace *t, const struct hoff__schedule *s, uint64_t *res) {
-    uint8_t *st = calloc(t->nblocks ? t->nblocks : 1, 1); /* 1 resident, 0 not */
-    uint64_t cur = 0;
-    size_t i, k = 0;
-
-    if (!st)
-        return -ENOMEM;
-    for (i = 0; i < t->nev; i++) {
-        const struct hoff__tev *e = &t->ev[i];
-        int pass;
-
-        for (pass = 0; pass < 2; pass++) {
-            if (pass == 1) {
-                if (e->kind == HOFF__TEV_ALLOC && e->block < t->nblocks) {
-                    st[e->block] = 1;
-                    if (e->pool == 1)
-                        cur += e->size;
-                }
-                res[i] = cur;
-                if (e->kind == HOFF__TEV_FREE && e->block < t->nblocks) {
-                    if (st[e->block] && t->blocks[e->block].pool == 1)
-                        cur -= t->blocks[e->block].size;
-                    st[e->block] = 0;
-                }
-            }
-            for (; k < s->nact && s->act[k].ev == i && (pass == 1 || s->act[k].when == HOFF__ACT_BEFORE); k++) {
-                const struct hoff__action *a = &s->act[k];
-
-                if (a->block >= t->nblocks)
-                    continue;
-                if (a->kind == HOFF__ACT_PREFETCH && !st[a->block]) {
-                    st[a->block] = 1;
-                    cur += t->blocks[a->block].size;
-                } else if (a->kind != HOFF__ACT_PREFETCH && st[a->block]) {
-                    st[a->block] = 0;
-                    cur -= t->blocks[a->block].size;
-                }
-            }
-        }
-    }
-    free(st);
-    return 0;
-}
-
 static void print_actions(const struct hoff__schedule *s, size_t from, size_t to, int when, int json) {
     size_t k;
     int n = 0;
@@ -929,9 +882,12 @@ static int cmd_show(int argc, char **argv) {
         hoff__trace_destroy(&t);
         return EXIT_FAIL;
     }
+    /* The per-event column is the library's residency walk, in the block bytes
+     * the planner and the summary count (size classes, the managed grain). */
     res = calloc(t.nev ? t.nev : 1, sizeof *res);
-    if (!res || resident_per_event(&t, &s, res)) {
-        fprintf(stderr, "%s show: out of memory\n", cmd);
+    if (!res || (rc = hoff__schedule_resident(&t, &s, res, &(uint64_t){0}, &(uint32_t){0})) != 0) {
+        fprintf(stderr, "%s show: %s\n", cmd,
+                !res || rc == -ENOMEM ? "out of memory" : "the planner's schedule does not apply to the trace");
         free(res);
         hoff__schedule_destroy(&s);
         hoff__trace_destroy(&t);
