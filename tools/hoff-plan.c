@@ -1,7 +1,8 @@
 /* hoff-plan.c — the trace and plan tool: simulate a recorded trace under a budget on the sim backend, show the
  * schedule a planner builds for it, draw it (timeline: SVG; export: Perfetto JSON), write synthetic transformer
  * traces, and summarise a trace.
- * Threading: single-threaded (the library's issuing thread runs behind the API). */
+ * Threading: one thread drives the API; the library's issuing thread runs behind it and, in timeline/export, adds
+ * transfer spans to the recorder under its lock. */
 #include "config.h"
 
 #include <errno.h>
@@ -1194,9 +1195,9 @@ struct recorder {
     unsigned char *have;            /* which samples were taken */
     struct rec_span *sp;
     size_t nsp, cap_sp;
-    int step;                       /* the step being driven */
+    int step;                       /* the step being driven (under lock) */
     int oom;
-    pthread_mutex_t lock;
+    pthread_mutex_t lock;           /* sp, nsp, cap_sp, step, oom: the issuing thread adds spans */
     struct hoff__backend_ops ops;   /* the sim's, with the transfers wrapped */
     const struct hoff__backend_ops *orig;
     double h2d_gbps, d2h_gbps, nvme_w_gbps, nvme_r_gbps;
@@ -1307,7 +1308,10 @@ static void rec_on_event(void *arg, int step, size_t ev) {
     size_t i = ev == SIZE_MAX ? 0 : ev + 1;
     struct rec_sample *s;
 
+    /* The issuing thread reads step in rec_span_add, under the same lock. */
+    pthread_mutex_lock(&r->lock);
     r->step = step;
+    pthread_mutex_unlock(&r->lock);
     if (step < 0 || step >= r->steps || i >= r->per_step)
         return;
     s = &r->s[(size_t)step * r->per_step + i];
