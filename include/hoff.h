@@ -337,7 +337,8 @@ HOFF_API int hoff_sim_compute(hoff_ctx *ctx, hoff_stream stream, uint64_t ns);
     X(prefetch_calls, "backend prefetch calls issued (a group's counts 1)")   \
     X(group_calls_saved, "transfer calls saved by moving groups with one call") \
     X(group_fallbacks, "group actions carried out block by block instead")    \
-    X(plan_groups, "groups of blocks in the current schedule")
+    X(plan_groups, "groups of blocks in the current schedule")                \
+    X(host_cap_unevictable, "offload blocks allocated larger than the host cap (never evictable)")
 
 struct hoff_stats {
     uint32_t version; /* HOFF_STATS_VERSION */
