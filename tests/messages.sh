@@ -57,4 +57,39 @@ if [ -z "$maxres" ] || [ "$maxres" != "$peak" ]; then
     fail=1
 fi
 
+# 3. Memory before a simulation.  The sim backs every block with real memory: a run that cannot fit is refused
+# up front, saying what it needs and what the machine has.  Each run is under a virtual-memory limit, so that a
+# regression fails here instead of eating the machine (unless the build cannot start under one: ASan).
+limited() { # limited CMD...: run under ulimit -v 8 GiB when the build starts under it
+    if (ulimit -v 8388608 && ./hoff-plan --help) >/dev/null 2>&1; then
+        (ulimit -v 8388608 && exec "$@")
+    else
+        "$@"
+    fi
+}
+printf 'hoff-trace 1\na 0 70368744177664 1 0 1000\nf 0 0 2000\nend\n' >"$tmp.huge"  # one 64 TiB block
+for sub in simulate timeline export; do
+    case $sub in
+    simulate) extra= ;;
+    timeline) extra="-o $tmp.huge.svg" ;;
+    export) extra="--perfetto $tmp.huge.json" ;;
+    esac
+    limited ./hoff-plan $sub "$tmp.huge" --budget 50% $extra >"$tmp.out" 2>&1
+    expect_rc $? 1 "hoff-plan $sub (a 64 TiB block)" "$tmp.out"
+    check "$tmp.out" "needs about .* of memory and the machine has .* available" "hoff-plan $sub (a 64 TiB block)"
+    check "$tmp.out" "no-memory-check" "hoff-plan $sub (a 64 TiB block: the override)"
+done
+
+# 4. 100,000 retained 4 KiB offload blocks: each holds a 2 MiB managed grain (195 GiB).  The sim device is sized
+# from block bytes, so the message is about memory and the grain, not "raise HOFF_SIM_DEVICE" (which hoff-plan
+# does not even read).
+awk 'BEGIN { print "hoff-trace 1"; for (i = 0; i < 100000; i++) printf "a %d 4096 1 0 %d\n", i, 100 * (i + 1);
+             print "end" }' >"$tmp.small"
+limited ./hoff-plan simulate "$tmp.small" --budget 50% >"$tmp.out" 2>&1
+rc=$?
+absent "$tmp.out" "HOFF_SIM_DEVICE" "hoff-plan simulate (100,000 retained small blocks)"
+if [ "$rc" -ne 0 ]; then
+    check "$tmp.out" "2 MiB grain" "hoff-plan simulate (100,000 retained small blocks: the cause)"
+fi
+
 exit $fail

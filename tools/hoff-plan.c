@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysinfo.h>
 
 #include "core/context.h"
 #include "core/core.h"
@@ -205,8 +206,9 @@ static int load_trace(const char *path, struct hoff__trace *t) {
     return 0;
 }
 
-/* Peak of every live byte (both pools) over the trace. */
-static uint64_t total_peak(const struct hoff__trace *t) {
+/* Peak of every live byte (both pools) over the trace: bytes(pool, size) is
+ * what a block holds (hoff__pool_block_bytes), NULL the size asked for. */
+static uint64_t total_peak(const struct hoff__trace *t, uint64_t (*bytes)(int pool, uint64_t size)) {
     uint64_t cur = 0, peak = 0;
     size_t i;
 
@@ -214,14 +216,84 @@ static uint64_t total_peak(const struct hoff__trace *t) {
         const struct hoff__tev *e = &t->ev[i];
 
         if (e->kind == HOFF__TEV_ALLOC) {
-            cur += e->size;
+            cur += bytes ? bytes(e->pool, e->size) : e->size;
             if (cur > peak)
                 peak = cur;
         } else if (e->kind == HOFF__TEV_FREE && e->block < t->nblocks) {
-            cur -= t->blocks[e->block].size;
+            const struct hoff__tblock *b = &t->blocks[e->block];
+
+            cur -= bytes ? bytes(b->pool, b->size) : b->size;
         }
     }
     return peak;
+}
+
+/* --- what a simulation needs ------------------------------------------------ */
+
+/* Memory a new allocation can get now: MemAvailable from /proc/meminfo, else
+ * sysinfo's free and buffer RAM; 0 when neither says. */
+static uint64_t mem_available(const char **source) {
+    FILE *f = fopen("/proc/meminfo", "re");
+    char line[256];
+    struct sysinfo si;
+
+    if (f) {
+        unsigned long long kb;
+
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+                fclose(f);
+                *source = "MemAvailable";
+                return (uint64_t)kb * 1024;
+            }
+        fclose(f);
+    }
+    if (sysinfo(&si) == 0) {
+        *source = "free and buffer RAM";
+        return ((uint64_t)si.freeram + si.bufferram) * si.mem_unit;
+    }
+    *source = "unknown";
+    return 0;
+}
+
+/* The sim device a run of t gets, and the memory it takes of this machine. */
+struct sim_size {
+    uint64_t device_bytes; /* the simulated device: room for twice the peak, 80 GiB at least */
+    uint64_t mem_bytes;    /* this process's memory for the run, estimated */
+    uint64_t avail_bytes;  /* what the machine has available (0: unknown) */
+};
+
+/* The sim backs every device byte with real memory (and the stamps touch
+ * every page of every block), and each evicted block's host copy as well:
+ * a run needs the peak of live blocks in block bytes (size classes, the
+ * 2 MiB managed grain), plus, under a budget, host copies of up to the
+ * offload peak.  Refuses (a message, EXIT_FAIL) when that passes what the
+ * machine has available, unless no_check; 0 otherwise. */
+static int sim_size(const char *sub, const struct hoff__trace *t, uint64_t budget, uint64_t offload_peak,
+                    int no_check, struct sim_size *z) {
+    uint64_t live = total_peak(t, hoff__pool_block_bytes), asked = total_peak(t, NULL);
+    const char *source;
+    char grain[160] = "";
+
+    z->device_bytes = 80 * GiB;
+    if (live > z->device_bytes / 2)
+        z->device_bytes = live > UINT64_MAX / 2 ? UINT64_MAX : live * 2;
+    if (budget > z->device_bytes)
+        z->device_bytes = budget; /* a budget above every peak never binds */
+    z->mem_bytes = live + (budget ? offload_peak : 0);
+    z->avail_bytes = mem_available(&source);
+    if (no_check || z->avail_bytes == 0 || z->mem_bytes <= z->avail_bytes)
+        return 0;
+    if (live / 2 > asked)
+        snprintf(grain, sizeof grain, " (%s asked for: every offload block takes whole 2 MiB grains, and small "
+                 "ones take size classes)", SZ(asked));
+    fprintf(stderr,
+            "%s %s: this simulation needs about %s of memory and the machine has %s available (%s): the sim "
+            "backs the trace's blocks with real memory, a peak of %s of live blocks%s%s%s; refusing.  Simulate "
+            "a smaller trace, or pass --no-memory-check to run anyway.\n",
+            cmd, sub, SZ(z->mem_bytes), SZ(z->avail_bytes), source, SZ(live), grain,
+            budget ? ", plus host copies of evicted blocks up to " : "", budget ? SZ(offload_peak) : "");
+    return EXIT_FAIL;
 }
 
 static void list_planners(FILE *f) {
@@ -281,6 +353,8 @@ static void usage_simulate(FILE *f) {
             "  --steps N           steps to run, the first being the warmup (default 3, >= 2)\n"
             "  --compute-scale X   divide the trace's compute gaps by X (default 1)\n"
             "  --gpu-step MS       scale the compute gaps so a step computes for MS milliseconds\n"
+            "  --no-memory-check   run even when the machine's available memory looks too small\n"
+            "                      for the simulation (the sim backs every block with real memory)\n"
             "  --json              print one JSON object instead of the report\n"
             "  -h, --help          this text\n"
             "\n"
@@ -298,6 +372,7 @@ struct sim_opts {
     double compute_scale;
     double gpu_step_ms;
     int json;
+    int no_mem_check;        /* --no-memory-check: run even if the machine looks too small */
     const char *spill_dir;   /* NVMe tier (HOFF_SPILL_DIR); NULL = none */
     int groups;              /* co-located groups (HOFF_GROUPS) */
 };
@@ -418,13 +493,14 @@ static int cmd_simulate(int argc, char **argv) {
         {"steps", required_argument, NULL, 's'},   {"compute-scale", required_argument, NULL, 'c'},
         {"gpu-step", required_argument, NULL, 'g'}, {"json", no_argument, NULL, 'j'},
         {"spill-dir", required_argument, NULL, 'N'}, {"groups", required_argument, NULL, 'G'},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+        {"no-memory-check", no_argument, NULL, 'M'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     const char *sub = "simulate";
     struct sim_opts so;
     struct hoff__trace t;
     struct sim_run run, base;
     hoff_ctx *ctx = NULL;
-    uint64_t budget, offload_peak, device_bytes, tpeak, no_offload_ns;
+    uint64_t budget, offload_peak, device_bytes, no_offload_ns;
+    struct sim_size z;
     size_t peak_ev;
     int opt, have_budget = 0, rc, exit_code, integrity_ok, within, last;
     const struct hoff__drive_step *ls, *ws;
@@ -473,6 +549,9 @@ static int cmd_simulate(int argc, char **argv) {
         case 'N':
             so.spill_dir = optarg;
             break;
+        case 'M':
+            so.no_mem_check = 1;
+            break;
         case 'G':
             if (strcmp(optarg, "on") == 0)
                 so.groups = 1;
@@ -499,10 +578,11 @@ static int cmd_simulate(int argc, char **argv) {
         hoff__trace_destroy(&t);
         return EXIT_USAGE;
     }
-    tpeak = total_peak(&t);
-    device_bytes = 80 * GiB;
-    if (tpeak > device_bytes / 2)
-        device_bytes = tpeak * 2;
+    if ((rc = sim_size(sub, &t, budget, offload_peak, so.no_mem_check, &z)) != 0) {
+        hoff__trace_destroy(&t);
+        return rc;
+    }
+    device_bytes = z.device_bytes;
 
     exit_code = EXIT_FAIL;
     memset(&run, 0, sizeof run);
@@ -593,8 +673,10 @@ static int cmd_simulate(int argc, char **argv) {
 
         printf("trace: %s (%zu events, %" PRIu32 " blocks, backend %s)\n", so.trace_path, t.nev, t.nblocks,
                t.backend[0] ? t.backend : "?");
-        printf("sim: copy engines %g GB/s H2D and D2H, device %s; planner %s; %d steps (warmup + %d replays)\n",
-               so.bandwidth, SZ(device_bytes), so.planner, run.r.steps, run.r.steps - 1);
+        printf("sim: copy engines %g GB/s H2D and D2H, device %s; planner %s; %d steps (warmup + %d replays); "
+               "memory about %s (%s available)\n",
+               so.bandwidth, SZ(device_bytes), so.planner, run.r.steps, run.r.steps - 1, SZ(z.mem_bytes),
+               z.avail_bytes ? SZ(z.avail_bytes) : "unknown");
         printf("offload peak without offload: %s (event %zu)\n", SZ(offload_peak), peak_ev);
         if (budget == 0)
             printf("budget: none\n");
@@ -1380,13 +1462,13 @@ static int pic_run(struct pic *p) {
     struct hoff__drive_result res;
     struct hoff__sim_counters c;
     struct recorder *r = &p->rec;
-    uint64_t device_bytes = 80 * GiB, tpeak = total_peak(&p->t);
+    struct sim_size z;
     hoff_ctx *ctx = NULL;
     int rc;
 
-    if (tpeak > device_bytes / 2)
-        device_bytes = tpeak * 2;
-    if (make_ctx(&p->so, p->budget, device_bytes, &ctx))
+    if (sim_size(p->sub, &p->t, p->budget, p->offload_peak, p->so.no_mem_check, &z))
+        return -1;
+    if (make_ctx(&p->so, p->budget, z.device_bytes, &ctx))
         return -1;
     r->ctx = ctx;
     r->t = &p->t;
@@ -1467,7 +1549,7 @@ static int pic_parse(struct pic *p, int argc, char **argv, const char *short_opt
         {"bandwidth", required_argument, NULL, 'w'}, {"planner", required_argument, NULL, 'p'},
         {"steps", required_argument, NULL, 's'},   {"compute-scale", required_argument, NULL, 'c'},
         {"gpu-step", required_argument, NULL, 'g'}, {"spill-dir", required_argument, NULL, 'N'},
-        {"help", no_argument, NULL, 'h'}};
+        {"no-memory-check", no_argument, NULL, 'M'}, {"help", no_argument, NULL, 'h'}};
     const int ncommon = (int)(sizeof common / sizeof common[0]);
     int opt, have_budget = 0, i, n = 0;
 
@@ -1516,6 +1598,9 @@ static int pic_parse(struct pic *p, int argc, char **argv, const char *short_opt
             break;
         case 'N':
             p->so.spill_dir = optarg;
+            break;
+        case 'M':
+            p->so.no_mem_check = 1;
             break;
         case 'h':
             usage_fn(stdout);
@@ -1643,6 +1728,7 @@ static void usage_timeline(FILE *f) {
             "  --steps N            steps to simulate, the first the warmup (default 3, >= 2)\n"
             "  --compute-scale X    divide the trace's compute gaps by X (default 1)\n"
             "  --gpu-step MS        scale the compute gaps so a step computes for MS ms\n"
+            "  --no-memory-check    run even when available memory looks too small for the sim\n"
             "  --width PX           picture width (default 1200, >= 400)\n"
             "  --height PX          picture height (default 640, >= 300)\n"
             "  -h, --help           this text\n"
@@ -2072,6 +2158,7 @@ static void usage_export(FILE *f) {
             "  --steps N            steps to simulate, the first the warmup (default 3, >= 2)\n"
             "  --compute-scale X    divide the trace's compute gaps by X (default 1)\n"
             "  --gpu-step MS        scale the compute gaps so a step computes for MS ms\n"
+            "  --no-memory-check    run even when available memory looks too small for the sim\n"
             "  -h, --help           this text\n"
             "\n"
             "Exit status: 0 ok, 1 unreadable trace, runtime error or unwritable file, 2 bad usage.\n");
@@ -2455,7 +2542,7 @@ static int cmd_info(int argc, char **argv) {
         }
     }
     offload_peak = hoff__trace_offload_peak(&t, hoff__pool_block_bytes, &peak_ev);
-    tpeak = total_peak(&t);
+    tpeak = total_peak(&t, NULL);
     if (json) {
         printf("{\"trace\":");
         json_str(stdout, path);
