@@ -92,4 +92,51 @@ if [ "$rc" -ne 0 ]; then
     check "$tmp.out" "2 MiB grain" "hoff-plan simulate (100,000 retained small blocks: the cause)"
 fi
 
+# 5. Values that would wrap the virtual clock: each refused with its flag or variable, the value and the range
+# (exit 2), never a run that prints "18446744073.71 s" or "0 ns".
+refuse() { # refuse WHAT PATTERN CMD...: exit 2 and the pattern in the message
+    what=$1 pat=$2
+    shift 2
+    "$@" >"$tmp.out" 2>&1
+    expect_rc $? 2 "$what" "$tmp.out"
+    check "$tmp.out" "$pat" "$what"
+    absent "$tmp.out" "18446744073" "$what"
+}
+for sub in simulate model; do
+    refuse "$sub --compute-scale 1e-300" "--compute-scale.*1e-06 to 1e+06.*1e-300" \
+        ./hoff-plan $sub "$trace" --budget 50% --compute-scale 1e-300
+    refuse "$sub --compute-scale 1e300" "--compute-scale.*1e-06 to 1e+06.*1e300" \
+        ./hoff-plan $sub "$trace" --budget 50% --compute-scale 1e300
+    refuse "$sub --gpu-step 1e-9" "--gpu-step.*1e-06 to 1e+09.*1e-9" \
+        ./hoff-plan $sub "$trace" --budget 50% --gpu-step 1e-9
+    refuse "$sub --gpu-step 1e300" "--gpu-step.*1e-06 to 1e+09.*1e300" \
+        ./hoff-plan $sub "$trace" --budget 50% --gpu-step 1e300
+    refuse "$sub --bandwidth 1e-300" "--bandwidth.*0.001 to 100000.*1e-300" \
+        ./hoff-plan $sub "$trace" --budget 50% --bandwidth 1e-300
+done
+refuse "show --bandwidth 1e-300" "--bandwidth.*0.001 to 100000" ./hoff-plan show "$trace" --budget 50% --bandwidth 1e-300
+refuse "timeline --compute-scale 1e-300" "--compute-scale" \
+    ./hoff-plan timeline "$trace" --budget 50% --compute-scale 1e-300 -o "$tmp.svg"
+refuse "synth --tflops 1e-300" "--tflops.*0.001 to 1e+06" ./hoff-plan synth --tflops 1e-300 -o "$tmp.t2"
+refuse "hoff-demo --tflops 1e-300" "--tflops.*0.001 to 1e+06" ./hoff-demo --layers 1 --steps 2 --tflops 1e-300
+refuse "hoff-demo --budget %" "--budget" ./hoff-demo --layers 1 --steps 2 --budget %
+refuse "hoff-demo --budget 0%" "--budget" ./hoff-demo --layers 1 --steps 2 --budget 0%
+HOFF_SIM_H2D_GBPS=1e-300 refuse "HOFF_SIM_H2D_GBPS=1e-300" "HOFF_SIM_H2D_GBPS.*1e-300.*0.001" \
+    ./hoff-demo --layers 1 --steps 2
+# A step the scale would stretch past the 10^15 ns hoff models, even with the scale in range.
+printf 'hoff-trace 1\na 0 4194304 1 0 1000\nf 0 0 999999999999999\nend\n' >"$tmp.long"
+refuse "simulate --compute-scale 1e-3 on a 11.6-day step" "--compute-scale.*11.6 days" \
+    ./hoff-plan simulate "$tmp.long" --budget 50% --compute-scale 1e-3
+
+# Trace times that cannot be on a step's clock: a LINE:COL error like the reader's others.
+printf 'hoff-trace 1\na 0 4194304 1 0 18446744073709551000\nf 0 0 18446744073709551001\nend\n' >"$tmp.wrap"
+./hoff-plan simulate "$tmp.wrap" --budget 50% >"$tmp.out" 2>&1
+expect_rc $? 1 "simulate (times near 2^64)" "$tmp.out"
+check "$tmp.out" "2:17: .*cpu time.*18446744073709551000" "simulate (times near 2^64: LINE:COL)"
+absent "$tmp.out" "0 ns" "simulate (times near 2^64)"
+printf 'hoff-trace 1\nstep_ns 18446744073709551000\nend\n' >"$tmp.wrap"
+./hoff-plan info "$tmp.wrap" >"$tmp.out" 2>&1
+expect_rc $? 1 "info (step_ns near 2^64)" "$tmp.out"
+check "$tmp.out" "2:9: .*step time" "info (step_ns near 2^64: LINE:COL)"
+
 exit $fail

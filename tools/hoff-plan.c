@@ -18,6 +18,7 @@
 
 #include "core/context.h"
 #include "core/core.h"
+#include "core/options.h"
 #include "hoff.h"
 #include "plan/plan.h"
 #include "trace/drive.h"
@@ -111,18 +112,51 @@ static int parse_u64(const char *sub, const char *opt, const char *s, uint64_t m
     return 0;
 }
 
-static int parse_pos_double(const char *sub, const char *opt, const char *s, double *out) {
+/* A number in [min, max].  Every number flag has a range: beyond it the
+ * virtual clock could saturate (rates, scales) or the value is meaningless. */
+static int parse_double_in(const char *sub, const char *opt, const char *s, double min, double max, double *out) {
     char *end;
     double v;
 
     errno = 0;
     v = strtod(s, &end);
-    if (errno || end == s || *end || !(v > 0) || !isfinite(v)) {
-        fprintf(stderr, "%s %s: %s: expected a positive number, got '%s'\n", cmd, sub, opt, s);
+    if (end == s || *end || !(v >= min && v <= max)) {
+        fprintf(stderr, "%s %s: %s: expected a number from %g to %g, got '%s'\n", cmd, sub, opt, min, max, s);
         return -1;
     }
     *out = v;
     return 0;
+}
+
+/* The ranges of the number flags (doc/man/hoff-plan.1). */
+#define parse_bandwidth(sub, s, out) parse_double_in(sub, "--bandwidth", s, HOFF__GBPS_MIN, HOFF__GBPS_MAX, out)
+#define parse_compute_scale(sub, s, out)                                                                           \
+    parse_double_in(sub, "--compute-scale", s, HOFF__COMPUTE_SCALE_MIN, HOFF__COMPUTE_SCALE_MAX, out)
+/* --gpu-step MS: 1 ns to the longest step hoff models. */
+#define parse_gpu_step(sub, s, out) parse_double_in(sub, "--gpu-step", s, 1e-6, HOFF__STEP_NS_MAX / 1e6, out)
+
+/* --gpu-step MS in ns (0: not given). */
+static uint64_t gpu_step_ns(double ms) {
+    return ms > 0 ? (uint64_t)(ms * 1e6 + 0.5) : 0;
+}
+
+/* The step the compute scaling models for t is one the driver can model
+ * (hoff__drive_check); else a message naming the flag, and EXIT_USAGE. */
+static int check_scale(const char *sub, const struct hoff__trace *t, double compute_scale, double gpu_step_ms) {
+    struct hoff__drive_opts o;
+    char why[256];
+
+    memset(&o, 0, sizeof o);
+    o.compute_scale = compute_scale;
+    o.gpu_step_ns = gpu_step_ns(gpu_step_ms);
+    if (hoff__drive_check(t, &o, why, sizeof why) == 0)
+        return 0;
+    if (gpu_step_ms > 0)
+        fprintf(stderr, "%s %s: --gpu-step %g: %s\n", cmd, sub, gpu_step_ms, why);
+    else
+        fprintf(stderr, "%s %s: --compute-scale %g: %s; expected a scale that keeps the step within it\n", cmd, sub,
+                compute_scale, why);
+    return EXIT_USAGE;
 }
 
 static int parse_size_opt(const char *sub, const char *opt, const char *s, uint64_t *out) {
@@ -447,7 +481,7 @@ static int run_sim(hoff_ctx *ctx, const struct hoff__trace *t, const struct sim_
     memset(&o, 0, sizeof o);
     o.verify = verify;
     o.compute_scale = so->compute_scale;
-    o.gpu_step_ns = so->gpu_step_ms > 0 ? (uint64_t)(so->gpu_step_ms * 1e6 + 0.5) : 0;
+    o.gpu_step_ns = gpu_step_ns(so->gpu_step_ms);
     for (k = 0; k < 2; k++) {
         o.steps = k == 0 ? steps - 1 : 1;
         if ((rc = hoff_stats_get(ctx, &s0)) != 0)
@@ -525,7 +559,7 @@ static int cmd_simulate(int argc, char **argv) {
                 return EXIT_USAGE;
             break;
         case 'w':
-            if (parse_pos_double(sub, "--bandwidth", optarg, &so.bandwidth))
+            if (parse_bandwidth(sub, optarg, &so.bandwidth))
                 return EXIT_USAGE;
             break;
         case 'p':
@@ -536,11 +570,11 @@ static int cmd_simulate(int argc, char **argv) {
                 return EXIT_USAGE;
             break;
         case 'c':
-            if (parse_pos_double(sub, "--compute-scale", optarg, &so.compute_scale))
+            if (parse_compute_scale(sub, optarg, &so.compute_scale))
                 return EXIT_USAGE;
             break;
         case 'g':
-            if (parse_pos_double(sub, "--gpu-step", optarg, &so.gpu_step_ms))
+            if (parse_gpu_step(sub, optarg, &so.gpu_step_ms))
                 return EXIT_USAGE;
             break;
         case 'j':
@@ -574,7 +608,8 @@ static int cmd_simulate(int argc, char **argv) {
     if (load_trace(so.trace_path, &t))
         return EXIT_FAIL;
     offload_peak = hoff__trace_offload_peak(&t, hoff__pool_block_bytes, &peak_ev);
-    if (resolve_budget(sub, &so.budget, offload_peak, &budget)) {
+    if (resolve_budget(sub, &so.budget, offload_peak, &budget) ||
+        check_scale(sub, &t, so.compute_scale, so.gpu_step_ms)) {
         hoff__trace_destroy(&t);
         return EXIT_USAGE;
     }
@@ -754,7 +789,7 @@ static int plan_option(const char *sub, int opt, const char *arg, struct plan_ar
         a->have_budget = 1;
         return 1;
     case 'w':
-        return parse_pos_double(sub, "--bandwidth", arg, &a->bw) ? -1 : 1;
+        return parse_bandwidth(sub, arg, &a->bw) ? -1 : 1;
     case 'A':
         return parse_u64(sub, "--guard-after-alloc", arg, 0, 1000000, &a->ga) ? -1 : 1;
     case 'F':
@@ -1136,11 +1171,11 @@ static int cmd_model(int argc, char **argv) {
         }
         switch (opt) {
         case 'c':
-            if (parse_pos_double(sub, "--compute-scale", optarg, &compute_scale))
+            if (parse_compute_scale(sub, optarg, &compute_scale))
                 return EXIT_USAGE;
             break;
         case 'g':
-            if (parse_pos_double(sub, "--gpu-step", optarg, &gpu_step_ms))
+            if (parse_gpu_step(sub, optarg, &gpu_step_ms))
                 return EXIT_USAGE;
             break;
         case 'h':
@@ -1152,13 +1187,17 @@ static int cmd_model(int argc, char **argv) {
     }
     if ((rc = plan_setup(sub, argc, argv, &pa, NULL, &path, &t, &offload_peak, &nopeak_ev, &po)) != 0)
         return rc;
+    if (check_scale(sub, &t, compute_scale, gpu_step_ms)) {
+        hoff__trace_destroy(&t);
+        return EXIT_USAGE;
+    }
     json = pa.json;
     hoff__schedule_init(&s);
 
     /* The clock 'simulate' drives the trace on (lib/trace/drive.c). */
     memset(&dopt, 0, sizeof dopt);
     dopt.compute_scale = compute_scale;
-    dopt.gpu_step_ns = gpu_step_ms > 0 ? (uint64_t)(gpu_step_ms * 1e6 + 0.5) : 0;
+    dopt.gpu_step_ns = gpu_step_ns(gpu_step_ms);
     t_ns = calloc(t.nev ? t.nev : 1, sizeof *t_ns);
     if (!t_ns || hoff__drive_clock(&t, &dopt, t_ns, &step_ns) != 0) {
         fprintf(stderr, "%s model: out of memory\n", cmd);
@@ -1504,7 +1543,7 @@ static int pic_run(struct pic *p) {
     o.steps = r->steps;
     o.verify = 1;
     o.compute_scale = p->so.compute_scale;
-    o.gpu_step_ns = p->so.gpu_step_ms > 0 ? (uint64_t)(p->so.gpu_step_ms * 1e6 + 0.5) : 0;
+    o.gpu_step_ns = gpu_step_ns(p->so.gpu_step_ms);
     o.on_event = rec_on_event;
     o.on_event_arg = r;
     rc = hoff__trace_drive(ctx, &p->t, &o, &res);
@@ -1578,7 +1617,7 @@ static int pic_parse(struct pic *p, int argc, char **argv, const char *short_opt
                 return EXIT_USAGE;
             break;
         case 'w':
-            if (parse_pos_double(p->sub, "--bandwidth", optarg, &p->so.bandwidth))
+            if (parse_bandwidth(p->sub, optarg, &p->so.bandwidth))
                 return EXIT_USAGE;
             break;
         case 'p':
@@ -1589,11 +1628,11 @@ static int pic_parse(struct pic *p, int argc, char **argv, const char *short_opt
                 return EXIT_USAGE;
             break;
         case 'c':
-            if (parse_pos_double(p->sub, "--compute-scale", optarg, &p->so.compute_scale))
+            if (parse_compute_scale(p->sub, optarg, &p->so.compute_scale))
                 return EXIT_USAGE;
             break;
         case 'g':
-            if (parse_pos_double(p->sub, "--gpu-step", optarg, &p->so.gpu_step_ms))
+            if (parse_gpu_step(p->sub, optarg, &p->so.gpu_step_ms))
                 return EXIT_USAGE;
             break;
         case 'N':
@@ -1621,7 +1660,8 @@ static int pic_load(struct pic *p) {
     if (load_trace(p->so.trace_path, &p->t))
         return EXIT_FAIL;
     p->offload_peak = hoff__trace_offload_peak(&p->t, hoff__pool_block_bytes, &p->peak_ev);
-    if (resolve_budget(p->sub, &p->so.budget, p->offload_peak, &p->budget)) {
+    if (resolve_budget(p->sub, &p->so.budget, p->offload_peak, &p->budget) ||
+        check_scale(p->sub, &p->t, p->so.compute_scale, p->so.gpu_step_ms)) {
         hoff__trace_destroy(&p->t);
         return EXIT_USAGE;
     }
@@ -2423,7 +2463,7 @@ static int cmd_synth(int argc, char **argv) {
             o.elem_bytes = (uint32_t)v;
             break;
         case 'T':
-            if (parse_pos_double(sub, "--tflops", optarg, &o.tflops))
+            if (parse_double_in(sub, "--tflops", optarg, HOFF__SYNTH_TFLOPS_MIN, HOFF__SYNTH_TFLOPS_MAX, &o.tflops))
                 return EXIT_USAGE;
             break;
         case 'M':
@@ -2460,7 +2500,7 @@ static int cmd_synth(int argc, char **argv) {
     if (rc) {
         fprintf(stderr, "%s synth: %s\n", cmd, hoff_last_error()[0] ? hoff_last_error() : hoff_strerror(rc));
         hoff__trace_destroy(&t);
-        return rc == -EINVAL ? EXIT_USAGE : EXIT_FAIL;
+        return rc == -EINVAL || rc == -ERANGE ? EXIT_USAGE : EXIT_FAIL;
     }
     rc = hoff__trace_save(&t, out);
     if (rc) {
