@@ -343,7 +343,8 @@ HOFF_API int hoff_sim_compute(hoff_ctx *ctx, hoff_stream stream, uint64_t ns);
     X(plan_groups, "groups of blocks in the current schedule")                \
     X(window_refusals, "moves of a block refused because its use window was open") \
     X(window_violations, "sim: blocks moved or dropped inside an open use window (0 when correct)") \
-    X(plan_floor_bytes, "working-set floor: no plan of the step goes below it")
+    X(plan_floor_bytes, "working-set floor: no plan of the step goes below it") \
+    X(host_cap_unevictable, "offload blocks allocated larger than the host cap (never evictable)")
 
 struct hoff_stats {
     uint32_t version; /* HOFF_STATS_VERSION */

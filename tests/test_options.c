@@ -573,7 +573,8 @@ static void test_parse_double(void) {
     good("sim_h2d_gbps", ".25", "0.25");
     good("sim_h2d_gbps", "100000", "100000");
     good("sim_h2d_gbps", "0.1", "0.1");
-    good("sim_fault_gbps", "1e-9", "1e-09");
+    good("sim_fault_gbps", "0.001", "0.001");
+    bad("sim_fault_gbps", "1e-9"); /* slower than 1 MB/s: the sim's clock would saturate */
     bad("sim_h2d_gbps", "0");
     bad("sim_h2d_gbps", "-1");
     bad("sim_h2d_gbps", "100001");
@@ -649,11 +650,11 @@ static void test_messages(void) {
     CHECK_MSG(&c, "HOFF_QUEUE_DEPTH", "0",
               "HOFF_QUEUE_DEPTH='0': out of range; expected an integer from 1 to 1048576");
     CHECK_MSG(&c, "HOFF_SIM_H2D_GBPS", "fast",
-              "HOFF_SIM_H2D_GBPS='fast': not a number; expected a number of GB/s greater "
-              "than 0 and at most 100000");
+              "HOFF_SIM_H2D_GBPS='fast': not a number; expected a number of GB/s from "
+              "0.001 to 100000");
     CHECK_MSG(&c, "HOFF_SIM_H2D_GBPS", "0",
-              "HOFF_SIM_H2D_GBPS='0': out of range; expected a number of GB/s greater "
-              "than 0 and at most 100000");
+              "HOFF_SIM_H2D_GBPS='0': out of range; expected a number of GB/s from "
+              "0.001 to 100000");
     CHECK_MSG(&c, "HOFF_SIM_LATENCY", "5min",
               "HOFF_SIM_LATENCY='5min': not a duration; expected a whole number of "
               "nanoseconds, or a number with an ns, us, ms or s suffix (e.g. 10us, 2ms)");
@@ -671,11 +672,11 @@ static void test_messages(void) {
               "HOFF_REPLAN_AFTER='4294967296': out of range; expected an integer from 0 to "
               "1000000");
     CHECK_MSG(&c, "HOFF_BANDWIDTH_GBPS", "0",
-              "HOFF_BANDWIDTH_GBPS='0': out of range; expected a number of GB/s greater "
-              "than 0 and at most 100000");
+              "HOFF_BANDWIDTH_GBPS='0': out of range; expected a number of GB/s from "
+              "0.001 to 100000");
     CHECK_MSG(&c, "bandwidth_gbps", "16GB/s",
               "option 'bandwidth_gbps'='16GB/s': not a number; expected a number of GB/s "
-              "greater than 0 and at most 100000");
+              "from 0.001 to 100000");
     {
         char want[512], path[300];
 
@@ -717,11 +718,11 @@ static void test_messages(void) {
     CHECK_MSG(&c, "HOFF_IO_DEPTH", "4097",
               "HOFF_IO_DEPTH='4097': out of range; expected an integer from 8 to 4096");
     CHECK_MSG(&c, "HOFF_SIM_NVME_READ_GBPS", "0",
-              "HOFF_SIM_NVME_READ_GBPS='0': out of range; expected a number of GB/s greater "
-              "than 0 and at most 100000");
+              "HOFF_SIM_NVME_READ_GBPS='0': out of range; expected a number of GB/s from "
+              "0.001 to 100000");
     CHECK_MSG(&c, "sim_nvme_write_gbps", "fast",
               "option 'sim_nvme_write_gbps'='fast': not a number; expected a number of GB/s "
-              "greater than 0 and at most 100000");
+              "from 0.001 to 100000");
     CHECK_MSG(&c, "HOFF_SPILL_CHUNK", "65537",
               "HOFF_SPILL_CHUNK='65537': not a multiple of 4K; expected a size from 64K to 1G "
               "that is a multiple of 4K");
@@ -1155,7 +1156,7 @@ static void test_validate(void) {
     hoff_config_init(&c);
     c.sim_h2d_gbps = 0;
     CU_ASSERT(validate_fails(&c, "sim_h2d_gbps (HOFF_SIM_H2D_GBPS) is 0; expected a number of "
-                                 "GB/s greater than 0 and at most 100000"));
+                                 "GB/s from 0.001 to 100000"));
     hoff_config_init(&c);
     c.sim_d2h_gbps = NAN;
     CU_ASSERT(validate_fails(&c, "sim_d2h_gbps (HOFF_SIM_D2H_GBPS) is nan;"));
@@ -1195,9 +1196,19 @@ static void test_validate(void) {
     hoff_config_init(&c);
     c.bandwidth_gbps = 0;
     CU_ASSERT(validate_fails(&c, "config: bandwidth_gbps (HOFF_BANDWIDTH_GBPS) is 0; expected a "
-                                 "number of GB/s greater than 0 and at most 100000"));
+                                 "number of GB/s from 0.001 to 100000"));
     c.bandwidth_gbps = 100000.5;
     CU_ASSERT(validate_fails(&c, "bandwidth_gbps (HOFF_BANDWIDTH_GBPS) is 100000.5;"));
+    /* Below 1 MB/s a transfer would take the sim's clock past any step. */
+    c.bandwidth_gbps = 1e-300;
+    CU_ASSERT(validate_fails(&c, "bandwidth_gbps (HOFF_BANDWIDTH_GBPS) is 1e-300; expected a number of "
+                                 "GB/s from 0.001 to 100000"));
+    c.bandwidth_gbps = 0.001;
+    CU_ASSERT_EQUAL(hoff__config_validate(&c, err, sizeof err), 0);
+    hoff_config_init(&c);
+    c.sim_fault_gbps = 0.0009;
+    CU_ASSERT(validate_fails(&c, "sim_fault_gbps (HOFF_SIM_FAULT_GBPS) is 0.0009;"));
+    hoff_config_init(&c);
     c.bandwidth_gbps = NAN;
     CU_ASSERT(validate_fails(&c, "bandwidth_gbps (HOFF_BANDWIDTH_GBPS) is nan;"));
     hoff_config_init(&c);
@@ -1225,7 +1236,7 @@ static void test_validate(void) {
     hoff_config_init(&c);
     c.sim_nvme_read_gbps = 0;
     CU_ASSERT(validate_fails(&c, "config: sim_nvme_read_gbps (HOFF_SIM_NVME_READ_GBPS) is 0; "
-                                 "expected a number of GB/s greater than 0 and at most 100000"));
+                                 "expected a number of GB/s from 0.001 to 100000"));
     hoff_config_init(&c);
     c.sim_nvme_write_gbps = NAN;
     CU_ASSERT(validate_fails(&c, "config: sim_nvme_write_gbps (HOFF_SIM_NVME_WRITE_GBPS) is nan;"));

@@ -3,8 +3,10 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend/backend.h"
 #include "hoff.h"
@@ -397,9 +399,61 @@ static void test_host_cap(void) {
     host_cap = 0;
 }
 
+/* A block larger than the host cap can never be evicted (an eviction lands on
+ * the host tier first).  The budget's room comes from the blocks that fit,
+ * the big one stays on the device, and its allocation is counted and warned
+ * about once, naming the block size and the cap. */
+static void test_host_cap_below_block(void) {
+    void *a, *b, *c;
+    struct hoff_stats st;
+    char log[4096];
+    FILE *f;
+    int saved, n;
+
+    f = tmpfile();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fflush(stderr);
+    saved = dup(2);
+    dup2(fileno(f), 2);
+    host_cap = 4 * MiB;
+    open_sim(10 * MiB);
+    a = managed(8 * MiB, 0x31);
+    b = managed(2 * MiB, 0x32);
+    c = managed(2 * MiB, 0x33); /* 12 MiB > 10: room must come from b, not a */
+    hoff_sync(ctx);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    st = stats();
+    CU_ASSERT_EQUAL(st.budget_overruns, 0);
+    CU_ASSERT(st.peak_resident_bytes <= 10 * MiB);
+    CU_ASSERT_EQUAL(hoff_residency(ctx, a), HOFF_RES_DEVICE);
+    CU_ASSERT_EQUAL(hoff_residency(ctx, b), HOFF_RES_HOST);
+    CU_ASSERT_EQUAL(st.host_cap_unevictable, 1);
+    rewind(f);
+    n = (int)fread(log, 1, sizeof log - 1, f);
+    log[n > 0 ? n : 0] = '\0';
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(log, "HOFF_HOST_CAP 4.0 MiB"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(log, "8.0 MiB offload block"));
+    CU_ASSERT_PTR_NULL(strstr(log, "in use or pinned"));
+    CU_ASSERT(all_bytes(a, 8 * MiB, 0x31));
+    hoff_access(ctx, b, 0, S); /* evicts c (a cannot go) */
+    CU_ASSERT(all_bytes(b, 2 * MiB, 0x32));
+    hoff_access(ctx, c, 0, S);
+    CU_ASSERT(all_bytes(c, 2 * MiB, 0x33));
+    CU_ASSERT_EQUAL(stats().budget_overruns, 0);
+    hoff_free(ctx, a, S);
+    hoff_free(ctx, b, S);
+    hoff_free(ctx, c, S);
+    hoff_shutdown(ctx);
+    host_cap = 0;
+}
+
 int main(void) {
     static const struct hoff_test tests[] = {
         {"host_cap", test_host_cap},
+        {"host_cap_below_block", test_host_cap_below_block},
         {"every_transition", test_every_transition},
         {"evict_prefetch_round_trip", test_evict_prefetch_round_trip},
         {"fault_on_access", test_fault_on_access},

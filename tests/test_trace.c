@@ -150,8 +150,8 @@ static void rich(struct hoff__trace *t) {
     e.kind = HOFF__TEV_FREE;
     e.block = 0;
     e.stream = 99;
-    e.t_cpu_ns = UINT64_MAX - 1;
-    e.t_gpu_ns = UINT64_MAX - 1;
+    e.t_cpu_ns = HOFF__STEP_NS_MAX; /* the largest time a trace may hold */
+    e.t_gpu_ns = HOFF__STEP_NS_MAX;
     CU_ASSERT_EQUAL(hoff__trace_append(t, &e), 0);
     e.kind = HOFF__TEV_ACCESS;
     e.block = 3;
@@ -579,6 +579,19 @@ static const struct bad bad[] = {
      "2:5: expected a size in bytes (1 to 2^47-1), got '140737488355328'"},
     {H "a 0 4096 1 0 18446744073709551616\nend\n", -ERANGE,
      "2:14: number out of range: expected a cpu time in ns, got '18446744073709551616'"},
+    /* Times past the longest step hoff models cannot be on a step's clock. */
+    {H "a 0 4096 1 0 1000000000000001\nend\n", -ERANGE,
+     "2:14: cpu time out of range: expected a cpu time from 0 to 10^15 ns (11.6 days, the longest step hoff "
+     "models), got '1000000000000001'"},
+    {H "a 0 4096 1 0 10 18446744073709551614\nend\n", -ERANGE,
+     "2:17: gpu time out of range: expected a gpu time from 0 to 10^15 ns (11.6 days, the longest step hoff "
+     "models) or 18446744073709551615 (unknown), got '18446744073709551614'"},
+    {H "a 0 4096 1 0 10\nf 0 0 18446744073709551000\nend\n", -ERANGE,
+     "3:7: cpu time out of range: expected a cpu time from 0 to 10^15 ns (11.6 days, the longest step hoff "
+     "models), got '18446744073709551000'"},
+    {"hoff-trace 1\nstep_ns 18446744073709551615\nend\n", -ERANGE,
+     "2:9: step time out of range: expected a step time from 0 to 10^15 ns (11.6 days, the longest step hoff "
+     "models), got '18446744073709551615'"},
     {H "a 0 4096 2 0 10\nend\n", -EINVAL, "2:10: expected a pool (0 device, 1 managed), got '2'"},
     {H "a 0 4096 1 0 10\nf 3 0 11\nend\n", -EINVAL, "3:3: expected a live block id, got '3' (never allocated)"},
     {H "a 0 4096 1 0 10\nf 0 0 11\nr 0 0 12\nend\n", -EINVAL,

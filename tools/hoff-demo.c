@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "hoff.h"
+#include "trace/synth.h" /* the compute-rate range */
+#include "trace/trace.h" /* the longest step hoff models */
 
 #define DEMO_MAX_LAYERS 1024
 #define DEMO_BLOCKS_PER_LAYER 8
@@ -69,6 +71,7 @@ struct demo {
     uint64_t budget;
     double budget_pct;            /* < 0: given as a size */
     uint64_t fwd_ns, bwd_ns;      /* modelled compute per layer */
+    double step_compute_ns;       /* modelled compute per step */
     /* run */
     hoff_ctx *ctx;
     hoff_stream stream;
@@ -199,6 +202,11 @@ static void build_workload(struct demo *d, uint64_t managed_min) {
     /* Forward FLOPs of a layer: 24*b*s*h^2 (matmuls) + 4*b*s^2*h (attention). */
     fwd_flops = 24.0 * d->batch * d->seq * (double)d->hidden * d->hidden +
                 4.0 * d->batch * (double)d->seq * d->seq * d->hidden;
+    /* A step computes for 3 * layers * fwd; main refuses one past the
+     * longest step hoff models (the sim clock must not saturate). */
+    d->step_compute_ns = 3.0 * d->layers * (fwd_flops / (d->tflops * 1e3));
+    if (d->step_compute_ns > (double)HOFF__STEP_NS_MAX)
+        return;
     d->fwd_ns = (uint64_t)(fwd_flops / (d->tflops * 1e3));
     if (d->fwd_ns == 0)
         d->fwd_ns = 1;
@@ -629,8 +637,9 @@ int main(int argc, char **argv) {
         case 't': {
             char *end;
             d.tflops = strtod(optarg, &end);
-            if (end == optarg || *end || !(d.tflops > 0) || d.tflops > 1e6) {
-                fprintf(stderr, "hoff-demo: --tflops: expected a positive number, got '%s'\n", optarg);
+            if (end == optarg || *end || !(d.tflops >= HOFF__SYNTH_TFLOPS_MIN && d.tflops <= HOFF__SYNTH_TFLOPS_MAX)) {
+                fprintf(stderr, "hoff-demo: --tflops: expected a number from %g to %g, got '%s'\n",
+                        HOFF__SYNTH_TFLOPS_MIN, HOFF__SYNTH_TFLOPS_MAX, optarg);
                 return 2;
             }
             break;
@@ -672,6 +681,12 @@ int main(int argc, char **argv) {
     }
 
     build_workload(&d, cfg.managed_min_bytes);
+    if (d.step_compute_ns > (double)HOFF__STEP_NS_MAX) {
+        fprintf(stderr, "hoff-demo: --tflops %g: a step of this model would compute for %.3g s, past %s; raise "
+                        "--tflops or make the model smaller\n", d.tflops, d.step_compute_ns / 1e9,
+                HOFF__STEP_NS_MAX_TEXT);
+        return 2;
+    }
     total_plan = d.param_bytes + d.act_bytes_layer * d.layers;
     if (pages > 0 && pagesz > 0 && total_plan > (uint64_t)pages * (uint64_t)pagesz / 2) {
         fprintf(stderr, "hoff-demo: the workload needs %s (parameters %s, activations %s), more "
@@ -691,13 +706,18 @@ int main(int argc, char **argv) {
         if (n > 0 && b[n - 1] == '%') {
             char *end, num[32];
             double pct = strtod(b, &end);
-            if (end != b + n - 1 || !(pct >= 0) || pct > 100) {
-                fprintf(stderr, "hoff-demo: --budget: expected a size (512M, 2G) or a percentage "
-                                "0%%-100%%, got '%s'\n", b);
+            /* "%" alone and "0%" are no percentage (a budget of 0 would mean no limit). */
+            if (end == b || end != b + n - 1 || !(pct > 0) || pct > 100) {
+                fprintf(stderr, "hoff-demo: --budget: expected a size (512M, 2G; 0 = no limit) or a "
+                                "percentage of the activation peak in (0%%, 100%%], got '%s'\n", b);
                 return 2;
             }
             d.budget_pct = pct;
-            snprintf(num, sizeof num, "%" PRIu64, (uint64_t)((double)d.act_peak * pct / 100.0));
+            {
+                uint64_t bytes = (uint64_t)((double)d.act_peak * pct / 100.0);
+
+                snprintf(num, sizeof num, "%" PRIu64, bytes ? bytes : 1); /* 0 would mean no limit */
+            }
             rc = hoff_config_set(&cfg, "budget", num, err, sizeof err);
         } else {
             rc = hoff_config_set(&cfg, "budget", b, err, sizeof err);

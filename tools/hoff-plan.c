@@ -1,7 +1,8 @@
 /* hoff-plan.c — the trace and plan tool: simulate a recorded trace under a budget on the sim backend, show the
  * schedule a planner builds for it, draw it (timeline: SVG; export: Perfetto JSON), write synthetic transformer
  * traces, and summarise a trace.
- * Threading: single-threaded (the library's issuing thread runs behind the API). */
+ * Threading: one thread drives the API; the library's issuing thread runs behind it and, in timeline/export, adds
+ * transfer spans to the recorder under its lock. */
 #include "config.h"
 
 #include <errno.h>
@@ -13,9 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysinfo.h>
 
 #include "core/context.h"
 #include "core/core.h"
+#include "core/options.h"
 #include "hoff.h"
 #include "plan/plan.h"
 #include "trace/drive.h"
@@ -109,18 +112,51 @@ static int parse_u64(const char *sub, const char *opt, const char *s, uint64_t m
     return 0;
 }
 
-static int parse_pos_double(const char *sub, const char *opt, const char *s, double *out) {
+/* A number in [min, max].  Every number flag has a range: beyond it the
+ * virtual clock could saturate (rates, scales) or the value is meaningless. */
+static int parse_double_in(const char *sub, const char *opt, const char *s, double min, double max, double *out) {
     char *end;
     double v;
 
     errno = 0;
     v = strtod(s, &end);
-    if (errno || end == s || *end || !(v > 0) || !isfinite(v)) {
-        fprintf(stderr, "%s %s: %s: expected a positive number, got '%s'\n", cmd, sub, opt, s);
+    if (end == s || *end || !(v >= min && v <= max)) {
+        fprintf(stderr, "%s %s: %s: expected a number from %g to %g, got '%s'\n", cmd, sub, opt, min, max, s);
         return -1;
     }
     *out = v;
     return 0;
+}
+
+/* The ranges of the number flags (doc/man/hoff-plan.1). */
+#define parse_bandwidth(sub, s, out) parse_double_in(sub, "--bandwidth", s, HOFF__GBPS_MIN, HOFF__GBPS_MAX, out)
+#define parse_compute_scale(sub, s, out)                                                                           \
+    parse_double_in(sub, "--compute-scale", s, HOFF__COMPUTE_SCALE_MIN, HOFF__COMPUTE_SCALE_MAX, out)
+/* --gpu-step MS: 1 ns to the longest step hoff models. */
+#define parse_gpu_step(sub, s, out) parse_double_in(sub, "--gpu-step", s, 1e-6, HOFF__STEP_NS_MAX / 1e6, out)
+
+/* --gpu-step MS in ns (0: not given). */
+static uint64_t gpu_step_ns(double ms) {
+    return ms > 0 ? (uint64_t)(ms * 1e6 + 0.5) : 0;
+}
+
+/* The step the compute scaling models for t is one the driver can model
+ * (hoff__drive_check); else a message naming the flag, and EXIT_USAGE. */
+static int check_scale(const char *sub, const struct hoff__trace *t, double compute_scale, double gpu_step_ms) {
+    struct hoff__drive_opts o;
+    char why[256];
+
+    memset(&o, 0, sizeof o);
+    o.compute_scale = compute_scale;
+    o.gpu_step_ns = gpu_step_ns(gpu_step_ms);
+    if (hoff__drive_check(t, &o, why, sizeof why) == 0)
+        return 0;
+    if (gpu_step_ms > 0)
+        fprintf(stderr, "%s %s: --gpu-step %g: %s\n", cmd, sub, gpu_step_ms, why);
+    else
+        fprintf(stderr, "%s %s: --compute-scale %g: %s; expected a scale that keeps the step within it\n", cmd, sub,
+                compute_scale, why);
+    return EXIT_USAGE;
 }
 
 static int parse_size_opt(const char *sub, const char *opt, const char *s, uint64_t *out) {
@@ -204,8 +240,9 @@ static int load_trace(const char *path, struct hoff__trace *t) {
     return 0;
 }
 
-/* Peak of every live byte (both pools) over the trace. */
-static uint64_t total_peak(const struct hoff__trace *t) {
+/* Peak of every live byte (both pools) over the trace: bytes(pool, size) is
+ * what a block holds (hoff__pool_block_bytes), NULL the size asked for. */
+static uint64_t total_peak(const struct hoff__trace *t, uint64_t (*bytes)(int pool, uint64_t size)) {
     uint64_t cur = 0, peak = 0;
     size_t i;
 
@@ -213,14 +250,89 @@ static uint64_t total_peak(const struct hoff__trace *t) {
         const struct hoff__tev *e = &t->ev[i];
 
         if (e->kind == HOFF__TEV_ALLOC) {
-            cur += e->size;
+            cur += bytes ? bytes(e->pool, e->size) : e->size;
             if (cur > peak)
                 peak = cur;
         } else if (e->kind == HOFF__TEV_FREE && e->block < t->nblocks) {
-            cur -= t->blocks[e->block].size;
+            const struct hoff__tblock *b = &t->blocks[e->block];
+
+            cur -= bytes ? bytes(b->pool, b->size) : b->size;
         }
     }
     return peak;
+}
+
+/* --- what a simulation needs ------------------------------------------------ */
+
+/* Memory a new allocation can get now: MemAvailable from /proc/meminfo, else
+ * sysinfo's free and buffer RAM; 0 when neither says. */
+static uint64_t mem_available(const char **source) {
+    FILE *f = fopen("/proc/meminfo", "re");
+    char line[256];
+    struct sysinfo si;
+
+    if (f) {
+        unsigned long long kb;
+
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+                fclose(f);
+                *source = "MemAvailable";
+                return (uint64_t)kb * 1024;
+            }
+        fclose(f);
+    }
+    if (sysinfo(&si) == 0) {
+        *source = "free and buffer RAM";
+        return ((uint64_t)si.freeram + si.bufferram) * si.mem_unit;
+    }
+    *source = "unknown";
+    return 0;
+}
+
+/* The sim device a run of t gets, and the memory it takes of this machine. */
+struct sim_size {
+    uint64_t device_bytes; /* the simulated device: room for twice the peak, 80 GiB at least */
+    uint64_t mem_bytes;    /* this process's memory for the run, estimated */
+    uint64_t avail_bytes;  /* what the machine has available (0: unknown) */
+};
+
+/* The sim backs every device byte with real memory (and the stamps touch
+ * every page of every block), and each evicted block's host copy as well.
+ * With L the peak of live blocks in block bytes (size classes, the 2 MiB
+ * managed grain), a run needs about 2L with no budget (the pool's cache maps
+ * more than is live at once) and 3L plus the offload peak under one (the
+ * plan's group layouts are mappings of their own; evicted blocks have host
+ * copies), plus `extra` (the caller's own tables).  Measured maximum RSS
+ * against the estimate, 25% budget: gpt.trace.gz 3.1 GiB (3.8), wide 3.1
+ * (4.3), cnn 1.6 (1.6); no budget: gpt 1.2 (1.9), cnn 0.6 (0.8).  Refuses (a
+ * message, EXIT_FAIL) when that passes what the machine has available,
+ * unless no_check; 0 otherwise. */
+static int sim_size(const char *sub, const struct hoff__trace *t, uint64_t budget, uint64_t offload_peak,
+                    uint64_t extra, int no_check, struct sim_size *z) {
+    uint64_t live = total_peak(t, hoff__pool_block_bytes), asked = total_peak(t, NULL);
+    const char *source;
+    char grain[160] = "";
+
+    z->device_bytes = 80 * GiB;
+    if (live > z->device_bytes / 2)
+        z->device_bytes = live > UINT64_MAX / 2 ? UINT64_MAX : live * 2;
+    if (budget > z->device_bytes)
+        z->device_bytes = budget; /* a budget above every peak never binds */
+    z->mem_bytes = (budget ? 3 * live + offload_peak : 2 * live) + extra;
+    z->avail_bytes = mem_available(&source);
+    if (no_check || z->avail_bytes == 0 || z->mem_bytes <= z->avail_bytes)
+        return 0;
+    if (live / 2 > asked)
+        snprintf(grain, sizeof grain, " (%s asked for: every offload block takes whole 2 MiB grains, and small "
+                 "ones take size classes)", SZ(asked));
+    fprintf(stderr,
+            "%s %s: this simulation needs about %s of memory and the machine has %s available (%s): the sim "
+            "backs the trace's blocks with real memory, %s a peak of %s of live blocks%s%s%s; refusing.  "
+            "Simulate a smaller trace, or pass --no-memory-check to run anyway.\n",
+            cmd, sub, SZ(z->mem_bytes), SZ(z->avail_bytes), source, budget ? "three times" : "twice", SZ(live), grain,
+            budget ? ", plus host copies of evicted blocks up to " : "", budget ? SZ(offload_peak) : "");
+    return EXIT_FAIL;
 }
 
 static void list_planners(FILE *f) {
@@ -280,6 +392,8 @@ static void usage_simulate(FILE *f) {
             "  --steps N           steps to run, the first being the warmup (default 3, >= 2)\n"
             "  --compute-scale X   divide the trace's compute gaps by X (default 1)\n"
             "  --gpu-step MS       scale the compute gaps so a step computes for MS milliseconds\n"
+            "  --no-memory-check   run even when the machine's available memory looks too small\n"
+            "                      for the simulation (the sim backs every block with real memory)\n"
             "  --json              print one JSON object instead of the report\n"
             "  -h, --help          this text\n"
             "\n"
@@ -297,6 +411,7 @@ struct sim_opts {
     double compute_scale;
     double gpu_step_ms;
     int json;
+    int no_mem_check;        /* --no-memory-check: run even if the machine looks too small */
     const char *spill_dir;   /* NVMe tier (HOFF_SPILL_DIR); NULL = none */
     int groups;              /* co-located groups (HOFF_GROUPS) */
 };
@@ -371,7 +486,7 @@ static int run_sim(hoff_ctx *ctx, const struct hoff__trace *t, const struct sim_
     memset(&o, 0, sizeof o);
     o.verify = verify;
     o.compute_scale = so->compute_scale;
-    o.gpu_step_ns = so->gpu_step_ms > 0 ? (uint64_t)(so->gpu_step_ms * 1e6 + 0.5) : 0;
+    o.gpu_step_ns = gpu_step_ns(so->gpu_step_ms);
     for (k = 0; k < 2; k++) {
         o.steps = k == 0 ? steps - 1 : 1;
         if ((rc = hoff_stats_get(ctx, &s0)) != 0)
@@ -417,13 +532,14 @@ static int cmd_simulate(int argc, char **argv) {
         {"steps", required_argument, NULL, 's'},   {"compute-scale", required_argument, NULL, 'c'},
         {"gpu-step", required_argument, NULL, 'g'}, {"json", no_argument, NULL, 'j'},
         {"spill-dir", required_argument, NULL, 'N'}, {"groups", required_argument, NULL, 'G'},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+        {"no-memory-check", no_argument, NULL, 'M'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     const char *sub = "simulate";
     struct sim_opts so;
     struct hoff__trace t;
     struct sim_run run, base;
     hoff_ctx *ctx = NULL;
-    uint64_t budget, offload_peak, device_bytes, tpeak, no_offload_ns;
+    uint64_t budget, offload_peak, device_bytes, no_offload_ns;
+    struct sim_size z;
     size_t peak_ev;
     int opt, have_budget = 0, rc, exit_code, integrity_ok, within, last, below_floor;
     const struct hoff__drive_step *ls, *ws;
@@ -448,7 +564,7 @@ static int cmd_simulate(int argc, char **argv) {
                 return EXIT_USAGE;
             break;
         case 'w':
-            if (parse_pos_double(sub, "--bandwidth", optarg, &so.bandwidth))
+            if (parse_bandwidth(sub, optarg, &so.bandwidth))
                 return EXIT_USAGE;
             break;
         case 'p':
@@ -459,11 +575,11 @@ static int cmd_simulate(int argc, char **argv) {
                 return EXIT_USAGE;
             break;
         case 'c':
-            if (parse_pos_double(sub, "--compute-scale", optarg, &so.compute_scale))
+            if (parse_compute_scale(sub, optarg, &so.compute_scale))
                 return EXIT_USAGE;
             break;
         case 'g':
-            if (parse_pos_double(sub, "--gpu-step", optarg, &so.gpu_step_ms))
+            if (parse_gpu_step(sub, optarg, &so.gpu_step_ms))
                 return EXIT_USAGE;
             break;
         case 'j':
@@ -471,6 +587,9 @@ static int cmd_simulate(int argc, char **argv) {
             break;
         case 'N':
             so.spill_dir = optarg;
+            break;
+        case 'M':
+            so.no_mem_check = 1;
             break;
         case 'G':
             if (strcmp(optarg, "on") == 0)
@@ -494,14 +613,16 @@ static int cmd_simulate(int argc, char **argv) {
     if (load_trace(so.trace_path, &t))
         return EXIT_FAIL;
     offload_peak = hoff__trace_offload_peak(&t, hoff__pool_block_bytes, &peak_ev);
-    if (resolve_budget(sub, &so.budget, offload_peak, &budget)) {
+    if (resolve_budget(sub, &so.budget, offload_peak, &budget) ||
+        check_scale(sub, &t, so.compute_scale, so.gpu_step_ms)) {
         hoff__trace_destroy(&t);
         return EXIT_USAGE;
     }
-    tpeak = total_peak(&t);
-    device_bytes = 80 * GiB;
-    if (tpeak > device_bytes / 2)
-        device_bytes = tpeak * 2;
+    if ((rc = sim_size(sub, &t, budget, offload_peak, 0, so.no_mem_check, &z)) != 0) {
+        hoff__trace_destroy(&t);
+        return rc;
+    }
+    device_bytes = z.device_bytes;
 
     exit_code = EXIT_FAIL;
     memset(&run, 0, sizeof run);
@@ -609,8 +730,10 @@ static int cmd_simulate(int argc, char **argv) {
 
         printf("trace: %s (%zu events, %" PRIu32 " blocks, backend %s)\n", so.trace_path, t.nev, t.nblocks,
                t.backend[0] ? t.backend : "?");
-        printf("sim: copy engines %g GB/s H2D and D2H, device %s; planner %s; %d steps (warmup + %d replays)\n",
-               so.bandwidth, SZ(device_bytes), so.planner, run.r.steps, run.r.steps - 1);
+        printf("sim: copy engines %g GB/s H2D and D2H, device %s; planner %s; %d steps (warmup + %d replays); "
+               "memory about %s (%s available)\n",
+               so.bandwidth, SZ(device_bytes), so.planner, run.r.steps, run.r.steps - 1, SZ(z.mem_bytes),
+               z.avail_bytes ? SZ(z.avail_bytes) : "unknown");
         printf("offload peak without offload: %s (event %zu)\n", SZ(offload_peak), peak_ev);
         if (budget == 0)
             printf("budget: none\n");
@@ -691,7 +814,7 @@ static int plan_option(const char *sub, int opt, const char *arg, struct plan_ar
         a->have_budget = 1;
         return 1;
     case 'w':
-        return parse_pos_double(sub, "--bandwidth", arg, &a->bw) ? -1 : 1;
+        return parse_bandwidth(sub, arg, &a->bw) ? -1 : 1;
     case 'A':
         return parse_u64(sub, "--guard-after-alloc", arg, 0, 1000000, &a->ga) ? -1 : 1;
     case 'F':
@@ -822,53 +945,6 @@ static const char *ev_text(const struct hoff__trace *t, size_t i, char *buf, siz
     return buf;
 }
 
-/* Resident offload bytes at each event's peak point (after the actions
- * before it and the event itself, before the actions after it), with
- * instant transfers: the model of hoff__schedule_peak. */
-static int resident_per_event(const struct hoff__trace *t, const struct hoff__schedule *s, uint64_t *res) {
-    uint8_t *st = calloc(t->nblocks ? t->nblocks : 1, 1); /* 1 resident, 0 not */
-    uint64_t cur = 0;
-    size_t i, k = 0;
-
-    if (!st)
-        return -ENOMEM;
-    for (i = 0; i < t->nev; i++) {
-        const struct hoff__tev *e = &t->ev[i];
-        int pass;
-
-        for (pass = 0; pass < 2; pass++) {
-            if (pass == 1) {
-                if (e->kind == HOFF__TEV_ALLOC && e->block < t->nblocks) {
-                    st[e->block] = 1;
-                    if (e->pool == 1)
-                        cur += e->size;
-                }
-                res[i] = cur;
-                if (e->kind == HOFF__TEV_FREE && e->block < t->nblocks) {
-                    if (st[e->block] && t->blocks[e->block].pool == 1)
-                        cur -= t->blocks[e->block].size;
-                    st[e->block] = 0;
-                }
-            }
-            for (; k < s->nact && s->act[k].ev == i && (pass == 1 || s->act[k].when == HOFF__ACT_BEFORE); k++) {
-                const struct hoff__action *a = &s->act[k];
-
-                if (a->block >= t->nblocks)
-                    continue;
-                if (a->kind == HOFF__ACT_PREFETCH && !st[a->block]) {
-                    st[a->block] = 1;
-                    cur += t->blocks[a->block].size;
-                } else if (a->kind != HOFF__ACT_PREFETCH && st[a->block]) {
-                    st[a->block] = 0;
-                    cur -= t->blocks[a->block].size;
-                }
-            }
-        }
-    }
-    free(st);
-    return 0;
-}
-
 static void print_actions(const struct hoff__schedule *s, size_t from, size_t to, int when, int json) {
     size_t k;
     int n = 0;
@@ -949,9 +1025,12 @@ static int cmd_show(int argc, char **argv) {
         hoff__trace_destroy(&t);
         return EXIT_FAIL;
     }
+    /* The per-event column is the library's residency walk, in the block bytes
+     * the planner and the summary count (size classes, the managed grain). */
     res = calloc(t.nev ? t.nev : 1, sizeof *res);
-    if (!res || resident_per_event(&t, &s, res)) {
-        fprintf(stderr, "%s show: out of memory\n", cmd);
+    if (!res || (rc = hoff__schedule_resident(&t, &s, res, &(uint64_t){0}, &(uint32_t){0})) != 0) {
+        fprintf(stderr, "%s show: %s\n", cmd,
+                !res || rc == -ENOMEM ? "out of memory" : "the planner's schedule does not apply to the trace");
         free(res);
         hoff__schedule_destroy(&s);
         hoff__trace_destroy(&t);
@@ -1129,11 +1208,11 @@ static int cmd_model(int argc, char **argv) {
         }
         switch (opt) {
         case 'c':
-            if (parse_pos_double(sub, "--compute-scale", optarg, &compute_scale))
+            if (parse_compute_scale(sub, optarg, &compute_scale))
                 return EXIT_USAGE;
             break;
         case 'g':
-            if (parse_pos_double(sub, "--gpu-step", optarg, &gpu_step_ms))
+            if (parse_gpu_step(sub, optarg, &gpu_step_ms))
                 return EXIT_USAGE;
             break;
         case 'h':
@@ -1145,13 +1224,17 @@ static int cmd_model(int argc, char **argv) {
     }
     if ((rc = plan_setup(sub, argc, argv, &pa, NULL, &path, &t, &offload_peak, &nopeak_ev, &po)) != 0)
         return rc;
+    if (check_scale(sub, &t, compute_scale, gpu_step_ms)) {
+        hoff__trace_destroy(&t);
+        return EXIT_USAGE;
+    }
     json = pa.json;
     hoff__schedule_init(&s);
 
     /* The clock 'simulate' drives the trace on (lib/trace/drive.c). */
     memset(&dopt, 0, sizeof dopt);
     dopt.compute_scale = compute_scale;
-    dopt.gpu_step_ns = gpu_step_ms > 0 ? (uint64_t)(gpu_step_ms * 1e6 + 0.5) : 0;
+    dopt.gpu_step_ns = gpu_step_ns(gpu_step_ms);
     t_ns = calloc(t.nev ? t.nev : 1, sizeof *t_ns);
     if (!t_ns || hoff__drive_clock(&t, &dopt, t_ns, &step_ns) != 0) {
         fprintf(stderr, "%s model: out of memory\n", cmd);
@@ -1270,9 +1353,9 @@ struct recorder {
     unsigned char *have;            /* which samples were taken */
     struct rec_span *sp;
     size_t nsp, cap_sp;
-    int step;                       /* the step being driven */
+    int step;                       /* the step being driven (under lock) */
     int oom;
-    pthread_mutex_t lock;
+    pthread_mutex_t lock;           /* sp, nsp, cap_sp, step, oom: the issuing thread adds spans */
     struct hoff__backend_ops ops;   /* the sim's, with the transfers wrapped */
     const struct hoff__backend_ops *orig;
     double h2d_gbps, d2h_gbps, nvme_w_gbps, nvme_r_gbps;
@@ -1383,7 +1466,10 @@ static void rec_on_event(void *arg, int step, size_t ev) {
     size_t i = ev == SIZE_MAX ? 0 : ev + 1;
     struct rec_sample *s;
 
+    /* The issuing thread reads step in rec_span_add, under the same lock. */
+    pthread_mutex_lock(&r->lock);
     r->step = step;
+    pthread_mutex_unlock(&r->lock);
     if (step < 0 || step >= r->steps || i >= r->per_step)
         return;
     s = &r->s[(size_t)step * r->per_step + i];
@@ -1452,13 +1538,15 @@ static int pic_run(struct pic *p) {
     struct hoff__drive_result res;
     struct hoff__sim_counters c;
     struct recorder *r = &p->rec;
-    uint64_t device_bytes = 80 * GiB, tpeak = total_peak(&p->t);
+    struct sim_size z;
     hoff_ctx *ctx = NULL;
     int rc;
 
-    if (tpeak > device_bytes / 2)
-        device_bytes = tpeak * 2;
-    if (make_ctx(&p->so, p->budget, device_bytes, &ctx))
+    /* The recorder's samples: every event of every step. */
+    if (sim_size(p->sub, &p->t, p->budget, p->offload_peak,
+                 (uint64_t)p->so.steps * (p->t.nev + 2) * sizeof(struct rec_sample), p->so.no_mem_check, &z))
+        return -1;
+    if (make_ctx(&p->so, p->budget, z.device_bytes, &ctx))
         return -1;
     r->ctx = ctx;
     r->t = &p->t;
@@ -1494,7 +1582,7 @@ static int pic_run(struct pic *p) {
     o.steps = r->steps;
     o.verify = 1;
     o.compute_scale = p->so.compute_scale;
-    o.gpu_step_ns = p->so.gpu_step_ms > 0 ? (uint64_t)(p->so.gpu_step_ms * 1e6 + 0.5) : 0;
+    o.gpu_step_ns = gpu_step_ns(p->so.gpu_step_ms);
     o.on_event = rec_on_event;
     o.on_event_arg = r;
     rc = hoff__trace_drive(ctx, &p->t, &o, &res);
@@ -1539,7 +1627,7 @@ static int pic_parse(struct pic *p, int argc, char **argv, const char *short_opt
         {"bandwidth", required_argument, NULL, 'w'}, {"planner", required_argument, NULL, 'p'},
         {"steps", required_argument, NULL, 's'},   {"compute-scale", required_argument, NULL, 'c'},
         {"gpu-step", required_argument, NULL, 'g'}, {"spill-dir", required_argument, NULL, 'N'},
-        {"help", no_argument, NULL, 'h'}};
+        {"no-memory-check", no_argument, NULL, 'M'}, {"help", no_argument, NULL, 'h'}};
     const int ncommon = (int)(sizeof common / sizeof common[0]);
     int opt, have_budget = 0, i, n = 0;
 
@@ -1568,7 +1656,7 @@ static int pic_parse(struct pic *p, int argc, char **argv, const char *short_opt
                 return EXIT_USAGE;
             break;
         case 'w':
-            if (parse_pos_double(p->sub, "--bandwidth", optarg, &p->so.bandwidth))
+            if (parse_bandwidth(p->sub, optarg, &p->so.bandwidth))
                 return EXIT_USAGE;
             break;
         case 'p':
@@ -1579,15 +1667,18 @@ static int pic_parse(struct pic *p, int argc, char **argv, const char *short_opt
                 return EXIT_USAGE;
             break;
         case 'c':
-            if (parse_pos_double(p->sub, "--compute-scale", optarg, &p->so.compute_scale))
+            if (parse_compute_scale(p->sub, optarg, &p->so.compute_scale))
                 return EXIT_USAGE;
             break;
         case 'g':
-            if (parse_pos_double(p->sub, "--gpu-step", optarg, &p->so.gpu_step_ms))
+            if (parse_gpu_step(p->sub, optarg, &p->so.gpu_step_ms))
                 return EXIT_USAGE;
             break;
         case 'N':
             p->so.spill_dir = optarg;
+            break;
+        case 'M':
+            p->so.no_mem_check = 1;
             break;
         case 'h':
             usage_fn(stdout);
@@ -1608,7 +1699,8 @@ static int pic_load(struct pic *p) {
     if (load_trace(p->so.trace_path, &p->t))
         return EXIT_FAIL;
     p->offload_peak = hoff__trace_offload_peak(&p->t, hoff__pool_block_bytes, &p->peak_ev);
-    if (resolve_budget(p->sub, &p->so.budget, p->offload_peak, &p->budget)) {
+    if (resolve_budget(p->sub, &p->so.budget, p->offload_peak, &p->budget) ||
+        check_scale(p->sub, &p->t, p->so.compute_scale, p->so.gpu_step_ms)) {
         hoff__trace_destroy(&p->t);
         return EXIT_USAGE;
     }
@@ -1715,6 +1807,7 @@ static void usage_timeline(FILE *f) {
             "  --steps N            steps to simulate, the first the warmup (default 3, >= 2)\n"
             "  --compute-scale X    divide the trace's compute gaps by X (default 1)\n"
             "  --gpu-step MS        scale the compute gaps so a step computes for MS ms\n"
+            "  --no-memory-check    run even when available memory looks too small for the sim\n"
             "  --width PX           picture width (default 1200, >= 400)\n"
             "  --height PX          picture height (default 640, >= 300)\n"
             "  -h, --help           this text\n"
@@ -2144,6 +2237,7 @@ static void usage_export(FILE *f) {
             "  --steps N            steps to simulate, the first the warmup (default 3, >= 2)\n"
             "  --compute-scale X    divide the trace's compute gaps by X (default 1)\n"
             "  --gpu-step MS        scale the compute gaps so a step computes for MS ms\n"
+            "  --no-memory-check    run even when available memory looks too small for the sim\n"
             "  -h, --help           this text\n"
             "\n"
             "Exit status: 0 ok, 1 unreadable trace, runtime error or unwritable file, 2 bad usage.\n");
@@ -2408,7 +2502,7 @@ static int cmd_synth(int argc, char **argv) {
             o.elem_bytes = (uint32_t)v;
             break;
         case 'T':
-            if (parse_pos_double(sub, "--tflops", optarg, &o.tflops))
+            if (parse_double_in(sub, "--tflops", optarg, HOFF__SYNTH_TFLOPS_MIN, HOFF__SYNTH_TFLOPS_MAX, &o.tflops))
                 return EXIT_USAGE;
             break;
         case 'M':
@@ -2445,11 +2539,12 @@ static int cmd_synth(int argc, char **argv) {
     if (rc) {
         fprintf(stderr, "%s synth: %s\n", cmd, hoff_last_error()[0] ? hoff_last_error() : hoff_strerror(rc));
         hoff__trace_destroy(&t);
-        return rc == -EINVAL ? EXIT_USAGE : EXIT_FAIL;
+        return rc == -EINVAL || rc == -ERANGE ? EXIT_USAGE : EXIT_FAIL;
     }
     rc = hoff__trace_save(&t, out);
     if (rc) {
-        fprintf(stderr, "%s synth: cannot write %s: %s\n", cmd, out, hoff_strerror(rc));
+        /* The OS's reason (rc is -errno): hoff_strerror speaks of hoff's own codes. */
+        fprintf(stderr, "%s synth: cannot write %s: %s\n", cmd, out, strerror(-rc));
         hoff__trace_destroy(&t);
         return EXIT_FAIL;
     }
@@ -2526,7 +2621,7 @@ static int cmd_info(int argc, char **argv) {
         }
     }
     offload_peak = hoff__trace_offload_peak(&t, hoff__pool_block_bytes, &peak_ev);
-    tpeak = total_peak(&t);
+    tpeak = total_peak(&t, NULL);
     if (json) {
         printf("{\"trace\":");
         json_str(stdout, path);

@@ -39,7 +39,7 @@ struct opt {
     size_t size;       /* OPT_STRING: the field's size, the NUL included */
     const char *def;   /* the default, in the form hoff_config_set accepts */
     double min, max;   /* valid range, inclusive (enum, bool, string: derived) */
-    int min_open;      /* min itself is out of range (bandwidths: > 0) */
+    int min_open;      /* min itself is out of range (OPT_DOUBLE) */
     const char *unit;  /* OPT_DOUBLE: what the number counts; OPT_STRING: what the text is */
     const char *const *names;        /* OPT_ENUM: value i is names[i] */
     const struct opt_alias *aliases; /* OPT_ENUM: other accepted spellings */
@@ -184,20 +184,20 @@ static const struct opt opts[] = {
      .max = SIZE_TOP,
      .help = "memory of the simulated device"},
     {.name = "sim_h2d_gbps", .env = "HOFF_SIM_H2D_GBPS", .type = OPT_DOUBLE,
-     .offset = OFF(sim_h2d_gbps, double), .def = "50", .min = 0, .min_open = 1,
-     .max = 100000, .unit = "GB/s",
+     .offset = OFF(sim_h2d_gbps, double), .def = "50", .min = HOFF__GBPS_MIN,
+     .max = HOFF__GBPS_MAX, .unit = "GB/s",
      .help = "bandwidth of the simulated host-to-device copy engine, GB/s"},
     {.name = "sim_d2h_gbps", .env = "HOFF_SIM_D2H_GBPS", .type = OPT_DOUBLE,
-     .offset = OFF(sim_d2h_gbps, double), .def = "50", .min = 0, .min_open = 1,
-     .max = 100000, .unit = "GB/s",
+     .offset = OFF(sim_d2h_gbps, double), .def = "50", .min = HOFF__GBPS_MIN,
+     .max = HOFF__GBPS_MAX, .unit = "GB/s",
      .help = "bandwidth of the simulated device-to-host copy engine, GB/s"},
     {.name = "sim_latency", .env = "HOFF_SIM_LATENCY", .type = OPT_DURATION,
      .offset = OFF(sim_latency_ns, uint64_t), .def = "10us", .min = 0,
      .max = 60 * NS_PER_S,
      .help = "fixed cost of each simulated transfer call"},
     {.name = "sim_fault_gbps", .env = "HOFF_SIM_FAULT_GBPS", .type = OPT_DOUBLE,
-     .offset = OFF(sim_fault_gbps, double), .def = "8", .min = 0, .min_open = 1,
-     .max = 100000, .unit = "GB/s",
+     .offset = OFF(sim_fault_gbps, double), .def = "8", .min = HOFF__GBPS_MIN,
+     .max = HOFF__GBPS_MAX, .unit = "GB/s",
      .help = "rate at which the simulated device pages in a block on demand, GB/s"},
     {.name = "sim_fault_ns", .env = "HOFF_SIM_FAULT_NS", .type = OPT_DURATION,
      .offset = OFF(sim_fault_ns, uint64_t), .def = "20us", .min = 0,
@@ -223,8 +223,8 @@ static const struct opt opts[] = {
      .offset = OFF(replan_after, uint32_t), .def = "2", .min = 0, .max = 1000000,
      .help = "divergent steps in a row before hoff records and plans again; 0 = never"},
     {.name = "bandwidth_gbps", .env = "HOFF_BANDWIDTH_GBPS", .type = OPT_DOUBLE,
-     .offset = OFF(bandwidth_gbps, double), .def = "16", .min = 0, .min_open = 1,
-     .max = 100000, .unit = "GB/s",
+     .offset = OFF(bandwidth_gbps, double), .def = "16", .min = HOFF__GBPS_MIN,
+     .max = HOFF__GBPS_MAX, .unit = "GB/s",
      .help = "H2D and D2H bandwidth the planner assumes where the backend cannot measure it, GB/s"},
     {.name = "trace", .env = "HOFF_TRACE", .type = OPT_STRING,
      .offset = OFF_STR(trace_path), .size = FIELD_SIZE(trace_path), .def = "",
@@ -250,12 +250,12 @@ static const struct opt opts[] = {
      .offset = OFF(io_queue_depth, int), .def = "32", .min = 8, .max = 4096,
      .help = "io_uring queue depth of the NVMe tier"},
     {.name = "sim_nvme_read_gbps", .env = "HOFF_SIM_NVME_READ_GBPS", .type = OPT_DOUBLE,
-     .offset = OFF(sim_nvme_read_gbps, double), .def = "6.5", .min = 0, .min_open = 1,
-     .max = 100000, .unit = "GB/s",
+     .offset = OFF(sim_nvme_read_gbps, double), .def = "6.5", .min = HOFF__GBPS_MIN,
+     .max = HOFF__GBPS_MAX, .unit = "GB/s",
      .help = "read rate of the simulated NVMe tier, GB/s"},
     {.name = "sim_nvme_write_gbps", .env = "HOFF_SIM_NVME_WRITE_GBPS", .type = OPT_DOUBLE,
-     .offset = OFF(sim_nvme_write_gbps, double), .def = "3.5", .min = 0, .min_open = 1,
-     .max = 100000, .unit = "GB/s",
+     .offset = OFF(sim_nvme_write_gbps, double), .def = "3.5", .min = HOFF__GBPS_MIN,
+     .max = HOFF__GBPS_MAX, .unit = "GB/s",
      .help = "write rate of the simulated NVMe tier, GB/s"},
     {.name = "sim_call_ns", .env = "HOFF_SIM_CALL_NS", .type = OPT_DURATION,
      .offset = OFF(sim_call_ns, uint64_t), .def = "5us", .min = 0,
@@ -540,8 +540,10 @@ static void describe_range(const struct opt *o, char *buf, size_t len) {
     case OPT_UINT32: snprintf(buf, len, "an integer from %s to %s", lo, hi); break;
     case OPT_BOOL: snprintf(buf, len, "1, 0, yes, no, true, false, on or off"); break;
     case OPT_DOUBLE:
-        snprintf(buf, len, "a number of %s %s %s and at most %s", o->unit,
-                 o->min_open ? "greater than" : "from", lo, hi);
+        if (o->min_open)
+            snprintf(buf, len, "a number of %s greater than %s and at most %s", o->unit, lo, hi);
+        else
+            snprintf(buf, len, "a number of %s from %s to %s", o->unit, lo, hi);
         break;
     case OPT_ENUM:
         k = (size_t)snprintf(buf, len, "one of ");

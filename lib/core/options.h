@@ -7,6 +7,12 @@
 
 #include "hoff.h"
 
+/* Every GB/s rate hoff takes (the HOFF_*_GBPS options, the tools' --bandwidth):
+ * 1 MB/s to 100 TB/s.  Slower would take the virtual clock past the longest
+ * step hoff models on ordinary blocks; faster is surely a typo. */
+#define HOFF__GBPS_MIN 0.001
+#define HOFF__GBPS_MAX 100000.0
+
 /* 0 when cfg has the right version and size, every field is in its range and
  * the fields agree with each other; else -EINVAL with a message naming the
  * field, its variable and the accepted range (into err if non-NULL, and as

@@ -168,6 +168,14 @@ static int window_closed(struct hoff_ctx *ctx, const struct hoff__block *b, cons
                        "op mark, its free or the step's end)", what, b->ptr);
 }
 
+/* Can the host tier ever take b?  An eviction lands on the host first, so a
+ * block larger than the host cap can never be evicted. */
+static int fits_host(const struct hoff_ctx *ctx, const struct hoff__block *b) {
+    uint64_t cap = ctx->cfg.host_cap_bytes;
+
+    return !cap || b->size <= cap;
+}
+
 /* The block enters state st: move it between lists (LRU on the device,
  * in flight, on the host; none for the others). */
 static void set_state(struct hoff_ctx *ctx, struct hoff__block *b, int st) {
@@ -623,34 +631,48 @@ static int start_evict(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
  * own event here, so "larger first within an event" has nothing to break);
  * otherwise the least recently used.  Never `keep`, the block the current
  * event uses, nor a block in its use window. */
-static struct hoff__block *pick_victim(struct hoff_ctx *ctx, const struct hoff__block *keep) {
+static struct hoff__block *pick_victim(struct hoff_ctx *ctx, const struct hoff__block *keep, int *over_cap) {
     struct hoff__block *v, *best = NULL;
+    int warmup = ctx->in_step && ctx->pipe.state == HOFF_PLAN_WARMUP;
 
-    if (ctx->in_step && ctx->pipe.state == HOFF_PLAN_WARMUP) {
-        for (v = ctx->res.lru_head; v; v = v->next)
-            if (v != keep && !v->win && (!best || v->seq < best->seq))
-                best = v;
-        return best;
+    for (v = ctx->res.lru_head; v; v = v->next) {
+        if (v == keep || v->win)
+            continue;
+        if (!fits_host(ctx, v)) { /* never evictable: look further */
+            *over_cap = 1;
+            continue;
+        }
+        if (!warmup)
+            return v;
+        if (!best || v->seq < best->seq)
+            best = v;
     }
-    for (v = ctx->res.lru_head; v && (v == keep || v->win); v = v->next)
-        ;
-    return v;
+    return best;
 }
 
-/* Make resident + need fit in the budget, never evicting `keep`.  -ENOSPC
- * when nothing more can be evicted, 1 when a victim's eviction was refused
- * (no host room: hoff_last_error() says why).  keep, when on the host (coming back),
- * is held there: a victim's eviction that needs host room does not spill
- * it (host_room skips HOFF__BLK_HOLD). */
-static int make_room_once(struct hoff_ctx *ctx, uint64_t need, struct hoff__block *keep, hoff_stream s);
+/* Why make_room could not make room: the cause the messages name. */
+enum room_why {
+    ROOM_NOTHING,   /* every resident block is in use or pinned */
+    ROOM_OVER_CAP,  /* what is left is larger than the host cap */
+    ROOM_EVICT_ERR, /* an eviction was refused (hoff_last_error says why) */
+};
 
-static int make_room(struct hoff_ctx *ctx, uint64_t need, struct hoff__block *keep, hoff_stream s) {
+/* Make resident + need fit in the budget, never evicting `keep`.  -ENOSPC
+ * when nothing more can be evicted, with the cause in *why.  keep, when on
+ * the host (coming back), is held there: a victim's eviction that needs host
+ * room does not spill it (host_room skips HOFF__BLK_HOLD). */
+static int make_room_once(struct hoff_ctx *ctx, uint64_t need, struct hoff__block *keep, hoff_stream s,
+                          enum room_why *why);
+
+static int make_room(struct hoff_ctx *ctx, uint64_t need, struct hoff__block *keep, hoff_stream s,
+                     enum room_why *why) {
     uint8_t held = keep ? keep->flags & HOFF__BLK_HOLD : 0;
     int rc;
 
     if (keep)
         keep->flags |= HOFF__BLK_HOLD;
-    rc = make_room_once(ctx, need, keep, s);
+    *why = ROOM_NOTHING;
+    rc = make_room_once(ctx, need, keep, s, why);
     if (keep && !held)
         keep->flags &= (uint8_t)~HOFF__BLK_HOLD;
     return rc;
@@ -669,8 +691,10 @@ static uint64_t room_budget(const struct hoff_ctx *ctx) {
     return budget;
 }
 
-static int make_room_once(struct hoff_ctx *ctx, uint64_t need, struct hoff__block *keep, hoff_stream s) {
+static int make_room_once(struct hoff_ctx *ctx, uint64_t need, struct hoff__block *keep, hoff_stream s,
+                          enum room_why *why) {
     uint64_t budget = room_budget(ctx);
+    int over_cap = 0;
 
     if (!budget)
         return 0;
@@ -683,14 +707,17 @@ static int make_room_once(struct hoff_ctx *ctx, uint64_t need, struct hoff__bloc
             return 0;
         over = ctx->res.resident + need - budget;
         if (ctx->res.evicting < over) {
-            v = pick_victim(ctx, keep);
+            v = pick_victim(ctx, keep, &over_cap);
             if (v) {
                 if (start_evict(ctx, v, s) == 0) {
                     ctx->st.budget_evictions++;
                     continue;
                 }
-                return 1;
+                *why = ROOM_EVICT_ERR;
+                return -ENOSPC;
             }
+            if (over_cap)
+                *why = ROOM_OVER_CAP;
         }
         /* Wait for the oldest eviction in flight; failing that, for the
          * oldest prefetch, which then becomes evictable. */
@@ -705,30 +732,71 @@ static int make_room_once(struct hoff_ctx *ctx, uint64_t need, struct hoff__bloc
     }
 }
 
-/* Over the budget by need; why: make_room's result. */
-static void overrun(struct hoff_ctx *ctx, uint64_t need, int why) {
-    char a[32], b[32];
+/* Why no more room could be made, in words. */
+static const char *room_cause(const struct hoff_ctx *ctx, enum room_why why, char *buf, size_t len) {
+    char c[32];
 
-    if (why > 0) /* the victim had nowhere to go */
-        HOFF__LOG_ONCE(HOFF_LOG_WARN, "budget %s exceeded: %s more resident offload bytes; the eviction that would "
-                       "make room was refused (%s); counted in budget_overruns",
-                       hoff__fmt_size(ctx->cfg.budget_bytes, a, sizeof a), hoff__fmt_size(need, b, sizeof b),
-                       hoff_last_error());
-    else
-        HOFF__LOG_ONCE(HOFF_LOG_WARN,
-                       "budget %s exceeded: %s more resident offload bytes and nothing left to evict "
-                       "(every resident block is in use or pinned); counted in budget_overruns",
-                       hoff__fmt_size(ctx->cfg.budget_bytes, a, sizeof a), hoff__fmt_size(need, b, sizeof b));
+    switch (why) {
+    case ROOM_OVER_CAP:
+        snprintf(buf, len,
+                 "the blocks left to evict are larger than the host cap (HOFF_HOST_CAP %s), so they can never "
+                 "be evicted",
+                 hoff__fmt_size(ctx->cfg.host_cap_bytes, c, sizeof c));
+        break;
+    case ROOM_EVICT_ERR:
+        snprintf(buf, len, "an eviction was refused: %s", hoff_last_error());
+        break;
+    default:
+        snprintf(buf, len, "nothing left to evict (every resident block is in use or pinned)");
+        break;
+    }
+    return buf;
+}
+
+/* The budget is passed (counted by note_resident): say why, once per cause. */
+static void overrun(struct hoff_ctx *ctx, uint64_t need, enum room_why why) {
+    char a[32], b[32], cause[400];
+
+    hoff__fmt_size(ctx->cfg.budget_bytes, a, sizeof a);
+    hoff__fmt_size(need, b, sizeof b);
+    room_cause(ctx, why, cause, sizeof cause);
+#define OVERRUN_LOG() \
+    HOFF__LOG_ONCE(HOFF_LOG_WARN, "budget %s exceeded: %s more resident offload bytes; %s; counted in " \
+                   "budget_overruns", a, b, cause)
+    switch (why) { /* one log line per cause */
+    case ROOM_OVER_CAP: OVERRUN_LOG(); break;
+    case ROOM_EVICT_ERR: OVERRUN_LOG(); break;
+    default: OVERRUN_LOG(); break;
+    }
+#undef OVERRUN_LOG
+}
+
+/* A new offload candidate that the host tier can never take: count it and
+ * say so once, naming the sizes (hoff-config(7), HOFF_HOST_CAP). */
+static void check_host_cap(struct hoff_ctx *ctx, const struct hoff__block *b) {
+    char a[32], c[32];
+
+    if (!evictable(b) || fits_host(ctx, b))
+        return;
+    ctx->st.host_cap_unevictable++;
+    HOFF__LOG_ONCE(HOFF_LOG_WARN,
+                   "HOFF_HOST_CAP %s is below this %s offload block: an eviction lands on the host tier "
+                   "first, so the block can never be evicted and stays on the device, over the budget if it "
+                   "must; set HOFF_HOST_CAP to at least %s (or 0, no limit); counted in host_cap_unevictable",
+                   hoff__fmt_size(ctx->cfg.host_cap_bytes, c, sizeof c), hoff__fmt_size(b->size, a, sizeof a),
+                   a);
 }
 
 /* --- actions --------------------------------------------------------------- */
 
 int hoff__res_on_alloc(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
     struct hoff__backend *be = ctx->be;
+    enum room_why why;
     int rc;
 
-    if ((rc = make_room(ctx, b->size, b, s)) != 0)
-        overrun(ctx, b->size, rc);
+    check_host_cap(ctx, b);
+    if (make_room(ctx, b->size, b, s, &why) != 0)
+        overrun(ctx, b->size, why);
     if (b->state != S_DEV) {
         /* A cached mapping whose contents were dropped: contents undefined. */
         rc = hoff__res_next(b->state, HOFF__EV_POPULATE);
@@ -819,6 +887,7 @@ int hoff__res_evict(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) 
 }
 
 int hoff__res_prefetch(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+    enum room_why why;
     int rc;
 
     if ((rc = candidate(b)) != 0)
@@ -829,12 +898,12 @@ int hoff__res_prefetch(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
         return rc; /* an online prefetch of a spilled block: restore, waiting */
     if ((rc = check_next(b, HOFF__EV_PREFETCH)) < 0)
         return rc;
-    if ((rc = make_room(ctx, b->size, b, s)) > 0)
-        return hoff__error(-HOFF_EBUDGET, "prefetch of %p (%zu bytes) does not fit in the budget: the eviction "
-                           "that would make room was refused (%s)", b->ptr, b->size, hoff_last_error());
-    if (rc)
-        return hoff__error(-HOFF_EBUDGET, "prefetch of %p (%zu bytes) does not fit in the budget: "
-                           "every resident block is in use or pinned", b->ptr, b->size);
+    if (make_room(ctx, b->size, b, s, &why) != 0) {
+        char cause[400];
+
+        return hoff__error(-HOFF_EBUDGET, "prefetch of %p (%zu bytes) does not fit in the budget: %s", b->ptr,
+                           b->size, room_cause(ctx, why, cause, sizeof cause));
+    }
     if ((rc = issue(ctx, b, HOFF__CMD_PREFETCH, s)) != 0)
         return rc;
     if (b->state == S_DIS)
@@ -887,7 +956,7 @@ int hoff__res_group(struct hoff_ctx *ctx, int op, struct hoff__block *const *m, 
     } else {
         for (i = 0; i < n; i++) /* the members stay on the host while room is made */
             m[i]->flags |= HOFF__BLK_HOLD;
-        rc = make_room(ctx, total, lead, s);
+        rc = make_room(ctx, total, lead, s, &(enum room_why){ROOM_NOTHING});
         for (i = 0; i < n; i++)
             m[i]->flags &= (uint8_t)~HOFF__BLK_HOLD;
         if (rc != 0)
@@ -1054,6 +1123,7 @@ static int to_host_now(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
 
 static int bring_back(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
     struct hoff__backend *be = ctx->be;
+    enum room_why why;
     uint64_t stall = 0;
     int rc;
 
@@ -1087,8 +1157,8 @@ static int bring_back(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s
     }
     if ((rc = check_next(b, HOFF__EV_FAULT)) < 0)
         return rc;
-    if ((rc = make_room(ctx, b->size, b, s)) != 0)
-        overrun(ctx, b->size, rc);
+    if (make_room(ctx, b->size, b, s, &why) != 0)
+        overrun(ctx, b->size, why);
     hoff__issuer_drain(ctx->issuer); /* the fault moves the clock: see finish() */
     rc = be->ops->fault(be, b->ptr, b->size, s, &stall);
     if (rc) {

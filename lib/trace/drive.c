@@ -228,14 +228,46 @@ static int advance_to(struct drv *d, uint64_t tt) {
     return 0;
 }
 
+int hoff__drive_check(const struct hoff__trace *t, const struct hoff__drive_opts *o, char *why, size_t len) {
+    struct drv d;
+    uint64_t end;
+    double modelled;
+
+    if (o->gpu_step_ns > HOFF__STEP_NS_MAX) {
+        snprintf(why, len, "a step of %.3g s is past %s", (double)o->gpu_step_ns / 1e9, HOFF__STEP_NS_MAX_TEXT);
+        return -ERANGE;
+    }
+    if (!o->gpu_step_ns && o->compute_scale > 0 &&
+        !(o->compute_scale >= HOFF__COMPUTE_SCALE_MIN && o->compute_scale <= HOFF__COMPUTE_SCALE_MAX)) {
+        snprintf(why, len, "a compute scale of %g is outside %g to %g", o->compute_scale, HOFF__COMPUTE_SCALE_MIN,
+                 HOFF__COMPUTE_SCALE_MAX);
+        return -ERANGE;
+    }
+    memset(&d, 0, sizeof d);
+    d.t = t;
+    d.o = o;
+    setup_time(&d);
+    end = step_end_time(t, d.use_gpu);
+    modelled = (double)end * d.scale;
+    if (modelled > (double)HOFF__STEP_NS_MAX) {
+        snprintf(why, len, "the trace's step of %.3g s would be modelled as %.3g s, past %s", (double)end / 1e9,
+                 modelled / 1e9, HOFF__STEP_NS_MAX_TEXT);
+        return -ERANGE;
+    }
+    return 0;
+}
+
 int hoff__drive_clock(const struct hoff__trace *t, const struct hoff__drive_opts *o, uint64_t *t_ns,
                       uint64_t *step_ns) {
     struct drv d;
     uint64_t now = 0, target;
     size_t i;
+    char why[256];
 
     if (!t || !o || (t->nev && !t_ns) || !step_ns)
         return -EINVAL;
+    if (hoff__drive_check(t, o, why, sizeof why) != 0)
+        return hoff__error(-ERANGE, "drive: %s", why);
     memset(&d, 0, sizeof d);
     d.t = t;
     d.o = o;
@@ -440,6 +472,12 @@ int hoff__trace_drive(hoff_ctx *ctx, const struct hoff__trace *t, const struct h
     d.r = r;
     d.is_sim = strcmp(hoff_backend_name(ctx), "sim") == 0;
     d.model = 1;
+    {
+        char why[256];
+
+        if (hoff__drive_check(t, o, why, sizeof why) != 0)
+            return hoff__error(-ERANGE, "drive: %s", why);
+    }
     setup_time(&d);
     r->step = calloc(o->steps ? (size_t)o->steps : 1, sizeof *r->step);
     d.ptr = calloc(t->nblocks ? t->nblocks : 1, sizeof *d.ptr);

@@ -3,10 +3,16 @@
 #ifndef HOFF_DRIVE_H
 #define HOFF_DRIVE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "hoff.h"
 #include "trace/trace.h"
+
+/* The compute scaling a drive accepts (hoff-plan's --compute-scale and
+ * --gpu-step): a scale of 10^-6 to 10^6, a step of 1 ns to HOFF__STEP_NS_MAX. */
+#define HOFF__COMPUTE_SCALE_MIN 1e-6
+#define HOFF__COMPUTE_SCALE_MAX 1e6
 
 struct hoff__drive_opts {
     int steps;              /* steps to run (the first is the warmup) */
@@ -49,10 +55,16 @@ int hoff__trace_drive(hoff_ctx *ctx, const struct hoff__trace *t, const struct h
                       struct hoff__drive_result *r);
 void hoff__drive_result_free(struct hoff__drive_result *r);
 
+/* 0 when o's compute_scale (if > 0; 0 means 1) or gpu_step_ns (if nonzero)
+ * is in range and the step it models for t ends within HOFF__STEP_NS_MAX;
+ * else -ERANGE with the reason in why.  hoff__trace_drive and
+ * hoff__drive_clock refuse what it refuses (the sim's clock would saturate). */
+int hoff__drive_check(const struct hoff__trace *t, const struct hoff__drive_opts *o, char *why, size_t len);
+
 /* The clock hoff__trace_drive models for t under o's compute_scale and
  * gpu_step_ns (the other fields are ignored), with no stall: t_ns[i] (nev
  * values, non-decreasing) is when event i comes, *step_ns the compute of the
- * whole step.  0 or -EINVAL. */
+ * whole step.  0, -EINVAL or -ERANGE (hoff__drive_check). */
 int hoff__drive_clock(const struct hoff__trace *t, const struct hoff__drive_opts *o, uint64_t *t_ns,
                       uint64_t *step_ns);
 

@@ -130,11 +130,25 @@ static void sb_region(struct sb *s, int begin) {
     s->region = begin;
 }
 
+/* The previous op's time passes.  A step past HOFF__STEP_NS_MAX cannot be on
+ * a step's clock (the reader would refuse the trace): an error, and the
+ * clock stops there (pending is at most HOFF__STEP_NS_MAX + 1: no wrap). */
+static void sb_advance(struct sb *s) {
+    s->now += s->pending;
+    s->pending = 0;
+    if (s->now <= HOFF__STEP_NS_MAX)
+        return;
+    s->now = HOFF__STEP_NS_MAX + 1;
+    if (!s->rc)
+        s->rc = hoff__error(-ERANGE, "synth: the step would compute for more than %s at %g TFLOP/s; raise "
+                            "--tflops or make the model smaller", HOFF__STEP_NS_MAX_TEXT, s->o ? s->o->tflops : 0.0);
+}
+
 /* Start an op that runs for ns: the previous op's time passes first. */
 static void sb_op_ns(struct sb *s, const char *name, uint64_t ns) {
     struct hoff__tev e;
 
-    s->now += s->pending;
+    sb_advance(s);
     s->pending = ns;
     if (s->rc)
         return;
@@ -153,6 +167,8 @@ static void sb_op_ns(struct sb *s, const char *name, uint64_t ns) {
 static uint64_t flops_ns(const struct sb *s, double flops) {
     double ns = flops / (s->o->tflops * 1e3);
 
+    if (!(ns <= (double)HOFF__STEP_NS_MAX))
+        return HOFF__STEP_NS_MAX + 1; /* sb_advance refuses it */
     return ns < 1.0 ? 1 : (uint64_t)(ns + 0.5);
 }
 
@@ -190,9 +206,11 @@ int hoff__synth_transformer(struct hoff__trace *t, const struct hoff__synth_opts
     uint32_t l, x_next, g;
     int flash;
 
-    if (!t || !o || o->layers == 0 || o->hidden == 0 || o->seq == 0 || o->batch == 0 || o->elem_bytes == 0 ||
-        !(o->tflops > 0))
-        return hoff__error(-EINVAL, "synth: layers, hidden, seq, batch, elem_bytes and tflops must be positive");
+    if (!t || !o || o->layers == 0 || o->hidden == 0 || o->seq == 0 || o->batch == 0 || o->elem_bytes == 0)
+        return hoff__error(-EINVAL, "synth: layers, hidden, seq, batch and elem_bytes must be positive");
+    if (!(o->tflops >= HOFF__SYNTH_TFLOPS_MIN && o->tflops <= HOFF__SYNTH_TFLOPS_MAX))
+        return hoff__error(-EINVAL, "synth: tflops is %g; expected %g to %g TFLOP/s", o->tflops,
+                           HOFF__SYNTH_TFLOPS_MIN, HOFF__SYNTH_TFLOPS_MAX);
     if (o->layers > 100000 || o->hidden > (1u << 20) || o->seq > (1u << 24) || o->batch > (1u << 20))
         return hoff__error(-EINVAL, "synth: shape out of range (layers <= 100000, hidden <= 2^20, seq <= 2^24, "
                            "batch <= 2^20)");
@@ -346,7 +364,7 @@ int hoff__synth_transformer(struct hoff__trace *t, const struct hoff__synth_opts
     }
     sb_op_ns(&s, "embed.bwd", flops_ns(&s, 2 * f_add));
     sb_free(&s, g);
-    s.now += s.pending;
+    sb_advance(&s);
     free(sv);
     if (s.rc)
         return s.rc;

@@ -7,6 +7,11 @@
 
 #include "trace/trace.h"
 
+/* The compute rates a model of a step takes (synth's tflops, hoff-demo's
+ * --tflops), TFLOP/s: 1 GFLOP/s to 1 EFLOP/s. */
+#define HOFF__SYNTH_TFLOPS_MIN 0.001
+#define HOFF__SYNTH_TFLOPS_MAX 1e6
+
 struct hoff__synth_opts {
     uint32_t layers;        /* transformer layers */
     uint64_t hidden;        /* hidden size h */

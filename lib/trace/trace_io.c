@@ -199,12 +199,28 @@ static int eol(struct rd *r) {
     return expected(r, -EINVAL, at, "end of line");
 }
 
+/* A time field (kind: "cpu time", "gpu time", "step time") read as num reads
+ * what: at most HOFF__STEP_NS_MAX, or, where unknown_ok (device times),
+ * HOFF__TIME_UNKNOWN. */
+static int tnum(struct rd *r, const char *what, const char *kind, int unknown_ok, uint64_t *out) {
+    char g[64];
+    int e;
+
+    if ((e = num(r, what, out)) < 0)
+        return e;
+    if (*out <= HOFF__STEP_NS_MAX || (unknown_ok && *out == HOFF__TIME_UNKNOWN))
+        return 0;
+    return fail(r, -ERANGE, r->tok, "%s out of range: expected a %s from 0 to %s%s, got %s", kind, kind,
+                HOFF__STEP_NS_MAX_TEXT, unknown_ok ? " or 18446744073709551615 (unknown)" : "",
+                got(r, r->tok, g, sizeof g));
+}
+
 /* Optional last time field. */
 static int opt_gpu(struct rd *r, uint64_t *tg) {
     int e;
 
     *tg = HOFF__TIME_UNKNOWN;
-    if (r->p < r->le && (e = num(r, "a gpu time in ns or end of line", tg)) < 0)
+    if (r->p < r->le && (e = tnum(r, "a gpu time in ns or end of line", "gpu time", 1, tg)) < 0)
         return e;
     return 0;
 }
@@ -338,10 +354,10 @@ static int header_line(struct rd *r, const char *te) {
         e = num(r, "a host cap in bytes", &t->host_cap_bytes);
         break;
     case K_STEP:
-        e = num(r, "a step time in ns", &t->step_ns);
+        e = tnum(r, "a step time in ns", "step time", 0, &t->step_ns);
         break;
     case K_STEP_GPU:
-        e = num(r, "a gpu step time in ns", &t->step_gpu_ns);
+        e = tnum(r, "a gpu step time in ns", "gpu step time", 1, &t->step_gpu_ns);
         break;
     case K_H2D:
         e = number_double(r, "a bandwidth in GB/s (a decimal number >= 0)", &t->h2d_gbps);
@@ -419,7 +435,7 @@ static int alloc_line(struct rd *r) {
     if (v > 1)
         return expected(r, -EINVAL, r->tok, "a pool (0 device, 1 managed)");
     ev.pool = (uint8_t)v;
-    if ((e = num(r, "a stream", &ev.stream)) < 0 || (e = num(r, "a cpu time in ns", &ev.t_cpu_ns)) < 0)
+    if ((e = num(r, "a stream", &ev.stream)) < 0 || (e = tnum(r, "a cpu time in ns", "cpu time", 0, &ev.t_cpu_ns)) < 0)
         return e;
     ev.t_gpu_ns = HOFF__TIME_UNKNOWN;
     if (r->p < r->le) {
@@ -427,7 +443,7 @@ static int alloc_line(struct rd *r) {
             return e;
         if (!is_tok(r, "p")) {
             r->p--;     /* back onto the space */
-            if ((e = num(r, "a gpu time in ns, 'p' or end of line", &ev.t_gpu_ns)) < 0)
+            if ((e = tnum(r, "a gpu time in ns, 'p' or end of line", "gpu time", 1, &ev.t_gpu_ns)) < 0)
                 return e;
             if (r->p < r->le) {
                 if ((e = next(r, "'p' or end of line")) < 0)
@@ -468,7 +484,7 @@ static int block_line(struct rd *r, int kind, uint8_t flags) {
                     got(r, r->tok, g, sizeof g));
     }
     ev.block = (uint32_t)v;
-    if ((e = num(r, "a stream", &ev.stream)) < 0 || (e = num(r, "a cpu time in ns", &ev.t_cpu_ns)) < 0 ||
+    if ((e = num(r, "a stream", &ev.stream)) < 0 || (e = tnum(r, "a cpu time in ns", "cpu time", 0, &ev.t_cpu_ns)) < 0 ||
         (e = opt_gpu(r, &ev.t_gpu_ns)) < 0 || (e = eol(r)) < 0)
         return e;
     return add(r, &ev);
@@ -498,7 +514,7 @@ static int op_line(struct rd *r) {
         }
         ev.name = (uint32_t)v;
     }
-    if ((e = num(r, "a cpu time in ns", &ev.t_cpu_ns)) < 0 || (e = opt_gpu(r, &ev.t_gpu_ns)) < 0 ||
+    if ((e = tnum(r, "a cpu time in ns", "cpu time", 0, &ev.t_cpu_ns)) < 0 || (e = opt_gpu(r, &ev.t_gpu_ns)) < 0 ||
         (e = eol(r)) < 0)
         return e;
     return add(r, &ev);
@@ -513,7 +529,7 @@ static int region_line(struct rd *r, int kind) {
     ev.name = UINT32_MAX;
     if (kind == HOFF__TEV_REGION_END && r->depth == 0)
         return fail(r, -EINVAL, r->ls, "expected an open region, got 're' (no 'rb' is open)");
-    if ((e = num(r, "a cpu time in ns", &ev.t_cpu_ns)) < 0 || (e = opt_gpu(r, &ev.t_gpu_ns)) < 0 ||
+    if ((e = tnum(r, "a cpu time in ns", "cpu time", 0, &ev.t_cpu_ns)) < 0 || (e = opt_gpu(r, &ev.t_gpu_ns)) < 0 ||
         (e = eol(r)) < 0)
         return e;
     if ((e = add(r, &ev)) < 0)
