@@ -175,7 +175,7 @@ int main(int argc, char **argv) {
     write_ns = (double)(now_ns() - t0) / 100000.0;
     pthread_mutex_unlock(&b.ctx->lock);
     /* The segment is readable and says what the context says. */
-    snprintf(name, sizeof name, HOFF__PUB_PREFIX "%u.%d", (unsigned)getuid(), (int)getpid());
+    hoff__pub_name(name, sizeof name, (unsigned)getuid(), hoff__pub_self_ns(), (int)getpid(), 0);
     rc = hoff__pub_open(NULL, name, &rd, err, sizeof err);
     if (rc == 0) {
         struct hoff_stats x, y;

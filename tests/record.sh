@@ -134,6 +134,43 @@ if [ "$rc" -ne 1 ] || [ -e "$tmp.never" ]; then
 fi
 check "$tmp.out" "never came" "--step 7 message"
 
+# 4b. Nothing at the output path is removed up front: an old trace survives a
+# run that records nothing; -o DIR and -o X.%p.trace that write nothing exit
+# non-zero and say so.
+printf 'the old trace\n' >"$tmp.keep"
+./hoff-record -o "$tmp.keep" --step 7 -- tests/record_prog >"$tmp.out" 2>&1
+rc=$?
+[ "$rc" -eq 1 ] || { echo "FAIL: --step 7 over an old trace exited $rc, expected 1"; fail=1; }
+[ "$(cat "$tmp.keep" 2>/dev/null)" = "the old trace" ] ||
+    { echo "FAIL: the old trace was removed or changed by a run that recorded nothing"; fail=1; }
+./hoff-record -o "$tmp.keep" -- tests/record_prog >"$tmp.out" 2>&1 ||
+    { echo "FAIL: hoff-record over an old trace failed"; cat "$tmp.out"; fail=1; }
+check "$tmp.keep" "^hoff-trace " "a new trace replaces the old one"
+mkdir "$tmp.dir"
+./hoff-record -o "$tmp.dir" -- tests/record_prog >"$tmp.out" 2>&1
+rc=$?
+[ "$rc" -ne 0 ] || { echo "FAIL: hoff-record -o DIR exited 0"; fail=1; }
+check "$tmp.out" "is a directory" "hoff-record -o DIR (message)"
+./hoff-record -o "$tmp.%p.never" --step 7 -- tests/record_prog >"$tmp.out" 2>&1
+rc=$?
+[ "$rc" -eq 1 ] || { echo "FAIL: -o X.%p.trace --step 7 (nothing written) exited $rc, expected 1"; fail=1; }
+check "$tmp.out" "no trace was written" "-o X.%p.trace, nothing written (message)"
+./hoff-record -q -o "$tmp.%p.pid" -- tests/record_prog >"$tmp.out" 2>&1 ||
+    { echo "FAIL: -o X.%p.trace exited non-zero though a trace was written"; cat "$tmp.out"; fail=1; }
+ls "$tmp".[0-9]*.pid >/dev/null 2>&1 || { echo "FAIL: -o X.%p.trace wrote no X.PID.trace"; fail=1; }
+if [ "$(id -u)" = 0 ]; then
+    # Twins of /dev/null and /dev/full: never removed; the full one is a failure.
+    mknod "$tmp.null" c 1 3 && mknod "$tmp.full" c 1 7
+    ./hoff-record -o "$tmp.null" -- tests/record_prog >"$tmp.out" 2>&1 ||
+        { echo "FAIL: hoff-record -o NULLDEV failed"; cat "$tmp.out"; fail=1; }
+    [ -c "$tmp.null" ] || { echo "FAIL: hoff-record -o NULLDEV removed or replaced the device node"; fail=1; }
+    ./hoff-record -o "$tmp.full" -- tests/record_prog >"$tmp.out" 2>&1
+    rc=$?
+    [ "$rc" -eq 1 ] || { echo "FAIL: hoff-record -o FULLDEV exited $rc, expected 1"; cat "$tmp.out"; fail=1; }
+    [ -c "$tmp.full" ] || { echo "FAIL: hoff-record -o FULLDEV removed the device node"; fail=1; }
+    check "$tmp.out" "No space left" "hoff-record -o FULLDEV (the cause)"
+fi
+
 # 5. The command's own failure is passed on.
 ./hoff-record -q -o "$tmp.false" -- sh -c 'exit 5' >"$tmp.out" 2>&1
 rc=$?

@@ -20,12 +20,15 @@ fail=0
 tmp=${TMPDIR:-/tmp}/hoff-stat-test.$$
 seg_dir=$tmp.dir
 uid=$(id -u)
+# Segments are named hoff.UID.PIDNS.PID: our pid namespace.
+ns=$(readlink /proc/self/ns/pid | sed -n 's/^pid:\[\([0-9]*\)\]$/\1/p')
+[ -n "$ns" ] || { echo "SKIP: cannot read /proc/self/ns/pid"; exit 77; }
 demo_pids=""
 cleanup() {
     for p in $demo_pids; do
         kill -KILL "$p" 2>/dev/null
         wait "$p" 2>/dev/null
-        rm -f "/dev/shm/hoff.$uid.$p"
+        rm -f "/dev/shm/hoff.$uid.$ns.$p"
     done
     rm -rf "$tmp".* "$seg_dir" "$seg_dir.stale"
 }
@@ -181,13 +184,13 @@ fi
 # 1e. Security: copies of the live segment under --dir, spoiled in every way.
 say "refusals"
 mkdir "$seg_dir" || exit 99
-live=$seg_dir/hoff.$uid.$demo
-cp "/dev/shm/hoff.$uid.$demo" "$live" && chmod 600 "$live" || exit 99
+live=$seg_dir/hoff.$uid.$ns.$demo
+cp "/dev/shm/hoff.$uid.$ns.$demo" "$live" && chmod 600 "$live" || exit 99
 ./hoff-stat --dir "$seg_dir" -p "$demo" --once >"$tmp.out" 2>&1
 expect_rc $? 0 "hoff-stat --dir (a good copy)" "$tmp.out"
 size=$(wc -c <"$live")
 refused() { # refused NAME PATTERN WHAT: -p refuses it with the message, exit 1, no crash
-    pid=${1#hoff.$uid.}
+    pid=${1#hoff.$uid.$ns.}
     ./hoff-stat --dir "$seg_dir" -p "$pid" --once >"$tmp.out" 2>&1
     rc=$?
     expect_rc $rc 1 "hoff-stat -p on $3" "$tmp.out"
@@ -196,21 +199,21 @@ refused() { # refused NAME PATTERN WHAT: -p refuses it with the message, exit 1,
     expect_rc $? 1 "hoff-stat -p --json on $3" "$tmp.out"
     check "$tmp.out" "refused: .*$2" "hoff-stat -p --json on $3"
 }
-ln -s "$live" "$seg_dir/hoff.$uid.4194301"
-refused "hoff.$uid.4194301" "symbolic link" "a symlink to a good segment"
-head -c 100 "$live" >"$seg_dir/hoff.$uid.4194302"
-chmod 600 "$seg_dir/hoff.$uid.4194302"
-refused "hoff.$uid.4194302" "truncated" "a truncated segment"
-: >"$seg_dir/hoff.$uid.4194303"
-chmod 600 "$seg_dir/hoff.$uid.4194303"
-refused "hoff.$uid.4194303" "truncated" "an empty segment"
-head -c "$size" /dev/urandom >"$seg_dir/hoff.$uid.4194304"
-chmod 600 "$seg_dir/hoff.$uid.4194304"
-refused "hoff.$uid.4194304" "not a hoff statistics segment" "a segment of random bytes"
-python3 - "$live" "$seg_dir/hoff.$uid.4194305" "$seg_dir/hoff.$uid.4194306" "$seg_dir/hoff.$uid.4194307" <<'EOF'
+ln -s "$live" "$seg_dir/hoff.$uid.$ns.4194301"
+refused "hoff.$uid.$ns.4194301" "symbolic link" "a symlink to a good segment"
+head -c 100 "$live" >"$seg_dir/hoff.$uid.$ns.4194302"
+chmod 600 "$seg_dir/hoff.$uid.$ns.4194302"
+refused "hoff.$uid.$ns.4194302" "truncated" "a truncated segment"
+: >"$seg_dir/hoff.$uid.$ns.4194303"
+chmod 600 "$seg_dir/hoff.$uid.$ns.4194303"
+refused "hoff.$uid.$ns.4194303" "truncated" "an empty segment"
+head -c "$size" /dev/urandom >"$seg_dir/hoff.$uid.$ns.4194304"
+chmod 600 "$seg_dir/hoff.$uid.$ns.4194304"
+refused "hoff.$uid.$ns.4194304" "not a hoff statistics segment" "a segment of random bytes"
+python3 - "$live" "$seg_dir/hoff.$uid.$ns.4194305" "$seg_dir/hoff.$uid.$ns.4194306" "$seg_dir/hoff.$uid.$ns.4194307" <<'EOF'
 import os, struct, sys
 data = bytearray(open(sys.argv[1], "rb").read())
-v = bytearray(data); struct.pack_into("<I", v, 8, 2)          # layout version 2
+v = bytearray(data); struct.pack_into("<I", v, 8, 3)          # layout version 3
 w = bytearray(data); struct.pack_into("<I", w, 24, 1 << 30)   # another stats size
 x = bytearray(data) + b"\0" * 64                              # longer than the header says
 for path, d in zip(sys.argv[2:], (v, w, x)):
@@ -218,22 +221,22 @@ for path, d in zip(sys.argv[2:], (v, w, x)):
         f.write(d)
     os.chmod(path, 0o600)
 EOF
-refused "hoff.$uid.4194305" "layout version 2" "a segment of another layout version"
-refused "hoff.$uid.4194306" "stats version" "a segment of another stats size"
-refused "hoff.$uid.4194307" "the header says" "a segment longer than its header says"
-cp "$live" "$seg_dir/hoff.$uid.4194308"
-chmod 644 "$seg_dir/hoff.$uid.4194308"
-refused "hoff.$uid.4194308" "group or others" "a segment others may read"
+refused "hoff.$uid.$ns.4194305" "layout version 3" "a segment of another layout version"
+refused "hoff.$uid.$ns.4194306" "stats version" "a segment of another stats size"
+refused "hoff.$uid.$ns.4194307" "the header says" "a segment longer than its header says"
+cp "$live" "$seg_dir/hoff.$uid.$ns.4194308"
+chmod 644 "$seg_dir/hoff.$uid.$ns.4194308"
+refused "hoff.$uid.$ns.4194308" "group or others" "a segment others may read"
 if [ "$uid" -eq 0 ]; then
-    cp "$live" "$seg_dir/hoff.$uid.4194309"
-    chmod 600 "$seg_dir/hoff.$uid.4194309"
-    chown 65534 "$seg_dir/hoff.$uid.4194309"
-    refused "hoff.$uid.4194309" "owned by uid 65534" "a segment of another user"
+    cp "$live" "$seg_dir/hoff.$uid.$ns.4194309"
+    chmod 600 "$seg_dir/hoff.$uid.$ns.4194309"
+    chown 65534 "$seg_dir/hoff.$uid.$ns.4194309"
+    refused "hoff.$uid.$ns.4194309" "owned by uid 65534" "a segment of another user"
 else
     echo "(not root: the other-owner case is covered by tests/test_publish)"
 fi
-mkfifo "$seg_dir/hoff.$uid.4194310"
-refused "hoff.$uid.4194310" "not a regular file" "a FIFO"
+mkfifo "$seg_dir/hoff.$uid.$ns.4194310"
+refused "hoff.$uid.$ns.4194310" "not a regular file" "a FIFO"
 ./hoff-stat --dir "$seg_dir" -p 4194311 --once >"$tmp.out" 2>&1
 expect_rc $? 1 "hoff-stat -p on a missing segment" "$tmp.out"
 check "$tmp.out" "no such segment" "hoff-stat -p on a missing segment"
@@ -253,8 +256,8 @@ python3 "$srcdir/tests/schema_check.py" "$srcdir/doc/hoff-stat.schema.json" list
 expect_rc $? 0 "hoff-stat --clean" "$tmp.out"
 cat "$tmp.out"
 left=$(cd "$seg_dir" && ls | sort | tr '\n' ' ')
-want="hoff.$uid.$demo hoff.$uid.4194310"            # the live one; a FIFO is never removed
-[ "$uid" -eq 0 ] && want="$want hoff.$uid.4194309" # nor another owner's
+want="hoff.$uid.$ns.$demo hoff.$uid.$ns.4194310"            # the live one; a FIFO is never removed
+[ "$uid" -eq 0 ] && want="$want hoff.$uid.$ns.4194309" # nor another owner's
 want=$(printf '%s\n' $want | sort | tr '\n' ' ')
 if [ "$left" != "$want" ]; then
     bad "hoff-stat --clean left '$left', expected '$want'"
@@ -265,7 +268,7 @@ say "stale segment"
 kill -KILL "$demo"
 wait "$demo" 2>/dev/null
 demo_pids=""
-if [ ! -e "/dev/shm/hoff.$uid.$demo" ]; then
+if [ ! -e "/dev/shm/hoff.$uid.$ns.$demo" ]; then
     bad "a killed demo left no segment behind"
 else
     ./hoff-stat >"$tmp.out" 2>&1
@@ -276,12 +279,12 @@ else
     expect_rc $? 1 "hoff-stat -p on a stale segment" "$tmp.out"
     check "$tmp.out" "is gone; its segment is stale" "hoff-stat -p on a stale segment"
     # --clean on a private copy: /dev/shm is shared with the rest of the suite.
-    mkdir "$seg_dir.stale" && cp -p "/dev/shm/hoff.$uid.$demo" "$seg_dir.stale/" || exit 99
-    rm -f "/dev/shm/hoff.$uid.$demo"
+    mkdir "$seg_dir.stale" && cp -p "/dev/shm/hoff.$uid.$ns.$demo" "$seg_dir.stale/" || exit 99
+    rm -f "/dev/shm/hoff.$uid.$ns.$demo"
     ./hoff-stat --dir "$seg_dir.stale" --clean >"$tmp.out" 2>&1
     expect_rc $? 0 "hoff-stat --clean" "$tmp.out"
-    check "$tmp.out" "removed $seg_dir.stale/hoff.$uid.$demo (process $demo is gone)" "hoff-stat --clean"
-    if [ -e "$seg_dir.stale/hoff.$uid.$demo" ]; then
+    check "$tmp.out" "removed $seg_dir.stale/hoff.$uid.$ns.$demo (process $demo is gone)" "hoff-stat --clean"
+    if [ -e "$seg_dir.stale/hoff.$uid.$ns.$demo" ]; then
         bad "hoff-stat --clean did not remove the stale segment"
     fi
 fi
@@ -293,7 +296,7 @@ say "watching a running demo"
 demo=$!
 demo_pids="$demo"
 i=0
-while [ ! -e "/dev/shm/hoff.$uid.$demo" ] && [ $i -lt 300 ] && kill -0 "$demo" 2>/dev/null; do
+while [ ! -e "/dev/shm/hoff.$uid.$ns.$demo" ] && [ $i -lt 300 ] && kill -0 "$demo" 2>/dev/null; do
     sleep 0.05
     i=$((i + 1))
 done
@@ -319,7 +322,7 @@ if any(x["stats"]["allocs"] < y["stats"]["allocs"] for x, y in zip(s[1:], s)):
     sys.exit(1)
 print("watched %d samples, steps %s" % (len(s), steps))
 EOF
-if [ -e "/dev/shm/hoff.$uid.$demo" ]; then
+if [ -e "/dev/shm/hoff.$uid.$ns.$demo" ]; then
     bad "the demo's segment is still there after it shut down"
 fi
 
@@ -331,7 +334,7 @@ HOFF_STATS=0 ./hoff-demo $small --steps 2 --hold 3 >"$tmp.out" 2>&1 &
 quiet=$!
 demo_pids="$demo $quiet"
 sleep 1.5
-if [ -e "/dev/shm/hoff.$uid.$quiet" ]; then
+if [ -e "/dev/shm/hoff.$uid.$ns.$quiet" ]; then
     bad "HOFF_STATS=0 published a segment"
 fi
 wait "$demo" "$quiet"

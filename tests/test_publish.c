@@ -197,10 +197,7 @@ static void test_seqlock_concurrent(void) {
 }
 
 static void seg_name(char *buf, size_t len, pid_t pid, int k) {
-    if (k)
-        snprintf(buf, len, "hoff.%u.%d.%d", (unsigned)getuid(), (int)pid, k);
-    else
-        snprintf(buf, len, "hoff.%u.%d", (unsigned)getuid(), (int)pid);
+    hoff__pub_name(buf, len, (unsigned)getuid(), hoff__pub_self_ns(), (int)pid, (unsigned)k);
 }
 
 static int shm_exists(const char *name) {
@@ -366,20 +363,162 @@ static void test_writer_alive(void) {
 static void test_parse_name(void) {
     uid_t u;
     pid_t p;
+    uint64_t ns;
 
-    CU_ASSERT_EQUAL(hoff__pub_parse_name("hoff.1000.4242", &u, &p), 1);
+    CU_ASSERT_EQUAL(hoff__pub_parse_name("hoff.1000.4026531836.4242", &u, &ns, &p), 1);
     CU_ASSERT_EQUAL(u, 1000);
+    CU_ASSERT_EQUAL(ns, 4026531836ull);
     CU_ASSERT_EQUAL(p, 4242);
-    CU_ASSERT_EQUAL(hoff__pub_parse_name("hoff.0.7.2", &u, &p), 1);
+    CU_ASSERT_EQUAL(hoff__pub_parse_name("hoff.0.9000000004294967296.7.2", &u, &ns, &p), 1);
+    CU_ASSERT_EQUAL(ns, 9000000004294967296ull);
     CU_ASSERT_EQUAL(p, 7);
-    CU_ASSERT_EQUAL(hoff__pub_parse_name("hoff.1000", &u, &p), 0);
-    CU_ASSERT_EQUAL(hoff__pub_parse_name("hoff.1000.", &u, &p), 0);
-    CU_ASSERT_EQUAL(hoff__pub_parse_name("hoff..12", &u, &p), 0);
-    CU_ASSERT_EQUAL(hoff__pub_parse_name("hoff.10a.12", &u, &p), 0);
-    CU_ASSERT_EQUAL(hoff__pub_parse_name("hoff.1.0", &u, &p), 0);
-    CU_ASSERT_EQUAL(hoff__pub_parse_name("hoff.1.2.x", &u, &p), 0);
-    CU_ASSERT_EQUAL(hoff__pub_parse_name("sem.hoff.1.2", &u, &p), 0);
-    CU_ASSERT_EQUAL(hoff__pub_parse_name("hoff.1.99999999999", &u, &p), 0);
+    CU_ASSERT_EQUAL(hoff__pub_parse_name("hoff.1000.4242", &u, &ns, &p), 0); /* the old form: no namespace */
+    CU_ASSERT_EQUAL(hoff__pub_parse_name("hoff.1000", &u, &ns, &p), 0);
+    CU_ASSERT_EQUAL(hoff__pub_parse_name("hoff.1000.5.", &u, &ns, &p), 0);
+    CU_ASSERT_EQUAL(hoff__pub_parse_name("hoff..5.12", &u, &ns, &p), 0);
+    CU_ASSERT_EQUAL(hoff__pub_parse_name("hoff.10a.5.12", &u, &ns, &p), 0);
+    CU_ASSERT_EQUAL(hoff__pub_parse_name("hoff.1.5.0", &u, &ns, &p), 0);
+    CU_ASSERT_EQUAL(hoff__pub_parse_name("hoff.1.0.5", &u, &ns, &p), 0);
+    CU_ASSERT_EQUAL(hoff__pub_parse_name("hoff.1.5.2.x", &u, &ns, &p), 0);
+    CU_ASSERT_EQUAL(hoff__pub_parse_name("hoff.1.5.2.3.4", &u, &ns, &p), 0);
+    CU_ASSERT_EQUAL(hoff__pub_parse_name("sem.hoff.1.5.2", &u, &ns, &p), 0);
+    CU_ASSERT_EQUAL(hoff__pub_parse_name("hoff.1.5.99999999999", &u, &ns, &p), 0);
+    CU_ASSERT_EQUAL(hoff__pub_parse_name("hoff.1.99999999999999999999.2", &u, &ns, &p), 0); /* > 2^64 */
+}
+
+/* Two processes with one pid in two pid namespaces (simulated with an
+ * injected namespace id): each has its own name, neither takes, replaces or
+ * removes the other's segment. */
+static void test_two_namespaces(void) {
+    struct hoff_config cfg = sim_cfg();
+    hoff_ctx *a, *b;
+    char na[80], nb[80];
+
+    hoff__pub_set_self_ns(1111);
+    CU_ASSERT_EQUAL_FATAL(hoff_init(&a, &cfg), 0);
+    seg_name(na, sizeof na, getpid(), 0);
+    CU_ASSERT(shm_exists(na));
+    hoff__pub_set_self_ns(2222);
+    CU_ASSERT_EQUAL_FATAL(hoff_init(&b, &cfg), 0);
+    seg_name(nb, sizeof nb, getpid(), 0);
+    CU_ASSERT(shm_exists(nb));
+    CU_ASSERT(strcmp(na, nb) != 0);
+    CU_ASSERT(shm_exists(na));
+    hoff_shutdown(b);
+    CU_ASSERT(!shm_exists(nb));
+    CU_ASSERT(shm_exists(na)); /* b's shutdown left a's segment */
+    hoff__pub_set_self_ns(1111);
+    hoff_shutdown(a);
+    CU_ASSERT(!shm_exists(na));
+    hoff__pub_set_self_ns(0);
+}
+
+/* Writes PROC/N/{ns/pid -> pid:[NS], status with NSpid, stat with START}. */
+static void fake_proc(const char *proc, int n, uint64_t ns, const char *nspid, unsigned long long start) {
+    char path[512], link[64];
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/%d/ns", proc, n);
+    CU_ASSERT_EQUAL_FATAL(mkdir(path, 0755) == 0 || errno == EEXIST, 1);
+    snprintf(path, sizeof path, "%s/%d/ns/pid", proc, n);
+    snprintf(link, sizeof link, "pid:[%llu]", (unsigned long long)ns);
+    CU_ASSERT_EQUAL(symlink(link, path), 0);
+    snprintf(path, sizeof path, "%s/%d/status", proc, n);
+    f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f, "Name:\tx\nNSpid:\t%s\n", nspid);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/%d/stat", proc, n);
+    f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f, "%d (a b) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %llu 0 0\n", n, start);
+    fclose(f);
+}
+
+/* Liveness of a writer in another namespace, judged from a crafted /proc:
+ * found through NSpid (never as a bare pid of ours), a reused pid told by its
+ * start time, a visible namespace without the pid is gone, an invisible one
+ * unknown (never gone), and another boot gone. */
+static void test_alive_other_ns(void) {
+    struct hoff__pub_segment *seg = calloc(1, sizeof *seg);
+    char proc[300], path[512];
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(seg);
+    make_tmpdir();
+    snprintf(proc, sizeof proc, "%s/proc", tmpdir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(proc, 0755), 0);
+    snprintf(path, sizeof path, "%s/4242", proc);
+    CU_ASSERT_EQUAL_FATAL(mkdir(path, 0755), 0);
+    fake_proc(proc, 4242, 777, "4242\t7", 555); /* pid 7 of namespace 777, 4242 here */
+    hoff__pub_set_self_ns(999); /* not the initial namespace: what we do not see may live */
+    hoff__pub_header_init(seg, "greedy", "sim");
+    seg->h.pid_ns = 777;
+    seg->h.pid = 7;
+    seg->h.proc_start = 555;
+    CU_ASSERT_EQUAL(hoff__pub_writer_alive_in(&seg->h, proc), HOFF__PUB_ALIVE);
+    seg->h.proc_start = 556; /* pid 7 of 777 now started at another time: reused */
+    CU_ASSERT_EQUAL(hoff__pub_writer_alive_in(&seg->h, proc), HOFF__PUB_GONE);
+    seg->h.proc_start = 555;
+    seg->h.pid = 4242; /* our 4242 is their 7: pid 4242 of 777 does not exist */
+    CU_ASSERT_EQUAL(hoff__pub_writer_alive_in(&seg->h, proc), HOFF__PUB_GONE);
+    seg->h.pid = getpid(); /* a live pid of ours means nothing in another namespace */
+    seg->h.pid_ns = 888;  /* a namespace we cannot see */
+    CU_ASSERT_EQUAL(hoff__pub_writer_alive_in(&seg->h, proc), HOFF__PUB_UNKNOWN);
+    CU_ASSERT_EQUAL(hoff__pub_name_alive(888, 1), HOFF__PUB_UNKNOWN);
+    /* From the initial namespace every process is in view: no process of
+     * 888 means 888 is gone. */
+    hoff__pub_set_self_ns(0xEFFFFFFCull);
+    CU_ASSERT_EQUAL(hoff__pub_writer_alive_in(&seg->h, proc), HOFF__PUB_GONE);
+    hoff__pub_set_self_ns(999);
+    /* Written before this boot. */
+    seg->h.pid_ns = 777;
+    seg->h.pid = 7;
+    CU_ASSERT_EQUAL(hoff__pub_writer_alive_in(&seg->h, proc), HOFF__PUB_ALIVE);
+    seg->h.boot_id[0] ^= 0xff;
+    if (seg->h.boot_id[1] | seg->h.boot_id[2]) /* a boot id was read */
+        CU_ASSERT_EQUAL(hoff__pub_writer_alive_in(&seg->h, proc), HOFF__PUB_GONE);
+    hoff__pub_set_self_ns(0);
+    rm_tmpdir();
+    free(seg);
+}
+
+/* Names held by someone else (another user may create files in /dev/shm):
+ * all 64 of the sequential names taken, the context still publishes, under a
+ * random name, and the held files are left alone. */
+static void test_precreated_names(void) {
+    struct hoff_config cfg = sim_cfg();
+    char name[80], path[256];
+    hoff_ctx *ctx;
+    int k, fd;
+
+    for (k = 0; k < 64; k++) {
+        seg_name(name, sizeof name, getpid(), k);
+        snprintf(path, sizeof path, "%s/%s", HOFF__PUB_DIR, name);
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644); /* group/other: not a segment of ours */
+        CU_ASSERT_FATAL(fd >= 0);
+        CU_ASSERT_EQUAL(fchmod(fd, 0644), 0);
+        if (getuid() == 0)
+            CU_ASSERT_EQUAL(fchown(fd, 65534, 65534), 0);
+        close(fd);
+    }
+    CU_ASSERT_EQUAL_FATAL(hoff_init(&ctx, &cfg), 0);
+    CU_ASSERT_PTR_NOT_NULL(ctx->pub);
+    if (ctx->pub) {
+        uid_t u;
+        uint64_t ns;
+        pid_t p;
+
+        CU_ASSERT_EQUAL(hoff__pub_parse_name(ctx->pub->name + 1, &u, &ns, &p), 1);
+        CU_ASSERT_EQUAL(p, getpid());
+        CU_ASSERT(shm_exists(ctx->pub->name + 1));
+    }
+    hoff_shutdown(ctx);
+    for (k = 0; k < 64; k++) {
+        seg_name(name, sizeof name, getpid(), k);
+        CU_ASSERT(shm_exists(name)); /* not ours: left alone */
+        snprintf(path, sizeof path, "%s/%s", HOFF__PUB_DIR, name);
+        unlink(path);
+    }
 }
 
 /* The owner check on a stat as it comes (works as any user). */
@@ -467,7 +606,7 @@ static void test_refusals(void) {
     *bad = *seg;
     bad->h.version = HOFF__PUB_VERSION + 1;
     write_file(name, bad, sizeof *bad, 0600);
-    expect_refused(name, -EPROTO, "layout version 2");
+    expect_refused(name, -EPROTO, "layout version 3");
     *bad = *seg;
     bad->h.stats_version = HOFF_STATS_VERSION + 1;
     write_file(name, bad, sizeof *bad, 0600);
@@ -544,6 +683,9 @@ int main(void) {
         {"removed_at_exit", test_removed_at_exit},
         {"writer_alive", test_writer_alive},
         {"parse_name", test_parse_name},
+        {"two_namespaces", test_two_namespaces},
+        {"alive_other_ns", test_alive_other_ns},
+        {"precreated_names", test_precreated_names},
         {"check_stat", test_check_stat},
         {"refusals", test_refusals},
         {NULL, NULL},

@@ -19,6 +19,7 @@
 #include "core/context.h"
 #include "core/core.h"
 #include "core/options.h"
+#include "core/outfile.h"
 #include "hoff.h"
 #include "plan/plan.h"
 #include "trace/drive.h"
@@ -1909,6 +1910,7 @@ static int cmd_timeline(int argc, char **argv) {
     size_t i, nev, nlate = 0, late_total = 0;
     int rc, ncol, c, exit_code = EXIT_FAIL, last, tick;
     FILE *f = NULL;
+    struct hoff__outfile of;
     char buf[256];
 
     memset(&p, 0, sizeof p);
@@ -2022,11 +2024,11 @@ static int cmd_timeline(int argc, char **argv) {
     colw = pw / ncol;
     yscale = ph / ymax;
 
-    f = fopen(tl.out, "w");
-    if (!f) {
-        fprintf(stderr, "%s timeline: cannot write %s: %s\n", cmd, tl.out, strerror(errno));
+    if (hoff__out_open(&of, tl.out) < 0) {
+        fprintf(stderr, "%s timeline: %s\n", cmd, hoff_last_error());
         goto out;
     }
+    f = of.f;
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     fprintf(f,
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
@@ -2189,18 +2191,17 @@ static int cmd_timeline(int argc, char **argv) {
         }
     }
     fprintf(f, "</svg>\n");
-    if (fclose(f) != 0) {
-        f = NULL;
-        fprintf(stderr, "%s timeline: cannot write %s: %s\n", cmd, tl.out, strerror(errno));
+    f = NULL;
+    if (hoff__out_commit(&of) < 0) {
+        fprintf(stderr, "%s timeline: %s\n", cmd, hoff_last_error());
         goto out;
     }
-    f = NULL;
     printf("%s: %zu events, budget %s, peak %s without offload; %zu late prefetches in the last step\n", tl.out, nev,
            SZ(p.budget), SZ(p.offload_peak), late_total);
     exit_code = 0;
 out:
     if (f)
-        fclose(f);
+        hoff__out_abort(&of); /* the file at the path, if any, is left as it was */
     free(nooff);
     free(pdev);
     free(phost);
@@ -2294,6 +2295,7 @@ static int cmd_export(int argc, char **argv) {
                   {TID_NVME, "NVMe tier (spills, restores)"}};
     struct pic p;
     FILE *f = NULL;
+    struct hoff__outfile of;
     int rc, first = 1, exit_code = EXIT_FAIL, k;
     size_t i, j, nslices = 0;
     char args[256];
@@ -2310,11 +2312,11 @@ static int cmd_export(int argc, char **argv) {
         return rc;
     if (pic_run(&p))
         goto out;
-    f = fopen(ex_out, "w");
-    if (!f) {
-        fprintf(stderr, "%s export: cannot write %s: %s\n", cmd, ex_out, strerror(errno));
+    if (hoff__out_open(&of, ex_out) < 0) {
+        fprintf(stderr, "%s export: %s\n", cmd, hoff_last_error());
         goto out;
     }
+    f = of.f;
     fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"tool\":\"hoff-plan export\",\"trace\":");
     json_str(f, p.so.trace_path);
     fprintf(f, ",\"planner\":");
@@ -2416,18 +2418,17 @@ static int cmd_export(int argc, char **argv) {
                 TID_NVME, b ? us(b->t) : 0.0);
     }
     fprintf(f, "\n]}\n");
-    if (fclose(f) != 0) {
-        f = NULL;
-        fprintf(stderr, "%s export: cannot write %s: %s\n", cmd, ex_out, strerror(errno));
+    f = NULL;
+    if (hoff__out_commit(&of) < 0) {
+        fprintf(stderr, "%s export: %s\n", cmd, hoff_last_error());
         goto out;
     }
-    f = NULL;
     printf("%s: %d steps, %zu slices (%zu copies and stalls), counters after each of %zu events\n", ex_out,
            p.rec.steps, nslices, p.rec.nsp, p.t.nev);
     exit_code = 0;
 out:
     if (f)
-        fclose(f);
+        hoff__out_abort(&of); /* the file at the path, if any, is left as it was */
     pic_free(&p);
     return exit_code;
 }
@@ -2543,8 +2544,7 @@ static int cmd_synth(int argc, char **argv) {
     }
     rc = hoff__trace_save(&t, out);
     if (rc) {
-        /* The OS's reason (rc is -errno): hoff_strerror speaks of hoff's own codes. */
-        fprintf(stderr, "%s synth: cannot write %s: %s\n", cmd, out, strerror(-rc));
+        fprintf(stderr, "%s synth: %s\n", cmd, hoff_last_error());
         hoff__trace_destroy(&t);
         return EXIT_FAIL;
     }

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -54,6 +55,7 @@ static struct {
     uint64_t threshold;
     long record_step;           /* which marked step to record (0-based) */
     char output[4096];
+    char status[4096];          /* HOFF_RECORD_STATUS: a line per written trace goes here ("" = none) */
     int quiet;
     /* live tracked allocations */
     struct entry *tab;
@@ -380,6 +382,25 @@ static void output_path(char *buf, size_t len) {
     buf[n] = '\0';
 }
 
+/* Tell the launcher (HOFF_RECORD_STATUS) that path was written: one line,
+ * appended with a single write so that processes sharing the file do not mix
+ * their lines.  hoff-record's exit status comes from this, not from looking
+ * at the output path (which may be a device, a FIFO, or an older trace). */
+static void report_written(const char *path) {
+    char line[sizeof R.output + 64];
+    int fd, n;
+
+    if (!R.status[0])
+        return;
+    errno = 0;
+    n = snprintf(line, sizeof line, "%ld %s\n", (long)getpid(), path);
+    fd = open(R.status, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || n <= 0 || n >= (int)sizeof line || write(fd, line, (size_t)n) != n)
+        say("cannot report the written trace to %s: %s", R.status, strerror(errno ? errno : EIO));
+    if (fd >= 0)
+        close(fd);
+}
+
 /* Close and write the recording.  Caller holds the lock with in_rec set. */
 static void finish_recording(const char *what) {
     char path[sizeof R.output + 32];
@@ -412,6 +433,7 @@ static void finish_recording(const char *what) {
         return;
     }
     R.written = 1;
+    report_written(path);
     say("%s: %zu events, %u blocks of at least %" PRIu64 " bytes, %.3f s -> %s", what, R.trace.nev,
         R.trace.nblocks, R.threshold, (double)R.trace.step_ns / 1e9, path);
     hoff__trace_destroy(&R.trace);
@@ -637,6 +659,7 @@ __attribute__((constructor)) static void rec_init(void) {
     const char *thr = getenv("HOFF_RECORD_THRESHOLD");
     const char *step = getenv("HOFF_RECORD_STEP");
     const char *quiet = getenv("HOFF_RECORD_QUIET");
+    const char *status = getenv("HOFF_RECORD_STATUS");
     char *end;
 
     in_rec = 1;
@@ -651,6 +674,8 @@ __attribute__((constructor)) static void rec_init(void) {
         goto out;
     }
     snprintf(R.output, sizeof R.output, "%s", out);
+    if (status && strlen(status) < sizeof R.status)
+        snprintf(R.status, sizeof R.status, "%s", status);
     R.threshold = (uint64_t)1 << 20;
     if (thr && *thr && (hoff__parse_size(thr, &R.threshold) != 0 || R.threshold == 0)) {
         say("HOFF_RECORD_THRESHOLD='%s': expected a size of at least 1 byte (4096, 64K, 1M): recording nothing",

@@ -213,9 +213,10 @@ static double now_s(void) {
 
 struct entry {
     char name[256];
-    pid_t pid;
+    pid_t pid;                  /* in the writer's pid namespace */
+    uint64_t ns;                /* that namespace (from the name) */
     int ok;                     /* opened and read */
-    int alive;
+    int alive;                  /* HOFF__PUB_ALIVE, _GONE or _UNKNOWN */
     int rc;                     /* refusal */
     char why[256];
     struct hoff__pub_header h;
@@ -223,16 +224,15 @@ struct entry {
     uint64_t update_ns;
 };
 
+/* A liveness as JSON: null when it cannot be told (another pid namespace). */
+#define ALIVE_JSON(a) ((a) == HOFF__PUB_ALIVE ? "true" : (a) == HOFF__PUB_GONE ? "false" : "null")
+
 static int cmp_entry(const void *a, const void *b) {
     const struct entry *x = a, *y = b;
 
     if (x->pid != y->pid)
         return x->pid < y->pid ? -1 : 1;
     return strcmp(x->name, y->name);
-}
-
-static int pid_gone(pid_t pid) {
-    return kill(pid, 0) != 0 && errno == ESRCH;
 }
 
 static void probe(const char *dir, struct entry *e) {
@@ -244,7 +244,7 @@ static void probe(const char *dir, struct entry *e) {
         e->rc = rc;
         /* A segment of ours that cannot be read, whose process is gone
          * (killed while creating it, say), is stale as well. */
-        e->alive = !pid_gone(e->pid);
+        e->alive = hoff__pub_name_alive(e->ns, e->pid);
         return;
     }
     e->h = r.h;
@@ -253,20 +253,21 @@ static void probe(const char *dir, struct entry *e) {
     if (rc) {
         e->rc = rc;
         snprintf(e->why, sizeof e->why, "%s", read_error(rc));
-        e->alive = !pid_gone(e->pid);
+        e->alive = hoff__pub_name_alive(e->ns, e->pid);
         return;
     }
-    if (e->h.pid != e->pid) {
+    if (e->h.pid != e->pid || e->h.pid_ns != e->ns) {
         e->rc = -EPROTO;
-        snprintf(e->why, sizeof e->why, "written by pid %d, but named for pid %d", (int)e->h.pid, (int)e->pid);
-        e->alive = !pid_gone(e->pid);
+        snprintf(e->why, sizeof e->why, "written by pid %d of pid namespace %" PRIu64 ", but named for pid %d of %" PRIu64,
+                 (int)e->h.pid, e->h.pid_ns, (int)e->pid, e->ns);
+        e->alive = hoff__pub_name_alive(e->ns, e->pid);
         return;
     }
     e->ok = 1;
     e->alive = hoff__pub_writer_alive(&e->h);
 }
 
-/* Segments of this user in dir: hoff.<uid>.<pid>[.<k>]. */
+/* Segments of this user in dir: hoff.<uid>.<ns>.<pid>[.<k>]. */
 static int scan(const char *dir, struct entry **out, size_t *n) {
     char prefix[64];
     struct dirent *d;
@@ -285,8 +286,9 @@ static int scan(const char *dir, struct entry **out, size_t *n) {
     while ((d = readdir(dp)) != NULL) {
         uid_t uid;
         pid_t pid;
+        uint64_t ns;
 
-        if (strncmp(d->d_name, prefix, strlen(prefix)) != 0 || !hoff__pub_parse_name(d->d_name, &uid, &pid) ||
+        if (strncmp(d->d_name, prefix, strlen(prefix)) != 0 || !hoff__pub_parse_name(d->d_name, &uid, &ns, &pid) ||
             uid != getuid())
             continue;
         if (*n == cap) {
@@ -305,6 +307,7 @@ static int scan(const char *dir, struct entry **out, size_t *n) {
         memset(&v[*n], 0, sizeof v[*n]);
         snprintf(v[*n].name, sizeof v[*n].name, "%s", d->d_name);
         v[*n].pid = pid;
+        v[*n].ns = ns;
         (*n)++;
     }
     closedir(dp);
@@ -317,7 +320,8 @@ static int scan(const char *dir, struct entry **out, size_t *n) {
 }
 
 /* Remove a stale segment: only a regular file or a symbolic link (never
- * followed) of ours, whose process is gone. */
+ * followed) of ours, whose process is known to be gone (never one of
+ * another pid namespace whose liveness cannot be told from here). */
 static int remove_stale(const char *dir, const struct entry *e) {
     char path[4096];
     struct stat st;
@@ -329,7 +333,7 @@ static int remove_stale(const char *dir, const struct entry *e) {
         return -EPERM;
     if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
         return -EINVAL;
-    if (e->ok ? hoff__pub_writer_alive(&e->h) : !pid_gone(e->pid))
+    if ((e->ok ? hoff__pub_writer_alive(&e->h) : hoff__pub_name_alive(e->ns, e->pid)) != HOFF__PUB_GONE)
         return -EBUSY;
     return unlink(path) == 0 ? 0 : -errno;
 }
@@ -342,19 +346,20 @@ static int cmd_list(const struct opts *o) {
     if (scan(o->dir, &v, &n))
         return EXIT_FAIL;
     for (i = 0; i < n; i++)
-        stale += !v[i].alive;
+        stale += v[i].alive == HOFF__PUB_GONE;
     if (o->json) {
         printf("{\"time\":%.3f,\"uid\":%u,\"processes\":[", now_s(), (unsigned)getuid());
         for (i = 0; i < n; i++) {
             const struct entry *e = &v[i];
             char comm[64];
 
-            proc_comm(e->pid, e->ok ? &e->h : NULL, comm, sizeof comm);
+            proc_comm(e->ns == hoff__pub_self_ns() ? e->pid : 0, e->ok ? &e->h : NULL, comm, sizeof comm);
             printf("%s{\"segment\":", i ? "," : "");
             json_str(stdout, e->name);
-            printf(",\"pid\":%d,\"command\":", (int)e->pid);
+            printf(",\"pid\":%d,\"pid_namespace\":%" PRIu64 ",\"same_namespace\":%s,\"command\":", (int)e->pid,
+                   e->ns, e->ns == hoff__pub_self_ns() ? "true" : "false");
             json_str(stdout, comm);
-            printf(",\"alive\":%s,\"readable\":%s", e->alive ? "true" : "false", e->ok ? "true" : "false");
+            printf(",\"alive\":%s,\"readable\":%s", ALIVE_JSON(e->alive), e->ok ? "true" : "false");
             if (e->ok) {
                 char b[32], p[32];
 
@@ -384,18 +389,27 @@ static int cmd_list(const struct opts *o) {
         for (i = 0; i < n; i++) {
             const struct entry *e = &v[i];
             char comm[64], b[32], p[32], up[32];
-            const char *status = e->alive ? "alive" : "stale (process gone)";
+            const char *status = e->alive == HOFF__PUB_ALIVE    ? "alive"
+                                 : e->alive == HOFF__PUB_UNKNOWN ? "other pid namespace (cannot tell if alive)"
+                                                                 : "stale (process gone)";
+            char pidcol[32];
 
-            proc_comm(e->pid, e->ok ? &e->h : NULL, comm, sizeof comm);
+            /* A pid of another namespace is not one of ours: marked with its namespace. */
+            if (e->ns == hoff__pub_self_ns())
+                snprintf(pidcol, sizeof pidcol, "%d", (int)e->pid);
+            else
+                snprintf(pidcol, sizeof pidcol, "%d@ns", (int)e->pid);
+            proc_comm(e->ns == hoff__pub_self_ns() ? e->pid : 0, e->ok ? &e->h : NULL, comm, sizeof comm);
             if (!e->ok) {
-                printf("%7d  %-15.15s %-7s %-8s %-8s %6s %6s %6s %7s  refused: %s%s\n", (int)e->pid, comm, "-", "-",
-                       "-", "-", "-", "-", "-", e->why, e->alive ? "" : " (process gone: stale)");
+                printf("%7s  %-15.15s %-7s %-8s %-8s %6s %6s %6s %7s  refused: %s%s\n", pidcol, comm, "-", "-",
+                       "-", "-", "-", "-", "-", e->why,
+                       e->alive == HOFF__PUB_GONE ? " (process gone: stale)" : "");
                 continue;
             }
             clean_name(b, sizeof b, e->h.backend, sizeof e->h.backend);
             clean_name(p, sizeof p, e->h.planner, sizeof e->h.planner);
             huptime(now_ns > e->h.start_ns ? (now_ns - e->h.start_ns) / 1000000000ull : 0, up, sizeof up);
-            printf("%7d  %-15.15s %-7.7s %-8.8s %-8s %6" PRIu64 " %6s %6s %7s  %s\n", (int)e->pid, comm, b, p,
+            printf("%7s  %-15.15s %-7.7s %-8.8s %-8s %6" PRIu64 " %6s %6s %7s  %s\n", pidcol, comm, b, p,
                    PSTATE(e->st.plan_state), e->st.steps, HS(e->st.resident_bytes),
                    e->st.budget_bytes ? HS(e->st.budget_bytes) : "none", up, status);
         }
@@ -404,15 +418,15 @@ static int cmd_list(const struct opts *o) {
         printf("%zu stale segment%s (process gone): 'hoff-stat --clean' removes %s\n", stale, stale == 1 ? "" : "s",
                stale == 1 ? "it" : "them");
     for (i = 0; i < n; i++) {
-        if (!v[i].ok && v[i].alive)
+        if (!v[i].ok && v[i].alive != HOFF__PUB_GONE)
             fprintf(stderr, "%s: %s/%s: refused: %s\n", cmd, o->dir, v[i].name, v[i].why);
     }
     if (o->clean) {
         for (i = 0; i < n; i++) {
             int rc;
 
-            if (v[i].alive)
-                continue;
+            if (v[i].alive != HOFF__PUB_GONE)
+                continue; /* alive, or of another namespace we cannot see into: never removed */
             rc = remove_stale(o->dir, &v[i]);
             if (rc == 0) {
                 removed++;
@@ -422,7 +436,7 @@ static int cmd_list(const struct opts *o) {
                 fprintf(stderr, "%s: %s/%s: not removed: %s\n", cmd, o->dir, v[i].name,
                         rc == -EPERM    ? "owned by another user"
                         : rc == -EINVAL ? "not a regular file or a link"
-                        : rc == -EBUSY  ? "its process is running"
+                        : rc == -EBUSY  ? "its process is running, or cannot be told apart from a running one"
                                         : strerror(-rc));
             }
         }
@@ -565,12 +579,13 @@ static void print_json(const char *name, const struct sample *s, const struct sa
         memset(&zero, 0, sizeof zero);
         b = &zero;
     }
-    proc_comm((pid_t)s->h.pid, &s->h, comm, sizeof comm);
+    proc_comm(s->h.pid_ns == hoff__pub_self_ns() ? (pid_t)s->h.pid : 0, &s->h, comm, sizeof comm);
     clean_name(be, sizeof be, s->h.backend, sizeof s->h.backend);
     clean_name(pl, sizeof pl, s->h.planner, sizeof s->h.planner);
     printf("{\"time\":%.6f,\"segment\":", now_s());
     json_str(stdout, name);
-    printf(",\"pid\":%d,\"uid\":%u,\"command\":", (int)s->h.pid, (unsigned)s->h.uid);
+    printf(",\"pid\":%d,\"pid_namespace\":%" PRIu64 ",\"uid\":%u,\"command\":", (int)s->h.pid, s->h.pid_ns,
+           (unsigned)s->h.uid);
     json_str(stdout, comm);
     printf(",\"backend\":");
     json_str(stdout, be);
@@ -578,7 +593,7 @@ static void print_json(const char *name, const struct sample *s, const struct sa
     json_str(stdout, pl);
     printf(",\"state\":\"%s\",\"alive\":%s,\"started\":%.6f,\"updated\":%.6f,\"updates\":%" PRIu64
            ",\"interval_s\":%.6f",
-           PSTATE(a->plan_state), alive ? "true" : "false", (double)s->h.start_ns / 1e9,
+           PSTATE(a->plan_state), ALIVE_JSON(alive), (double)s->h.start_ns / 1e9,
            (double)s->update_ns / 1e9, s->updates, secs);
     printf(",\"rates\":{\"bytes_evicted_per_s\":%.1f,\"bytes_prefetched_per_s\":%.1f,\"bytes_spilled_per_s\":%.1f"
            ",\"bytes_restored_per_s\":%.1f,\"evictions_per_s\":%.3f,\"prefetches_per_s\":%.3f,\"allocs_per_s\":%.3f"
@@ -653,11 +668,13 @@ static int cmd_watch(const struct opts *o) {
     long i;
     int have_prev = 0, alive = 1, rc, every = rows_per_header(), lines = 0;
 
+    /* PID is a pid of our namespace: the segment named for it there. */
     if (dot)
-        snprintf(name, sizeof name, HOFF__PUB_PREFIX "%u.%.*s.%s", (unsigned)getuid(), (int)(dot - o->target),
-                 o->target, dot + 1);
+        snprintf(name, sizeof name, HOFF__PUB_PREFIX "%u.%" PRIu64 ".%.*s.%s", (unsigned)getuid(),
+                 hoff__pub_self_ns(), (int)(dot - o->target), o->target, dot + 1);
     else
-        snprintf(name, sizeof name, HOFF__PUB_PREFIX "%u.%s", (unsigned)getuid(), o->target);
+        snprintf(name, sizeof name, HOFF__PUB_PREFIX "%u.%" PRIu64 ".%s", (unsigned)getuid(), hoff__pub_self_ns(),
+                 o->target);
     for (i = 0; o->count < 0 || i < o->count; i++) {
         if (i)
             sleep_s(o->interval);
@@ -679,7 +696,7 @@ static int cmd_watch(const struct opts *o) {
             lines++;
         }
         fflush(stdout);
-        if (!alive) {
+        if (alive == HOFF__PUB_GONE) {
             fprintf(stderr,
                     "%s: process %d is gone; its segment is stale (the figures above are its last): "
                     "'hoff-stat --clean' removes it\n",
@@ -736,8 +753,8 @@ static int valid_target(const char *s) {
 
     if (!s || !*s || strlen(s) > 40)
         return 0;
-    snprintf(name, sizeof name, HOFF__PUB_PREFIX "0.%s", s);
-    return hoff__pub_parse_name(name, &u, &p);
+    snprintf(name, sizeof name, HOFF__PUB_PREFIX "0.1.%s", s);
+    return hoff__pub_parse_name(name, &u, NULL, &p);
 }
 
 int main(int argc, char **argv) {

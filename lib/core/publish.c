@@ -1,6 +1,6 @@
-/* publish.c — the writer of the statistics segment: created 0600 with O_EXCL as /dev/shm/hoff.<uid>.<pid>, written
- * under a sequence lock at step marks, at hoff_stats_get and (rate-limited) after allocator events, removed at
- * shutdown and at exit.
+/* publish.c — the writer of the statistics segment: created 0600 with O_EXCL as /dev/shm/hoff.<uid>.<ns>.<pid>,
+ * written under a sequence lock at step marks, at hoff_stats_get and (rate-limited) after allocator events, removed
+ * at shutdown and at exit (only the file this process created).
  * Threading: writes run with ctx->lock held; the process's list of segments (for atexit) has its own lock. */
 #include "config.h"
 
@@ -24,14 +24,28 @@ static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct hoff__publisher *list_head;
 static pthread_once_t atexit_once = PTHREAD_ONCE_INIT;
 
+/* Unlink p's segment if the file at its name is still the one p created:
+ * never another process's. */
+static void unlink_own(const struct hoff__publisher *p) {
+    struct stat st;
+    int fd;
+
+    if (p->pid != getpid())
+        return; /* a forked child: the parent's */
+    fd = shm_open(p->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0);
+    if (fd < 0)
+        return;
+    if (fstat(fd, &st) == 0 && st.st_ino == p->ino && st.st_dev == p->dev)
+        shm_unlink(p->name);
+    close(fd);
+}
+
 static void unlink_all_at_exit(void) {
     struct hoff__publisher *p;
-    pid_t me = getpid();
 
     pthread_mutex_lock(&list_lock);
     for (p = list_head; p; p = p->next)
-        if (p->pid == me)
-            shm_unlink(p->name);
+        unlink_own(p);
     pthread_mutex_unlock(&list_lock);
 }
 
@@ -92,6 +106,8 @@ void hoff__pub_header_init(struct hoff__pub_segment *seg, const char *planner, c
     h->stats_size = (uint32_t)sizeof(struct hoff_stats);
     h->pid = (int32_t)getpid();
     h->uid = (uint32_t)getuid();
+    h->pid_ns = hoff__pub_self_ns();
+    hoff__pub_boot_id(h->boot_id);
     h->start_ns = realtime_ns();
     h->proc_start = hoff__proc_start(getpid());
     copy_name(h->planner, sizeof h->planner, planner);
@@ -121,22 +137,65 @@ void hoff__pub_store(struct hoff__pub_segment *seg, const struct hoff_stats *st,
     __atomic_store_n(&h->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
-/* Create "/hoff.<uid>.<pid>[.<k>]" exclusively.  A name left by a dead
- * process with our pid (pid reuse) is ours to replace; a name held by a live
- * context of this process moves us to the next k. */
+static uint32_t random_k(void) {
+    uint32_t r = 0;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0 || read(fd, &r, sizeof r) != (ssize_t)sizeof r)
+        r = (uint32_t)(coarse_ns() ^ (uint64_t)getpid() * 2654435761u);
+    if (fd >= 0)
+        close(fd);
+    return 64 + r % 4000000000u;
+}
+
+/* Is the segment at name (not one of this process's) stale, ours to
+ * replace: our uid, a regular file, and either no readable header (killed
+ * while creating it; only a process with our namespace and pid can have
+ * made this name) or a header of ours whose writer is gone?  Else
+ * *owner is set to the file's owner, for the warning. */
+static int stale_own(const char *name, uid_t *owner) {
+    struct hoff__pub_header h;
+    struct stat st;
+    int fd, stale = 0;
+
+    *owner = (uid_t)-1;
+    fd = shm_open(name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0);
+    if (fd < 0)
+        return 0;
+    if (fstat(fd, &st) == 0) {
+        *owner = st.st_uid;
+        if (st.st_uid == getuid() && S_ISREG(st.st_mode) && !(st.st_mode & 077)) {
+            if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || h.magic != HOFF__PUB_MAGIC ||
+                h.version != HOFF__PUB_VERSION)
+                stale = 1;
+            else
+                stale = h.pid_ns == hoff__pub_self_ns() && h.pid == (int32_t)getpid() &&
+                        hoff__pub_writer_alive(&h) == HOFF__PUB_GONE;
+        }
+    }
+    close(fd);
+    return stale;
+}
+
+/* Create "/hoff.<uid>.<ns>.<pid>[.<k>]" exclusively.  A name held by a live
+ * context of this process moves us to the next k; one left by a dead process
+ * with our namespace and pid (pid reuse) is replaced; one that someone else
+ * holds (another user can create names in /dev/shm) is warned about once and
+ * we take a random k, which nobody can have prepared. */
 static int create_segment(struct hoff__publisher *p, int *fd_out) {
     unsigned uid = (unsigned)getuid();
+    uint64_t ns = hoff__pub_self_ns();
     int pid = (int)getpid();
-    int k, fd;
+    uint32_t k = 0;
+    int tries, fd, replaced = 0;
 
-    for (k = 0; k < 64; k++) {
+    for (tries = 0; tries < 64; tries++) {
         struct hoff__publisher *q;
         int mine = 0;
+        uid_t owner = (uid_t)-1;
 
-        if (k == 0)
-            snprintf(p->name, sizeof p->name, "/" HOFF__PUB_PREFIX "%u.%d", uid, pid);
-        else
-            snprintf(p->name, sizeof p->name, "/" HOFF__PUB_PREFIX "%u.%d.%d", uid, pid, k);
+        p->name[0] = '/';
+        hoff__pub_name(p->name + 1, sizeof p->name - 1, uid, ns, pid, k);
         fd = shm_open(p->name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd >= 0) {
             *fd_out = fd;
@@ -148,22 +207,21 @@ static int create_segment(struct hoff__publisher *p, int *fd_out) {
         for (q = list_head; q; q = q->next)
             mine |= strcmp(q->name, p->name) == 0;
         pthread_mutex_unlock(&list_lock);
-        if (mine)
+        if (mine) {
+            k = k < 63 ? k + 1 : random_k();
             continue;
-        /* Left by an earlier process with this pid: replace it if it is
-         * ours (a segment of another owner stays, and we take the next k). */
-        fd = shm_open(p->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0);
-        if (fd >= 0) {
-            struct stat st;
-            int ours = fstat(fd, &st) == 0 && st.st_uid == getuid() && S_ISREG(st.st_mode);
-
-            close(fd);
-            if (ours && shm_unlink(p->name) == 0) {
-                hoff__log(HOFF_LOG_INFO, "stats: replaced %s, left by an earlier process with this pid", p->name);
-                k--;
-                continue;
-            }
         }
+        if (!replaced && stale_own(p->name, &owner) && shm_unlink(p->name) == 0) {
+            hoff__log(HOFF_LOG_INFO, "stats: replaced %s, left by an earlier process with this pid", p->name);
+            replaced = 1;
+            continue;
+        }
+        HOFF__LOG_ONCE(HOFF_LOG_WARN,
+                       "stats: %s%s is held by %s (uid %d); publishing under a random name instead "
+                       "(hoff-stat lists it)",
+                       HOFF__PUB_DIR, p->name, owner == getuid() ? "another file of yours" : "another user",
+                       (int)owner);
+        k = random_k();
     }
     return -EEXIST;
 }
@@ -202,6 +260,8 @@ void hoff__publish_open(struct hoff_ctx *ctx) {
         free(p);
         return;
     }
+    p->ino = st.st_ino;
+    p->dev = st.st_dev;
     m = mmap(NULL, sizeof *p->seg, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (m == MAP_FAILED) {
@@ -237,8 +297,7 @@ void hoff__publish_close(struct hoff_ctx *ctx) {
         }
     }
     pthread_mutex_unlock(&list_lock);
-    if (p->pid == getpid())
-        shm_unlink(p->name);
+    unlink_own(p);
     munmap(p->seg, sizeof *p->seg);
     free(p);
 }

@@ -1,6 +1,9 @@
 /* publish.h — the statistics segment: a context's struct hoff_stats in POSIX shared memory
- * (/dev/shm/hoff.<uid>.<pid>) for hoff-stat, written under a sequence lock, and the reader side that checks a
- * segment before trusting a byte of it.
+ * (/dev/shm/hoff.<uid>.<pidns>.<pid>) for hoff-stat, written under a sequence lock, and the reader side that checks
+ * a segment before trusting a byte of it.  A writer is identified by its pid namespace (the inode of
+ * /proc/self/ns/pid), its pid there, its start time and the boot id: processes of different containers sharing
+ * /dev/shm never take or remove each other's segments, and a reader never judges a pid of another namespace by
+ * its own.
  * Threading: the writer runs with ctx->lock held (one writer per segment); readers never block it. */
 #ifndef HOFF_PUBLISH_H
 #define HOFF_PUBLISH_H
@@ -17,9 +20,13 @@ struct hoff_ctx;
 /* "HOFFSTAT" read as a little-endian uint64_t. */
 #define HOFF__PUB_MAGIC 0x5441545346464f48ull
 /* The layout of struct hoff__pub_header; bumped on any change to it. */
-#define HOFF__PUB_VERSION 1
-/* Segment names: "hoff.<uid>.<pid>" for a process's first context,
- * "hoff.<uid>.<pid>.<k>" for the k-th one alive at the same time. */
+#define HOFF__PUB_VERSION 2
+/* Segment names: "hoff.<uid>.<ns>.<pid>" for a process's first context,
+ * "hoff.<uid>.<ns>.<pid>.<k>" for the k-th one alive at the same time (or,
+ * when another user holds the next name, a random k).  <ns> is the inode of
+ * the writer's pid namespace; where /proc/self/ns/pid cannot be read, a
+ * random number at or above 2^32 (no namespace inode is that large), which
+ * readers treat as another namespace. */
 #define HOFF__PUB_PREFIX "hoff."
 #define HOFF__PUB_DIR "/dev/shm"
 /* The event path writes at most this often (and looks at the clock only
@@ -38,6 +45,8 @@ struct hoff__pub_header {
     int32_t pid;
     uint32_t uid;
     uint32_t reserved;
+    uint64_t pid_ns;            /* the writer's pid namespace: as in the name */
+    uint8_t boot_id[16];        /* /proc/sys/kernel/random/boot_id (all 0 if unknown) */
     uint64_t start_ns;          /* CLOCK_REALTIME when the context was created */
     uint64_t proc_start;        /* the process's start (field 22 of /proc/self/stat, clock ticks after
                                    boot; 0 if unknown): tells a reused pid from the writer */
@@ -59,7 +68,9 @@ struct hoff__pub_segment {
 
 struct hoff__publisher {
     struct hoff__pub_segment *seg;
-    char name[48];              /* "/hoff.<uid>.<pid>[.<k>]" */
+    char name[80];              /* "/hoff.<uid>.<ns>.<pid>[.<k>]" */
+    ino_t ino;                  /* the file created: only it is ever unlinked */
+    dev_t dev;
     pid_t pid;                  /* the creator: a forked child never unlinks it */
     uint32_t tick;              /* events without a counter of their own (hoff__publish_tick) */
     uint64_t last_ns;           /* CLOCK_MONOTONIC_COARSE of the last write */
@@ -102,9 +113,25 @@ void hoff__pub_header_init(struct hoff__pub_segment *seg, const char *planner, c
 
 /* --- reader (publish_read.c) --------------------------------------------------- */
 
-/* Is name "hoff.<uid>.<pid>" or "hoff.<uid>.<pid>.<k>" (digits only)?  1 and
- * *uid, *pid set, else 0. */
-int hoff__pub_parse_name(const char *name, uid_t *uid, pid_t *pid);
+/* Is name "hoff.<uid>.<ns>.<pid>" or "hoff.<uid>.<ns>.<pid>.<k>" (digits
+ * only)?  1 and *uid, *ns, *pid set (each may be NULL), else 0. */
+int hoff__pub_parse_name(const char *name, uid_t *uid, uint64_t *ns, pid_t *pid);
+
+/* The segment name "hoff.<uid>.<ns>.<pid>[.<k>]" (k 0: none) into buf:
+ * the one place the form is written.  snprintf's return. */
+int hoff__pub_name(char *buf, size_t len, unsigned uid, uint64_t ns, int pid, unsigned k);
+
+/* This process's pid namespace id (the inode of /proc/self/ns/pid, read
+ * once), or a random id >= 2^32 when it cannot be read. */
+uint64_t hoff__pub_self_ns(void);
+/* Tests: pretend to be in namespace ns (0: the real one again). */
+void hoff__pub_set_self_ns(uint64_t ns);
+/* The boot id (16 bytes, all 0 when /proc/sys/kernel/random/boot_id cannot
+ * be read). */
+void hoff__pub_boot_id(uint8_t out[16]);
+/* The inode of PROC's PID's pid namespace ("/proc/PID/ns/pid"); 0 when it
+ * cannot be read, -errno in *err (EACCES: not ours to inspect). */
+uint64_t hoff__proc_pid_ns(const char *proc, pid_t pid, int *err);
 
 /* The checks on a segment's fstat: a regular file (not a link, FIFO, ...),
  * owned by uid, no permission for group or others, exactly the size of a
@@ -144,9 +171,25 @@ int hoff__pub_read(const struct hoff__pub_reader *r, struct hoff_stats *st, uint
 int hoff__pub_read_seg(const struct hoff__pub_segment *seg, struct hoff_stats *st, uint64_t *update_ns,
                        uint64_t *updates, int tries);
 
-/* Is the writer of a segment still running?  1 alive, 0 gone (no such pid,
- * or the pid now belongs to a process that started at another time). */
+/* Is the writer of a segment still running?
+ *   HOFF__PUB_ALIVE    yes;
+ *   HOFF__PUB_GONE     no: written before this boot; or in our namespace, no
+ *                      such pid or one that started at another time; or in
+ *                      another namespace that we can see whole (a process
+ *                      of it in our /proc, or we are in the initial
+ *                      namespace and see every process) with no such pid;
+ *   HOFF__PUB_UNKNOWN  another namespace we cannot see into (a sibling
+ *                      container, a parent): never to be treated as gone.
+ * A pid of another namespace is looked up through the NSpid line of each
+ * /proc/N/status whose /proc/N/ns/pid is that namespace, never as a bare
+ * pid of ours. */
+enum { HOFF__PUB_GONE = 0, HOFF__PUB_ALIVE = 1, HOFF__PUB_UNKNOWN = 2 };
 int hoff__pub_writer_alive(const struct hoff__pub_header *h);
+/* The same with the /proc to look in (tests pass a crafted one). */
+int hoff__pub_writer_alive_in(const struct hoff__pub_header *h, const char *proc);
+/* Liveness of a segment known only by name (its header cannot be read):
+ * HOFF__PUB_GONE only when ns is ours and pid is gone. */
+int hoff__pub_name_alive(uint64_t ns, pid_t pid);
 /* The process start time of pid (field 22 of /proc/PID/stat), 0 if unknown. */
 uint64_t hoff__proc_start(pid_t pid);
 

@@ -12,7 +12,9 @@
 #include <string.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <dirent.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/core.h"
@@ -30,10 +32,10 @@ static int fail(int rc, char *err, size_t errlen, const char *fmt, ...) {
     return rc;
 }
 
-static int all_digits(const char *s, size_t n) {
+static int all_digits(const char *s, size_t n, size_t max) {
     size_t i;
 
-    if (n == 0 || n > 10)
+    if (n == 0 || n > max)
         return 0;
     for (i = 0; i < n; i++)
         if (s[i] < '0' || s[i] > '9')
@@ -41,31 +43,140 @@ static int all_digits(const char *s, size_t n) {
     return 1;
 }
 
-int hoff__pub_parse_name(const char *name, uid_t *uid, pid_t *pid) {
-    const char *p, *dot1, *dot2;
-    size_t plen = strlen(HOFF__PUB_PREFIX);
-    unsigned long long u, q;
+int hoff__pub_parse_name(const char *name, uid_t *uid, uint64_t *ns, pid_t *pid) {
+    const char *f[4];
+    size_t len[4], plen = strlen(HOFF__PUB_PREFIX);
+    static const size_t max[4] = {10, 20, 10, 10};
+    unsigned long long u, n, q;
+    int k = 0;
+    const char *p;
 
     if (!name || strncmp(name, HOFF__PUB_PREFIX, plen) != 0)
         return 0;
-    p = name + plen;
-    dot1 = strchr(p, '.');
-    if (!dot1 || !all_digits(p, (size_t)(dot1 - p)))
+    for (p = name + plen; k < 4; k++) {
+        const char *dot = strchr(p, '.');
+
+        f[k] = p;
+        len[k] = dot ? (size_t)(dot - p) : strlen(p);
+        if (!all_digits(p, len[k], max[k]))
+            return 0;
+        if (!dot)
+            break;
+        p = dot + 1;
+    }
+    if (k < 2 || k > 3) /* uid.ns.pid or uid.ns.pid.k */
         return 0;
-    dot2 = strchr(dot1 + 1, '.');
-    if (!all_digits(dot1 + 1, dot2 ? (size_t)(dot2 - dot1 - 1) : strlen(dot1 + 1)))
-        return 0;
-    if (dot2 && !all_digits(dot2 + 1, strlen(dot2 + 1)))
-        return 0;
-    u = strtoull(p, NULL, 10);
-    q = strtoull(dot1 + 1, NULL, 10);
-    if (u > UINT32_MAX || q == 0 || q > INT32_MAX)
+    errno = 0;
+    u = strtoull(f[0], NULL, 10);
+    n = strtoull(f[1], NULL, 10);
+    q = strtoull(f[2], NULL, 10);
+    if (errno || u > UINT32_MAX || n == 0 || q == 0 || q > INT32_MAX)
         return 0;
     if (uid)
         *uid = (uid_t)u;
+    if (ns)
+        *ns = (uint64_t)n;
     if (pid)
         *pid = (pid_t)q;
     return 1;
+}
+
+int hoff__pub_name(char *buf, size_t len, unsigned uid, uint64_t ns, int pid, unsigned k) {
+    if (k)
+        return snprintf(buf, len, HOFF__PUB_PREFIX "%u.%" PRIu64 ".%d.%u", uid, ns, pid, k);
+    return snprintf(buf, len, HOFF__PUB_PREFIX "%u.%" PRIu64 ".%d", uid, ns, pid);
+}
+
+/* --- identity: pid namespace and boot ----------------------------------------------- */
+
+static uint64_t self_ns_override;
+
+void hoff__pub_set_self_ns(uint64_t ns) {
+    __atomic_store_n(&self_ns_override, ns, __ATOMIC_RELAXED);
+}
+
+uint64_t hoff__proc_pid_ns(const char *proc, pid_t pid, int *err) {
+    char path[256], link[64];
+    unsigned long long v;
+    ssize_t n;
+
+    if (pid > 0)
+        snprintf(path, sizeof path, "%s/%d/ns/pid", proc, (int)pid);
+    else
+        snprintf(path, sizeof path, "%s/self/ns/pid", proc);
+    n = readlink(path, link, sizeof link - 1);
+    if (n < 0) {
+        if (err)
+            *err = -errno;
+        return 0;
+    }
+    link[n] = '\0';
+    if (sscanf(link, "pid:[%llu]", &v) != 1 || v == 0) {
+        if (err)
+            *err = -EPROTO;
+        return 0;
+    }
+    if (err)
+        *err = 0;
+    return (uint64_t)v;
+}
+
+uint64_t hoff__pub_self_ns(void) {
+    static uint64_t cached;
+    uint64_t v = __atomic_load_n(&self_ns_override, __ATOMIC_RELAXED);
+
+    if (v)
+        return v;
+    v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (v)
+        return v;
+    v = hoff__proc_pid_ns("/proc", 0, NULL);
+    if (!v) {
+        /* No /proc: an id no namespace has, so that nobody takes our names
+         * and readers treat them as another namespace's. */
+        uint64_t r = 0;
+        int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+        if (fd < 0 || read(fd, &r, sizeof r) != (ssize_t)sizeof r)
+            r = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t)time(NULL);
+        if (fd >= 0)
+            close(fd);
+        v = (r % 9000000000000000000ull) + ((uint64_t)1 << 32);
+    }
+    /* One value for the life of the process, whoever reads it first. */
+    if (!__atomic_compare_exchange_n(&cached, &(uint64_t){0}, v, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    return v;
+}
+
+void hoff__pub_boot_id(uint8_t out[16]) {
+    char buf[64] = "";
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+    int i = 0;
+    const char *p;
+
+    memset(out, 0, 16);
+    if (!f)
+        return;
+    if (!fgets(buf, sizeof buf, f))
+        buf[0] = '\0';
+    fclose(f);
+    for (p = buf; *p && i < 32; p++) {
+        int d;
+
+        if (*p == '-')
+            continue;
+        if (*p >= '0' && *p <= '9')
+            d = *p - '0';
+        else if (*p >= 'a' && *p <= 'f')
+            d = *p - 'a' + 10;
+        else
+            break;
+        out[i / 2] = (uint8_t)(out[i / 2] << 4 | d);
+        i++;
+    }
+    if (i != 32)
+        memset(out, 0, 16);
 }
 
 int hoff__pub_check_stat(const struct stat *st, uid_t uid, char *err, size_t errlen) {
@@ -235,14 +346,18 @@ int hoff__pub_read(const struct hoff__pub_reader *r, struct hoff_stats *st, uint
     return hoff__pub_read_seg(r->seg, st, update_ns, updates, tries);
 }
 
-uint64_t hoff__proc_start(pid_t pid) {
-    char path[64], buf[1024], *p;
+/* The start time (field 22 of PROC/PID/stat), 0 if unknown; *state (if not
+ * NULL) the state letter of field 3 ('Z': a zombie, exited), 0 if unknown. */
+static uint64_t proc_stat_in(const char *proc, pid_t pid, char *state) {
+    char path[256], buf[1024], *p;
     unsigned long long v = 0;
     size_t n;
     FILE *f;
     int field;
 
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    if (state)
+        *state = 0;
+    snprintf(path, sizeof path, "%s/%d/stat", proc, (int)pid);
     f = fopen(path, "re");
     if (!f)
         return 0;
@@ -254,6 +369,8 @@ uint64_t hoff__proc_start(pid_t pid) {
     if (!p)
         return 0;
     p++;
+    if (state && p[0] == ' ')
+        *state = p[1];
     /* p is at field 3 (state) preceded by a space; starttime is field 22. */
     for (field = 3; field < 22 && p; field++) {
         p = strchr(p + 1, ' ');
@@ -263,17 +380,127 @@ uint64_t hoff__proc_start(pid_t pid) {
     return (uint64_t)v;
 }
 
-int hoff__pub_writer_alive(const struct hoff__pub_header *h) {
+uint64_t hoff__proc_start(pid_t pid) {
+    return proc_stat_in("/proc", pid, NULL);
+}
+
+/* The pid of PROC's process N in its own (innermost) namespace: the last
+ * field of the NSpid line of PROC/N/status; 0 if unknown. */
+static pid_t inner_pid(const char *proc, pid_t n) {
+    char path[256], line[256];
+    long last = 0;
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/%d/status", proc, (int)n);
+    f = fopen(path, "re");
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "NSpid:", 6) == 0) {
+            char *p = line + 6, *end;
+
+            for (;;) {
+                long v = strtol(p, &end, 10);
+
+                if (end == p)
+                    break;
+                last = v;
+                p = end;
+            }
+            break;
+        }
+    }
+    fclose(f);
+    return last > 0 && last <= INT32_MAX ? (pid_t)last : 0;
+}
+
+/* The pid namespace of the initial process (PROC_PID_INIT_INO). */
+#define INIT_PID_NS 0xEFFFFFFCull
+
+static int alive_same_ns(const struct hoff__pub_header *h, const char *proc) {
     uint64_t start;
+    char state;
+
+    if (kill((pid_t)h->pid, 0) != 0 && errno == ESRCH)
+        return HOFF__PUB_GONE;
+    start = proc_stat_in(proc, (pid_t)h->pid, &state);
+    if (state == 'Z' || state == 'X')
+        return HOFF__PUB_GONE; /* exited, not yet reaped */
+    if (h->proc_start && start && start != h->proc_start)
+        return HOFF__PUB_GONE; /* the pid was reused */
+    return HOFF__PUB_ALIVE;
+}
+
+/* Another namespace: look for it in proc. */
+static int alive_other_ns(const struct hoff__pub_header *h, const char *proc) {
+    DIR *dp = opendir(proc);
+    struct dirent *d;
+    int seen_ns = 0, blind = 0, found = HOFF__PUB_GONE;
+
+    if (!dp)
+        return HOFF__PUB_UNKNOWN;
+    while ((d = readdir(dp)) != NULL) {
+        char *end;
+        long n = strtol(d->d_name, &end, 10);
+        uint64_t ns;
+        int err = 0;
+
+        /* Process 1 of this /proc is the init of its own namespace, ours
+         * (and often one we may not inspect). */
+        if (*end || n <= 1 || n > INT32_MAX)
+            continue;
+        ns = hoff__proc_pid_ns(proc, (pid_t)n, &err);
+        if (!ns) {
+            blind |= err != -ENOENT && err != -ESRCH; /* a process we may not inspect */
+            continue;
+        }
+        if (ns != h->pid_ns)
+            continue;
+        seen_ns = 1;
+        if (inner_pid(proc, (pid_t)n) == (pid_t)h->pid) {
+            char state;
+            uint64_t start = proc_stat_in(proc, (pid_t)n, &state);
+
+            /* The start time, where both are known, tells a reused pid; a
+             * zombie has exited. */
+            if ((!h->proc_start || !start || start == h->proc_start) && state != 'Z' && state != 'X') {
+                found = HOFF__PUB_ALIVE;
+                break;
+            }
+        }
+    }
+    closedir(dp);
+    if (found == HOFF__PUB_ALIVE)
+        return found;
+    if (blind)
+        return HOFF__PUB_UNKNOWN;
+    /* We see the namespace and the pid is not in it; or we are in the
+     * initial namespace and see every process, and none is in it. */
+    if (seen_ns || hoff__pub_self_ns() == INIT_PID_NS)
+        return HOFF__PUB_GONE;
+    return HOFF__PUB_UNKNOWN;
+}
+
+int hoff__pub_writer_alive_in(const struct hoff__pub_header *h, const char *proc) {
+    static const uint8_t zero[16];
+    uint8_t boot[16];
 
     if (h->pid <= 0)
-        return 0;
-    if (kill((pid_t)h->pid, 0) != 0 && errno == ESRCH)
-        return 0;
-    if (h->proc_start) {
-        start = hoff__proc_start((pid_t)h->pid);
-        if (start && start != h->proc_start)
-            return 0; /* the pid was reused */
-    }
-    return 1;
+        return HOFF__PUB_GONE;
+    hoff__pub_boot_id(boot);
+    if (memcmp(boot, zero, 16) != 0 && memcmp(h->boot_id, zero, 16) != 0 && memcmp(boot, h->boot_id, 16) != 0)
+        return HOFF__PUB_GONE; /* written before this boot */
+    if (h->pid_ns == hoff__pub_self_ns())
+        return alive_same_ns(h, proc);
+    return alive_other_ns(h, proc);
+}
+
+int hoff__pub_writer_alive(const struct hoff__pub_header *h) {
+    return hoff__pub_writer_alive_in(h, "/proc");
+}
+
+int hoff__pub_name_alive(uint64_t ns, pid_t pid) {
+    if (ns != hoff__pub_self_ns())
+        return HOFF__PUB_UNKNOWN;
+    return kill(pid, 0) != 0 && errno == ESRCH ? HOFF__PUB_GONE : HOFF__PUB_ALIVE;
 }

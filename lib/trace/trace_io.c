@@ -10,11 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #ifdef HAVE_ZLIB
 #include <zlib.h>
 #endif
 
 #include "core/core.h"
+#include "core/outfile.h"
 #include "trace/trace.h"
 
 #define SIZE_LIMIT ((uint64_t)1 << 47)  /* sizes are 1 .. 2^47-1, as in trace.c */
@@ -1180,39 +1182,51 @@ int hoff__trace_write(const struct hoff__trace *t, FILE *f) {
 }
 
 int hoff__trace_save(const struct hoff__trace *t, const char *path) {
+    struct hoff__outfile o;
     size_t pl = strlen(path);
     int e;
 
-    if (pl >= 3 && strcmp(path + pl - 3, ".gz") == 0) {
-#ifdef HAVE_ZLIB
-        struct wr w;
-        int zr;
-
-        memset(&w, 0, sizeof w);
-        if (!(w.gz = gzopen(path, "wb")))
-            return hoff__error(errno ? -errno : -ENOMEM, "trace: cannot create '%s': %s", path,
-                               strerror(errno ? errno : ENOMEM));
-        e = write_all(t, &w);
-        zr = gzclose(w.gz);
-        if (e == 0 && zr != Z_OK)
-            e = hoff__error(-EIO, "trace: write error on '%s'", path);
-        if (e < 0)
-            remove(path);
-        return e;
-#else
+#ifndef HAVE_ZLIB
+    if (pl >= 3 && strcmp(path + pl - 3, ".gz") == 0)
         return hoff__error(-ENOTSUP, "trace: cannot write '%s' compressed: hoff was built without zlib "
                            "(use a path without .gz)", path);
 #endif
-    } else {
-        FILE *f = fopen(path, "w");
+    /* A temporary file renamed over path on success (core/outfile.h): a
+     * failure leaves whatever was at path as it was. */
+    if ((e = hoff__out_open(&o, path)) < 0)
+        return hoff__error(e, "trace: %s", hoff_last_error());
+#ifdef HAVE_ZLIB
+    if (pl >= 3 && strcmp(path + pl - 3, ".gz") == 0) {
+        struct wr w;
+        int fd = dup(fileno(o.f)), zr;
 
-        if (!f)
-            return hoff__error(-errno, "trace: cannot create '%s': %s", path, strerror(errno));
-        e = hoff__trace_write(t, f);
-        if (fclose(f) != 0 && e == 0)
-            e = hoff__error(-errno, "trace: write error on '%s': %s", path, strerror(errno));
-        if (e < 0)
-            remove(path);
-        return e;
+        memset(&w, 0, sizeof w);
+        if (fd < 0 || !(w.gz = gzdopen(fd, "wb"))) {
+            e = errno ? -errno : -ENOMEM;
+            if (fd >= 0)
+                close(fd);
+            hoff__out_abort(&o);
+            return hoff__error(e, "trace: cannot write '%s': %s", path, strerror(-e));
+        }
+        e = write_all(t, &w);
+        zr = gzclose(w.gz);
+        if (e == 0 && zr != Z_OK)
+            e = hoff__error(zr == Z_ERRNO && errno ? -errno : -EIO, "trace: write error: %s",
+                            zr == Z_ERRNO && errno ? strerror(errno) : "gzip failed");
+    } else
+#endif
+    {
+        e = hoff__trace_write(t, o.f);
     }
+    if (e < 0) {
+        hoff__out_abort(&o);
+        const char *why = hoff_last_error();
+
+        if (strncmp(why, "trace: ", 7) == 0)
+            why += 7;
+        return hoff__error(e, "trace: '%s' not written (the file there, if any, is left as it was): %s", path, why);
+    }
+    if ((e = hoff__out_commit(&o)) < 0)
+        return hoff__error(e, "trace: %s", hoff_last_error());
+    return 0;
 }
