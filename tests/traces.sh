@@ -1,6 +1,6 @@
 #!/bin/sh
 # traces.sh — every committed real trace (tests/data/traces/*.trace.gz, recorded with hoff-record from PyTorch
-# training steps on CPU) replays through hoff-plan simulate at budgets of none, 100, 50, 25 and 10% of its
+# training steps on CPU), and three synthetic ones (hoff-plan synth), replays through hoff-plan simulate at budgets of none, 100, 50, 25 and 10% of its
 # offload peak: integrity OK, no use-window violation, every planned action fired or skipped; a budget at or
 # above the working-set floor is feasible and kept, one below it is declared infeasible and moves no more bytes
 # than the floor itself; and each plan (both planners), re-counted op by op by tests/window_check.py (written
@@ -55,7 +55,20 @@ simulate() {
     return 0
 }
 
-for trace in "$dir"/*.trace.gz; do
+# Synthetic steps too: a transformer (flash attention, access marks), one
+# that saves its attention probabilities, and a random training-shaped one.
+synth=""
+if ./hoff-plan synth --layers 4 --hidden 1024 --seq 2048 -o "$tmp.flash.trace" >"$tmp.err" 2>&1 &&
+    ./hoff-plan synth --layers 4 --hidden 512 --seq 512 --batch 4 -o "$tmp.probs.trace" >>"$tmp.err" 2>&1 &&
+    ./hoff-plan synth --events 1200 --seed 5 -o "$tmp.random.trace" >>"$tmp.err" 2>&1; then
+    synth="$tmp.flash.trace $tmp.probs.trace $tmp.random.trace"
+else
+    echo "FAIL: hoff-plan synth:"
+    cat "$tmp.err"
+    fail=1
+fi
+
+for trace in "$dir"/*.trace.gz $synth; do
     [ -e "$trace" ] || continue
     n=$((n + 1))
     name=$(basename "$trace")
@@ -103,8 +116,8 @@ for trace in "$dir"/*.trace.gz; do
         echo "ok: $name at $pct%: budget $budget, floor $floor, feasible $feasible, peak $peak, moved $d2h"
     done
 done
-if [ "$n" -lt 3 ]; then
-    echo "FAIL: $n trace(s) in $dir, expected at least 3"
+if [ "$n" -lt 6 ]; then
+    echo "FAIL: $n trace(s) (from $dir and synth), expected at least 6"
     fail=1
 fi
 exit $fail
