@@ -128,6 +128,7 @@ struct run {
     uint64_t stall_ns, step_ns, compute_ns, bytes_moved, prefetch_calls, prefetches, plan_ns, peak;
     uint64_t predicted_ns, groups, evict_calls, evictions;
     uint64_t peak_host, bytes_spilled, bytes_restored, host_cap_waits; /* over the whole run */
+    uint64_t floor, window_violations;
     int integrity_ok, feasible;
 };
 
@@ -200,6 +201,8 @@ static int simulate(const struct hoff__trace *t, uint64_t budget, uint64_t host_
         out->bytes_restored = st.bytes_restored;
         out->host_cap_waits = st.host_cap_waits;
         out->feasible = st.plan_feasible != 0;
+        out->floor = st.plan_floor_bytes;
+        out->window_violations = st.window_violations;
         for (k = 1; k < r.steps; k++)
             if (r.step[k].peak_resident_bytes > out->peak)
                 out->peak = r.step[k].peak_resident_bytes;
@@ -242,14 +245,15 @@ static int bench_trace(const char *name, const struct hoff__trace *t, uint64_t g
                        ",\"plan_ns\":%" PRIu64 ",\"peak_resident_bytes\":%" PRIu64 ",\"within_budget\":%s"
                        ",\"plan_feasible\":%s,\"integrity_ok\":%s,\"host_cap_bytes\":%" PRIu64
                        ",\"peak_host_bytes\":%" PRIu64 ",\"within_host_cap\":%s,\"bytes_spilled\":%" PRIu64
-                       ",\"bytes_restored\":%" PRIu64 ",\"host_cap_waits\":%" PRIu64 "}\n",
+                       ",\"bytes_restored\":%" PRIu64 ",\"host_cap_waits\":%" PRIu64 ",\"floor_bytes\":%" PRIu64
+                       ",\"window_violations\":%" PRIu64 "}\n",
                        name, pct[i], budget, planners[j], r.stall_ns, bound, r.step_ns, r.compute_ns, r.bytes_moved,
                        r.prefetch_calls, r.prefetches, r.evict_calls, r.evictions, r.groups, r.predicted_ns,
                        r.plan_ns, r.peak,
                        r.peak <= budget ? "true" : "false", r.feasible ? "true" : "false",
                        r.integrity_ok ? "true" : "false", cap, r.peak_host,
                        !cap || r.peak_host <= cap ? "true" : "false", r.bytes_spilled, r.bytes_restored,
-                       r.host_cap_waits);
+                       r.host_cap_waits, r.floor, r.window_violations);
             else
                 printf("%-22s %3d%% %-7s stall %10.3f ms  bound %9.3f ms  step %10.3f ms  moved %7.0f MiB  "
                        "prefetch calls %3" PRIu64 " (blocks %3" PRIu64 ")  %s%s\n",
