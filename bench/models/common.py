@@ -4,6 +4,8 @@
 """Shared training loop for bench/models/*.py."""
 
 import argparse
+import contextlib
+import json
 import os
 import sys
 import time
@@ -22,6 +24,11 @@ def parser(description):
     p.add_argument("--steps", type=int, default=3, help="training steps (default 3; hoff-record records step 1)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-access-marks", action="store_true", help="no saved_tensors_hooks access marks")
+    p.add_argument("--no-op-marks", action="store_true", help="no per-aten-op boundaries (OffloadConfig.op_marks)")
+    p.add_argument("--no-session", action="store_true", help="no OffloadSession at all (plain PyTorch)")
+    p.add_argument("--session-mode", default="auto", choices=("auto", "allocator", "record"),
+                   help="the OffloadSession's mode (bench/marks.py uses 'allocator': hoff's sim context on CPU)")
+    p.add_argument("--json", action="store_true", help="end with one JSON line: per-step times and marks")
     return p
 
 
@@ -34,19 +41,26 @@ def train(model, batch, loss_fn, args, lr=1e-3):
     mode = "recording (hoff-record)" if hoff.recording() else ("hoff allocator" if hoff.is_installed() else "plain")
     print("%s: %.2f M parameters, %d steps, %s" % (model.__class__.__name__, nparams / 1e6, args.steps, mode),
           flush=True)
-    session = hoff.OffloadSession(hoff.OffloadConfig(access_marks=not args.no_access_marks))
+    session = hoff.OffloadSession(hoff.OffloadConfig(access_marks=not args.no_access_marks,
+                                                     op_marks=not args.no_op_marks), mode=args.session_mode)
+    times = []
     for i in range(args.steps):
         inputs, target = batch()
         t0 = time.perf_counter()
-        with session:
+        with (contextlib.nullcontext() if args.no_session else session):
             opt.zero_grad(set_to_none=True)
             out = model(*inputs)
             loss = loss_fn(out, target)
             loss.backward()
             opt.step()
-        print("step %d (%s): loss %.4f, %.2f s" % (i, session.phase, loss.item(), time.perf_counter() - t0),
-              flush=True)
+        times.append(time.perf_counter() - t0)
+        print("step %d (%s): loss %.4f, %.2f s" % (i, "no session" if args.no_session else session.phase,
+                                                    loss.item(), times[-1]), flush=True)
     if session.last_hooks is not None:
         h = session.last_hooks
         print("access marks in the last step: %d packs, %d unpacks (%d of them of storages hoff does not track)"
               % (h.packed, h.unpacked, h.unmatched), flush=True)
+    if args.json:
+        ops = session.last_ops
+        print(json.dumps({"step_s": times, "aten_ops": ops.ops if ops else None,
+                          "op_accesses": ops.accesses if ops else None}), flush=True)

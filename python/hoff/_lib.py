@@ -159,6 +159,8 @@ _PROTOS = {
     "hoff_torch_record_stream": (None, [_c.c_void_p, _c.c_void_p]),
     "hoff_torch_context": (_c.c_void_p, [_c.c_int]),
     "hoff_torch_configure": (_c.c_int, [_c.c_int, _c.c_char_p, _c.c_char_p, _c.c_char_p, _c.c_size_t]),
+    "hoff_config_init": (None, [_c.c_void_p]),
+    "hoff_config_from_env": (_c.c_int, [_c.c_void_p, _c.c_char_p, _c.c_size_t]),
     "hoff_torch_config_check": (_c.c_int, [_c.c_char_p, _c.c_char_p, _c.c_char_p, _c.c_size_t]),
 }
 

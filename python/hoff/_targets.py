@@ -72,12 +72,34 @@ def default_device():
     return 0
 
 
+class _ConfigHead(ctypes.Structure):
+    """The leading fields of struct hoff_config (include/hoff.h), up to managed_min_bytes."""
+    _fields_ = [("version", ctypes.c_uint32), ("size", ctypes.c_uint32), ("backend", ctypes.c_int),
+                ("device", ctypes.c_int), ("budget_bytes", ctypes.c_uint64), ("host_cap_bytes", ctypes.c_uint64),
+                ("managed_min_bytes", ctypes.c_uint64)]
+
+
+def _env_managed_min():
+    """managed_min as hoff_config_from_env reads it (0 when the environment has an error)."""
+    lib = _lib.load()
+    buf = ctypes.create_string_buffer(8192)
+    lib.hoff_config_init(buf)
+    head = _ConfigHead.from_buffer(buf)
+    if head.size > len(buf) or head.size < ctypes.sizeof(_ConfigHead):
+        return 0
+    err = ctypes.create_string_buffer(512)
+    if lib.hoff_config_from_env(buf, err, len(err)) != 0:
+        return 0
+    return int(head.managed_min_bytes)
+
+
 class AllocatorTarget:
     kind = "allocator"
 
     def __init__(self, device=None):
         self.device = default_device() if device is None else int(device)
         self._ctx = None
+        self._min = None
 
     def __repr__(self):
         return "AllocatorTarget(device=%d)" % self.device
@@ -131,6 +153,13 @@ class AllocatorTarget:
 
     def region_end(self):
         self._call("hoff_region_end")
+
+    def min_block_bytes(self):
+        """The smallest offload candidate: hoff's managed_min as the environment sets it
+        (HOFF_MANAGED_MIN; 0, every storage, if the environment cannot be read)."""
+        if self._min is None:
+            self._min = _env_managed_min()
+        return self._min
 
     def access(self, ptr, write):
         """Mark an access of the block at ptr; returns ptr (hoff's block id is
@@ -190,6 +219,13 @@ class RecordTarget:
 
     def region_end(self):
         self.rec.hoff_record_region_end()
+
+    def min_block_bytes(self):
+        """The recorder's threshold: smaller allocations are no blocks of its trace."""
+        try:
+            return int(_record.stats().get("threshold_bytes", 0))
+        except (ValueError, TypeError):
+            return 0
 
     def access(self, ptr, write):
         """Mark an access; returns the recorder's serial of the block, or None."""

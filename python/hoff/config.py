@@ -15,6 +15,7 @@ planner                        planner          a planner name hoff has ("timed"
 spill_dir                      spill_dir        an existing directory, at most 255 bytes
 numa                           numa             "nearest", "interleave", "0,2" or [0, 2]
 access_marks                   (Python)         True or False (default True)
+op_marks                       (Python)         True or False (default True)
 =============================  ===============  =====================================
 """
 
@@ -119,6 +120,11 @@ class OffloadConfig:
     access_marks: mark exact accesses of saved activations through
         ``torch.autograd.graph.saved_tensors_hooks`` (pack: last forward use,
         unpack: first backward use).
+    op_marks: mark an op boundary after every aten op, with the accesses of
+        the op's tensors before it (a TorchDispatchMode, hoff.opmarks), so use
+        windows close as soon as the kernels that use a block are enqueued.
+        False: only hoff.mark/hoff.mark_op boundaries (windows then last until
+        the block's free, as long as accesses are marked).
     """
 
     max_resident_activation_mb: float = None
@@ -127,6 +133,7 @@ class OffloadConfig:
     spill_dir: str = None
     numa: str = None
     access_marks: bool = True
+    op_marks: bool = True
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -139,6 +146,8 @@ class OffloadConfig:
         set_(self, "numa", _numa(self.numa))
         if not isinstance(self.access_marks, bool):
             raise ValueError("access_marks: expected True or False, got %r" % (self.access_marks,))
+        if not isinstance(self.op_marks, bool):
+            raise ValueError("op_marks: expected True or False, got %r" % (self.op_marks,))
 
     def options(self):
         """The hoff options this config sets, as {name: value text} (hoff_config_set's forms)."""

@@ -19,6 +19,8 @@ before it dead.
 
 import threading
 
+from .opmarks import quiet
+
 
 def storage_ptr(t):
     """The base address of t's storage (its hoff block), or None (no storage)."""
@@ -45,6 +47,8 @@ class AccessHooks:
         self.packed = 0
         self.unpacked = 0
         self.unmatched = 0  # saved tensors that are no block of the first target
+        self.mode_missing = 0  # unpacks on a thread the op-marks mode did not reach
+        self.op_mode = None    # the session's OpMarks mode, if any
         self._lock = threading.Lock()
         self._cm = None
 
@@ -69,12 +73,21 @@ class AccessHooks:
         ptr = storage_ptr(t)
         self._mark("pack", ptr)
         # A detached alias: it keeps the storage alive as autograd would, but
-        # holds no grad_fn, so a saved output makes no reference cycle.
-        return (t.detach(), ptr)
+        # holds no grad_fn, so a saved output makes no reference cycle.  Its
+        # aten detach is the package's, not the model's: no op mark.
+        with quiet():
+            return (t.detach(), ptr)
 
     def unpack(self, packed):
         t, ptr = packed
         self._mark("unpack", ptr)
+        if self.op_mode is not None:
+            import torch
+            if torch._C._len_torch_dispatch_stack() == 0:
+                # Backward runs on a thread without the mode: its ops get no
+                # boundary, so windows opened there last until the free (safe).
+                with self._lock:
+                    self.mode_missing += 1
         return t
 
     def __enter__(self):

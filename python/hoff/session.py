@@ -8,12 +8,14 @@ import atexit
 import contextlib
 import contextvars
 import functools
+import sys
 import threading
 import warnings
 
 from . import _targets
 from .config import OffloadConfig
 from .hooks import AccessHooks
+from . import opmarks
 
 _active = contextvars.ContextVar("hoff_active_session", default=None)
 _warned_empty = False
@@ -57,7 +59,10 @@ class OffloadSession:
         self.phase = "idle"     # "warmup", "replay" or "fallback" while in a step; of the last step after it
         self.hooks = None       # the AccessHooks of the open step (with access_marks)
         self.last_hooks = None  # ...and of the last step, once it is over
+        self.ops = None         # the OpMarks mode of the open step (with op_marks)
+        self.last_ops = None    # ...and of the last step, once it is over
         self.log_accesses = False
+        self._warned_mode = False
         self._targets = None
         self._configured = False
         self._token = None
@@ -118,11 +123,41 @@ class OffloadSession:
             raise
         self._open = True
         self.phase = self._phase()
-        if self.config.access_marks and targets:
-            self.hooks = AccessHooks(targets, log=self.log_accesses)
-            self.hooks.__enter__()
+        try:
+            if self.config.access_marks and targets:
+                self.hooks = AccessHooks(targets, log=self.log_accesses)
+                self.hooks.__enter__()
+            if self.config.op_marks and targets:
+                self.ops = opmarks.make(targets, log=self.log_accesses)
+                self.ops.__enter__()
+                if self.hooks is not None:
+                    self.hooks.op_mode = self.ops
+        except BaseException:
+            self._close_marks(*sys.exc_info())
+            self._open = False
+            for t in targets:
+                with contextlib.suppress(Exception):
+                    t.step_abort()
+            raise
         self._token = _active.set(self)
         return self
+
+    def _close_marks(self, et, ev, tb):
+        """Leave the op-marks mode, then the pack/unpack hooks (the reverse of entering)."""
+        ops, self.ops = self.ops, None
+        if ops is not None:
+            ops.__exit__(et, ev, tb)
+            self.last_ops = ops
+        hooks, self.hooks = self.hooks, None
+        if hooks is not None:
+            hooks.__exit__(et, ev, tb)
+            self.last_hooks = hooks
+            if hooks.mode_missing and not self._warned_mode:
+                self._warned_mode = True
+                warnings.warn("hoff: %d saved tensors were unpacked on a thread the op-marks mode did not "
+                              "reach: backward ops there have no op boundaries, so their use windows last "
+                              "until the free (correct, but less is offloaded)" % hooks.mode_missing,
+                              RuntimeWarning, stacklevel=3)
 
     def __exit__(self, et, ev, tb):
         if not self._open:
@@ -132,10 +167,7 @@ class OffloadSession:
         except ValueError:  # left from another context: just clear it
             _active.set(None)
         self._token = None
-        hooks, self.hooks = self.hooks, None
-        if hooks is not None:
-            hooks.__exit__(et, ev, tb)
-            self.last_hooks = hooks
+        self._close_marks(et, ev, tb)
         self._open = False
         if et is None:
             first = None

@@ -53,7 +53,7 @@ def test_storage_base_is_the_block(torch):
 CHILD = r"""
 import json, sys, torch, hoff
 out = {"recording": hoff.recording()}
-s = hoff.OffloadSession(mode="record")
+s = hoff.OffloadSession(hoff.OffloadConfig(op_marks=False), mode="record")  # pack/unpack marks only
 s.log_accesses = True
 with s:
     a = torch.randn(256, 256, requires_grad=True)   # 256 KiB, allocated in the recorded step

@@ -9,7 +9,7 @@ from conftest import read_trace, run
 CHILD = r"""
 import json, torch, hoff
 out = {"phases": []}
-s = hoff.OffloadSession()          # auto: under hoff-record the recorder is the target
+s = hoff.OffloadSession(hoff.OffloadConfig(op_marks=False))  # auto: the recorder; only the user's op marks
 out["targets"] = [t.kind for t in s.targets]
 w = torch.randn(512, 512, requires_grad=True)
 for i in range(4):

@@ -1,0 +1,271 @@
+# opmarks.py — op boundaries from PyTorch's dispatcher: a TorchDispatchMode that marks, for every aten op, the
+# accesses of its tensors' blocks and then an op boundary once the op's kernels are enqueued.
+# Threading: the mode reaches every thread autograd runs backward on through PyTorch's ThreadLocalState (the
+# dispatch-mode stack is part of it, 1.13 and 2.x); counters are per-thread lists summed on demand; the
+# targets lock on the C side.
+"""Op boundaries at every aten op.
+
+A use window (hoff(7)) opened by an access mark may close only once every
+kernel that may use the block under that access has been enqueued.  Inside
+an ``OffloadSession`` step the package pushes :class:`OpMarks`, a
+``TorchDispatchMode``.  Its ``__torch_dispatch__`` sits below autograd, so it
+runs for each aten op after autograd has packed that op's saved inputs
+(forward) or after a backward node has unpacked what it saved:
+
+1. it marks a read of the block of every tensor argument (a block is a
+   tensor's storage, see :func:`hoff.storage_ptr`);
+2. it calls the op: its kernels are enqueued (on a GPU) or run (on CPU);
+3. it marks a write of the block of every output that is a new storage or
+   an argument the op's schema says it writes (``add_``, ``out=``); views
+   of an argument are covered by the read;
+4. it marks an op boundary named after the op (``aten.mm.default``).
+
+So each kernel's reads lie inside a window that closes only after the
+kernel was enqueued, and a block's last access is its last aten use: a
+release planned after it can never precede a later kernel of the same
+backward formula.
+
+Only storages of at least the targets' smallest offload candidate (hoff's
+``managed_min``, ``HOFF_MANAGED_MIN``, 1 MiB by default; hoff-record's
+threshold) get access marks; every op gets its boundary.  Aten ops that the
+package's own pack/unpack hooks run (a ``detach``) are not marked.
+"""
+
+import threading
+
+_tls = threading.local()
+
+
+def suppressed():
+    """True while this thread runs the package's own hooks (their aten ops are not the model's)."""
+    return getattr(_tls, "quiet", 0) > 0
+
+
+class quiet:
+    """Context manager: the aten ops run inside are not the model's; they bypass every
+    TorchDispatchMode (torch.utils._mode_utils.no_dispatch, 1.13 and 2.x), so they are not
+    marked and cost no Python dispatch.  (On 1.13 a mode would also see a saved
+    wrapped number, the 2 of ``x * 2``, as a Python int, which detach refuses.)"""
+
+    __slots__ = ("_guard",)
+
+    def __enter__(self):
+        from torch.utils._mode_utils import no_dispatch
+        _tls.quiet = getattr(_tls, "quiet", 0) + 1
+        self._guard = no_dispatch()
+        self._guard.__enter__()
+        return self
+
+    def __exit__(self, et, ev, tb):
+        g, self._guard = self._guard, None
+        try:
+            g.__exit__(et, ev, tb)
+        finally:
+            _tls.quiet -= 1
+        return False
+
+
+def _storage_nbytes(t):
+    """(base address, bytes) of t's storage, or (None, 0)."""
+    try:
+        if hasattr(t, "untyped_storage"):
+            s = t.untyped_storage()
+        else:  # PyTorch < 2.0: a TypedStorage, whose nbytes() are its untyped bytes
+            s = t.storage()
+        return (s.data_ptr() or None), s.nbytes()
+    except Exception:  # sparse, nested, meta or fake tensors have no plain storage
+        return None, 0
+
+
+def _tensors(x, out):
+    """Append every tensor in x (nested lists/tuples/dicts) to out."""
+    import torch
+    if isinstance(x, torch.Tensor):
+        out.append(x)
+    elif isinstance(x, (list, tuple)):
+        for y in x:
+            _tensors(y, out)
+    elif isinstance(x, dict):
+        for y in x.values():
+            _tensors(y, out)
+    return out
+
+
+def _written_args(func):
+    """Indices of func's schema arguments it writes (alias_info.is_write), cached on the op."""
+    w = _WRITTEN.get(func)
+    if w is None:
+        try:
+            w = tuple(i for i, a in enumerate(func._schema.arguments)
+                      if a.alias_info is not None and a.alias_info.is_write)
+            names = tuple(func._schema.arguments[i].name for i in w)
+        except Exception:  # an op without a schema: every output counts as written
+            w, names = None, None
+        w = (w, names)
+        _WRITTEN[func] = w
+    return w
+
+
+_WRITTEN = {}
+_NAMES = {}
+_TENSOR_ARGS = {}
+
+
+def _tensor_args(func):
+    """Indices of func's positional arguments whose schema type is Tensor (cached)."""
+    idx = _TENSOR_ARGS.get(func)
+    if idx is None:
+        import torch
+        try:
+            idx = tuple(i for i, a in enumerate(func._schema.arguments)
+                        if isinstance(a.type, torch._C.TensorType) and not a.kwarg_only)
+        except Exception:
+            idx = ()
+        _TENSOR_ARGS[func] = idx
+    return idx
+
+
+def _rewrap_numbers(func, args):
+    """PyTorch 1.13 hands a mode a saved wrapped number (the 2 of ``x * 2``, which
+    autograd saves as a 0-dim tensor) as a Python number; ops such as the detach
+    autograd runs on it at unpack refuse one.  Give such an argument back as a
+    0-dim tensor (the dtype a wrapped number has: int64, float64 or complex128)."""
+    fix = None
+    for i in _tensor_args(func):
+        if i < len(args) and isinstance(args[i], (bool, int, float, complex)):
+            if fix is None:
+                import torch
+                fix = list(args)
+            fix[i] = torch.tensor(args[i])
+    return args if fix is None else tuple(fix)
+
+
+_RETURNS_TENSOR = {}
+
+
+def _rewrap_result(func, out):
+    """The same on the way out: 1.13 turns an op's wrapped-number result (detach of
+    one) into a Python number, which the dispatcher then refuses as the Tensor
+    the schema returns.  (An op that returns a number, item's, keeps it.)"""
+    if isinstance(out, (bool, int, float, complex)):
+        import torch
+        r = _RETURNS_TENSOR.get(func)
+        if r is None:
+            try:
+                rets = func._schema.returns
+                r = len(rets) == 1 and isinstance(rets[0].type, torch._C.TensorType)
+            except Exception:
+                r = False
+            _RETURNS_TENSOR[func] = r
+        if r:
+            return torch.tensor(out)
+    return out
+
+
+def _op_name(func):
+    n = _NAMES.get(func)
+    if n is None:
+        n = _NAMES[func] = str(func)  # "aten.mm.default" on 1.13 and 2.x
+    return n
+
+
+def _mode_base():
+    from torch.utils._python_dispatch import TorchDispatchMode
+    return TorchDispatchMode
+
+
+_cls = None
+
+
+def mode_class():
+    """The OpMarks class (built on first use: importing hoff does not import torch)."""
+    global _cls
+    if _cls is None:
+        base = _mode_base()
+
+        class OpMarks(base):
+            """A TorchDispatchMode marking accesses and an op boundary per aten op (see the module)."""
+
+            def __init__(self, targets, min_bytes, log=False):
+                super().__init__()
+                self.targets = list(targets)
+                self.min_bytes = int(min_bytes)
+                self.log = [] if log else None
+                self.ops = 0          # op boundaries marked
+                self.accesses = 0     # access marks made
+                self.threads = set()  # idents of the threads it ran on
+                self._lock = threading.Lock()
+
+            def _access(self, ptr, write):
+                first = None
+                for i, tg in enumerate(self.targets):
+                    b = tg.access(ptr, write)
+                    if i == 0:
+                        first = b
+                return first
+
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                kwargs = kwargs or {}
+                args = _rewrap_numbers(func, args)
+                if suppressed():
+                    return _rewrap_result(func, func(*args, **kwargs))
+                min_bytes = self.min_bytes
+                reads = {}
+                for t in _tensors(kwargs, _tensors(args, [])):
+                    p, n = _storage_nbytes(t)
+                    if p is not None and n >= min_bytes and p not in reads:
+                        reads[p] = None
+                log = self.log
+                for p in reads:
+                    b = self._access(p, 0)
+                    if log is not None:
+                        log.append(("read", p, b))
+                out = _rewrap_result(func, func(*args, **kwargs))
+                # Writes: new storages among the outputs, and the arguments the schema writes.
+                writes = []
+                widx, wnames = _written_args(func)
+                for t in _tensors(out, []):
+                    p, n = _storage_nbytes(t)
+                    if p is None or n < min_bytes:
+                        continue
+                    if p not in reads or widx is None:
+                        writes.append(p)
+                if widx:
+                    for i, name in zip(widx, wnames):
+                        a = args[i] if i < len(args) else kwargs.get(name)
+                        for t in _tensors(a, []):
+                            p, n = _storage_nbytes(t)
+                            if p is not None and n >= min_bytes:
+                                writes.append(p)
+                done = set()
+                for p in writes:
+                    if p in done:
+                        continue
+                    done.add(p)
+                    b = self._access(p, 1)
+                    if log is not None:
+                        log.append(("write", p, b))
+                name = _op_name(func)
+                for tg in self.targets:
+                    tg.mark_op(name)
+                with self._lock:
+                    self.ops += 1
+                    self.accesses += len(reads) + len(done)
+                    self.threads.add(threading.get_ident())
+                    if log is not None:
+                        log.append(("op", name, None))
+                return out
+
+        _cls = OpMarks
+    return _cls
+
+
+def min_block_bytes(targets):
+    """The smallest block any target can have (storages below it need no access mark)."""
+    sizes = [t.min_block_bytes() for t in targets]
+    return min(sizes) if sizes else 0
+
+
+def make(targets, log=False):
+    """An OpMarks mode for targets (enter it with ``with``)."""
+    return mode_class()(targets, min_block_bytes(targets), log=log)
