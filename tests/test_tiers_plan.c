@@ -276,6 +276,37 @@ static void test_no_nvme_reports_host_peak(void) {
     hoff__trace_destroy(&t);
 }
 
+/* A block larger than the host cap can never be evicted (an eviction lands
+ * on the host tier first): it is no candidate, and the floor counts it, so
+ * the plan says the budget cannot be met instead of planning evictions the
+ * runtime refuses. */
+static void test_block_over_cap_stays(void) {
+    struct hoff__trace t;
+    struct hoff__schedule s;
+    struct hoff__plan_opts o;
+    uint64_t floor;
+    uint32_t at;
+
+    make_step(&t, 16, 10 * MB);
+    opts(&o, 40 * MB, 5 * MB, 1);
+    CU_ASSERT_EQUAL(hoff__plan_floor(&t, &o, &floor, &at), 0);
+    CU_ASSERT_EQUAL(floor, 160 * MB); /* nothing can move: the floor is the peak */
+    hoff__schedule_init(&s);
+    CU_ASSERT_EQUAL(hoff__plan_build(&hoff__planner_greedy, &t, &o, &s), 0);
+    CU_ASSERT_EQUAL(s.nact, 0);
+    CU_ASSERT_FALSE(s.feasible);
+    CU_ASSERT_EQUAL(s.floor_bytes, 160 * MB);
+    hoff__schedule_destroy(&s);
+    /* A cap that fits one block: they are candidates again. */
+    opts(&o, 40 * MB, 10 * MB, 1);
+    hoff__schedule_init(&s);
+    CU_ASSERT_EQUAL(hoff__plan_build(&hoff__planner_greedy, &t, &o, &s), 0);
+    CU_ASSERT(s.nact > 0);
+    CU_ASSERT(s.feasible);
+    hoff__schedule_destroy(&s);
+    hoff__trace_destroy(&t);
+}
+
 static void test_schedule_peak_checks_tiers(void) {
     struct hoff__trace t;
     struct hoff__schedule s;
@@ -316,6 +347,7 @@ int main(void) {
         {"redundant_spill_dropped", test_redundant_spill_dropped},
         {"no_nvme_reports_host_peak", test_no_nvme_reports_host_peak},
         {"schedule_peak_checks_tiers", test_schedule_peak_checks_tiers},
+        {"block_over_cap_stays", test_block_over_cap_stays},
         {NULL, NULL},
     };
     return hoff_test_run("tiers_plan", tests);

@@ -513,9 +513,11 @@ static int make_room_once(struct pr *p, uint64_t need, uint32_t keep) {
             return 0;
         over = p->resident + need - p->budget;
         if (p->evicting < over) {
-            /* residency.c's pick_victim: never keep, nor a block in its use window */
-            for (v = p->lru.head; v != NIL && (v == keep || hoff__plan_window_open(p->t, v, p->ev)); v = p->lru.next[v])
-                ;
+            /* residency.c's pick_victim */
+            for (v = p->lru.head;
+                 v != NIL && (v == keep || hoff__plan_window_open(p->t, v, p->ev) || (p->cap && p->bytes[v] > p->cap));
+                 v = p->lru.next[v])
+                ; /* never keep, one in its use window, or one the host tier can never take (fits_host) */
             if (v != NIL) {
                 if ((rc = start_evict(p, v, Q_VICTIM)) != 0)
                     return rc; /* 1: the host tier is full, no room */
