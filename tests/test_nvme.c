@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -152,6 +153,28 @@ static int uring_works(void) {
     return 0;
 }
 
+/* Whether this process may register depth buffers of chunk bytes with io_uring: a user without CAP_IPC_LOCK is held
+ * to RLIMIT_MEMLOCK (8 MiB by default on Debian), and the tier then falls back to unregistered buffers. */
+static int registration_works(size_t chunk, int depth) {
+    int ok = 0;
+#ifdef HAVE_LIBURING
+    struct io_uring r;
+    struct iovec *iov = calloc((size_t)depth, sizeof *iov);
+    void *mem = mmap(NULL, chunk * (size_t)depth, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    if (iov && mem != MAP_FAILED && io_uring_queue_init(8, &r, 0) == 0) {
+        for (int i = 0; i < depth; i++)
+            iov[i] = (struct iovec){(char *)mem + (size_t)i * chunk, chunk};
+        ok = io_uring_register_buffers(&r, iov, (unsigned)depth) == 0;
+        io_uring_queue_exit(&r);
+    }
+    if (mem != MAP_FAILED)
+        munmap(mem, chunk * (size_t)depth);
+    free(iov);
+#endif
+    return ok;
+}
+
 static int tmpfile_works(int extra) {
     int fd = open(dir, O_TMPFILE | O_RDWR | extra, 0600);
     if (fd < 0)
@@ -202,9 +225,12 @@ static void round_trips(size_t chunk, int depth) {
     if (!n)
         return;
     hoff__nvme_mode(n, mode, sizeof mode);
-    /* where this kernel and filesystem can, the tier must use them */
-    if (uring_works())
+    /* where this kernel, this process's memlock limit and the filesystem can, the tier must use them */
+    if (registration_works(chunk, depth)) {
         CU_ASSERT_PTR_NOT_NULL(strstr(mode, "io_uring with registered buffers"));
+    } else if (uring_works()) {
+        CU_ASSERT_PTR_NOT_NULL(strstr(mode, "io_uring"));
+    }
     if (tmpfile_works(O_DIRECT))
         CU_ASSERT_PTR_NOT_NULL(strstr(mode, "O_DIRECT, O_TMPFILE"));
     if (tmpfile_works(0))
