@@ -1,6 +1,6 @@
 #!/bin/sh
-# demo.sh — smoke test of the demo (hoff-demo) and the allocation benchmark (bench/alloc):
-# both run, exit 0, and print what a user relies on.  Runs in the build directory ($builddir or cwd).
+# demo.sh — smoke test of the demo (hoff-demo) and the benchmarks bench/alloc and bench/nvme (--smoke: one
+# small size; fio only where installed): they run, exit 0, and print what a user relies on.  Runs in the build directory ($builddir or cwd).
 set -u
 
 cd "${builddir:-.}" || exit 99
@@ -112,5 +112,36 @@ fi
 for key in '"hoff_pair_ns_median":' '"glibc_pair_ns_median":' '"ratio":' '"size_mix":'; do
     check "$out.bench" "$key" "bench/alloc --json"
 done
+
+# 6. The NVMe benchmark: a small run through the tier, every block checked, and fio beside it where there is
+#    one; a full run without fio refuses, naming what is missing (speed is measured by hand, never here).
+./bench/nvme --smoke --json --dir . >"$out.bench" 2>&1
+rc=$?
+cat "$out.bench"
+if [ "$rc" -ne 0 ]; then
+    echo "FAIL: bench/nvme --smoke --json exited $rc"
+    fail=1
+fi
+for key in '"bench":"nvme"' '"hoff_write_gbps":[0-9]' '"hoff_read_gbps":[0-9]' '"integrity":"OK"' \
+           '"write_ratio_vs_fio":' '"read_ratio_vs_fio":' '"fio":{"run":'; do
+    check "$out.bench" "$key" "bench/nvme --smoke --json"
+done
+if command -v fio >/dev/null 2>&1; then
+    check "$out.bench" '"fio_write_gbps":[0-9]' "bench/nvme --smoke --json with fio"
+else
+    check "$out.bench" '"fio":{"run":false,"why":"fio not found"}' "bench/nvme --smoke --json without fio"
+fi
+./bench/nvme --fio ./no-such-fio --dir . >"$out.bench" 2>&1
+rc=$?
+if [ "$rc" -ne 1 ]; then
+    echo "FAIL: bench/nvme --fio ./no-such-fio exited $rc, expected 1"
+    cat "$out.bench"
+    fail=1
+fi
+check "$out.bench" "fio not found or not runnable (./no-such-fio); install it" "bench/nvme without fio"
+if ls -d hoff-nvme-bench.* >/dev/null 2>&1; then
+    echo "FAIL: bench/nvme left its directory behind"
+    fail=1
+fi
 
 exit $fail

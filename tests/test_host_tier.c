@@ -19,14 +19,23 @@
 #define HOFF_TOPO_DIR "tests/data/topologies"
 #endif
 
-static const char *topo(const char *name) {
-    static char path[1024];
+/* The directory of the topologies: $srcdir's when there is one, else the one compiled in. */
+static const char *topo_dir(void) {
+    static char dir[1024];
     const char *srcdir = getenv("srcdir");
 
-    if (srcdir)
-        snprintf(path, sizeof path, "%s/tests/data/topologies/%s", srcdir, name);
-    if (!srcdir || access(path, R_OK) != 0)
-        snprintf(path, sizeof path, "%s/%s", HOFF_TOPO_DIR, name);
+    if (srcdir) {
+        snprintf(dir, sizeof dir, "%s/tests/data/topologies", srcdir);
+        if (access(dir, R_OK) == 0)
+            return dir;
+    }
+    return HOFF_TOPO_DIR;
+}
+
+static const char *topo(const char *name) {
+    static char path[1280];
+
+    snprintf(path, sizeof path, "%s/%s", topo_dir(), name);
     return path;
 }
 
@@ -451,8 +460,62 @@ static void test_host_cap_threads(void) {
     hoff__host_tier_close(t);
 }
 
+/* Every topology in the directory loads through hwloc's minimal XML parser, which main() forces: a machine without
+ * libhwloc-plugins (hwloc's libxml2 plugin, only recommended by libhwloc15) has nothing else, and that parser reads
+ * only XML in the form hwloc exports (no comments).  The control proves the parser really is the minimal one here,
+ * so this holds even where the plugin is installed: a comment, which libxml2 accepts, must be refused. */
+static void test_topologies_load_with_minimal_parser(void) {
+#ifdef HAVE_HWLOC
+    struct hoff__host_tier *t;
+    char bad[] = "test_host_tier-topo-XXXXXX", line[4096];
+    DIR *d = opendir(topo_dir());
+    struct dirent *e;
+    int files = 0, fd;
+    FILE *in, *out;
+
+    CU_ASSERT_STRING_EQUAL(getenv("HWLOC_LIBXML_IMPORT"), "0");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        int rc;
+
+        if (n < 5 || strcmp(e->d_name + n - 4, ".xml") != 0)
+            continue;
+        files++;
+        t = NULL;
+        rc = hoff__host_tier_open(&t, "interleave", NULL, topo(e->d_name), 0);
+        if (rc)
+            fprintf(stderr, "%s: %s\n", e->d_name, hoff_last_error());
+        CU_ASSERT_EQUAL(rc, 0);
+        if (t)
+            hoff__host_tier_close(t);
+    }
+    closedir(d);
+    CU_ASSERT(files >= 4);
+
+    /* the control: one-socket.xml with a comment after the XML declaration */
+    fd = mkstemp(bad);
+    CU_ASSERT_FATAL(fd >= 0);
+    out = fdopen(fd, "w");
+    in = fopen(topo("one-socket.xml"), "r");
+    CU_ASSERT_FATAL(in != NULL && out != NULL);
+    if (fgets(line, sizeof line, in))
+        fputs(line, out);
+    fputs("<!-- a comment: libxml2 reads it, hwloc's minimal parser does not -->\n", out);
+    while (fgets(line, sizeof line, in))
+        fputs(line, out);
+    fclose(in);
+    fclose(out);
+    t = NULL;
+    CU_ASSERT_NOT_EQUAL(hoff__host_tier_open(&t, "nearest", NULL, bad, 0), 0);
+    CU_ASSERT_PTR_NULL(t);
+    unlink(bad);
+#endif
+}
+
 int main(void) {
     static const struct hoff_test tests[] = {
+        {"topologies_load_with_minimal_parser", test_topologies_load_with_minimal_parser},
         {"two_sockets_gpu_on_socket1", test_two_sockets_gpu_on_socket1},
         {"one_socket", test_one_socket},
         {"no_numa_information", test_no_numa_information},
@@ -468,6 +531,9 @@ int main(void) {
         {NULL, NULL},
     };
 
+    /* hwloc's minimal XML parser for every topology of this suite, as on a machine without libhwloc-plugins
+     * (hwloc reads this once, before its first XML import). */
+    setenv("HWLOC_LIBXML_IMPORT", "0", 1);
     hoff__log_set_level(HOFF_LOG_OFF);
     return hoff_test_run("host_tier", tests);
 }

@@ -464,6 +464,12 @@ static int wait_cqe(struct hoff__nvme *n, struct io_uring_cqe **cqe) {
     return r;
 }
 
+static int submit_failed(struct hoff__nvme *n, struct op *op, int rc) {
+    ring_fail(n, rc);
+    return hoff__error(rc, "NVMe tier: io_uring_submit failed (%s); block %#" PRIx64 " %s", strerror(-rc), op->h->key,
+                       op->write ? "stays on the host" : "is kept on disk");
+}
+
 static int uring_run(struct hoff__nvme *n, struct op *op) {
     struct hoff__nvme_spill *h = op->h;
     uint32_t next = 0;
@@ -512,12 +518,14 @@ static int uring_run(struct hoff__nvme *n, struct op *op) {
             n->bchunk[b] = next;
             next++;
             inflight++;
+            /* A write's chunk costs a copy and a CRC to prepare: start each as soon as it is ready, or the disk
+             * would idle while a whole queue of chunks (up to depth x chunk bytes) is prepared at each spill's
+             * start.  Reads cost nothing to queue and go in one batch. */
+            if (op->write && (rc = submit_all(n)) != 0)
+                return submit_failed(n, op, rc);
         }
-        if (io_uring_sq_ready(&n->ring) > 0 && (rc = submit_all(n)) != 0) {
-            ring_fail(n, rc);
-            return hoff__error(rc, "NVMe tier: io_uring_submit failed (%s); block %#" PRIx64 " %s",
-                               strerror(-rc), h->key, op->write ? "stays on the host" : "is kept on disk");
-        }
+        if (io_uring_sq_ready(&n->ring) > 0 && (rc = submit_all(n)) != 0)
+            return submit_failed(n, op, rc);
         if (inflight == 0)
             break;
         {
