@@ -1,7 +1,7 @@
 #!/bin/sh
 # bound.sh — bench/bound.py (the LP/MILP lower bound on the exposed stall) on a small synthetic trace at 50% and
-# 25%: both bounds come out, lp <= milp, and with --check neither is above the stall greedy and timed reach in
-# hoff-plan simulate.  Skips (77) without a python3 that has scipy.  Runs in the build directory; reads
+# 35% (its working-set floor is 32%: below it no plan, and no bound, exists): both bounds come out, lp <= milp,
+# and with --check neither is above the stall greedy and timed reach in hoff-plan simulate.  Skips (77) without a python3 that has scipy.  Runs in the build directory; reads
 # bench/bound.py from $srcdir.
 set -u
 
@@ -27,7 +27,7 @@ if ! ./hoff-plan synth --layers 2 --hidden 1024 --seq 2048 -o "$tmp.trace" >"$tm
     cat "$tmp.out"
     exit 1
 fi
-"$py" "$srcdir/bench/bound.py" --hoff-plan ./hoff-plan --check --time-limit 60 "$tmp.trace" --budget 50,25 \
+"$py" "$srcdir/bench/bound.py" --hoff-plan ./hoff-plan --check --time-limit 60 "$tmp.trace" --budget 50,35 \
     >"$tmp.json" 2>"$tmp.err"
 rc=$?
 cat "$tmp.err"
