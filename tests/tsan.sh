@@ -1,0 +1,38 @@
+#!/bin/sh
+# tsan.sh — ThreadSanitizer over the code paths where the training thread and hoff's issuing thread share
+# state through hoff-plan's recorder (timeline and export swap the backend's table and read the step from the
+# issuer), and over the multi-threaded integrity suite: any race report fails.  Run by ./quickstart test on a
+# build configured with -fsanitize=thread (TSAN=1 in the environment); skips (77) elsewhere, since a plain or
+# ASan build cannot see races.  Runs in the build directory; reads the traces from $srcdir.
+set -u
+
+srcdir=${srcdir:-.}
+cd "${builddir:-.}" || exit 99
+if [ "${HOFF_TSAN_BUILD:-0}" != 1 ]; then
+    echo "SKIP: not a ThreadSanitizer build (./quickstart test configures one and sets HOFF_TSAN_BUILD=1)"
+    exit 77
+fi
+tmp=${TMPDIR:-/tmp}/hoff-tsan-test.$$
+trap 'rm -f "$tmp".*' EXIT INT TERM
+fail=0
+export TSAN_OPTIONS="halt_on_error=1 exitcode=66 ${TSAN_OPTIONS:-}"
+
+run() { # run WHAT CMD...
+    what=$1
+    shift
+    "$@" >"$tmp.out" 2>&1
+    rc=$?
+    if [ "$rc" -ne 0 ] || grep -q "ThreadSanitizer" "$tmp.out"; then
+        echo "FAIL: $what exited $rc:"
+        cat "$tmp.out"
+        fail=1
+    else
+        echo "ok: $what"
+    fi
+}
+
+trace=$srcdir/tests/data/traces/gpt.trace.gz
+run "hoff-plan timeline" ./hoff-plan timeline "$trace" --budget 50% -o "$tmp.svg"
+run "hoff-plan export" ./hoff-plan export "$trace" --budget 50% --perfetto "$tmp.json"
+run "test_integrity (threads)" ./tests/test_integrity
+exit $fail
