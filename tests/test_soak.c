@@ -186,9 +186,7 @@ static void one_action(void) {
         fill(s, hoff_test_rand(&rng) | 1);
         break;
     case 8: /* discard now and then: dead until rewritten */
-        /* Not a block on the NVMe tier: discarding one leaves the sim's pages without a host copy, and the
-         * next use's page-in fails with EIO every time (a known bug, reported, not fixed here). */
-        if (rnd(4) || hoff_residency(ctx, s->p) == HOFF_RES_NVME)
+        if (rnd(4))
             break;
         rc = hoff_discard(ctx, s->p, NULL);
         if (rc == 0)

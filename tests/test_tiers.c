@@ -161,6 +161,46 @@ static void test_online(void) {
     CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
 }
 
+/* A block on the NVMe tier that is discarded is dead, not lost: its next use
+ * pages it in with undefined contents, and a write makes it whole again. */
+static void test_discard_on_nvme(void) {
+    hoff_ctx *ctx = open_ctx(0, 2 * MiB, 1);
+    unsigned char *p[2];
+    size_t k;
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        p[i] = hoff_malloc_flags(ctx, 2 * MiB, NULL, HOFF_ALLOC_MANAGED);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p[i]);
+        memset(p[i], 0x50 + i, 2 * MiB);
+        CU_ASSERT_EQUAL(hoff_evict(ctx, p[i], NULL), 0);
+    }
+    CU_ASSERT_EQUAL(hoff_sync(ctx), 0);
+    CU_ASSERT_EQUAL_FATAL(hoff_residency(ctx, p[0]), HOFF_RES_NVME);
+    CU_ASSERT_EQUAL(hoff_discard(ctx, p[0], NULL), 0);
+    CU_ASSERT_EQUAL(hoff_residency(ctx, p[0]), HOFF_RES_DISCARDED);
+    CU_ASSERT_EQUAL(stats(ctx).nvme_bytes, 0);
+    CU_ASSERT_EQUAL(hoff_access(ctx, p[0], 1, NULL), 0); /* was -EIO: no copy anywhere */
+    CU_ASSERT_EQUAL(hoff_residency(ctx, p[0]), HOFF_RES_DEVICE);
+    memset(p[0], 0x5a, 2 * MiB);
+    CU_ASSERT_EQUAL(hoff_evict(ctx, p[0], NULL), 0); /* around the tiers once more */
+    CU_ASSERT_EQUAL(hoff_sync(ctx), 0);
+    CU_ASSERT_EQUAL(hoff_access(ctx, p[0], 0, NULL), 0);
+    for (k = 0; k < 2 * MiB; k++)
+        if (p[0][k] != 0x5a)
+            break;
+    CU_ASSERT_EQUAL(k, 2 * MiB);
+    CU_ASSERT_EQUAL(hoff_access(ctx, p[1], 0, NULL), 0);
+    for (k = 0; k < 2 * MiB; k++)
+        if (p[1][k] != 0x51)
+            break;
+    CU_ASSERT_EQUAL(k, 2 * MiB);
+    for (i = 0; i < 2; i++)
+        CU_ASSERT_EQUAL(hoff_free(ctx, p[i], NULL), 0);
+    CU_ASSERT_EQUAL(stats(ctx).transfer_errors, 0);
+    CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
+}
+
 /* A block coming back from the host is never spilled to make host room for
  * the victim that makes device room for it: budget and host cap of one
  * block each, A on the host, V resident; using A must evict V, which finds
@@ -333,6 +373,7 @@ int main(void) {
     static const struct hoff_test tests[] = {
         {"planned_spills", test_planned_spills},
         {"online", test_online},
+        {"discard_on_nvme", test_discard_on_nvme},
         {"returning_block_not_spilled", test_returning_block_not_spilled},
         {"tier_error_carried", test_tier_error_carried},
         {"full_disk", test_full_disk},

@@ -1035,7 +1035,16 @@ int hoff__res_discard(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s
         b->flags |= HOFF__BLK_DISCARDING;
         set_state(ctx, b, S_EVI);
     } else if (b->state == S_NVM) {
+        struct hoff__backend *be = ctx->be;
+        void *host;
+
         drop_spill(ctx, b); /* the spilled copy is simply dead */
+        /* The backend dropped the host pages at the spill: give them back
+         * (contents undefined, as after any discard) so that the next use
+         * pages the block in like any discarded one instead of finding no
+         * copy anywhere.  The block is settled (no transfer in flight). */
+        if (be->ops->host_make && (rc = be->ops->host_make(be, b->ptr, b->size, &host)) != 0)
+            return hoff__error(rc, "discard of %p (on the NVMe tier): %s", b->ptr, hoff_last_error());
         set_state(ctx, b, S_DIS);
         ctx->st.discards++;
     } else {
