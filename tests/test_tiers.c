@@ -201,6 +201,74 @@ static void test_discard_on_nvme(void) {
     CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
 }
 
+/* A discarded block has no bytes on the host: its prefetch moves none, so it takes no host room and the host
+ * tier stays within its cap (the soak saw 8 MiB against a 6 MiB cap, no overrun counted: the prefetch of a
+ * discarded block was counted on the host without a cap check, and an eviction landing while it was in flight
+ * pushed the count over too).  Cap of one block, A on the host filling it, D discarded: prefetching D neither
+ * takes the host over the cap nor spills A to make room for dead bytes, and an eviction landing while D's
+ * prefetch is in flight finds the host as it left it. */
+static void test_discarded_prefetch_no_host(void) {
+    hoff_ctx *ctx = open_ctx(0, 2 * MiB, 1);
+    unsigned char *a, *d, *e;
+    struct hoff_stats st;
+    size_t k;
+
+    a = hoff_malloc_flags(ctx, 2 * MiB, NULL, HOFF_ALLOC_MANAGED);
+    d = hoff_malloc_flags(ctx, 2 * MiB, NULL, HOFF_ALLOC_MANAGED);
+    e = hoff_malloc_flags(ctx, 2 * MiB, NULL, HOFF_ALLOC_MANAGED);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    memset(a, 0x41, 2 * MiB);
+    memset(d, 0x44, 2 * MiB);
+    memset(e, 0x45, 2 * MiB);
+    CU_ASSERT_EQUAL(hoff_evict(ctx, a, NULL), 0);
+    CU_ASSERT_EQUAL(hoff_discard(ctx, d, NULL), 0);
+    CU_ASSERT_EQUAL(hoff_sync(ctx), 0);
+    CU_ASSERT_EQUAL_FATAL(hoff_residency(ctx, a), HOFF_RES_HOST);
+    CU_ASSERT_EQUAL_FATAL(hoff_residency(ctx, d), HOFF_RES_DISCARDED);
+    CU_ASSERT_EQUAL(hoff_prefetch(ctx, d, NULL), 0);
+    st = stats(ctx);
+    CU_ASSERT_EQUAL(st.host_bytes, 2 * MiB); /* A only */
+    CU_ASSERT_EQUAL(hoff_residency(ctx, a), HOFF_RES_HOST);
+    CU_ASSERT_EQUAL(hoff_sync(ctx), 0);
+    CU_ASSERT_EQUAL(hoff_residency(ctx, d), HOFF_RES_DEVICE);
+    /* D discarded and prefetched again, and E evicted to the host while D's prefetch is in flight: A is spilled
+     * to make room for E (the one real copy), never for D. */
+    CU_ASSERT_EQUAL(hoff_discard(ctx, d, NULL), 0);
+    CU_ASSERT_EQUAL(hoff_sync(ctx), 0);
+    CU_ASSERT_EQUAL(hoff_prefetch(ctx, d, NULL), 0);
+    CU_ASSERT_EQUAL(hoff_evict(ctx, e, NULL), 0);
+    CU_ASSERT_EQUAL(hoff_sync(ctx), 0);
+    st = stats(ctx);
+    CU_ASSERT(st.peak_host_bytes <= 2 * MiB);
+    CU_ASSERT_EQUAL(st.host_cap_overruns, 0);
+    CU_ASSERT_EQUAL(st.host_bytes, 2 * MiB); /* E */
+    CU_ASSERT_EQUAL(st.spills, 1);           /* A, for E */
+    CU_ASSERT_EQUAL(hoff_access(ctx, a, 0, NULL), 0);
+    for (k = 0; k < 2 * MiB; k++)
+        if (a[k] != 0x41)
+            break;
+    CU_ASSERT_EQUAL(k, 2 * MiB);
+    CU_ASSERT_EQUAL(hoff_access(ctx, e, 0, NULL), 0);
+    for (k = 0; k < 2 * MiB; k++)
+        if (e[k] != 0x45)
+            break;
+    CU_ASSERT_EQUAL(k, 2 * MiB);
+    CU_ASSERT_EQUAL(hoff_access(ctx, d, 1, NULL), 0);
+    memset(d, 0x64, 2 * MiB); /* dead until rewritten */
+    CU_ASSERT_EQUAL(hoff_free(ctx, a, NULL), 0);
+    CU_ASSERT_EQUAL(hoff_free(ctx, d, NULL), 0);
+    CU_ASSERT_EQUAL(hoff_free(ctx, e, NULL), 0);
+    CU_ASSERT_EQUAL(hoff_sync(ctx), 0);
+    st = stats(ctx);
+    CU_ASSERT(st.peak_host_bytes <= 2 * MiB);
+    CU_ASSERT_EQUAL(st.host_bytes, 0);
+    CU_ASSERT_EQUAL(st.nvme_bytes, 0);
+    CU_ASSERT_EQUAL(st.transfer_errors, 0);
+    CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
+}
+
 /* A block coming back from the host is never spilled to make host room for
  * the victim that makes device room for it: budget and host cap of one
  * block each, A on the host, V resident; using A must evict V, which finds
@@ -374,6 +442,7 @@ int main(void) {
         {"planned_spills", test_planned_spills},
         {"online", test_online},
         {"discard_on_nvme", test_discard_on_nvme},
+        {"discarded_prefetch_no_host", test_discarded_prefetch_no_host},
         {"returning_block_not_spilled", test_returning_block_not_spilled},
         {"tier_error_carried", test_tier_error_carried},
         {"full_disk", test_full_disk},

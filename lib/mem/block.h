@@ -18,7 +18,9 @@ enum hoff__block_flags {
     HOFF__BLK_PINNED = 1u << 1, /* allocated inside a region: never evicted */
     HOFF__BLK_SLAB = 1u << 2,   /* a slot of a slab segment */
     HOFF__BLK_FREED = 1u << 3,  /* freed by the user while a transfer was in flight */
-    HOFF__BLK_DISCARDING = 1u << 4, /* the transfer in flight (state EVICTING) is a discard */
+    HOFF__BLK_DISCARDING = 1u << 4, /* the transfer in flight carries no contents: a discard (state
+                                       EVICTING), or the prefetch of a discarded block (PREFETCHING: no
+                                       host bytes, so none on the host count; residency.c) */
     HOFF__BLK_REGION = 1u << 5, /* a slot of a group's region (pool.c): never on a free list */
     HOFF__BLK_SPILL_AFTER = 1u << 6, /* a planned spill waits for the eviction in flight to land
                                         (residency.c); dropped when the block is wanted back */

@@ -366,19 +366,24 @@ static void retire(struct hoff_ctx *ctx, struct hoff__block *b, int rc, const ch
             }
         }
     } else if (b->state == S_PRE) {
+        /* A discarded block's prefetch (DISCARDING) moved nothing off the host: never on its count */
+        int dead = (b->flags & HOFF__BLK_DISCARDING) != 0;
+
+        b->flags &= (uint8_t)~HOFF__BLK_DISCARDING;
+        if (!dead)
+            ctx->res.from_host -= b->size;
         if (rc) {
             st->transfer_errors++;
-            HOFF__LOG_ONCE(HOFF_LOG_WARN, "prefetch failed (%s); the block stays on the host and "
+            HOFF__LOG_ONCE(HOFF_LOG_WARN, "prefetch failed (%s); the block stays on the host (or discarded) and "
                            "is paged in on use", cause);
             ctx->res.resident -= b->size;
-            ctx->res.from_host -= b->size;
-            set_state(ctx, b, hoff__res_next(S_PRE, HOFF__EV_PREFETCH_FAIL));
+            set_state(ctx, b, dead ? S_DIS : hoff__res_next(S_PRE, HOFF__EV_PREFETCH_FAIL));
         } else {
-            ctx->res.from_host -= b->size;
             st->prefetches++;
             st->bytes_prefetched += b->size;
             st->prefetch_ns += took;
-            ctx->res.host -= b->size;
+            if (!dead)
+                ctx->res.host -= b->size;
             set_state(ctx, b, hoff__res_next(S_PRE, HOFF__EV_PREFETCH_DONE));
         }
     } else if (b->state == S_SPI) {
@@ -585,8 +590,9 @@ static int host_room(struct hoff_ctx *ctx, uint64_t bytes, const struct hoff__bl
          * for an eviction or a restore, whose block can then be spilled
          * (restores in flight can fill the host tier to its cap, and a use
          * of another block on the NVMe tier must still be served). */
-        for (v = ctx->res.inf_head; v && v->state != S_SPI && v->state != S_PRE; v = v->next)
-            ;
+        for (v = ctx->res.inf_head;
+             v && v->state != S_SPI && (v->state != S_PRE || (v->flags & HOFF__BLK_DISCARDING)); v = v->next)
+            ; /* (a discarded block's prefetch frees no host bytes) */
         if (!v && !spill_ok(ctx))
             break;
         if (!v)
@@ -906,10 +912,11 @@ int hoff__res_prefetch(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
     }
     if ((rc = issue(ctx, b, HOFF__CMD_PREFETCH, s)) != 0)
         return rc;
-    if (b->state == S_DIS)
-        ctx->res.host += b->size; /* prefetch_done takes it off the host count */
     ctx->res.resident += b->size;
-    ctx->res.from_host += b->size;
+    if (b->state == S_DIS) /* no bytes on the host to move: it takes no host room (retire) */
+        b->flags |= HOFF__BLK_DISCARDING;
+    else
+        ctx->res.from_host += b->size;
     set_state(ctx, b, S_PRE);
     note_resident(ctx);
     return 0;
