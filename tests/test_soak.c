@@ -37,11 +37,12 @@ static int cur;
 static int run_no;
 static uint64_t run_seed;
 static char dir[256];
+static const char *act; /* what the last action did, for the reports */
 
 /* Figures over all runs. */
 static struct {
     unsigned long long actions, errors_ok, wrong_cause, unexpected, mismatches, bytes_verified, fired, spills,
-        spill_failures, restores, host_cap_overruns, budget_overruns;
+        spill_failures, restores, host_cap_overruns, budget_overruns, cap_breaches;
     double max_run_s;
 } tot;
 
@@ -144,6 +145,7 @@ static void one_action(void) {
     int rc;
 
     tot.actions++;
+    act = "allocate";
     if (!s->p) {
         s->size = (1 + rnd(4)) * MiB - 8 * rnd(64);
         s->p = hoff_malloc_flags(ctx, s->size, NULL, HOFF_ALLOC_MANAGED);
@@ -159,12 +161,14 @@ static void one_action(void) {
     plant_stale();
     switch (rnd(10)) {
     case 0: /* free, checked first */
+        act = "free";
         verify(s);
         if ((rc = hoff_free(ctx, s->p, NULL)) != 0)
             unexpected("hoff_free", rc);
         s->p = NULL;
         break;
     case 1: case 2: case 3: /* evict (spill-heavy: the host cap is small) */
+        act = "evict";
         rc = hoff_evict(ctx, s->p, NULL);
         if (rc == -HOFF_EHOSTCAP)
             check_cause("hoff_evict", rc);
@@ -172,6 +176,7 @@ static void one_action(void) {
             unexpected("hoff_evict", rc);
         break;
     case 4: /* prefetch */
+        act = "prefetch";
         rc = hoff_prefetch(ctx, s->p, NULL);
         if (rc == -HOFF_EBUDGET || rc == -HOFF_EHOSTCAP || rc == -EIO)
             check_cause("hoff_prefetch", rc);
@@ -179,15 +184,18 @@ static void one_action(void) {
             unexpected("hoff_prefetch", rc);
         break;
     case 5: case 6: /* read */
+        act = "read";
         verify(s);
         break;
     case 7: /* rewrite */
+        act = "rewrite";
         verify(s);
         fill(s, hoff_test_rand(&rng) | 1);
         break;
     case 8: /* discard now and then: dead until rewritten */
         if (rnd(4))
             break;
+        act = "discard";
         rc = hoff_discard(ctx, s->p, NULL);
         if (rc == 0)
             s->seed = 0;
@@ -195,9 +203,36 @@ static void one_action(void) {
             unexpected("hoff_discard", rc);
         break;
     case 9: /* time passes, transfers land */
+        act = "compute";
         hoff_sim_compute(ctx, NULL, 1000 + rnd(2000000));
         break;
     }
+}
+
+/* The host cap holds after every action: host_bytes (and any new peak) at most the cap, unless a use brought a
+ * spilled block back over it (host_cap_overruns grew since the tier was last within its cap).  Read from the
+ * context's own stats, as hoff_stats_get would retire transfers and so change the run. */
+static struct {
+    uint64_t cap, peak;
+    unsigned long long overruns; /* host_cap_overruns when host_bytes was last within the cap */
+    int action;
+} capw;
+
+static void check_cap(void) {
+    const struct hoff_stats *st = &ctx->st;
+    int over = st->host_bytes > capw.cap || (st->peak_host_bytes > capw.peak && st->peak_host_bytes > capw.cap);
+
+    if (over && st->host_cap_overruns == capw.overruns) {
+        tot.cap_breaches++;
+        fprintf(stderr, "soak: run %d seed %llu action %d (%s): host %llu bytes (peak %llu) over the cap %llu "
+                "with no host_cap_overruns counted\n", run_no, (unsigned long long)run_seed, capw.action, act,
+                (unsigned long long)st->host_bytes, (unsigned long long)st->peak_host_bytes,
+                (unsigned long long)capw.cap);
+    }
+    if (st->host_bytes <= capw.cap)
+        capw.overruns = st->host_cap_overruns;
+    capw.peak = st->peak_host_bytes;
+    capw.action++;
 }
 
 static void one_run(int actions) {
@@ -224,21 +259,28 @@ static void one_run(int actions) {
     }
     memset(inj, 0, sizeof inj);
     cur = 0;
+    memset(&capw, 0, sizeof capw);
+    capw.cap = cfg.host_cap_bytes;
     for (i = 0; i < actions; i++) {
         if (i % 25 == 0)
             rearm();
         if (i % 100 == 50 && hoff_step_begin(ctx) == 0) {
             int k;
-            for (k = 0; k < 30; k++, i++)
+            for (k = 0; k < 30; k++, i++) {
                 one_action();
+                check_cap();
+            }
             hoff_step_end(ctx);
         }
         one_action();
+        check_cap();
     }
     for (i = 0; i < SLOTS; i++) {
         if (!slots[i].p)
             continue;
+        act = "final read";
         verify(&slots[i]);
+        check_cap();
         hoff_free(ctx, slots[i].p, NULL);
         slots[i].p = NULL;
     }
@@ -286,15 +328,16 @@ static void test_soak(void) {
     }
     alarm(0);
     printf("\n    soak in %s: %ld runs x %ld actions (seed %llu): 0 hangs (longest run %.2f s), %llu faults fired, "
-           "%llu spills, %llu spill failures, %llu restores, %llu host-cap overruns, %llu budget overruns, "
+           "%llu spills, %llu spill failures, %llu restores, %llu host-cap overruns, %llu over the host cap uncounted, %llu budget overruns, "
            "%llu failed calls with their own cause, %llu with a wrong cause, %llu unexpected, %.1f MiB verified, "
            "%llu mismatches\n",
            dir, runs, actions, (unsigned long long)seed, tot.max_run_s, tot.fired, tot.spills, tot.spill_failures,
-           tot.restores, tot.host_cap_overruns, tot.budget_overruns, tot.errors_ok, tot.wrong_cause, tot.unexpected,
+           tot.restores, tot.host_cap_overruns, tot.cap_breaches, tot.budget_overruns, tot.errors_ok, tot.wrong_cause, tot.unexpected,
            (double)tot.bytes_verified / (double)MiB, tot.mismatches);
     CU_ASSERT_EQUAL(tot.mismatches, 0);
     CU_ASSERT_EQUAL(tot.wrong_cause, 0);
     CU_ASSERT_EQUAL(tot.unexpected, 0);
+    CU_ASSERT_EQUAL(tot.cap_breaches, 0);
     CU_ASSERT(tot.spills > 0);
     CU_ASSERT(tot.spill_failures > 0); /* the faults did happen */
     CU_ASSERT(tot.bytes_verified > 0);
