@@ -1,5 +1,5 @@
-/* hostcap.h — the host tier's cap rule, written once for the runtime (mem/residency.c) and for its prediction
- * (plan/predict.c), which must agree.  Threading: pure functions of the counts they are given. */
+/* hostcap.h — the host tier's cap rule, written once for the runtime (mem/residency.c), its prediction
+ * (plan/predict.c) and the planners' candidates (plan/plan.c), which must agree.  Threading: pure functions of the counts they are given. */
 #ifndef HOFF_HOSTCAP_H
 #define HOFF_HOSTCAP_H
 
@@ -8,6 +8,12 @@
 /* Both count the host tier the same way: `host` bytes on the host (spills in flight included), `to_host`
  * bytes on their way there (evictions and restores in flight), `spilling` and `from_host` bytes on their way
  * off it (spills, prefetches in flight); cap is HOFF_HOST_CAP (0: none). */
+
+/* Can the host tier ever take a block of `bytes`?  An eviction lands on the host first, so a block larger
+ * than the cap can never leave the device: no victim (residency.c, predict.c), no candidate (plan.c). */
+static inline int hoff__host_takes(uint64_t cap, uint64_t bytes) {
+    return !cap || bytes <= cap;
+}
 
 /* Would `bytes` more (an eviction or a restore) take the host tier over its cap? */
 static inline int hoff__host_full(uint64_t cap, uint64_t host, uint64_t to_host, uint64_t bytes) {

@@ -171,9 +171,7 @@ static int window_closed(struct hoff_ctx *ctx, const struct hoff__block *b, cons
 /* Can the host tier ever take b?  An eviction lands on the host first, so a
  * block larger than the host cap can never be evicted. */
 static int fits_host(const struct hoff_ctx *ctx, const struct hoff__block *b) {
-    uint64_t cap = ctx->cfg.host_cap_bytes;
-
-    return !cap || b->size <= cap;
+    return hoff__host_takes(ctx->cfg.host_cap_bytes, b->size);
 }
 
 /* The block enters state st: move it between lists (LRU on the device,

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "core/core.h"
+#include "mem/hostcap.h"
 #include "plan/plan.h"
 
 /* --- registry -------------------------------------------------------------- */
@@ -548,10 +549,8 @@ int hoff__plan_gaps(const struct hoff__trace *t, const struct hoff__plan_opts *o
 
         if (!hoff__plan_movable(b))
             continue;
-        /* An eviction lands on the host tier first: a block larger than
-         * the host cap can never leave the device (residency.c's fits_host). */
-        if (o->host_cap_bytes && hoff__plan_bytes(o->block_bytes, b) > o->host_cap_bytes)
-            continue;
+        if (!hoff__host_takes(o->host_cap_bytes, hoff__plan_bytes(o->block_bytes, b)))
+            continue; /* it can never leave the device */
         if (nc + (b->naccess > 1 ? b->naccess : 1) > cap) {
             cap = (nc + (b->naccess > 1 ? b->naccess : 1)) * 2 + 64;
             n = realloc(c, cap * sizeof *c);

@@ -515,9 +515,9 @@ static int make_room_once(struct pr *p, uint64_t need, uint32_t keep) {
         if (p->evicting < over) {
             /* residency.c's pick_victim */
             for (v = p->lru.head;
-                 v != NIL && (v == keep || hoff__plan_window_open(p->t, v, p->ev) || (p->cap && p->bytes[v] > p->cap));
+                 v != NIL && (v == keep || hoff__plan_window_open(p->t, v, p->ev) || !hoff__host_takes(p->cap, p->bytes[v]));
                  v = p->lru.next[v])
-                ; /* never keep, one in its use window, or one the host tier can never take (fits_host) */
+                ; /* never keep, one in its use window, or one the host tier can never take */
             if (v != NIL) {
                 if ((rc = start_evict(p, v, Q_VICTIM)) != 0)
                     return rc; /* 1: the host tier is full, no room */
