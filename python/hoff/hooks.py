@@ -19,20 +19,12 @@ before it dead.
 
 import threading
 
-from .opmarks import quiet
+from .opmarks import quiet, storage_of
 
 
 def storage_ptr(t):
     """The base address of t's storage (its hoff block), or None (no storage)."""
-    try:
-        if hasattr(t, "untyped_storage"):
-            s = t.untyped_storage()
-        else:  # PyTorch < 2.0
-            s = t.storage()
-        p = s.data_ptr()
-    except Exception:  # sparse, nested, meta or fake tensors have no plain storage
-        return None
-    return p or None
+    return storage_of(t)[0]
 
 
 class AccessHooks:

@@ -65,8 +65,8 @@ class quiet:
         return False
 
 
-def _storage_nbytes(t):
-    """(base address, bytes) of t's storage, or (None, 0)."""
+def storage_of(t):
+    """(base address, bytes) of t's storage, or (None, 0) when it has none (hooks.storage_ptr too)."""
     try:
         if hasattr(t, "untyped_storage"):
             s = t.untyped_storage()
@@ -212,7 +212,7 @@ def mode_class():
                 min_bytes = self.min_bytes
                 reads = {}
                 for t in _tensors(kwargs, _tensors(args, [])):
-                    p, n = _storage_nbytes(t)
+                    p, n = storage_of(t)
                     if p is not None and n >= min_bytes and p not in reads:
                         reads[p] = None
                 log = self.log
@@ -225,7 +225,7 @@ def mode_class():
                 writes = []
                 widx, wnames = _written_args(func)
                 for t in _tensors(out, []):
-                    p, n = _storage_nbytes(t)
+                    p, n = storage_of(t)
                     if p is None or n < min_bytes:
                         continue
                     if p not in reads or widx is None:
@@ -234,7 +234,7 @@ def mode_class():
                     for i, name in zip(widx, wnames):
                         a = args[i] if i < len(args) else kwargs.get(name)
                         for t in _tensors(a, []):
-                            p, n = _storage_nbytes(t)
+                            p, n = storage_of(t)
                             if p is not None and n >= min_bytes:
                                 writes.append(p)
                 done = set()
