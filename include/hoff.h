@@ -168,6 +168,13 @@ HOFF_API void *hoff_malloc_flags(hoff_ctx *ctx, size_t size,
 /* Free ptr, last used on stream.  -EINVAL if ptr is not a live hoff block. */
 HOFF_API int hoff_free(hoff_ctx *ctx, void *ptr, hoff_stream stream);
 
+/* Work on stream (besides the block's own streams) uses ptr, a live block:
+ * hoff moves it away or drops it only after the work queued there so far
+ * (like PyTorch's record_stream; hoff_torch_record_stream calls it).  Its
+ * free still follows the stream given to hoff_free.  -EINVAL if ptr is not a
+ * live hoff block. */
+HOFF_API int hoff_record_stream(hoff_ctx *ctx, void *ptr, hoff_stream stream);
+
 /* Usable size of a live block (>= the size asked for), 0 if not a block. */
 HOFF_API size_t hoff_block_size(hoff_ctx *ctx, const void *ptr);
 
@@ -270,7 +277,7 @@ HOFF_API int hoff_sim_compute(hoff_ctx *ctx, hoff_stream stream, uint64_t ns);
  * Statistics: one versioned struct (hoff_stats(3)).
  * ------------------------------------------------------------------------- */
 
-#define HOFF_STATS_VERSION 2
+#define HOFF_STATS_VERSION 3
 
 /* X(name, description) for every counter, all uint64_t. */
 #define HOFF_STATS_FIELDS(X)                                                   \
@@ -344,7 +351,16 @@ HOFF_API int hoff_sim_compute(hoff_ctx *ctx, hoff_stream stream, uint64_t ns);
     X(window_refusals, "moves of a block refused because its use window was open") \
     X(window_violations, "sim: blocks moved or dropped inside an open use window (0 when correct)") \
     X(plan_floor_bytes, "working-set floor: no plan of the step goes below it") \
-    X(host_cap_unevictable, "offload blocks allocated larger than the host cap (never evictable)")
+    X(host_cap_unevictable, "offload blocks allocated larger than the host cap (never evictable)") \
+    X(fence_syncs, "moves that waited for the whole device: a block used on more streams than fit a fence") \
+    X(numa_refusals, "evictions the driver refused at a host NUMA node (that node gets plain host memory)") \
+    X(discard_fallbacks, "discards done as evictions: the driver refused the discard, or has none") \
+    X(host_drop_refusals, "host copies of spilled blocks the driver would not drop (they keep host pages)") \
+    X(device_squeezes, "times the device pool left less room than the budget, so hoff kept less resident") \
+    X(driver_drift_samples, "times hoff compared its books with the device's free memory (step ends)") \
+    X(driver_drift_bytes, "last sample: bytes hoff counts on the device that the device does not hold") \
+    X(driver_drift_max_bytes, "largest driver_drift_bytes seen") \
+    X(device_foreign_bytes, "last sample: device memory in use that is not hoff's (context, others)")
 
 struct hoff_stats {
     uint32_t version; /* HOFF_STATS_VERSION */

@@ -162,6 +162,47 @@ static void test_release_on_failure(void) {
     hoff_shutdown(ctx);
 }
 
+/* The device pool grows into room that resident offload blocks hold: hoff
+ * evicts them first and waits, as the driver would otherwise do for
+ * cudaMalloc behind hoff's books (the sim's dev_alloc fails instead: it
+ * evicts nothing by itself), and its books then match the device. */
+static void test_device_pool_squeeze(void) {
+    struct hoff_config cfg = sim_cfg();
+    struct hoff_stats st;
+    void *m[6], *d;
+    int i;
+
+    cfg.sim_device_bytes = 64 * MiB;
+    cfg.oversub_margin_bytes = 0; /* no budget: only the device limits */
+    CU_ASSERT_EQUAL_FATAL(hoff_init(&ctx, &cfg), 0);
+    CU_ASSERT_EQUAL(hoff_step_begin(ctx), 0);
+    for (i = 0; i < 6; i++) { /* 48 MiB of offload blocks, used and done with */
+        m[i] = hoff_malloc(ctx, 8 * MiB, S);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m[i]);
+        CU_ASSERT_EQUAL(hoff_access(ctx, m[i], 1, S), 0);
+    }
+    CU_ASSERT_EQUAL(hoff_mark_op(ctx, "done"), 0);
+    d = hoff_malloc_flags(ctx, 32 * MiB, S, HOFF_ALLOC_DEVICE);
+    CU_ASSERT_PTR_NOT_NULL(d);
+    hoff_stats_get(ctx, &st);
+    CU_ASSERT(st.device_squeezes >= 1);
+    CU_ASSERT(st.evictions >= 2);
+    CU_ASSERT(st.resident_bytes <= 32 * MiB);
+    CU_ASSERT_EQUAL(st.budget_overruns, 0);
+    CU_ASSERT_EQUAL(hoff_step_end(ctx), 0);
+    hoff_stats_get(ctx, &st);
+    CU_ASSERT_EQUAL(st.driver_drift_samples, 1);
+    CU_ASSERT_EQUAL(st.driver_drift_bytes, 0); /* the sim holds what the books say */
+    /* A pool that cannot fit the device even with nothing resident: refused
+     * before the backend is asked. */
+    CU_ASSERT_PTR_NULL(hoff_malloc_flags(ctx, 48 * MiB, S, HOFF_ALLOC_DEVICE));
+    CU_ASSERT_EQUAL(errno, ENOMEM);
+    for (i = 0; i < 6; i++)
+        CU_ASSERT_EQUAL(hoff_free(ctx, m[i], S), 0);
+    CU_ASSERT_EQUAL(hoff_free(ctx, d, S), 0);
+    hoff_shutdown(ctx);
+}
+
 static void test_marks(void) {
     struct hoff_stats st;
 
@@ -268,6 +309,7 @@ int main(void) {
         {"malloc_free_errors", test_malloc_free_errors},
         {"zero_size", test_zero_size},
         {"release_on_failure", test_release_on_failure},
+        {"device_pool_squeeze", test_device_pool_squeeze},
         {"marks", test_marks},
         {"stats", test_stats},
         {"strerror", test_strerror},

@@ -1506,7 +1506,7 @@ static void test_stats_json(void) {
     st.version = HOFF_STATS_VERSION;
     len = hoff_stats_format_json(&st, buf, sizeof buf);
     CU_ASSERT_EQUAL(read_json(buf, keys, vals, (int)NSTATS + 2), (int)NSTATS + 1);
-    CU_ASSERT(strncmp(buf, "{\"version\":2,\"budget_bytes\":0,", 30) == 0);
+    CU_ASSERT(strncmp(buf, "{\"version\":3,\"budget_bytes\":0,", 30) == 0);
 }
 
 static void test_stats_json_truncation(void) {

@@ -16,6 +16,19 @@
 typedef struct hoff__event hoff__event; /* defined by each backend */
 struct hoff__backend;
 
+/* The copy direction a transfer runs in (its copy stream or engine). */
+enum hoff__xfer_dir { HOFF__XFER_D2H = 0, HOFF__XFER_H2D = 1 };
+
+/* What a backend had to give up on, for the statistics (all counts). */
+struct hoff__be_counters {
+    uint64_t numa_refusals;    /* evictions the driver refused at a host NUMA node: that node's
+                                  evictions go to plain host memory from then on */
+    uint64_t discard_fallbacks; /* discards done as evictions (the driver refused the discard, or the
+                                   toolkit has none) */
+    uint64_t drop_refusals;    /* host copies of spilled blocks the driver would not drop: they keep
+                                  their host pages */
+};
+
 /* Every op returns 0 or -errno unless said otherwise.  "after" may be NULL
  * (no ordering); "done" may be NULL (nobody waits). */
 struct hoff__backend_ops {
@@ -65,6 +78,21 @@ struct hoff__backend_ops {
                     hoff__event *after, hoff__event *done);
     int (*discard)(struct hoff__backend *be, void *p, size_t size,
                    hoff__event *after, hoff__event *done);
+
+    /* The next transfer in direction dir (enum hoff__xfer_dir: evict and
+     * discard run D2H, prefetch H2D) from this thread also waits for ev: a
+     * range used on several streams is fenced after each of them.  Called
+     * only from the issuing thread, right before the transfer. */
+    int (*transfer_wait)(struct hoff__backend *be, int dir, hoff__event *ev);
+
+    /* Bind the calling thread to the backend's device for good (cuda:
+     * cudaSetDevice once); hoff's own threads (issuing, tier) call it when
+     * they start, so they never switch devices and never touch another
+     * device's context.  NULL where there is nothing to do. */
+    int (*bind_thread)(struct hoff__backend *be);
+
+    /* The backend's degradations (NULL: none counted). */
+    int (*counters)(struct hoff__backend *be, struct hoff__be_counters *out);
 
     /* Use windows (doc/design.md): work on stream s that uses the range may
      * run from window_open until window_close; nothing may move or drop the

@@ -1,7 +1,9 @@
 /* cuda.c — the cuda backend: CUDA managed memory moved between the device and a host NUMA node by
  * cudaMemPrefetchAsync on two copy streams (D2H, H2D), ordered against the caller's streams with events.
- * Threading: every op may be called from any thread; each makes the backend's device current for the call
- * and restores the caller's device; the mapping table is under a mutex, the rest is fixed at open. */
+ * Threading: every op may be called from any thread.  hoff's own threads bind themselves to the device once
+ * (bind_thread) and never switch; on any other thread an op makes the backend's device current for the
+ * call and restores the caller's.  The mapping table is under a mutex, the flags and counters are atomics,
+ * the rest is fixed at open. */
 #include "config.h"
 
 #ifdef HAVE_CUDA
@@ -38,9 +40,10 @@
  *     faulting the block back.
  *
  * Host location.  Evictions prefetch to cudaMemLocationTypeHostNuma with the
- * device's closest node (cudaDevAttrHostNumaId), else to
- * cudaMemLocationTypeHost.  If the driver refuses the NUMA location at run
- * time, the backend falls back to plain host for good (logged once).
+ * device's closest node (cudaDevAttrHostNumaId) or the node the host tier
+ * chose, else to cudaMemLocationTypeHost.  If the driver refuses a NUMA node
+ * at run time, evictions meant for that node (only that one) go to plain
+ * host memory from then on (logged once per node, numa_refusals).
  *
  * Initial residency.  managed_alloc prefetches the new mapping to the device
  * on a private stream and waits for it, so a new mapping is really resident
@@ -55,15 +58,26 @@
  * undefined, so any contents (the old bytes, moved to the host) meet the
  * contract; the fallback costs only D2H bandwidth.
  *
- * populate prefetches to the device on the D2H stream, not the H2D one: a
- * discard runs on the D2H stream, and a prefetch concurrent with a discard of
- * the same range is undefined behaviour, so stream order keeps it after any
- * discard of the block.  The caller does not wait.
+ * populate makes a discarded range resident with cudaMemDiscardAndPrefetchBatchAsync
+ * where the toolkit has it (no bytes copied: the contents are dead), else
+ * with a prefetch, which may copy stale bytes from the host.  It runs on the
+ * D2H stream, not the H2D one: a discard runs on the D2H stream, and a
+ * prefetch concurrent with a discard of the same range is undefined
+ * behaviour, so stream order keeps it after any discard of the block.  The
+ * caller does not wait.
+ *
+ * host_drop (the host copy of a spilled block is dead) discards the range on
+ * a stream of its own, so it waits for nothing but itself, not for the
+ * evictions queued on the D2H stream.  A driver that refuses it is not asked
+ * again: spilled blocks then keep their host pages (host_drop_refusals).
  *
  * Errors are converted here, where each call is made:
  *   cudaErrorMemoryAllocation -> -ENOMEM, anything else -> -EIO;
  * each has a hoff__error message, and the runtime's last error is cleared, so
  * that the framework's next cudaGetLastError() does not blame its own kernel.
+ * A query that finds work pending (cudaErrorNotReady) also leaves that in the
+ * thread's last error; it is cleared only when it is still the last error
+ * (cudaPeekAtLastError), so that another error is never masked.
  */
 
 #include <errno.h>
@@ -93,6 +107,11 @@
 #ifndef HAVE_DECL_CUDAMEMDISCARDBATCHASYNC
 #define HAVE_DECL_CUDAMEMDISCARDBATCHASYNC 0
 #endif
+#ifndef HAVE_DECL_CUDAMEMDISCARDANDPREFETCHBATCHASYNC
+#define HAVE_DECL_CUDAMEMDISCARDANDPREFETCHBATCHASYNC 0
+#endif
+
+#define NUMA_NODES 256 /* nodes whose refusal is remembered one by one; others share the last bit */
 
 #define MAP_BUCKETS 1024
 
@@ -111,10 +130,14 @@ struct cuda_be {
     int device;
     cudaStream_t d2h, h2d;   /* copy streams, highest priority, non-blocking */
     cudaStream_t pop;        /* managed_alloc's initial prefetch */
+    cudaStream_t drop;       /* host_drop's discards (the tier thread's alone) */
     struct cudaMemLocation dev_loc;
     struct cudaMemLocation host_loc; /* HostNuma(node) or Host */
-    int numa_ok;             /* atomic: 0 once the driver refused host_loc */
+    uint64_t numa_bad[NUMA_NODES / 64]; /* atomic bits: the driver refused these nodes */
     int discard_ok;          /* atomic: 0 once cudaMemDiscardBatchAsync was refused */
+    int drop_ok;             /* atomic: 0 once a discard of a spilled block's host pages was refused */
+    int dap_ok;              /* atomic: 0 once cudaMemDiscardAndPrefetchBatchAsync was refused */
+    struct hoff__be_counters cnt; /* atomics */
     pthread_mutex_t lock;    /* the mapping table */
     struct cuda_map *maps[MAP_BUCKETS];
     size_t nmaps;
@@ -151,19 +174,39 @@ static int cuda_fail(cudaError_t e, const char *fmt, ...) {
                        cudaGetErrorName(e));
 }
 
+/* A query found work pending: the runtime keeps cudaErrorNotReady as the
+ * thread's last error, which the framework's next launch check would take
+ * for its own failure.  Clear it, but only if it is still the last error. */
+static void clear_not_ready(void) {
+    if (cudaPeekAtLastError() == cudaErrorNotReady)
+        (void)cudaGetLastError();
+}
+
+static void count(uint64_t *c) {
+    __atomic_add_fetch(c, 1, __ATOMIC_RELAXED);
+}
+
 /* ---- the current device ----------------------------------------------------- */
+
+/* The device this thread was bound to by bind_thread (-1: none): such a
+ * thread (hoff's issuing or tier thread) never switches. */
+static __thread int bound_device = -1;
 
 /* Make the backend's device current on this thread; *saved gets the device
  * to restore (-1: nothing to restore). */
 static int dev_enter(struct cuda_be *b, int *saved) {
     int cur = -1;
-    cudaError_t e = cudaGetDevice(&cur);
+    cudaError_t e;
+
+    *saved = -1;
+    if (bound_device == b->device)
+        return 0;
+    e = cudaGetDevice(&cur);
 
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         cur = -1;
     }
-    *saved = -1;
     if (cur == b->device)
         return 0;
     e = cudaSetDevice(b->device);
@@ -176,6 +219,29 @@ static int dev_enter(struct cuda_be *b, int *saved) {
 static void dev_leave(struct cuda_be *b, int saved) {
     if (saved >= 0 && saved != b->device && cudaSetDevice(saved) != cudaSuccess)
         (void)cudaGetLastError();
+}
+
+/* hoff's own threads: the device, once, for the thread's life. */
+static int cuda_bind_thread(struct hoff__backend *be) {
+    struct cuda_be *b = cbe(be);
+    cudaError_t e;
+
+    if (bound_device == b->device)
+        return 0;
+    e = cudaSetDevice(b->device);
+    if (e != cudaSuccess)
+        return cuda_fail(e, "cudaSetDevice(%d) on a thread of hoff's own", b->device);
+    bound_device = b->device;
+    return 0;
+}
+
+static int cuda_counters(struct hoff__backend *be, struct hoff__be_counters *out) {
+    struct cuda_be *b = cbe(be);
+
+    out->numa_refusals = __atomic_load_n(&b->cnt.numa_refusals, __ATOMIC_RELAXED);
+    out->discard_fallbacks = __atomic_load_n(&b->cnt.discard_fallbacks, __ATOMIC_RELAXED);
+    out->drop_refusals = __atomic_load_n(&b->cnt.drop_refusals, __ATOMIC_RELAXED);
+    return 0;
 }
 
 /* ---- the mapping table -------------------------------------------------------- */
@@ -437,8 +503,10 @@ static int cuda_event_elapsed_ns(struct hoff__backend *be, hoff__event *a, hoff_
     if (rc)
         return rc;
     e = cudaEventElapsedTime(&ms, cev(a), cev(z));
-    if (e == cudaErrorNotReady)
+    if (e == cudaErrorNotReady) {
+        clear_not_ready();
         rc = -EAGAIN;
+    }
     else if (e != cudaSuccess)
         rc = cuda_fail(e, "cudaEventElapsedTime");
     else
@@ -486,9 +554,10 @@ static int cuda_event_query(struct hoff__backend *be, hoff__event *ev) {
     if (rc)
         return rc;
     e = cudaEventQuery(cev(ev));
-    if (e == cudaErrorNotReady)
-        rc = -EAGAIN; /* not an error: the runtime keeps no error for it */
-    else if (e != cudaSuccess)
+    if (e == cudaErrorNotReady) {
+        clear_not_ready(); /* pending is no failure, and must not look like one later */
+        rc = -EAGAIN;
+    } else if (e != cudaSuccess)
         rc = cuda_fail(e, "cudaEventQuery");
     dev_leave(b, saved);
     return rc;
@@ -530,6 +599,26 @@ static int cuda_stream_wait(struct hoff__backend *be, hoff_stream s, hoff__event
 
 /* ---- transfers ---------------------------------------------------------------------- */
 
+/* The next transfer in direction dir waits for ev too (issuing thread only,
+ * which is bound to the device). */
+static int cuda_transfer_wait(struct hoff__backend *be, int dir, hoff__event *ev) {
+    struct cuda_be *b = cbe(be);
+    int saved, rc;
+    cudaError_t e;
+
+    if (!ev || (dir != HOFF__XFER_D2H && dir != HOFF__XFER_H2D))
+        return hoff__error(-EINVAL, "cuda: transfer_wait: %s", ev ? "no such direction" : "NULL event");
+    rc = dev_enter(b, &saved);
+    if (rc)
+        return rc;
+    e = cudaStreamWaitEvent(dir == HOFF__XFER_H2D ? b->h2d : b->d2h, cev(ev), 0);
+    if (e != cudaSuccess)
+        rc = cuda_fail(e, "cudaStreamWaitEvent(%s stream, a fence of another stream)",
+                       dir == HOFF__XFER_H2D ? "H2D" : "D2H");
+    dev_leave(b, saved);
+    return rc;
+}
+
 /* The device must be current for these helpers. */
 
 static int wait_after(cudaStream_t s, hoff__event *after, const char *dir) {
@@ -567,14 +656,29 @@ static const char *loc_text(struct cudaMemLocation loc, char *buf, size_t len) {
     return buf;
 }
 
+static int numa_bit(int node, uint64_t *mask) {
+    int i = node < 0 ? 0 : node >= NUMA_NODES ? NUMA_NODES - 1 : node;
+
+    *mask = 1ull << (i % 64);
+    return i / 64;
+}
+
+static int numa_refused(struct cuda_be *b, int node) {
+    uint64_t m;
+    int w = numa_bit(node, &m);
+
+    return (__atomic_load_n(&b->numa_bad[w], __ATOMIC_RELAXED) & m) != 0;
+}
+
 /* Prefetch (p, size) to the host on s: the NUMA node if the driver takes it,
- * else plain host memory (and plain host from then on). */
+ * else plain host memory (and plain host for that node from then on; the
+ * other nodes keep being asked for). */
 static int prefetch_host_to(struct cuda_be *b, struct cudaMemLocation loc, void *p, size_t size,
                             cudaStream_t s) {
     char lt[48];
     cudaError_t e;
 
-    if (!__atomic_load_n(&b->numa_ok, __ATOMIC_RELAXED)) {
+    if (loc.type == cudaMemLocationTypeHostNuma && numa_refused(b, loc.id)) {
         loc.type = cudaMemLocationTypeHost;
         loc.id = 0;
     }
@@ -586,9 +690,14 @@ static int prefetch_host_to(struct cuda_be *b, struct cudaMemLocation loc, void 
         (void)cudaGetLastError();
         e2 = cuda_prefetch_(p, size, host, 0, s);
         if (e2 == cudaSuccess) {
-            __atomic_store_n(&b->numa_ok, 0, __ATOMIC_RELAXED);
-            hoff__log(HOFF_LOG_WARN, "cuda: prefetch to host NUMA node %d refused (%s); "
-                      "evicting to plain host memory from now on", loc.id, cudaGetErrorString(e));
+            uint64_t m;
+            int w = numa_bit(loc.id, &m);
+
+            count(&b->cnt.numa_refusals);
+            if (!(__atomic_fetch_or(&b->numa_bad[w], m, __ATOMIC_RELAXED) & m))
+                hoff__log(HOFF_LOG_WARN, "cuda: prefetch to host NUMA node %d refused (%s); evictions "
+                          "meant for that node go to plain host memory from now on (numa_refusals)",
+                          loc.id, cudaGetErrorString(e));
             return 0;
         }
         e = e2;
@@ -665,33 +774,48 @@ static int cuda_host_make(struct hoff__backend *be, void *p, size_t size, void *
     return 0;
 }
 
-/* Spilled: drop the host pages (a discard, waited for on the tier thread). */
+/* Spilled: drop the host pages (a discard on the drop stream, waited for on
+ * the tier thread; nothing else is queued there). */
 static int cuda_host_drop(struct hoff__backend *be, void *p, size_t size) {
     struct cuda_be *b = cbe(be);
-    int saved, rc;
+    int saved, rc = 0;
 
-    if (!__atomic_load_n(&b->discard_ok, __ATOMIC_RELAXED)) {
-        HOFF__LOG_ONCE(HOFF_LOG_WARN, "cuda: no discard API: spilled blocks keep their host pages");
+    if (!__atomic_load_n(&b->drop_ok, __ATOMIC_RELAXED)) {
+        count(&b->cnt.drop_refusals);
         return 0;
     }
+#if HAVE_DECL_CUDAMEMDISCARDBATCHASYNC
     rc = dev_enter(b, &saved);
     if (rc)
         return rc;
-#if HAVE_DECL_CUDAMEMDISCARDBATCHASYNC
     {
         void *ptrs[1] = {p};
         size_t sizes[1] = {size};
-        cudaError_t e = cudaMemDiscardBatchAsync(ptrs, sizes, 1, 0, b->d2h);
+        cudaError_t e = cudaMemDiscardBatchAsync(ptrs, sizes, 1, 0, b->drop);
+
         if (e == cudaSuccess)
-            e = cudaStreamSynchronize(b->d2h);
-        if (e != cudaSuccess)
-            rc = cuda_fail(e, "cudaMemDiscardBatchAsync(%p, %zu) of a spilled block", p, size);
+            e = cudaStreamSynchronize(b->drop);
+        if (e != cudaSuccess) {
+            /* The copy on the NVMe tier is good; only the host pages stay.
+             * Do not ask again for every spill. */
+            (void)cudaGetLastError();
+            __atomic_store_n(&b->drop_ok, 0, __ATOMIC_RELAXED);
+            count(&b->cnt.drop_refusals);
+            hoff__log(HOFF_LOG_WARN, "cuda: cudaMemDiscardBatchAsync(%p, %zu) of a spilled block's host "
+                      "pages refused (%s); spilled blocks keep their host pages from now on "
+                      "(host_drop_refusals)", p, size, cudaGetErrorString(e));
+        }
     }
+    dev_leave(b, saved);
 #else
     (void)p;
     (void)size;
+    (void)saved;
+    __atomic_store_n(&b->drop_ok, 0, __ATOMIC_RELAXED);
+    count(&b->cnt.drop_refusals);
+    HOFF__LOG_ONCE(HOFF_LOG_WARN, "cuda: no discard API in this CUDA toolkit: spilled blocks keep their "
+                   "host pages (host_drop_refusals)");
 #endif
-    dev_leave(b, saved);
     return rc;
 }
 
@@ -745,14 +869,16 @@ static int cuda_discard(struct hoff__backend *be, void *p, size_t size,
         rc = prefetch_host(b, p, size, b->d2h);
         if (rc == 0) {
             __atomic_store_n(&b->discard_ok, 0, __ATOMIC_RELAXED);
+            count(&b->cnt.discard_fallbacks);
             hoff__log(HOFF_LOG_WARN, "cuda: cudaMemDiscardBatchAsync refused (%s); "
-                      "discards evict to the host from now on", cudaGetErrorString(e));
+                      "discards evict to the host from now on (discard_fallbacks)", cudaGetErrorString(e));
         }
         goto record;
     }
 #endif
     /* Contents are undefined after a discard, so moving the old bytes to the
      * host meets the contract. */
+    count(&b->cnt.discard_fallbacks);
     rc = prefetch_host(b, p, size, b->d2h);
 record:
     rc2 = record_done(b->d2h, done, "D2H");
@@ -777,7 +903,26 @@ static int cuda_populate(struct hoff__backend *be, void *p, size_t size) {
     if (rc)
         return rc;
     /* D2H stream: stream order puts this after any discard of the block. */
+#if HAVE_DECL_CUDAMEMDISCARDANDPREFETCHBATCHASYNC
+    if (__atomic_load_n(&b->dap_ok, __ATOMIC_RELAXED)) {
+        void *ptrs[1] = {p};
+        size_t sizes[1] = {size}, idx[1] = {0};
+        struct cudaMemLocation loc[1] = {b->dev_loc};
+        cudaError_t e = cudaMemDiscardAndPrefetchBatchAsync(ptrs, sizes, 1, loc, idx, 1, 0, b->d2h);
+
+        if (e == cudaSuccess)
+            goto out;
+        (void)cudaGetLastError();
+        __atomic_store_n(&b->dap_ok, 0, __ATOMIC_RELAXED);
+        hoff__log(HOFF_LOG_WARN, "cuda: cudaMemDiscardAndPrefetchBatchAsync refused (%s); discarded blocks "
+                  "are made resident with a prefetch from now on, which may copy dead bytes",
+                  cudaGetErrorString(e));
+    }
+#endif
     rc = prefetch_device(b, p, size, b->d2h);
+#if HAVE_DECL_CUDAMEMDISCARDANDPREFETCHBATCHASYNC
+out:
+#endif
     dev_leave(b, saved);
     return rc;
 }
@@ -852,6 +997,7 @@ static void cuda_close(struct hoff__backend *be) {
     destroy_stream(b->d2h);
     destroy_stream(b->h2d);
     destroy_stream(b->pop);
+    destroy_stream(b->drop);
     for (i = 0; i < MAP_BUCKETS; i++) {
         while (b->maps[i]) {
             struct cuda_map *m = b->maps[i];
@@ -890,6 +1036,9 @@ static const struct hoff__backend_ops cuda_ops = {
     .event_query = cuda_event_query,
     .event_sync = cuda_event_sync,
     .stream_wait = cuda_stream_wait,
+    .transfer_wait = cuda_transfer_wait,
+    .bind_thread = cuda_bind_thread,
+    .counters = cuda_counters,
     .evict = cuda_evict,
     .evict_node = cuda_evict_node,
     .pci_bus_id = cuda_pci_bus_id,
@@ -956,8 +1105,9 @@ int hoff__backend_open_cuda(const struct hoff_config *cfg, struct hoff__backend 
         return hoff__error(-ENOMEM, "cuda: out of host memory");
     b->be.ops = &cuda_ops;
     b->device = dev;
-    b->numa_ok = 1;
     b->discard_ok = 1;
+    b->drop_ok = 1;
+    b->dap_ok = 1;
     if (pthread_mutex_init(&b->lock, NULL)) {
         free(b);
         return hoff__error(-ENOMEM, "cuda: pthread_mutex_init failed");
@@ -1003,7 +1153,8 @@ int hoff__backend_open_cuda(const struct hoff_config *cfg, struct hoff__backend 
     }
     if ((rc = make_stream(&b->d2h, greatest, "D2H")) ||
         (rc = make_stream(&b->h2d, greatest, "H2D")) ||
-        (rc = make_stream(&b->pop, greatest, "populate")))
+        (rc = make_stream(&b->pop, greatest, "populate")) ||
+        (rc = make_stream(&b->drop, least, "host drop")))
         goto fail;
 
     b->dev_loc.type = cudaMemLocationTypeDevice;
@@ -1030,6 +1181,7 @@ fail:
     destroy_stream(b->d2h);
     destroy_stream(b->h2d);
     destroy_stream(b->pop);
+    destroy_stream(b->drop);
     dev_leave(b, saved);
     pthread_mutex_destroy(&b->lock);
     free(b);

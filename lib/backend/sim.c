@@ -645,6 +645,25 @@ static int sim_stream_wait(struct hoff__backend *be, hoff_stream st, hoff__event
     return sim_event_sync(be, ev);
 }
 
+/* The next transfer in direction dir waits for ev: its copy engine starts
+ * no earlier (the engine is FIFO, as a CUDA stream is).  An event never
+ * recorded is no wait, as cudaStreamWaitEvent has it. */
+static int sim_transfer_wait(struct hoff__backend *be, int dir, hoff__event *ev) {
+    struct sim *s = to_sim(be);
+    uint64_t *busy;
+
+    if (!ev)
+        return hoff__error(-EINVAL, "sim: transfer_wait: event is NULL");
+    if (dir != HOFF__XFER_D2H && dir != HOFF__XFER_H2D)
+        return hoff__error(-EINVAL, "sim: transfer_wait: direction %d (expected D2H 0 or H2D 1)", dir);
+    pthread_mutex_lock(&s->lock);
+    busy = dir == HOFF__XFER_H2D ? &s->c.h2d_busy_until : &s->c.d2h_busy_until;
+    if (ev->recorded && ev->t > *busy)
+        *busy = ev->t;
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
 /* --- use windows --------------------------------------------------------- */
 
 static int sim_window_open(struct hoff__backend *be, void *p, size_t size, hoff_stream st) {
@@ -1081,6 +1100,7 @@ static const struct hoff__backend_ops sim_ops = {
     .sync = sim_sync,
     .clock_ns = sim_clock_ns,
     .compute = sim_compute,
+    .transfer_wait = sim_transfer_wait,
     .window_open = sim_window_open,
     .window_close = sim_window_close,
 };

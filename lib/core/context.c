@@ -125,7 +125,7 @@ HOFF_API int hoff_init(hoff_ctx **out, const struct hoff_config *cfg) {
         goto fail_be;
     if ((rc = hoff__bt_init(&ctx->table, 1024)) != 0)
         goto fail_be;
-    hoff__pool_init(&ctx->pools[HOFF__POOL_DEVICE], HOFF__POOL_DEVICE, ctx->be, NULL, NULL);
+    hoff__pool_init(&ctx->pools[HOFF__POOL_DEVICE], HOFF__POOL_DEVICE, ctx->be, hoff__guard_check_device, ctx);
     hoff__pool_init(&ctx->pools[HOFF__POOL_MANAGED], HOFF__POOL_MANAGED, ctx->be, hoff__guard_check, ctx);
     rc = hoff__issuer_start(&ctx->issuer, ctx->be, (size_t)ctx->cfg.issue_queue_depth,
                             hoff__res_cmd_done, ctx);
@@ -355,6 +355,19 @@ HOFF_API int hoff_free(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
     return 0;
 }
 
+HOFF_API int hoff_record_stream(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
+    struct hoff__block *b;
+
+    if (!ctx)
+        return hoff__error(-EINVAL, "hoff_record_stream: NULL context");
+    LOCK(ctx);
+    b = hoff__bt_lookup(&ctx->table, ptr);
+    if (b)
+        hoff__res_note_stream(ctx, b, stream);
+    UNLOCK(ctx);
+    return b ? 0 : hoff__error(-EINVAL, "hoff_record_stream: %p is not a live hoff block", ptr);
+}
+
 HOFF_API size_t hoff_block_size(hoff_ctx *ctx, const void *ptr) {
     struct hoff__block *b;
     size_t n;
@@ -527,6 +540,7 @@ HOFF_API int hoff_step_end(hoff_ctx *ctx) {
     ctx->st.steps++;
     ctx->st.last_step_ns = now - ctx->step_start_ns;
     rc = hoff__pipe_step_end(ctx);
+    hoff__guard_sample(ctx); /* once a step: the driver's view against the books */
     hoff__publish_now(ctx);
     UNLOCK(ctx);
     return rc;
@@ -658,6 +672,16 @@ void hoff__stats_snapshot(struct hoff_ctx *ctx, struct hoff_stats *out) {
 
         if (hoff__sim_counters(ctx->be, &sc) == 0)
             out->window_violations = sc.window_violations;
+    }
+    if (ctx->be->ops->counters) { /* what the backend gave up on */
+        struct hoff__be_counters bc;
+
+        memset(&bc, 0, sizeof bc);
+        if (ctx->be->ops->counters(ctx->be, &bc) == 0) {
+            out->numa_refusals = bc.numa_refusals;
+            out->discard_fallbacks = bc.discard_fallbacks;
+            out->host_drop_refusals = bc.drop_refusals;
+        }
     }
     if (ctx->nvme) { /* the tier's own clocks and checks */
         struct hoff__nvme_stats ns;

@@ -9,6 +9,7 @@
 #include "exec/executor.h"
 #include "exec/issuer.h"
 #include "mem/blocktable.h"
+#include "mem/guard.h"
 #include "mem/pool.h"
 #include "mem/residency.h"
 
@@ -33,6 +34,7 @@ struct hoff_ctx {
     struct hoff__pool pools[2];      /* indexed by enum hoff__pool_kind */
     struct hoff__residency res;
     struct hoff__pipeline pipe;      /* warmup / plan / replay of steps */
+    struct hoff__guard guard;        /* the device's size and the drift baseline (mem/guard.h) */
     struct hoff_stats st;            /* counters kept here; pool and issuer
                                         figures are folded in on read */
     uint64_t alloc_seq;

@@ -39,16 +39,35 @@ struct hoff__issuer {
  * full queue or a drain from a done callback would wait for itself. */
 static __thread struct hoff__issuer *current_issuer;
 
+/* The command's extra fences: the transfer waits for each. */
+static int wait_also(struct hoff__backend *be, const struct hoff__cmd *c) {
+    unsigned i;
+    int rc;
+
+    for (i = 0; i < c->nalso && i < HOFF__CMD_ALSO; i++) {
+        if (!be->ops->transfer_wait)
+            return hoff__error(-ENOTSUP, "backend %s cannot order a transfer after several streams",
+                               be->ops->name);
+        if ((rc = be->ops->transfer_wait(be, c->op == HOFF__CMD_PREFETCH ? HOFF__XFER_H2D : HOFF__XFER_D2H,
+                                         c->also[i])) != 0)
+            return rc;
+    }
+    return 0;
+}
+
 static int run_cmd(struct hoff__backend *be, const struct hoff__cmd *c) {
     const struct hoff__backend_ops *ops = be->ops;
     int (*fn)(struct hoff__backend *, void *, size_t, hoff__event *, hoff__event *);
+    int rc;
 
     switch (c->op) {
     case HOFF__CMD_RUN:
         return c->run ? c->run(c->run_arg, c) : -EINVAL;
     case HOFF__CMD_EVICT:
         if (c->node >= 0 && ops->evict_node)
-            return ops->evict_node(be, c->ptr, c->size, c->node, c->after, c->done);
+            return (rc = wait_also(be, c)) != 0
+                       ? rc
+                       : ops->evict_node(be, c->ptr, c->size, c->node, c->after, c->done);
         fn = ops->evict;
         break;
     case HOFF__CMD_PREFETCH:
@@ -62,6 +81,8 @@ static int run_cmd(struct hoff__backend *be, const struct hoff__cmd *c) {
     }
     if (!fn)
         return -ENOTSUP;
+    if ((rc = wait_also(be, c)) != 0)
+        return rc;
     return fn(be, c->ptr, c->size, c->after, c->done);
 }
 
@@ -70,6 +91,9 @@ static void *issuer_main(void *p) {
 
     current_issuer = is;
     (void)pthread_setname_np(pthread_self(), "hoff-issue");
+    if (is->be->ops->bind_thread && is->be->ops->bind_thread(is->be) != 0)
+        hoff__log(HOFF_LOG_WARN, "issuing thread: %s; its calls switch devices each time instead",
+                  hoff_last_error());
     pthread_mutex_lock(&is->lock);
     for (;;) {
         struct hoff__cmd cmd;

@@ -8,6 +8,9 @@
 
 #include "backend/backend.h"
 
+/* At most this many extra fences per command (struct hoff__cmd.also). */
+#define HOFF__CMD_ALSO 8
+
 enum hoff__cmd_op {
     HOFF__CMD_EVICT = 1,
     HOFF__CMD_PREFETCH = 2,
@@ -20,6 +23,10 @@ struct hoff__cmd {
     void *ptr;          /* managed mapping */
     size_t size;
     hoff__event *after; /* recorded on the compute stream at push time (may be NULL) */
+    /* More points the transfer waits for, on other streams that used the
+     * range (the backend's transfer_wait, just before the transfer). */
+    hoff__event *also[HOFF__CMD_ALSO];
+    unsigned nalso;
     hoff__event *done;  /* recorded by the backend when the transfer completes */
     void *cookie;       /* the caller's (the block) */
     int node;           /* evict: host NUMA node to target, -1 = the backend's choice */

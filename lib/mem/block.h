@@ -28,6 +28,9 @@ enum hoff__block_flags {
                                    made for it): never spilled for host room */
 };
 
+/* The streams a block remembers (struct hoff__block.streams). */
+#define HOFF__BLOCK_STREAMS 4
+
 struct hoff__seg;
 struct hoff__region;
 struct hoff__nvme_spill;
@@ -67,10 +70,19 @@ struct hoff__block {
      * its allocation) until the next op mark, its free or the step's end;
      * while open the block is on the context's list of open windows and
      * nothing moves it away or drops it.  use_stream: the stream of its last
-     * access, which the fence of a later move is recorded on. */
+     * access, which the fence of a later move (`after`) is recorded on. */
     uint8_t win;
     hoff_stream use_stream;
     struct hoff__block *wnext, *wprev;
+    /* Every stream its work was queued on since it was handed out: the
+     * allocation's, each access mark's, each hoff_record_stream's.  A move
+     * away is fenced after all of them (`after` on use_stream, fence[i] on
+     * the others); with more streams than fit (`streams_lost`) it waits for
+     * the whole device instead (counted in fence_syncs). */
+    uint8_t nstreams;
+    uint8_t streams_lost;
+    hoff_stream streams[HOFF__BLOCK_STREAMS];
+    hoff__event *fence[HOFF__BLOCK_STREAMS];
 };
 
 #endif

@@ -111,10 +111,17 @@ static struct hoff__block *desc_new(struct hoff__pool *p) {
 }
 
 static void desc_free(struct hoff__pool *p, struct hoff__block *b) {
+    unsigned i;
+
     if (b->ev)
         p->be->ops->event_destroy(p->be, b->ev);
     if (b->after)
         p->be->ops->event_destroy(p->be, b->after);
+    for (i = 0; i < HOFF__BLOCK_STREAMS; i++) {
+        if (b->fence[i])
+            p->be->ops->event_destroy(p->be, b->fence[i]);
+        b->fence[i] = NULL;
+    }
     b->ev = b->after = NULL;
     b->next = p->spare;
     p->spare = b;

@@ -25,6 +25,7 @@
 
 #include "core/context.h"
 #include "core/core.h"
+#include "mem/guard.h"
 #include "mem/hostcap.h"
 #include "mem/residency.h"
 #include "tier/host.h"
@@ -117,12 +118,95 @@ static int evictable(const struct hoff__block *b) {
     return !(b->flags & HOFF__BLK_PINNED);
 }
 
+/* --- the streams a block was used on --------------------------------------- */
+
+/* b's work was (also) queued on s. */
+static void note_stream(struct hoff__block *b, hoff_stream s) {
+    unsigned i;
+
+    for (i = 0; i < b->nstreams; i++)
+        if (b->streams[i] == s)
+            return;
+    if (b->nstreams < HOFF__BLOCK_STREAMS)
+        b->streams[b->nstreams++] = s;
+    else
+        b->streams_lost = 1;
+}
+
+void hoff__res_note_stream(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+    (void)ctx;
+    note_stream(b, s);
+}
+
+/* Add b's streams to the fence of the move cmd carries: cmd->after on b's
+ * last use stream when the command has none yet, then an event on each
+ * other stream not fenced yet (done[0..*ndone), at most 1 + HOFF__CMD_ALSO).
+ * *lost: some stream could not be fenced (the caller synchronises). */
+static int fence_block(struct hoff_ctx *ctx, struct hoff__block *b, struct hoff__cmd *cmd, hoff_stream *done,
+                       unsigned *ndone, int *lost) {
+    struct hoff__backend *be = ctx->be;
+    unsigned i, j;
+    int rc;
+
+    if (b->streams_lost)
+        *lost = 1;
+    for (i = cmd->after ? 1 : 0; i <= b->nstreams; i++) {
+        hoff_stream s = i == 0 ? b->use_stream : b->streams[i - 1];
+        hoff__event **ev = i == 0 ? &b->after : &b->fence[i - 1];
+
+        for (j = 0; j < *ndone && done[j] != s; j++)
+            ;
+        if (j < *ndone)
+            continue; /* fenced already: the same point on the same stream */
+        if (i && cmd->nalso >= HOFF__CMD_ALSO) {
+            *lost = 1;
+            continue;
+        }
+        if (!*ev && (rc = be->ops->event_create(be, ev)) != 0) {
+            *ev = NULL;
+            return rc;
+        }
+        if ((rc = be->ops->event_record(be, *ev, s)) != 0)
+            return rc;
+        if (i == 0)
+            cmd->after = *ev;
+        else
+            cmd->also[cmd->nalso++] = *ev;
+        done[(*ndone)++] = s;
+    }
+    return 0;
+}
+
+/* The fence of moving blocks m[0..n) away (evict, discard): after the work
+ * queued on every stream they were used on.  A stream that does not fit the
+ * command: wait for the whole device now (slow, never unsafe; fence_syncs). */
+static int fence_move(struct hoff_ctx *ctx, struct hoff__block *const *m, unsigned n, struct hoff__cmd *cmd) {
+    hoff_stream done[1 + HOFF__CMD_ALSO];
+    unsigned i, ndone = 0;
+    int lost = 0, rc;
+
+    cmd->after = NULL;
+    cmd->nalso = 0;
+    for (i = 0; i < n; i++)
+        if ((rc = fence_block(ctx, m[i], cmd, done, &ndone, &lost)) != 0)
+            return rc;
+    if (lost) {
+        ctx->st.fence_syncs++;
+        HOFF__LOG_ONCE(HOFF_LOG_WARN, "a block was used on more streams than hoff fences one move after (%d); "
+                       "such moves wait for the whole device (counted in fence_syncs)", HOFF__BLOCK_STREAMS);
+        if ((rc = ctx->be->ops->sync(ctx->be)) != 0)
+            return rc;
+    }
+    return 0;
+}
+
 /* --- use windows ----------------------------------------------------------- */
 
 static void window_open(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
     struct hoff__backend *be = ctx->be;
 
     b->use_stream = s;
+    note_stream(b, s);
     if (b->win)
         return;
     b->win = 1;
@@ -237,16 +321,20 @@ static int issue_run(struct hoff_ctx *ctx, struct hoff__block *b, int op,
 
     if ((rc = ensure_events(ctx, b)) != 0)
         return rc;
-    /* A move away is fenced after the work of the block's last use window
-     * (on the stream that access named); a move back after the caller's. */
-    if ((rc = be->ops->event_record(be, b->after, op == HOFF__CMD_PREFETCH || op == HOFF__CMD_RUN ? s
-                                                                                                 : b->use_stream)) != 0)
-        return rc;
     memset(&cmd, 0, sizeof cmd);
+    /* A move away is fenced after the work queued on every stream that used
+     * the block; a move back after the caller's. */
+    if (op == HOFF__CMD_EVICT || op == HOFF__CMD_DISCARD) {
+        if ((rc = fence_move(ctx, &b, 1, &cmd)) != 0)
+            return rc;
+    } else {
+        if ((rc = be->ops->event_record(be, b->after, s)) != 0)
+            return rc;
+        cmd.after = b->after;
+    }
     cmd.op = op;
     cmd.ptr = b->ptr;
     cmd.size = b->size;
-    cmd.after = b->after;
     cmd.done = b->ev;
     cmd.cookie = b;
     cmd.node = op == HOFF__CMD_EVICT && ctx->host_tier ? hoff__host_tier_node(ctx->host_tier) : -1;
@@ -685,19 +773,24 @@ static int make_room(struct hoff_ctx *ctx, uint64_t need, struct hoff__block *ke
 /* The budget the online policy keeps: the configured one, but while a step
  * replays a plan for a budget below the working-set floor, the floor: no
  * eviction can take the peak below it, so none is forced beyond it. */
-static uint64_t room_budget(const struct hoff_ctx *ctx) {
+static uint64_t room_budget(const struct hoff_ctx *ctx, int *squeezed) {
     const struct hoff__pipeline *p = &ctx->pipe;
-    uint64_t budget = ctx->cfg.budget_bytes;
+    uint64_t budget = ctx->cfg.budget_bytes, cap = hoff__guard_cap(ctx);
 
     if (budget && ctx->in_step && p->have_plan && p->state == HOFF_PLAN_REPLAY && !p->diverged &&
         p->sched.floor_bytes > budget)
         budget = p->sched.floor_bytes;
-    return budget;
+    /* The device itself: what its memory leaves beside hoff's device pool
+     * (guard.c), below any budget, so that the driver never has to evict
+     * hoff's blocks behind its back. */
+    *squeezed = cap && (!budget || cap < budget);
+    return *squeezed ? cap : budget;
 }
 
 static int make_room_once(struct hoff_ctx *ctx, uint64_t need, struct hoff__block *keep, hoff_stream s,
                           enum room_why *why) {
-    uint64_t budget = room_budget(ctx);
+    int squeezed, counted = 0;
+    uint64_t budget = room_budget(ctx, &squeezed);
     int over_cap = 0;
 
     if (!budget)
@@ -709,6 +802,8 @@ static int make_room_once(struct hoff_ctx *ctx, uint64_t need, struct hoff__bloc
         hoff__res_poll(ctx);
         if (ctx->res.resident + need <= budget)
             return 0;
+        if (squeezed && !counted++)
+            ctx->st.device_squeezes++;
         over = ctx->res.resident + need - budget;
         if (ctx->res.evicting < over) {
             v = pick_victim(ctx, keep, &over_cap);
@@ -734,6 +829,12 @@ static int make_room_once(struct hoff_ctx *ctx, uint64_t need, struct hoff__bloc
             return -ENOSPC;
         finish(ctx, v, WAIT_USE);
     }
+}
+
+int hoff__res_fit_device(struct hoff_ctx *ctx) {
+    enum room_why why = ROOM_NOTHING;
+
+    return make_room_once(ctx, 0, NULL, NULL, &why);
 }
 
 /* Why no more room could be made, in words. */
@@ -815,6 +916,8 @@ int hoff__res_on_alloc(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
     if (evictable(b))
         list_append(LRU(ctx), b);
     note_resident(ctx);
+    b->nstreams = 0; /* a new life: only its allocation's stream so far */
+    b->streams_lost = 0;
     window_open(ctx, b, s); /* the caller fills it next */
     return 0;
 }
@@ -974,13 +1077,18 @@ int hoff__res_group(struct hoff_ctx *ctx, int op, struct hoff__block *const *m, 
     }
     if ((rc = ensure_events(ctx, lead)) != 0)
         return rc;
-    if ((rc = be->ops->event_record(be, lead->after, op == HOFF__CMD_EVICT ? lead->use_stream : s)) != 0)
-        return rc;
     memset(&cmd, 0, sizeof cmd);
+    if (op == HOFF__CMD_EVICT) { /* after every stream any member was used on */
+        if ((rc = fence_move(ctx, m, n, &cmd)) != 0)
+            return rc;
+    } else {
+        if ((rc = be->ops->event_record(be, lead->after, s)) != 0)
+            return rc;
+        cmd.after = lead->after;
+    }
     cmd.op = op;
     cmd.ptr = base;
     cmd.size = size;
-    cmd.after = lead->after;
     cmd.done = lead->ev;
     cmd.cookie = lead;
     cmd.node = op == HOFF__CMD_EVICT && ctx->host_tier ? hoff__host_tier_node(ctx->host_tier) : -1;

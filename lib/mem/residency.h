@@ -85,6 +85,13 @@ int hoff__res_discard(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s
  * one (the fallback). */
 int hoff__res_group(struct hoff_ctx *ctx, int op, struct hoff__block *const *m, unsigned n, void *base,
                     size_t size, hoff_stream s);
+/* Evict until the resident bytes fit what the device leaves beside the
+ * device pool (hoff__guard_cap) and the budget, and wait for it: before the
+ * device pool grows.  0, or -ENOSPC when nothing more can be evicted. */
+int hoff__res_fit_device(struct hoff_ctx *ctx);
+/* Work on stream s also uses b (hoff_record_stream): its moves away are
+ * fenced after that stream's work too. */
+void hoff__res_note_stream(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
 /* An access: bring the block back if it is away (waiting, or paging it in),
  * then open its use window on stream s. */
 int hoff__res_access(struct hoff_ctx *ctx, struct hoff__block *b, int write, hoff_stream s);

@@ -285,6 +285,9 @@ HOFF_API void hoff_torch_record_stream(void *ptr, void *stream) {
         hoff__log(HOFF_LOG_WARN, "hoff_torch_record_stream: %p is not a live hoff block", ptr);
         return;
     }
+    /* Its moves wait for that stream too; its free is deferred below. */
+    if (hoff_record_stream(ctx, ptr, stream) != 0)
+        hoff__log(HOFF_LOG_WARN, "hoff_torch_record_stream: %s", hoff_last_error());
     pthread_mutex_lock(&dev->lock);
     for (pp = &dev->recs[rec_hash(ptr)]; *pp && (*pp)->ptr != ptr; pp = &(*pp)->next)
         ;
