@@ -680,27 +680,32 @@ static void test_discard_races(void) {
 
 /* ---- strict mode --------------------------------------------------------------------------------- */
 
+/* The child: a fresh process in the default (strict) mode; a freed-pointer free must abort it. */
+static int strict_child(void) {
+    int local = 0;
+
+    alarm(10);
+    (void)cudaFree(&local);
+    return 0; /* not reached: strict mode aborts */
+}
+
 static void test_strict_aborts(void) {
     pid_t pid;
-    int status = 0, local = 0;
+    int status = 0;
 
-    cudaSetDevice(1);
-    cudaDeviceSynchronize();
-    cudaSetDevice(0);
-    cudaDeviceSynchronize(); /* the workers are idle: none holds the double's lock across fork */
     pid = fork();
     CU_ASSERT_FATAL(pid >= 0);
     if (pid == 0) {
-        alarm(10);
-        hoffdbl_set_strict(1);
-        (void)cudaFree(&local);
-        _exit(0); /* not reached: strict mode aborts */
+        /* exec, not just fork: the double's workers do not survive a fork */
+        unsetenv("HOFFDBL_STRICT");
+        execl("/proc/self/exe", "test_double", "strict-child", (char *)NULL);
+        _exit(127);
     }
     CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
     CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     static const struct hoff_test tests[] = {
         {"contexts", test_contexts},
         {"devices", test_devices},
@@ -723,6 +728,8 @@ int main(void) {
         {NULL, NULL},
     };
 
+    if (argc > 1 && strcmp(argv[1], "strict-child") == 0)
+        return strict_child();
     setenv("HOFFDBL_DEVICES", "2", 1);
     setenv("HOFFDBL_MEM", "67108864", 1);
     setenv("HOFFDBL_GBPS", "20", 1);
