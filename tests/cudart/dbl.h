@@ -14,6 +14,12 @@
 
 #include "hoffdbl.h"
 
+/* The entry points are the legacy-default-stream names the header declares without
+ * CUDA_API_PER_THREAD_DEFAULT_STREAM (cudaMemcpy, not cudaMemcpy_ptds). */
+#ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
+#error "the CUDA runtime double implements the legacy default stream only: build it without CUDA_API_PER_THREAD_DEFAULT_STREAM"
+#endif
+
 #define DBL_MAXDEV 8
 #define DBL_MAXS 512               /* streams ever created (ids are never reused: clocks) */
 #define DBL_PAGE ((size_t)2 << 20) /* the driver's migration unit (UVM_VA_BLOCK_SIZE) */
