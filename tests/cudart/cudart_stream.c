@@ -51,7 +51,7 @@ cudaError_t CUDARTAPI cudaStreamDestroy(cudaStream_t stream) {
     cudaError_t e;
 
     ENTER("cudaStreamDestroy");
-    if (!stream || stream == cudaStreamLegacy || stream == cudaStreamPerThread)
+    if (!stream || stream == cudaStreamLegacy)
         return dbl_ret(cudaErrorInvalidResourceHandle);
     s = dbl_stream_get(stream, "cudaStreamDestroy", &e);
     if (!s)

@@ -21,7 +21,7 @@
 #endif
 
 #define DBL_MAXDEV 8
-#define DBL_MAXS 512               /* streams ever created (ids are never reused: clocks) */
+#define DBL_MAXS 2048              /* streams ever created (ids are never reused: clocks) */
 #define DBL_PAGE ((size_t)2 << 20) /* the driver's migration unit (UVM_VA_BLOCK_SIZE) */
 #define DBL_HOST (-1)
 #define DBL_NONE (-2)

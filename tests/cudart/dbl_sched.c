@@ -223,7 +223,13 @@ struct CUstream_st *dbl_stream_get(cudaStream_t h, const char *call, cudaError_t
 
     *e = cudaSuccess;
     dbl_need_ctx();
-    if (h == NULL || h == cudaStreamLegacy || h == cudaStreamPerThread) {
+    if (h == cudaStreamPerThread) {
+        dbl_hard(CHK_HANDLE, call, h, "cudaStreamPerThread: the double models the legacy default "
+                 "stream only (NULL or cudaStreamLegacy)");
+        *e = cudaErrorInvalidResourceHandle;
+        return NULL;
+    }
+    if (h == NULL || h == cudaStreamLegacy) {
         if (!G.legacy[d] && !dbl_stream_new(d, 0, 0, 1)) {
             *e = cudaErrorMemoryAllocation;
             return NULL;

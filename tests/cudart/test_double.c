@@ -361,6 +361,23 @@ static void test_unrecorded_event(void) {
     cudaStreamDestroy(s);
 }
 
+static void test_handles(void) {
+    cudaStream_t s = mk_stream(cudaStreamNonBlocking);
+    int x = 0;
+
+    snap();
+    CU_ASSERT_EQUAL(cudaStreamSynchronize(s), cudaSuccess); /* passes */
+    CU_ASSERT_EQUAL(HARD_DELTA(), 0);
+    CU_ASSERT_EQUAL(cudaStreamDestroy(s), cudaSuccess);
+    CU_ASSERT_EQUAL(cudaStreamSynchronize(s), cudaErrorInvalidResourceHandle); /* destroyed */
+    CU_ASSERT_EQUAL(cudaLaunchHostFunc((cudaStream_t)(void *)&x, set_flag, &x),
+                    cudaErrorInvalidResourceHandle); /* never a stream */
+    CU_ASSERT_EQUAL(cudaStreamSynchronize(cudaStreamPerThread), cudaErrorInvalidResourceHandle);
+    CU_ASSERT_EQUAL(HARD_DELTA(), 3);
+    CU_ASSERT_EQUAL(cudaGetLastError(), cudaErrorInvalidResourceHandle);
+    CU_ASSERT_EQUAL(flag(&x), 0);
+}
+
 struct other_dev {
     cudaStream_t s1;
     cudaEvent_t e0;
@@ -716,6 +733,7 @@ int main(int argc, char **argv) {
         {"legacy_stream", test_legacy_stream},
         {"event_generations", test_event_generations},
         {"unrecorded_event", test_unrecorded_event},
+        {"handles", test_handles},
         {"device_mismatch", test_device_mismatch},
         {"pointers", test_pointers},
         {"residency_and_meminfo", test_residency_and_meminfo},
