@@ -333,7 +333,7 @@ static cudaError_t copy_common(const char *call, void *dst, const void *src, int
             memcpy(c, &s->clock, sizeof *c);
         dbl_wait_stream(s, target);
         if (c)
-            dbl_host_join(c);
+            dbl_host_join(c->v, G.nstreams);
         free(c);
     }
     return cudaSuccess;

@@ -77,7 +77,7 @@ cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t stream) {
     memcpy(c, &s->clock, sizeof *c);
     target = s->enq;
     dbl_wait_stream(s, target);
-    dbl_host_join(c);
+    dbl_host_join(c->v, G.nstreams);
     free(c);
     return dbl_ret(cudaSuccess);
 }
@@ -92,7 +92,7 @@ cudaError_t CUDARTAPI cudaStreamQuery(cudaStream_t stream) {
         return dbl_ret(e);
     if (s->done < s->enq)
         return dbl_ret(cudaErrorNotReady); /* a last error too, as PyTorch assumes */
-    dbl_host_join(&s->clock);
+    dbl_host_join(s->clock.v, G.nstreams);
     return dbl_ret(cudaSuccess);
 }
 
@@ -187,7 +187,7 @@ cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t event) {
     ev->dead = 1;
     ev->magic = 0;
     if (ev->pending == 0)
-        free(ev); /* else the last pending record frees it */
+        dbl_event_free(ev); /* else the last pending record frees it */
     return dbl_ret(cudaSuccess);
 }
 
@@ -209,6 +209,13 @@ cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
                  "to device %d", ev->dev, s->dev);
         return dbl_ret(cudaErrorInvalidResourceHandle);
     }
+    if (ev->nvc < G.nstreams) {
+        uint32_t *vc = realloc(ev->vc, (size_t)G.nstreams * sizeof *vc);
+
+        if (!vc)
+            return dbl_ret(cudaErrorMemoryAllocation);
+        ev->vc = vc;
+    }
     op = dbl_op_new(OP_RECORD);
     op->ev = ev;
     op->gen = ++ev->gen;
@@ -217,7 +224,8 @@ cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
     dbl_enqueue(s, op);
     ev->s = s;
     ev->target = s->enq;
-    memcpy(&ev->clock, &s->clock, sizeof ev->clock);
+    ev->nvc = G.nstreams;
+    memcpy(ev->vc, s->clock.v, (size_t)ev->nvc * sizeof *ev->vc);
     return dbl_ret(cudaSuccess);
 }
 
@@ -233,16 +241,17 @@ cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t event) {
         return dbl_ret(cudaSuccess);
     if (ev->s->done < ev->target)
         return dbl_ret(cudaErrorNotReady); /* a last error too, as PyTorch assumes */
-    dbl_host_join(&ev->clock);
+    dbl_host_join(ev->vc, ev->nvc);
     return dbl_ret(cudaSuccess);
 }
 
 cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t event) {
     struct CUevent_st *ev;
     struct CUstream_st *s;
-    struct dbl_vc *c;
+    uint32_t *c;
     uint64_t target;
     cudaError_t e;
+    int n;
 
     ENTER("cudaEventSynchronize");
     ev = event_get(event, "cudaEventSynchronize", &e);
@@ -250,14 +259,15 @@ cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t event) {
         return dbl_ret(e);
     if (!event_usable(ev, "cudaEventSynchronize", 0))
         return dbl_ret(cudaSuccess);
-    c = malloc(sizeof *c);
+    n = ev->nvc;
+    c = malloc((size_t)n * sizeof *c);
     if (!c)
         return dbl_ret(cudaErrorMemoryAllocation);
-    memcpy(c, &ev->clock, sizeof *c);
+    memcpy(c, ev->vc, (size_t)n * sizeof *c);
     s = ev->s;
     target = ev->target; /* the record made before this call; ev may be re-recorded meanwhile */
     dbl_wait_stream(s, target);
-    dbl_host_join(c);
+    dbl_host_join(c, n);
     free(c);
     return dbl_ret(cudaSuccess);
 }
@@ -308,9 +318,9 @@ cudaError_t CUDARTAPI cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event
     op->waits[0].s = ev->s;
     op->waits[0].target = ev->target;
     op->nwait = 1;
-    for (int i = 0; i < G.nstreams; i++)
-        if (ev->clock.v[i] > s->clock.v[i])
-            s->clock.v[i] = ev->clock.v[i];
+    for (int i = 0; i < ev->nvc; i++)
+        if (ev->vc[i] > s->clock.v[i])
+            s->clock.v[i] = ev->vc[i];
     dbl_enqueue(s, op);
     return dbl_ret(cudaSuccess);
 }

@@ -112,7 +112,8 @@ struct CUevent_st {
     struct CUstream_st *s;  /* stream of the last record (NULL: never recorded) */
     uint64_t target;        /* its position on s */
     uint64_t t_ns;          /* when the record of generation `gen` ran (0: not yet) */
-    struct dbl_vc clock;    /* s's clock at the last record */
+    uint32_t *vc;           /* s's clock at the last record (nvc entries: the streams then) */
+    int nvc;
 };
 
 #define DBL_SMAGIC 0x5354524du
@@ -192,7 +193,8 @@ struct CUstream_st *dbl_stream_get(cudaStream_t s, const char *call, cudaError_t
 struct CUstream_st *dbl_stream_new(int dev, unsigned flags, int prio, int legacy);
 struct dbl_op *dbl_op_new(enum dbl_opkind k);
 void dbl_enqueue(struct CUstream_st *s, struct dbl_op *op);
-void dbl_host_join(const struct dbl_vc *c);
+void dbl_host_join(const uint32_t *v, int n);
+void dbl_event_free(struct CUevent_st *ev);
 void dbl_wait_stream(struct CUstream_st *s, uint64_t target);
 void dbl_sync_all(int dev);  /* dev < 0: every device */
 int dbl_vc_before(const struct dbl_vc *c, const struct dbl_epoch *e);

@@ -153,8 +153,22 @@ static int kept(const struct dbl_alloc *a, size_t i, const struct dbl_alloc *ka,
 
 /* Make `need` bytes free on dev: reclaim discarded pages first (their contents are dead), then
  * evict the least recently used resident managed pages to the host, as the UVM driver does.
- * Pages [keep_lo, keep_hi) of keep_a are never chosen.  0, or -1 when even that is not enough. */
+ * Pages [keep_lo, keep_hi) of keep_a are never chosen.  0, or -1 (and nothing moved) when even
+ * that is not enough. */
 int dbl_room(int dev, uint64_t need, const struct dbl_alloc *keep_a, size_t keep_lo, size_t keep_hi) {
+    uint64_t movable = 0;
+
+    if (dbl_dev_free(dev) >= need)
+        return 0;
+    for (size_t k = 0; k < G.allocs.n; k++) { /* fail before evicting anything in vain */
+        struct dbl_alloc *a = G.allocs.v[k].item;
+
+        for (size_t i = 0; i < a->npages; i++)
+            if (a->pages[i].hold == dev && !kept(a, i, keep_a, keep_lo, keep_hi))
+                movable += dbl_page_bytes(a, i);
+    }
+    if (dbl_dev_free(dev) + movable < need)
+        return -1;
     for (size_t k = 0; k < G.allocs.n && dbl_dev_free(dev) < need; k++) {
         struct dbl_alloc *a = G.allocs.v[k].item;
 

@@ -35,8 +35,16 @@ static void vc_join(struct dbl_vc *into, const struct dbl_vc *from) {
             into->v[i] = from->v[i];
 }
 
-void dbl_host_join(const struct dbl_vc *c) {
-    vc_join(&G.host, c);
+/* The host has synchronised with a point whose clock is v[0..n). */
+void dbl_host_join(const uint32_t *v, int n) {
+    for (int i = 0; i < n; i++)
+        if (v[i] > G.host.v[i])
+            G.host.v[i] = v[i];
+}
+
+void dbl_event_free(struct CUevent_st *ev) {
+    free(ev->vc);
+    free(ev);
 }
 
 int dbl_vc_before(const struct dbl_vc *c, const struct dbl_epoch *e) {
@@ -130,7 +138,7 @@ static void run_op(struct CUstream_st *s, struct dbl_op *op) {
         if (op->gen == ev->gen)
             ev->t_ns = dbl_now_ns();
         if (--ev->pending == 0 && ev->dead)
-            free(ev);
+            dbl_event_free(ev);
         break;
     case OP_COPY:
     case OP_SET:
@@ -280,7 +288,7 @@ void dbl_sync_all(int dev) {
     for (int i = 0; i < n; i++)
         if (dev < 0 || G.streams[i]->dev == dev)
             dbl_wait_stream(G.streams[i], targets[i]);
-    dbl_host_join(c);
+    dbl_host_join(c->v, G.nstreams);
     free(c);
     free(targets);
 }

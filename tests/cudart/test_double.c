@@ -547,6 +547,7 @@ static void test_cudamalloc_evicts(void) {
     /* Device memory is never evicted: this needs more than every managed page gives back. */
     CU_ASSERT_EQUAL(cudaMalloc(&d2, 40 * MiB), cudaErrorMemoryAllocation);
     CU_ASSERT_EQUAL(cudaGetLastError(), cudaErrorMemoryAllocation);
+    CU_ASSERT_EQUAL(hoffdbl_device_resident(0), 32 * MiB); /* nothing evicted in vain */
     CU_ASSERT_EQUAL(cudaMalloc(&d2, 32 * MiB), cudaSuccess); /* evicting all of them is enough */
     CU_ASSERT_EQUAL(hoffdbl_device_resident(0), 0);
     cudaFree(d);
