@@ -1,7 +1,8 @@
 #!/bin/sh
 # tsan.sh — ThreadSanitizer over the code paths where the training thread and hoff's issuing thread share
 # state through hoff-plan's recorder (timeline and export swap the backend's table and read the step from the
-# issuer), and over the multi-threaded integrity suite: any race report fails.  Run by ./quickstart test on a
+# issuer), over the multi-threaded integrity suite and over the CUDA runtime double (tests/cudart/, where built):
+# any race report fails.  Run by ./quickstart test on a
 # build configured with -fsanitize=thread (TSAN=1 in the environment); skips (77) elsewhere, since a plain or
 # ASan build cannot see races.  Runs in the build directory; reads the traces from $srcdir.
 set -u
@@ -35,4 +36,10 @@ trace=$srcdir/tests/data/traces/gpt.trace.gz
 run "hoff-plan timeline" ./hoff-plan timeline "$trace" --budget 50% -o "$tmp.svg"
 run "hoff-plan export" ./hoff-plan export "$trace" --budget 50% --perfetto "$tmp.json"
 run "test_integrity (threads)" ./tests/test_integrity
+# The CUDA runtime double: its own suite, and test_cuda on it (the backend's threads against the stream
+# workers).  Built only where configure found the CUDA headers.
+if [ -x ./tests/cudart/test_double ]; then
+    run "test_double (CUDA runtime double)" ./tests/cudart/test_double
+    run "test_cuda on the CUDA runtime double" sh "$srcdir/tests/cudart/test_cuda_double.sh"
+fi
 exit $fail
