@@ -485,7 +485,7 @@ static void test_sim_ranges(void) {
         CU_ASSERT_EQUAL_FATAL(m[i], 0x5A);
     /* discard, fault and populate on a page */
     CU_ASSERT_EQUAL(be->ops->discard(be, m + 6 * MiB, 2 * MiB, NULL, NULL), 0);
-    CU_ASSERT_EQUAL(be->ops->populate(be, m + 6 * MiB, 2 * MiB), 0);
+    CU_ASSERT_EQUAL(be->ops->populate(be, m + 6 * MiB, 2 * MiB, NULL), 0);
     CU_ASSERT_EQUAL(be->ops->evict(be, m, 2 * MiB, NULL, NULL), 0);
     CU_ASSERT_EQUAL(be->ops->fault(be, m, 2 * MiB, NULL, NULL), 0);
     CU_ASSERT_EQUAL(m[0], 1);

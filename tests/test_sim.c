@@ -443,15 +443,15 @@ static void test_discard(void) {
     fill(a, 2 * MiB, 8);
     CU_ASSERT_EQUAL(be->ops->discard(be, a, 2 * MiB, NULL, NULL), 0);
     t = be->ops->clock_ns(be);
-    CU_ASSERT_EQUAL(be->ops->populate(be, a, 2 * MiB), 0);
+    CU_ASSERT_EQUAL(be->ops->populate(be, a, 2 * MiB, NULL), 0);
     CU_ASSERT_EQUAL(be->ops->clock_ns(be), t);
     CU_ASSERT_EQUAL(ctr(be).device_used, 2 * MiB);
     CU_ASSERT(all_poison(a, 2 * MiB));
-    CU_ASSERT_EQUAL(be->ops->populate(be, a, 2 * MiB), 0); /* resident: no-op */
+    CU_ASSERT_EQUAL(be->ops->populate(be, a, 2 * MiB, NULL), 0); /* resident: no-op */
     CU_ASSERT_EQUAL(ctr(be).device_used, 2 * MiB);
     fill(a, 2 * MiB, 9);
     CU_ASSERT_EQUAL(be->ops->evict(be, a, 2 * MiB, NULL, NULL), 0);
-    CU_ASSERT_EQUAL(be->ops->populate(be, a, 2 * MiB), 0);
+    CU_ASSERT_EQUAL(be->ops->populate(be, a, 2 * MiB, NULL), 0);
     CU_ASSERT(all_poison(a, 2 * MiB));
     CU_ASSERT_EQUAL(ctr(be).faults, 0);
     be->ops->event_destroy(be, done);
@@ -510,7 +510,7 @@ static void test_protect(void) {
 
     CU_ASSERT_EQUAL(be->ops->discard(be, b, 2 * MiB, NULL, NULL), 0);
     CU_ASSERT_EQUAL(child_reads(b), 42);
-    CU_ASSERT_EQUAL(be->ops->populate(be, b, 2 * MiB), 0);
+    CU_ASSERT_EQUAL(be->ops->populate(be, b, 2 * MiB, NULL), 0);
     CU_ASSERT_EQUAL(child_reads(b), 0);
     CU_ASSERT(all_poison(b, 2 * MiB));
 
@@ -618,7 +618,7 @@ static void test_many(void) {
     }
     CU_ASSERT_EQUAL(ctr(be).device_used, (uint64_t)(N / 2) * (GRAIN + 1024));
     for (i = 1; i < N; i += 2)
-        CU_ASSERT_EQUAL(be->ops->populate(be, m[i], GRAIN), 0);
+        CU_ASSERT_EQUAL(be->ops->populate(be, m[i], GRAIN, NULL), 0);
     be->ops->close(be); /* the odd ones are released here (ASan checks) */
     free(m);
     free(d);
@@ -730,7 +730,7 @@ static void *worker_main(void *arg) {
             break;
         default:
             if (be->ops->discard(be, m[j], GRAIN, NULL, NULL) ||
-                be->ops->populate(be, m[j], GRAIN))
+                be->ops->populate(be, m[j], GRAIN, NULL))
                 w->errors++;
             seed[j] += 1000;
             fill(m[j], GRAIN, seed[j]);

@@ -110,8 +110,10 @@ struct hoff__backend_ops {
      * the driver does this by itself and the op only keeps its books). */
     int (*fault)(struct hoff__backend *be, void *p, size_t size, hoff_stream s,
                  uint64_t *stall_ns);
-    /* Make a discarded mapping resident again with undefined contents. */
-    int (*populate)(struct hoff__backend *be, void *p, size_t size);
+    /* Make a discarded mapping resident again with undefined contents; work
+     * queued on stream s from now on (the block's new user) is ordered
+     * after it, since a write concurrent with a discard is undefined. */
+    int (*populate)(struct hoff__backend *be, void *p, size_t size, hoff_stream s);
 
     /* Copy n bytes between host memory and any hoff memory (tests, tools);
      * synchronous. */

@@ -64,7 +64,9 @@
  * D2H stream, not the H2D one: a discard runs on the D2H stream, and a
  * prefetch concurrent with a discard of the same range is undefined
  * behaviour, so stream order keeps it after any discard of the block.  The
- * caller does not wait.
+ * caller does not wait, but its stream is made to wait (an event), since its
+ * kernels write the block next and a write concurrent with a discard is
+ * undefined too.
  *
  * host_drop (the host copy of a spilled block is dead) discards the range on
  * a stream of its own, so it waits for nothing but itself, not for the
@@ -895,7 +897,23 @@ static int cuda_fault(struct hoff__backend *be, void *p, size_t size, hoff_strea
     return 0;
 }
 
-static int cuda_populate(struct hoff__backend *be, void *p, size_t size) {
+/* Work queued on s from now on waits for what is queued on the D2H stream
+ * so far (a populate's discard: a write concurrent with it is undefined). */
+static int order_after_d2h(struct cuda_be *b, hoff_stream s) {
+    cudaEvent_t ev;
+    cudaError_t e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+
+    if (e != cudaSuccess)
+        return cuda_fail(e, "cudaEventCreateWithFlags(populate's fence)");
+    e = cudaEventRecord(ev, b->d2h);
+    if (e == cudaSuccess)
+        e = cudaStreamWaitEvent(cstream(s), ev, 0);
+    if (cudaEventDestroy(ev) != cudaSuccess) /* released once it completes */
+        (void)cudaGetLastError();
+    return e == cudaSuccess ? 0 : cuda_fail(e, "ordering stream %p after a populate", s);
+}
+
+static int cuda_populate(struct hoff__backend *be, void *p, size_t size, hoff_stream s) {
     struct cuda_be *b = cbe(be);
     int saved, rc;
 
@@ -911,7 +929,7 @@ static int cuda_populate(struct hoff__backend *be, void *p, size_t size) {
         cudaError_t e = cudaMemDiscardAndPrefetchBatchAsync(ptrs, sizes, 1, loc, idx, 1, 0, b->d2h);
 
         if (e == cudaSuccess)
-            goto out;
+            goto order;
         (void)cudaGetLastError();
         __atomic_store_n(&b->dap_ok, 0, __ATOMIC_RELAXED);
         hoff__log(HOFF_LOG_WARN, "cuda: cudaMemDiscardAndPrefetchBatchAsync refused (%s); discarded blocks "
@@ -920,9 +938,15 @@ static int cuda_populate(struct hoff__backend *be, void *p, size_t size) {
     }
 #endif
     rc = prefetch_device(b, p, size, b->d2h);
+    if (rc)
+        goto out;
 #if HAVE_DECL_CUDAMEMDISCARDANDPREFETCHBATCHASYNC
-out:
+order:
 #endif
+    /* The new user's work, and the caller's host code after it, come after
+     * it: a write concurrent with a discard is undefined. */
+    rc = order_after_d2h(b, s);
+out:
     dev_leave(b, saved);
     return rc;
 }

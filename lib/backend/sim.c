@@ -887,7 +887,8 @@ out:
     return rc;
 }
 
-static int sim_populate(struct hoff__backend *be, void *p, size_t size) {
+static int sim_populate(struct hoff__backend *be, void *p, size_t size, hoff_stream st) {
+    /* st: one compute timeline, and the pages are shown now */
     struct sim *s = to_sim(be);
     struct range r;
     uint64_t shown = 0;

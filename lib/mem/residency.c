@@ -907,7 +907,7 @@ int hoff__res_on_alloc(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
         rc = hoff__res_next(b->state, HOFF__EV_POPULATE);
         if (rc < 0)
             return rc;
-        rc = be->ops->populate(be, b->ptr, b->size);
+        rc = be->ops->populate(be, b->ptr, b->size, s);
         if (rc)
             return rc;
     }

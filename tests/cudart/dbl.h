@@ -154,6 +154,7 @@ struct dbl_state {
     struct dbl_inject inj[32];
     int allow[8];                   /* per check kind: failures that only count */
     struct hoffdbl_stats st;
+    uint64_t ncalls[64];            /* entries per runtime function (dbl_calls' index) */
 };
 
 extern struct dbl_state G;

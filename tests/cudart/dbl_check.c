@@ -13,6 +13,8 @@
 
 struct dbl_state G = {.lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
+extern const char *const dbl_calls[]; /* cudart.c: every runtime function the double implements */
+
 static __thread cudaError_t tls_last = cudaSuccess;
 static __thread int tls_dev = 0;
 
@@ -96,6 +98,11 @@ cudaError_t dbl_enter(const char *call) {
 
     pthread_mutex_lock(&G.lock);
     dbl_init_locked();
+    for (i = 0; dbl_calls[i] && i < sizeof G.ncalls / sizeof G.ncalls[0]; i++)
+        if (strcmp(dbl_calls[i], call) == 0) {
+            G.ncalls[i]++;
+            break;
+        }
     if (G.sticky != cudaSuccess)
         return G.sticky;
     for (i = 0; i < sizeof G.inj / sizeof G.inj[0]; i++) {
@@ -262,7 +269,18 @@ void dbl_set_del(struct dbl_set *s, size_t idx) {
 
 /* ---- the harness's controls ---------------------------------------------------------------------- */
 
-extern const char *const dbl_calls[];
+
+uint64_t hoffdbl_calls(const char *call) {
+    uint64_t n = 0;
+    size_t i;
+
+    pthread_mutex_lock(&G.lock);
+    for (i = 0; call && dbl_calls[i] && i < sizeof G.ncalls / sizeof G.ncalls[0]; i++)
+        if (strcmp(dbl_calls[i], call) == 0)
+            n = G.ncalls[i];
+    pthread_mutex_unlock(&G.lock);
+    return n;
+}
 
 void hoffdbl_set_strict(int strict) {
     pthread_mutex_lock(&G.lock);

@@ -320,11 +320,14 @@ static size_t move_range(struct dbl_range *r, int dev) {
         pg->lp_type = (int8_t)r->loc.type;
         pg->lp_id = r->loc.id;
         if (host) {
-            if (was != DBL_HOST && was != DBL_NONE)
+            if (was != DBL_HOST && was != DBL_NONE) {
                 moved += dbl_page_bytes(a, i);
+                G.st.migrated_d2h_bytes += dbl_page_bytes(a, i);
+            }
             page_to_host(a, i);
         } else if (page_to_dev(a, i, r->loc.id, lo, hi) == 0 && was != r->loc.id && was != DBL_NONE) {
             moved += dbl_page_bytes(a, i);
+            G.st.migrated_h2d_bytes += dbl_page_bytes(a, i);
         }
     }
     (void)dev;

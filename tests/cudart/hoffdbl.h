@@ -36,6 +36,8 @@ struct hoffdbl_stats {
     /* additions */
     uint64_t lazy_reclaims, lazy_reclaimed_bytes; /* discarded pages whose memory pressure freed */
     uint64_t poisoned_bytes;       /* bytes filled with HOFFDBL_POISON by discards */
+    uint64_t migrated_d2h_bytes;   /* bytes prefetches moved device -> host (what a copy engine carries) */
+    uint64_t migrated_h2d_bytes;   /* bytes prefetches moved host -> device (a discarded page carries none) */
 };
 
 void hoffdbl_stats(struct hoffdbl_stats *out);
@@ -56,6 +58,10 @@ uint64_t hoffdbl_device_resident(int device);   /* managed bytes resident on dev
 void hoffdbl_reset(void);
 /* Bytes of device memory held by discarded managed pages not yet reclaimed (lazy free). */
 uint64_t hoffdbl_device_discarded(int device);
+
+/* How many times the runtime function `call` was entered (hoffdbl_fail's names), including calls
+ * that failed; 0 for an unknown name. */
+uint64_t hoffdbl_calls(const char *call);
 
 /* The byte a discard fills the discarded range with. */
 #define HOFFDBL_POISON 0xDB

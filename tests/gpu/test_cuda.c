@@ -528,7 +528,7 @@ static void test_backend(int device, size_t cap) {
     R.discard_rise = f1 - f0;
     note("device free memory changed by %+.1f MiB after discard (informational)", mib(f1 - f0));
     f0 = f1;
-    rc = be->ops->populate(be, a, BLK);
+    rc = be->ops->populate(be, a, BLK, NULL);
     check(rc == 0, "populate: rc %d %s", rc, rc ? hoff_last_error() : "");
     check(be->ops->sync(be) == 0, "sync after populate");
     f1 = dev_free();
