@@ -45,9 +45,10 @@ struct dbl_page {
     int8_t pref_type;   /* preferred location (advice), 0: none */
     int lp_id, pref_id;
     uint64_t lru;       /* last use tick on the device */
-    uint16_t nacc, ndis;
+    uint16_t nacc, ndis, nmov;
     struct dbl_epoch *acc; /* last declared access per stream */
     struct dbl_epoch *dis; /* last discard per stream */
+    struct dbl_epoch *mov; /* last prefetch (eviction or not) per stream */
 };
 
 enum dbl_kind { DBL_DEVICE = 1, DBL_MANAGED, DBL_PINNED };

@@ -93,6 +93,7 @@ void dbl_alloc_destroy(struct dbl_alloc *a) {
         hold_set(a, i, -1);
         free(a->pages[i].acc);
         free(a->pages[i].dis);
+        free(a->pages[i].mov);
     }
     if (dbl_set_find(&G.allocs, (uintptr_t)a->base, &idx) == a)
         dbl_set_del(&G.allocs, idx);
@@ -263,6 +264,9 @@ void dbl_pages_enqueued(struct CUstream_st *s, struct dbl_alloc *a, size_t lo, s
                              "discard or not", write ? "write" : "read", s->id, pg->dis[k].sid,
                              pg->dis[k].at);
                 }
+            for (uint16_t k = 0; k < pg->nmov; k++)
+                if (!dbl_vc_before(&s->clock, &pg->mov[k]))
+                    G.st.move_races++; /* legal (concurrent managed access): a cost */
             epoch_put(&pg->acc, &pg->nacc, me);
             continue;
         }
@@ -281,6 +285,8 @@ void dbl_pages_enqueued(struct CUstream_st *s, struct dbl_alloc *a, size_t lo, s
         }
         if (what == DBL_DISCARD)
             epoch_put(&pg->dis, &pg->ndis, me);
+        else
+            epoch_put(&pg->mov, &pg->nmov, me);
     }
 }
 

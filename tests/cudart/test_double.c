@@ -682,12 +682,24 @@ static void test_discard_races(void) {
     discard(m, 4 * MiB, NULL); /* legacy stream: s1 is non-blocking, so not ordered */
     CU_ASSERT_EQUAL(now().discard_races - st0.discard_races, 2);
     cudaDeviceSynchronize();
-    /* A prefetch racing a declared access is legal: counted, no hard error. */
+    /* A prefetch racing a declared access is legal: counted, no hard error; either way round. */
     snap();
     hoffdbl_launch(s1, &use, 1, NULL, NULL);
     prefetch(m, 4 * MiB, -1, s2);
     CU_ASSERT_EQUAL(now().move_races - st0.move_races, 2);
+    hoffdbl_launch(s1, &use, 1, NULL, NULL); /* not ordered after the prefetch either */
+    CU_ASSERT_EQUAL(now().move_races - st0.move_races, 4);
     CU_ASSERT_EQUAL(HARD_DELTA(), 0);
+    cudaDeviceSynchronize();
+    snap();
+    prefetch(m, 4 * MiB, 0, s2);
+    cudaEventRecord(ev, s2);
+    cudaStreamWaitEvent(s1, ev, 0);
+    hoffdbl_launch(s1, &use, 1, NULL, NULL); /* ordered: not counted */
+    cudaEventRecord(ev, s1);
+    cudaStreamWaitEvent(s2, ev, 0);
+    prefetch(m, 4 * MiB, -1, s2);
+    CU_ASSERT_EQUAL(now().move_races, st0.move_races);
     cudaDeviceSynchronize();
     cudaEventDestroy(ev);
     cudaStreamDestroy(s1);
