@@ -357,10 +357,10 @@ HOFF_API int hoff_sim_compute(hoff_ctx *ctx, hoff_stream stream, uint64_t ns);
     X(discard_fallbacks, "discards done as evictions: the driver refused the discard, or has none") \
     X(host_drop_refusals, "host copies of spilled blocks the driver would not drop (they keep host pages)") \
     X(device_squeezes, "times the device pool left less room than the budget, so hoff kept less resident") \
-    X(driver_drift_samples, "times hoff compared its books with the device's free memory (step ends)") \
-    X(driver_drift_bytes, "last sample: bytes hoff counts on the device that the device does not hold") \
-    X(driver_drift_max_bytes, "largest driver_drift_bytes seen") \
-    X(device_foreign_bytes, "last sample: device memory in use that is not hoff's (context, others)")
+    X(driver_drift_samples, "moves measured against the device's free memory") \
+    X(driver_drift_moves, "measured moves that found pages the driver had moved behind hoff's books") \
+    X(driver_drift_bytes, "bytes those moves found already moved (evicted, or faulted back) by the driver") \
+    X(device_foreign_bytes, "at the last step's end: device memory in use that is not a live hoff block")
 
 struct hoff_stats {
     uint32_t version; /* HOFF_STATS_VERSION */

@@ -106,8 +106,8 @@ struct hoff__backend_ops {
 
     /* fault, populate and the tier ops below take ranges as the transfers do.
      * A mapping that is not resident is used by work on stream s: page it in
-     * now (on demand).  *stall_ns gets the time s waited (sim; 0 on cuda, where
-     * the driver does this by itself and the op only keeps its books). */
+     * before that work (sim: now; cuda: a prefetch on s).  *stall_ns gets the
+     * time s waited (sim; 0 on cuda, where s itself waits). */
     int (*fault)(struct hoff__backend *be, void *p, size_t size, hoff_stream s,
                  uint64_t *stall_ns);
     /* Make a discarded mapping resident again with undefined contents; work

@@ -21,10 +21,11 @@
  *     and nothing pulls the data back by itself: SetPreferredLocation never
  *     migrates, and access-counter migration is off on PCIe systems.
  *   - The only thing that brings an evicted block back unasked is a GPU
- *     access.  hoff's model for that is "a fault: the driver pages the block
- *     in" (fault op, hoff_access, DESIGN.md).  With the preferred location on
- *     the device, a GPU fault on a host-resident page migrates it to the
- *     device, where it runs at HBM speed.  Advising "host" while evicted would
+ *     access.  An access mark of a block that is away pages it in with one
+ *     prefetch on the user's stream (fault op, hoff_access); a GPU access
+ *     without a mark faults it in, and with the preferred location on the
+ *     device a GPU fault on a host-resident page migrates it to the device,
+ *     where it runs at HBM speed.  Advising "host" while evicted would
  *     instead map the host pages remotely (uncached, over PCIe, for every
  *     access of every kernel), and the books would call resident a block that
  *     is not.
@@ -888,13 +889,24 @@ record:
     return rc ? rc : rc2;
 }
 
+/* A block used while away: page it in with one prefetch on the user's
+ * stream, ordered before the kernels that use it, rather than leave the
+ * driver to fault it in 64 KiB at a time behind hoff's books (the preferred
+ * location, the device, is the fallback if this fails).  The caller's thread
+ * pays the call; the stream waits for the copy (the sim's stall). */
 static int cuda_fault(struct hoff__backend *be, void *p, size_t size, hoff_stream s,
                       uint64_t *stall_ns) {
-    /* The driver pages the block in when the GPU touches it (its preferred
-     * location is the device); the caller only keeps its books. */
+    struct cuda_be *b = cbe(be);
+    int saved, rc;
+
     if (stall_ns)
         *stall_ns = 0;
-    return 0;
+    rc = dev_enter(b, &saved);
+    if (rc)
+        return rc;
+    rc = prefetch_device(b, p, size, cstream(s));
+    dev_leave(b, saved);
+    return rc;
 }
 
 /* Work queued on s from now on waits for what is queued on the D2H stream

@@ -185,6 +185,7 @@ HOFF_API int hoff_shutdown(hoff_ctx *ctx) {
     LOCK(ctx);
     hoff__res_wait_all(ctx);
     ctx->be->ops->sync(ctx->be);
+    hoff__guard_close(ctx);
     leaked = ctx->table.count;
     if (leaked)
         hoff__log(HOFF_LOG_WARN, "shutdown with %zu blocks still allocated; releasing them", leaked);
@@ -540,7 +541,7 @@ HOFF_API int hoff_step_end(hoff_ctx *ctx) {
     ctx->st.steps++;
     ctx->st.last_step_ns = now - ctx->step_start_ns;
     rc = hoff__pipe_step_end(ctx);
-    hoff__guard_sample(ctx); /* once a step: the driver's view against the books */
+    hoff__guard_sample(ctx); /* once a step: the device memory that is not hoff's */
     hoff__publish_now(ctx);
     UNLOCK(ctx);
     return rc;

@@ -15,6 +15,7 @@
 
 #include "core/context.h"
 #include "core/core.h"
+#include "mem/block.h"
 #include "mem/guard.h"
 #include "mem/residency.h"
 
@@ -27,7 +28,6 @@ int hoff__guard_init(struct hoff_ctx *ctx) {
     if (rc)
         return hoff__error(rc, "cannot read the device's memory size (%s)", hoff_strerror(rc));
     ctx->guard.total = total_b;
-    hoff__guard_sample(ctx); /* the baseline: what others hold before hoff maps anything */
     if (ctx->cfg.oversubscribe || !ctx->cfg.budget_bytes)
         return 0;
     if (ctx->cfg.budget_bytes + ctx->cfg.oversub_margin_bytes > total_b)
@@ -112,25 +112,93 @@ int hoff__guard_check_device(void *arg, size_t bytes) {
 }
 
 void hoff__guard_sample(struct hoff_ctx *ctx) {
-    uint64_t free_b = 0, total_b = 0, used, sure, seen;
-    struct hoff_stats *st = &ctx->st;
+    uint64_t free_b = 0, total_b = 0, used, mine;
 
     if (ctx->be->ops->mem_info(ctx->be, &free_b, &total_b) != 0 || free_b > total_b)
         return;
     used = total_b - free_b;
-    /* What hoff is sure the device holds: its device pool, and the offload
-     * blocks resident by its books whose moves have all landed. */
-    sure = ctx->pools[HOFF__POOL_DEVICE].mapped_bytes + ctx->res.resident;
-    sure = sure > ctx->res.evicting + ctx->res.from_host ? sure - ctx->res.evicting - ctx->res.from_host : 0;
-    if (!ctx->guard.sampled) {
-        ctx->guard.foreign0 = used > sure ? used - sure : 0;
-        ctx->guard.sampled = 1;
+    mine = ctx->pools[HOFF__POOL_DEVICE].mapped_bytes + ctx->res.resident;
+    ctx->st.device_foreign_bytes = used > mine ? used - mine : 0;
+}
+
+/* --- driver drift, measured on moves ---------------------------------------- */
+
+#define PROBE_EVERY_NS 1000000ull /* one measured move a millisecond at most */
+
+void hoff__guard_probe_issue(struct hoff_ctx *ctx, const struct hoff__block *b, int evict) {
+    struct hoff__guard *g = &ctx->guard;
+    uint64_t free_b = 0, total_b = 0, now;
+
+    if (g->probe) {
+        if (b != g->probe)
+            g->probe_spoiled = 1;
         return;
     }
-    st->driver_drift_samples++;
-    seen = used > ctx->guard.foreign0 ? used - ctx->guard.foreign0 : 0; /* hoff's share, as the device sees it */
-    st->driver_drift_bytes = sure > seen ? sure - seen : 0;
-    if (st->driver_drift_bytes > st->driver_drift_max_bytes)
-        st->driver_drift_max_bytes = st->driver_drift_bytes;
-    st->device_foreign_bytes = used > sure ? used - sure : 0;
+    /* Only a lone eviction of one block says something: a prefetch may
+     * take memory the driver still holds for discarded pages (freed lazily),
+     * so taking less than the block would not mean drift. */
+    if (evict != 1 || ctx->res.inf_head)
+        return;
+    if (g->fault_recorded && ctx->be->ops->event_query(ctx->be, g->fault_ev) != 0)
+        return; /* a page-in is still moving pages */
+    now = ctx->be->ops->clock_ns(ctx->be);
+    if (g->probe_last_ns && now - g->probe_last_ns < PROBE_EVERY_NS)
+        return;
+    if (ctx->be->ops->mem_info(ctx->be, &free_b, &total_b) != 0)
+        return;
+    g->probe = b;
+    g->probe_evict = evict;
+    g->probe_spoiled = 0;
+    g->probe_free0 = free_b;
+    g->probe_pool0 = ctx->pools[HOFF__POOL_DEVICE].mapped_bytes;
+    g->probe_last_ns = now;
+}
+
+void hoff__guard_fault(struct hoff_ctx *ctx, hoff_stream s) {
+    struct hoff__guard *g = &ctx->guard;
+
+    g->probe_spoiled = 1;
+    if (!g->fault_ev && ctx->be->ops->event_create(ctx->be, &g->fault_ev) != 0)
+        g->fault_ev = NULL;
+    if (g->fault_ev && ctx->be->ops->event_record(ctx->be, g->fault_ev, s) == 0)
+        g->fault_recorded = 1;
+    else /* cannot tell when it is done: measure nothing more */
+        g->probe_last_ns = UINT64_MAX - PROBE_EVERY_NS;
+}
+
+void hoff__guard_close(struct hoff_ctx *ctx) {
+    if (ctx->guard.fault_ev)
+        ctx->be->ops->event_destroy(ctx->be, ctx->guard.fault_ev);
+    ctx->guard.fault_ev = NULL;
+    ctx->guard.fault_recorded = 0;
+}
+
+void hoff__guard_probe_cancel(struct hoff_ctx *ctx, const struct hoff__block *b) {
+    if (ctx->guard.probe == b)
+        ctx->guard.probe = NULL;
+}
+
+void hoff__guard_probe_retire(struct hoff_ctx *ctx, const struct hoff__block *b, int rc) {
+    struct hoff__guard *g = &ctx->guard;
+    uint64_t free_b = 0, total_b = 0, moved;
+
+    if (g->probe != b)
+        return;
+    g->probe = NULL;
+    if (rc || g->probe_spoiled || ctx->pools[HOFF__POOL_DEVICE].mapped_bytes != g->probe_pool0 ||
+        ctx->be->ops->mem_info(ctx->be, &free_b, &total_b) != 0)
+        return;
+    if (g->probe_evict)
+        moved = free_b > g->probe_free0 ? free_b - g->probe_free0 : 0;
+    else
+        moved = g->probe_free0 > free_b ? g->probe_free0 - free_b : 0;
+    ctx->st.driver_drift_samples++;
+    if (moved < b->size) {
+        ctx->st.driver_drift_moves++;
+        ctx->st.driver_drift_bytes += b->size - moved;
+        HOFF__LOG_ONCE(HOFF_LOG_WARN, "the driver moved offload blocks behind hoff's books: %s of a %s block "
+                       "was not where hoff had it (cudaMalloc outside hoff, or kernels touching evicted blocks "
+                       "without an access mark; counted in driver_drift_bytes)",
+                       hoff__fmt_size(b->size - moved, (char[32]){0}, 32), hoff__fmt_size(b->size, (char[32]){0}, 32));
+    }
 }

@@ -6,14 +6,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend/backend.h"
+
 struct hoff_ctx;
+struct hoff__block;
 
 /* What the guard keeps between calls (struct hoff_ctx.guard). */
 struct hoff__guard {
     uint64_t total;        /* the device's memory, read at start */
     uint64_t growing;      /* bytes the device pool is about to map (its check is running) */
-    uint64_t foreign0;     /* device memory in use at start that was not hoff's */
-    int sampled;           /* foreign0 was read */
+    /* The move being measured against the device's free memory (drift): */
+    const struct hoff__block *probe;
+    int probe_evict;       /* 1 an eviction, 0 a prefetch */
+    int probe_spoiled;     /* something else moved meanwhile: no verdict */
+    uint64_t probe_free0, probe_pool0, probe_last_ns;
+    hoff__event *fault_ev; /* after the last page-in (on its user's stream) */
+    int fault_recorded;
 };
 
 /* Check the configuration against the device at start-up: a budget the
@@ -37,10 +45,27 @@ int hoff__guard_check_device(void *ctx, size_t bytes);
  * 0 = no such limit (HOFF_OVERSUBSCRIBE=1, or the size is unknown). */
 uint64_t hoff__guard_cap(const struct hoff_ctx *ctx);
 
-/* Compare hoff's books with the device's free memory (step ends; one
- * mem_info call): driver_drift_bytes is what hoff counts resident beyond
- * what the device holds, device_foreign_bytes the rest of its use.  The
- * first call takes the baseline. */
+/* Driver drift, measured on evictions (doc/design.md, "What hoff can and
+ * cannot know"): an eviction of one block issued while nothing else is in
+ * flight (at most one a millisecond) reads the device's free memory before
+ * it and after it lands; if it freed less than the block, the driver had
+ * already moved pages behind hoff's books (driver_drift_*).  Call
+ * probe_issue before a transfer is pushed (evict 1 an eviction, 0 a
+ * prefetch, -1 any other move; anything but the measured eviction spoils
+ * it), probe_cancel if the push failed, probe_retire when a block's transfer
+ * is retired. */
+void hoff__guard_probe_issue(struct hoff_ctx *ctx, const struct hoff__block *b, int evict);
+void hoff__guard_probe_cancel(struct hoff_ctx *ctx, const struct hoff__block *b);
+void hoff__guard_probe_retire(struct hoff_ctx *ctx, const struct hoff__block *b, int rc);
+/* A page-in or populate was queued on stream s (a block that was away or
+ * discarded is used):
+ * it spoils a measure in progress, and none starts before it is done.
+ * Free the event with hoff__guard_close. */
+void hoff__guard_fault(struct hoff_ctx *ctx, hoff_stream s);
+void hoff__guard_close(struct hoff_ctx *ctx);
+
+/* At a step's end (one mem_info call): device_foreign_bytes, the device
+ * memory in use that hoff does not count as a live block. */
 void hoff__guard_sample(struct hoff_ctx *ctx);
 
 #endif

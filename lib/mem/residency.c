@@ -344,11 +344,13 @@ static int issue_run(struct hoff_ctx *ctx, struct hoff__block *b, int op,
     }
     __atomic_store_n(&b->xfer_rc, 0, __ATOMIC_RELAXED);
     b->t_issue = be->ops->clock_ns(be);
+    hoff__guard_probe_issue(ctx, b, op == HOFF__CMD_EVICT ? 1 : op == HOFF__CMD_PREFETCH ? 0 : -1);
     __atomic_add_fetch(&b->pending, 1, __ATOMIC_ACQ_REL);
     rc = hoff__issuer_push(op == HOFF__CMD_RUN ? ctx->tier_issuer : ctx->issuer, &cmd);
-    if (rc)
+    if (rc) {
         __atomic_sub_fetch(&b->pending, 1, __ATOMIC_ACQ_REL);
-    else if (op == HOFF__CMD_EVICT)
+        hoff__guard_probe_cancel(ctx, b);
+    } else if (op == HOFF__CMD_EVICT)
         ctx->st.evict_calls++;
     else if (op == HOFF__CMD_PREFETCH)
         ctx->st.prefetch_calls++;
@@ -412,6 +414,7 @@ static void retire(struct hoff_ctx *ctx, struct hoff__block *b, int rc, const ch
 
     if (rc) /* the caller's last error names the real cause, not one left over on this thread */
         hoff__error(rc, "%s", cause);
+    hoff__guard_probe_retire(ctx, b, rc);
     if (!live) /* freed in flight: finish as a live block, then free it */
         b->flags = (uint8_t)((b->flags & ~HOFF__BLK_FREED) | HOFF__BLK_LIVE);
     if (b->state == S_EVI && (b->flags & HOFF__BLK_DISCARDING)) {
@@ -910,6 +913,7 @@ int hoff__res_on_alloc(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
         rc = be->ops->populate(be, b->ptr, b->size, s);
         if (rc)
             return rc;
+        hoff__guard_fault(ctx, s); /* pages appear: no measure of the driver meanwhile */
     }
     b->state = S_DEV;
     ctx->res.resident += b->size;
@@ -1093,6 +1097,7 @@ int hoff__res_group(struct hoff_ctx *ctx, int op, struct hoff__block *const *m, 
     cmd.cookie = lead;
     cmd.node = op == HOFF__CMD_EVICT && ctx->host_tier ? hoff__host_tier_node(ctx->host_tier) : -1;
     __atomic_store_n(&lead->xfer_rc, 0, __ATOMIC_RELAXED);
+    hoff__guard_probe_issue(ctx, lead, -1); /* a group: not measured */
     __atomic_add_fetch(&lead->pending, 1, __ATOMIC_ACQ_REL);
     rc = hoff__issuer_push(ctx->issuer, &cmd);
     if (rc) {
@@ -1288,6 +1293,7 @@ static int bring_back(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s
         return hoff__error(rc, "paging in block %p failed", b->ptr);
     }
     ctx->st.faults++;
+    hoff__guard_fault(ctx, s);
     if (b->state == S_HOST) { /* a discarded block has no bytes to move */
         ctx->res.host -= b->size;
         ctx->st.bytes_faulted += b->size;

@@ -326,6 +326,7 @@ void hoffdbl_reset(void) {
     pthread_mutex_lock(&G.lock);
     memset(G.inj, 0, sizeof G.inj);
     memset(&G.st, 0, sizeof G.st);
+    memset(G.ncalls, 0, sizeof G.ncalls);
     G.sticky = cudaSuccess;
     tls_last = cudaSuccess;
     pthread_mutex_unlock(&G.lock);
