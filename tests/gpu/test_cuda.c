@@ -1,5 +1,6 @@
 /* test_cuda.c — the cuda backend's GPU suite: the backend table itself (backend.h), then the public API on
- * HOFF_BACKEND_CUDA; plain C, one line per check, exit 77 without a GPU.  Writes $OUT/gpu.json if OUT is set.
+ * HOFF_BACKEND_CUDA; plain C, one line per check, exit 77 without a GPU.  Writes $OUT/test_cuda.json if OUT is
+ * set (tests/gpu/run.sh merges it into gpu.json as "suite").
  * Threading: the main thread, plus one helper thread that plays the issuing thread for one eviction. */
 #include "config.h"
 
@@ -115,7 +116,7 @@ static void write_json(void) {
 
     if (!out || !*out)
         return;
-    snprintf(path, sizeof path, "%s/gpu.json", out);
+    snprintf(path, sizeof path, "%s/test_cuda.json", out);
     f = fopen(path, "w");
     if (!f) {
         fprintf(stderr, "test_cuda: cannot write %s\n", path);
@@ -506,14 +507,31 @@ static void test_backend(int device, size_t cap) {
     bad = verify(be_copy, be, a, BLK, 1);
     check(bad == 0, "every byte survived evict + prefetch (%lld)", (long long)bad);
 
-    /* Evict and prefetch with no events at all. */
+    /* Evict and prefetch with no events at all.  They run on different copy
+     * streams (D2H, H2D), so nothing orders the prefetch after the evict: were
+     * both issued before one sync, the block would end wherever the later one
+     * ran, and the readings below (and the discard's) would mean nothing.  A
+     * sync after each orders them; each reading is then that move's. */
+    f0 = dev_free();
     rc = be->ops->evict(be, a, BLK, NULL, NULL);
     check(rc == 0, "evict with after = done = NULL: rc %d", rc);
+    check(be->ops->sync(be) == 0, "sync after the evict");
+    f1 = dev_free();
+    check(near(f1 - f0, BLK), "device free memory rose by %.1f MiB after the evict with no events", mib(f1 - f0));
+    t = last_prefetch_type(a, BLK);
+    check(is_host_type(t), "evicted with no events: last prefetch location is %s", loc_type_name(t));
+    f0 = f1;
     rc = be->ops->prefetch(be, a, BLK, NULL, NULL);
     check(rc == 0, "prefetch with after = done = NULL: rc %d", rc);
-    check(be->ops->sync(be) == 0, "sync");
+    check(be->ops->sync(be) == 0, "sync after the prefetch");
+    f1 = dev_free();
+    check(near(f0 - f1, BLK), "device free memory dropped by %.1f MiB after the prefetch with no events",
+          mib(f0 - f1));
+    t = last_prefetch_type(a, BLK);
+    check(t == cudaMemLocationTypeDevice, "prefetched with no events: last prefetch location is %s "
+          "(the discard below starts from a resident block)", loc_type_name(t));
     bad = verify(be_copy, be, a, BLK, 1);
-    check(bad == 0, "every byte survived an unordered round trip (%lld)", (long long)bad);
+    check(bad == 0, "every byte survived a round trip with no events (%lld)", (long long)bad);
 
     /* Fault: bookkeeping only. */
     rc = be->ops->fault(be, a, BLK, NULL, &stall);
