@@ -354,8 +354,15 @@ static int probe_discard(size_t free0) {
     {
         void *ptrs[1] = {m};
         size_t sizes[1] = {n};
+        cudaError_t e = cudaMemDiscardBatchAsync(ptrs, sizes, 1, 0, s);
 
-        TRY(P, cudaMemDiscardBatchAsync(ptrs, sizes, 1, 0, s));
+        /* A refusal is an answer (the driver has no discard), not a failed probe. */
+        put_str(P, "result", "%s", cudaGetErrorName(e));
+        put_bool(P, "supported", e == cudaSuccess);
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            goto out;
+        }
     }
     f_call = dev_free();
     TRY(P, cudaStreamSynchronize(s));
