@@ -109,17 +109,19 @@ static void json_int(FILE *f, const char *k, int64_t v) {
         fprintf(f, "  \"%s\": %lld,\n", k, (long long)v);
 }
 
-static void write_json(void) {
+/* finished: 0 after part (a) (a kill during (b) leaves these), 1 at the end. */
+static void write_json(int finished) {
     const char *out = getenv("OUT");
-    char path[4096];
+    char path[4096], tmp[4200];
     FILE *f;
 
     if (!out || !*out)
         return;
     snprintf(path, sizeof path, "%s/test_cuda.json", out);
-    f = fopen(path, "w");
+    snprintf(tmp, sizeof tmp, "%s.tmp", path); /* written whole, then renamed: a kill leaves the last one */
+    f = fopen(tmp, "w");
     if (!f) {
-        fprintf(stderr, "test_cuda: cannot write %s\n", path);
+        fprintf(stderr, "test_cuda: cannot write %s\n", tmp);
         return;
     }
     fprintf(f, "{\n  \"suite\": \"test_cuda\",\n  \"device\": \"%s\",\n", R.device);
@@ -144,9 +146,14 @@ static void write_json(void) {
     json_int(f, "free_drop_after_populate", R.populate_drop);
     json_int(f, "free_rise_after_hoff_evict", R.api_evict_rise);
     fprintf(f, "  \"block_bytes\": %llu,\n", (unsigned long long)BLK);
+    fprintf(f, "  \"finished\": %s,\n", finished ? "true" : "false");
     fprintf(f, "  \"passed\": %d,\n  \"failed\": %d\n}\n", n_pass, n_fail);
-    fclose(f);
-    printf("# results in %s\n", path);
+    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+        fprintf(stderr, "test_cuda: cannot write %s\n", path);
+        return;
+    }
+    if (finished)
+        printf("# results in %s\n", path);
 }
 
 /* ---- helpers --------------------------------------------------------------------- */
@@ -779,10 +786,11 @@ int main(void) {
         return 1;
     }
     test_backend(device, cap);
+    write_json(0);
     test_api(device);
 
     printf("%d passed, %d failed\n", n_pass, n_fail);
-    write_json();
+    write_json(1);
     free(hbuf);
     free(hcmp);
     return n_fail ? 1 : 0;
