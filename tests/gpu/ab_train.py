@@ -261,6 +261,9 @@ def child(a):
         import torch
         res["torch"] = torch.__version__
         dev = torch.device(a.device)
+        if dev.type == "cuda" and dev.index is None:
+            # torch.cuda.set_device and friends want an index: HOFF_DEVICE's, as test_cuda and probes use.
+            dev = torch.device("cuda", int(os.environ.get("HOFF_DEVICE", "0") or 0))
         dtype = getattr(torch, a.dtype)
         torch.use_deterministic_algorithms(True, warn_only=True)
         torch.backends.cudnn.deterministic = True
@@ -288,7 +291,6 @@ def child(a):
         for step in range(a.steps):
             tokens = data[step].to(dev)
             x, y = tokens[:-1], tokens[1:]
-            torch_peak = None
             if cuda and alloc == "torch":
                 torch.cuda.reset_peak_memory_stats(dev)
                 at_start = torch.cuda.memory_allocated(dev)
@@ -324,8 +326,7 @@ def child(a):
             sync()
             res["step_s"].append(time.monotonic() - t0 - fp_s)
             if cuda and alloc == "torch":
-                torch_peak = torch.cuda.max_memory_allocated(dev) - at_start
-                torch_peaks.append(torch_peak)
+                torch_peaks.append(torch.cuda.max_memory_allocated(dev) - at_start)
             lv = loss.item()
             res["losses"].append(lv)
             res["loss_hex"].append(float(lv).hex())
