@@ -47,7 +47,7 @@ build_path="" libhoff="" exports="" host_gpu="" host_driver="" python_bin="" tor
 
 py=
 for c in python3 /usr/bin/python3; do
-    if command -v "$c" >/dev/null 2>&1; then py=$(command -v "$c"); break; fi
+    if command -v "$c" >/dev/null 2>&1 && "$c" -c 'import json' >/dev/null 2>&1; then py=$(command -v "$c"); break; fi
 done
 
 # A JSON string of $1: quotes, backslashes and control characters escaped, invalid UTF-8 dropped.
@@ -442,7 +442,7 @@ if [ "$rc" -eq 0 ]; then
         exports="$(grep -c '^hoff_' <<<"$exports") hoff_* symbols${others:+; also $others}"
     fi
 else
-    why="the compiler's last lines are in log_tail"
+    why="first errors: $(grep -E 'error:|Error [0-9]' "$work/build.log" | head -n 3 | tr '\n' ' ' | sed 's/ *$//') (the last lines are in log_tail)"
 fi
 settle build "$rc" "$limit" "$why"
 [ "$st_build" = ok ] || exit 1
