@@ -172,7 +172,11 @@ def build_model(torch, a, dev, dtype):
 
 
 class Sampler:
-    """Peak device memory in use (total - free), from torch.cuda.mem_get_info on a thread every ~1 ms."""
+    """Peak device memory in use (total - free), from torch.cuda.mem_get_info on a thread every INTERVAL s
+    (as coarse as Python's thread switch interval: finer would only take the GIL from the training thread,
+    whose op marks run in Python, and skew the step times it is compared by)."""
+
+    INTERVAL = 0.005
 
     def __init__(self, torch, dev):
         self.torch, self.dev = torch, dev
@@ -189,7 +193,7 @@ class Sampler:
             free, total = self.torch.cuda.mem_get_info(self.dev)
             self.peak = max(self.peak, total - free)
             self.samples += 1
-            self._stop.wait(0.001)
+            self._stop.wait(self.INTERVAL)
 
     def stop(self):
         self._stop.set()
@@ -351,6 +355,7 @@ def child(a):
             res["baseline_used_bytes"] = sampler.baseline
             res["peak_over_baseline_bytes"] = sampler.peak - sampler.baseline
             res["mem_samples"] = sampler.samples
+            res["mem_sample_interval_s"] = Sampler.INTERVAL
         if hoff is not None:
             st = hoff.memory_stats()
             res["hoff"] = {k: st.get(k) for k in HOFF_KEYS}
