@@ -108,11 +108,13 @@ if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_runtime_api.h" ] && command 
         [ "$st" = failed ] || [ "$st" = ok ] || bad "SIGTERM: the build part is \"$st\""
         [ "$(field "$out/gpu.json" status train)" = skipped ] || bad "SIGTERM: train is not skipped"
     fi
-    # Nothing of the stopped build is left running, and its work dir is gone.
+    # Nothing of the stopped build is left running, and its work dir is gone (ps, not pgrep -f: that takes a
+    # pattern, and this is a literal path).
     sleep 1
+    # shellcheck disable=SC2009
     if [ -z "$bdir" ]; then
         bad "SIGTERM: run.sh never said where it builds"
-    elif ps -eo args 2>/dev/null | grep -v grep | grep -qF "$bdir"; then  # (pgrep -f takes a pattern, not a path)
+    elif ps -eo args 2>/dev/null | grep -v grep | grep -qF "$bdir"; then
         bad "SIGTERM: processes of the stopped build ($bdir) are still running"
         ps -eo pid,args | grep -F "$bdir" | grep -v grep
     elif [ -e "$bdir" ]; then
