@@ -331,16 +331,19 @@ lib_sources() {
     }' "$top/Makefile.am"
 }
 
-# Write the build's config.h and Makefile into $work/build (the direct path).
-direct_makefile() {
-    local b=$work/build hdr=$CUDA/include/cuda_runtime_api.h d_discard=0 d_prefetch=0 version zdef="" zlib=""
-    local srcs=() s o i objs
+# The direct path, in $work/build: config.h, every object with gcc (in parallel: xargs -P), then the three
+# links.  No configure, and no make either.
+direct_build() {
+    local b=$work/build hdr=$CUDA/include/cuda_runtime_api.h d_discard=0 d_prefetch=0 version zdef=""
+    local srcs=() objs=() libs s o i
     mkdir -p "$b"
     grep -q 'cudaMemDiscardBatchAsync[ \t]*(' "$hdr" && d_discard=1
     grep -q 'cudaMemPrefetchBatchAsync[ \t]*(' "$hdr" && d_prefetch=1
+    libs=(-L"$cudalib" "-Wl,-rpath,$cudalib" -lcudart -pthread -lm -lrt -ldl)
     if printf '#include <zlib.h>\nint main(void) { return zlibVersion() == 0; }\n' |
         gcc -x c -o "$b/zcheck" - -lz >/dev/null 2>&1; then
-        zdef="#define HAVE_ZLIB 1" zlib=-lz
+        zdef="#define HAVE_ZLIB 1"
+        libs+=(-lz)
     fi
     version=$(sed -n 's/^AC_INIT(\[hoff\], *\[\([^]]*\)\].*/\1/p' "$top/configure.ac" 2>/dev/null)
     version=${version:-0.0.0}
@@ -372,35 +375,31 @@ EOF
     if [ "${#srcs[@]}" -eq 0 ]; then
         while IFS= read -r s; do srcs+=("$s"); done < <(find "$top/lib" -name '*.c' | sort)
     fi
-    # The library's objects are position-independent with hidden visibility, as libhoff_internal.la's: the
-    # shared library exports the HOFF_API symbols only, and test_cuda links the same objects statically.
-    {
-        echo "BASE = -std=gnu11 -O2 -g -Wall -Wextra -Wshadow -Wno-unused-parameter -pthread \\"
-        echo "	-I$top/include -I$top/lib -I$b -I$CUDA/include"
-        echo "LIBS = -L$cudalib -Wl,-rpath,$cudalib -lcudart $zlib -pthread -lm -lrt -ldl"
-        objs=
-        i=0
-        for s in "${srcs[@]}"; do
-            o="$i-$(basename "${s%.c}").o"
-            i=$((i + 1))
-            objs="$objs $o"
-            # shellcheck disable=SC2016  # $(BASE) and $@ are make's
-            printf '%s: %s %s/config.h\n\t@echo "  CC   %s"\n\t@gcc $(BASE) -fPIC -fvisibility=hidden -c -o $@ %s\n' \
-                "$o" "$s" "$b" "${s#"$top"/}" "$s"
-        done
-        echo "LIBOBJS =$objs"
-        for s in test_cuda probes; do
-            # shellcheck disable=SC2016
-            printf '%s.o: %s/tests/gpu/%s.c %s/config.h\n\t@echo "  CC   tests/gpu/%s.c"\n\t@gcc $(BASE) -c -o $@ $<\n' \
-                "$s" "$top" "$s" "$b" "$s"
-        done
-        # shellcheck disable=SC2016
-        printf 'libhoff.so: $(LIBOBJS)\n\t@echo "  CCLD libhoff.so"\n\t@gcc -shared -Wl,-soname,libhoff.so -o $@ $^ $(LIBS)\n'
-        # shellcheck disable=SC2016
-        printf 'test_cuda: test_cuda.o $(LIBOBJS)\n\t@echo "  CCLD test_cuda"\n\t@gcc -o $@ $^ $(LIBS)\n'
-        # shellcheck disable=SC2016
-        printf 'probes: probes.o\n\t@echo "  CCLD probes"\n\t@gcc -o $@ $^ $(LIBS)\n'
-    } > "$b/Makefile"
+    # One line per object: OBJECT SOURCE [FLAGS].  The library's objects are position-independent with hidden
+    # visibility, as libhoff_internal.la's: libhoff.so exports the HOFF_API symbols only, and test_cuda links
+    # the same objects statically.
+    : > "$b/objects"
+    i=0
+    for s in "${srcs[@]}"; do
+        o="$b/$i-$(basename "${s%.c}").o"
+        i=$((i + 1))
+        objs+=("$o")
+        printf '%s %s -fPIC -fvisibility=hidden\n' "$o" "$s" >> "$b/objects"
+    done
+    for s in test_cuda probes; do
+        printf '%s %s\n' "$b/$s.o" "$top/tests/gpu/$s.c" >> "$b/objects"
+    done
+    export HOFF_CFLAGS="-std=gnu11 -O2 -g -Wall -Wextra -Wshadow -Wno-unused-parameter -pthread -I$top/include -I$top/lib -I$b -I$CUDA/include"
+    export HOFF_TOP=$top
+    # shellcheck disable=SC2016  # expanded by the sh that xargs starts
+    xargs -P "$jobs" -L 1 sh -c 'echo "  CC   ${2#"$HOFF_TOP"/}"; exec gcc $HOFF_CFLAGS $3 $4 -c -o "$1" "$2"' sh \
+        < "$b/objects" || return 1
+    echo "  CCLD libhoff.so"
+    gcc -shared -Wl,-soname,libhoff.so -o "$b/libhoff.so" "${objs[@]}" "${libs[@]}" || return 1
+    echo "  CCLD test_cuda"
+    gcc -o "$b/test_cuda" "$b/test_cuda.o" "${objs[@]}" "${libs[@]}" || return 1
+    echo "  CCLD probes"
+    gcc -o "$b/probes" "$b/probes.o" "${libs[@]}"
 }
 
 build_all() {
@@ -413,7 +412,7 @@ build_all() {
             make -j"$jobs" libhoff.la tests/gpu/test_cuda tests/gpu/probes &&
             ln -sf .libs/libhoff.so libhoff.so && ln -sf tests/gpu/test_cuda test_cuda && ln -sf tests/gpu/probes probes
     else
-        direct_makefile && make -s -C "$b" -j"$jobs" libhoff.so test_cuda probes
+        direct_build
     fi
 }
 
@@ -424,7 +423,7 @@ else
 fi
 limit=$(budget 300 42)
 echo "run.sh: $build_path build in $work/build (limit $limit s)"
-run_part build "$limit" bash -c "$(declare -f lib_sources direct_makefile build_all); $(declare -p top CUDA cudalib work jobs); build_all"
+run_part build "$limit" bash -c "$(declare -f lib_sources direct_build build_all); $(declare -p top CUDA cudalib work jobs); build_all"
 rc=$?
 why=""
 if [ "$rc" -eq 0 ]; then
