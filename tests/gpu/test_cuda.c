@@ -1,5 +1,6 @@
 /* test_cuda.c — the cuda backend's GPU suite: the backend table itself (backend.h), then the public API on
- * HOFF_BACKEND_CUDA; plain C, one line per check, exit 77 without a GPU.  Writes $OUT/gpu.json if OUT is set.
+ * HOFF_BACKEND_CUDA; plain C, one line per check, exit 77 without a GPU.  Writes $OUT/test_cuda.json if OUT is
+ * set (tests/gpu/run.sh merges it into gpu.json as "suite").
  * Threading: the main thread, plus one helper thread that plays the issuing thread for one eviction. */
 #include "config.h"
 
@@ -108,17 +109,19 @@ static void json_int(FILE *f, const char *k, int64_t v) {
         fprintf(f, "  \"%s\": %lld,\n", k, (long long)v);
 }
 
-static void write_json(void) {
+/* finished: 0 after part (a) (a kill during (b) leaves these), 1 at the end. */
+static void write_json(int finished) {
     const char *out = getenv("OUT");
-    char path[4096];
+    char path[4096], tmp[4200];
     FILE *f;
 
     if (!out || !*out)
         return;
-    snprintf(path, sizeof path, "%s/gpu.json", out);
-    f = fopen(path, "w");
+    snprintf(path, sizeof path, "%s/test_cuda.json", out);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path); /* written whole, then renamed: a kill leaves the last one */
+    f = fopen(tmp, "w");
     if (!f) {
-        fprintf(stderr, "test_cuda: cannot write %s\n", path);
+        fprintf(stderr, "test_cuda: cannot write %s\n", tmp);
         return;
     }
     fprintf(f, "{\n  \"suite\": \"test_cuda\",\n  \"device\": \"%s\",\n", R.device);
@@ -143,9 +146,14 @@ static void write_json(void) {
     json_int(f, "free_drop_after_populate", R.populate_drop);
     json_int(f, "free_rise_after_hoff_evict", R.api_evict_rise);
     fprintf(f, "  \"block_bytes\": %llu,\n", (unsigned long long)BLK);
+    fprintf(f, "  \"finished\": %s,\n", finished ? "true" : "false");
     fprintf(f, "  \"passed\": %d,\n  \"failed\": %d\n}\n", n_pass, n_fail);
-    fclose(f);
-    printf("# results in %s\n", path);
+    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+        fprintf(stderr, "test_cuda: cannot write %s\n", path);
+        return;
+    }
+    if (finished)
+        printf("# results in %s\n", path);
 }
 
 /* ---- helpers --------------------------------------------------------------------- */
@@ -296,8 +304,11 @@ struct issue {
 static void *issue_evict(void *arg) {
     struct issue *is = arg;
 
-    /* This thread never called cudaSetDevice: the op must do it. */
-    is->rc = is->be->ops->evict(is->be, is->p, is->size, NULL, is->done);
+    /* A thread of hoff's own, like the issuing thread: it binds itself to
+     * the backend's device once, never having called cudaSetDevice. */
+    is->rc = is->be->ops->bind_thread ? is->be->ops->bind_thread(is->be) : 0;
+    if (is->rc == 0)
+        is->rc = is->be->ops->evict(is->be, is->p, is->size, NULL, is->done);
     return NULL;
 }
 
@@ -475,7 +486,7 @@ static void test_backend(int device, size_t cap) {
         f0 = dev_free();
         if (pthread_create(&th, NULL, issue_evict, &is) == 0) {
             pthread_join(th, NULL);
-            check(is.rc == 0, "evict(%zu MiB) from a thread that never set a device: rc %d %s",
+            check(is.rc == 0, "evict(%zu MiB) from a thread bound by bind_thread that never set a device: rc %d %s",
                   BLK / MiB, is.rc, is.rc ? hoff_last_error() : "");
             check(be->ops->event_sync(be, done) == 0, "evict: event_sync(done)");
             f1 = dev_free();
@@ -506,14 +517,31 @@ static void test_backend(int device, size_t cap) {
     bad = verify(be_copy, be, a, BLK, 1);
     check(bad == 0, "every byte survived evict + prefetch (%lld)", (long long)bad);
 
-    /* Evict and prefetch with no events at all. */
+    /* Evict and prefetch with no events at all.  They run on different copy
+     * streams (D2H, H2D), so nothing orders the prefetch after the evict: were
+     * both issued before one sync, the block would end wherever the later one
+     * ran, and the readings below (and the discard's) would mean nothing.  A
+     * sync after each orders them; each reading is then that move's. */
+    f0 = dev_free();
     rc = be->ops->evict(be, a, BLK, NULL, NULL);
     check(rc == 0, "evict with after = done = NULL: rc %d", rc);
+    check(be->ops->sync(be) == 0, "sync after the evict");
+    f1 = dev_free();
+    check(near(f1 - f0, BLK), "device free memory rose by %.1f MiB after the evict with no events", mib(f1 - f0));
+    t = last_prefetch_type(a, BLK);
+    check(is_host_type(t), "evicted with no events: last prefetch location is %s", loc_type_name(t));
+    f0 = f1;
     rc = be->ops->prefetch(be, a, BLK, NULL, NULL);
     check(rc == 0, "prefetch with after = done = NULL: rc %d", rc);
-    check(be->ops->sync(be) == 0, "sync");
+    check(be->ops->sync(be) == 0, "sync after the prefetch");
+    f1 = dev_free();
+    check(near(f0 - f1, BLK), "device free memory dropped by %.1f MiB after the prefetch with no events",
+          mib(f0 - f1));
+    t = last_prefetch_type(a, BLK);
+    check(t == cudaMemLocationTypeDevice, "prefetched with no events: last prefetch location is %s "
+          "(the discard below starts from a resident block)", loc_type_name(t));
     bad = verify(be_copy, be, a, BLK, 1);
-    check(bad == 0, "every byte survived an unordered round trip (%lld)", (long long)bad);
+    check(bad == 0, "every byte survived a round trip with no events (%lld)", (long long)bad);
 
     /* Fault: bookkeeping only. */
     rc = be->ops->fault(be, a, BLK, NULL, &stall);
@@ -761,10 +789,11 @@ int main(void) {
         return 1;
     }
     test_backend(device, cap);
+    write_json(0);
     test_api(device);
 
     printf("%d passed, %d failed\n", n_pass, n_fail);
-    write_json();
+    write_json(1);
     free(hbuf);
     free(hcmp);
     return n_fail ? 1 : 0;
