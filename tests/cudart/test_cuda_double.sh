@@ -4,7 +4,8 @@
 # 1 GiB each, once on device 0 and once on device 1 (HOFF_DEVICE).  Strict: any check of the double that fires
 # aborts the run, except the one test_cuda makes on purpose (it queries an event it never recorded, which CUDA
 # answers with success and the double calls a hard error: HOFFDBL_ALLOW=unrecorded:1).  Prints the double's
-# counters (contexts created per device: issue 15's "a context on GPU 0 from every background thread").
+# counters and fails if the device-1 run created a context on device 0 (issue 15's "a context on GPU 0 from
+# every background thread").
 set -u
 
 cd "${builddir:-.}" || exit 99
@@ -36,6 +37,11 @@ for dev in 0 1; do
     if [ "$hard" != 1 ]; then
         echo "FAIL: device $dev: the double counted $hard hard errors; want exactly the one allowed" \
             "(test_cuda's query of a never-recorded event)"
+        fail=1
+    fi
+    if [ "$dev" = 1 ] && [ "$(val contexts_created_0 "$tmp.report")" != 0 ]; then
+        echo "FAIL: the backend serves device 1, yet a context was created on device 0 (a thread that" \
+            "switched back to a device it never chose)"
         fail=1
     fi
     echo "ok: test_cuda on device $dev of the double: contexts created on device 0: $(val contexts_created_0 "$tmp.report")," \
