@@ -2,7 +2,8 @@
 # run-skip.sh — tests/gpu/run.sh (the one GPU run) where it cannot run: it must end at once, exit 77 and leave a
 # valid gpu.json saying why (no GPU the runtime can see: CUDA_VISIBLE_DEVICES is emptied, so this holds on a GPU
 # machine too; no toolkit); refuse a bad HOFF_GPU_TIMEOUT and an OUT it cannot write; and on SIGTERM during the
-# build, stop it and still write gpu.json.  Reads $srcdir; writes only in its own temp dir.
+# build, stop it and still write gpu.json; and build what the GPU machine will build (libhoff.so, test_cuda,
+# probes), forced.  Reads $srcdir; writes only in its own temp dir.
 set -u
 
 srcdir=${srcdir:-.}
@@ -124,5 +125,25 @@ else
     echo "SIGTERM: not checked (no CUDA toolkit or gcc here)"
 fi
 
-[ "$fail" -eq 0 ] && echo "PASS: run.sh skips, refuses and stops with a valid gpu.json"
+# 6. The build the GPU machine will make (forced, direct, where the toolkit is) succeeds from this tree:
+#    libhoff.so, test_cuda and the probes from Makefile.am's source lists, so a Makefile.am change that
+#    breaks it fails here, not in the one GPU run.
+if [ -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_runtime_api.h" ] && command -v gcc >/dev/null 2>&1 &&
+    [ -n "$py" ]; then
+    out=$tmp/build
+    OUT=$out CUDA_VISIBLE_DEVICES='' HOFF_GPU_FORCE_BUILD=1 HOFF_GPU_DIRECT=1 "$run" > "$tmp/build.log" 2>&1
+    rc=$?
+    st=$(field "$out/gpu.json" status build)
+    if [ "$st" = ok ]; then
+        echo "forced build: ok (exit $rc)"
+    else
+        bad "forced build: the build part is \"$st\" (exit $rc)"
+        tail -20 "$tmp/build.log"
+        field "$out/gpu.json" log_tail build | tail -20
+    fi
+else
+    echo "forced build: not checked (no CUDA toolkit, gcc or python3 here)"
+fi
+
+[ "$fail" -eq 0 ] && echo "PASS: run.sh skips, refuses and stops with a valid gpu.json, and builds"
 exit "$fail"

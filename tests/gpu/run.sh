@@ -311,7 +311,7 @@ fi
 
 # ---- 2. build libhoff.so, test_cuda and probes (at most 5 minutes) ---------------------------
 
-# The .c files of libhoff_internal_la_SOURCES in Makefile.am, with only the
+# The .c files of libhoff_core_la_SOURCES and libhoff_internal_la_SOURCES (cuda.c) in Makefile.am, with only the
 # HAVE_CUDA conditional true (the GPU machine has no liburing/hwloc/CUnit).
 lib_sources() {
     awk '
@@ -322,7 +322,7 @@ lib_sources() {
     /^endif([ \t]|$)/ { depth--; next }
     {
         line = $0
-        if (!cont && line ~ /^libhoff_internal_la_SOURCES[ \t]*\+?=/) { cont = 1; sub(/^[^=]*=/, "", line) }
+        if (!cont && line ~ /^libhoff_(core|internal)_la_SOURCES[ \t]*\+?=/) { cont = 1; sub(/^[^=]*=/, "", line) }
         else if (!cont) next
         more = (line ~ /\\[ \t]*$/)
         sub(/\\[ \t]*$/, "", line)
@@ -334,11 +334,12 @@ lib_sources() {
 # The direct path, in $work/build: config.h, every object with gcc (in parallel: xargs -P), then the three
 # links.  No configure, and no make either.
 direct_build() {
-    local b=$work/build hdr=$CUDA/include/cuda_runtime_api.h d_discard=0 d_prefetch=0 version zdef=""
+    local b=$work/build hdr=$CUDA/include/cuda_runtime_api.h d_discard=0 d_prefetch=0 d_dap=0 version zdef=""
     local srcs=() objs=() libs s o i
     mkdir -p "$b"
     grep -q 'cudaMemDiscardBatchAsync[ \t]*(' "$hdr" && d_discard=1
     grep -q 'cudaMemPrefetchBatchAsync[ \t]*(' "$hdr" && d_prefetch=1
+    grep -q 'cudaMemDiscardAndPrefetchBatchAsync[ \t]*(' "$hdr" && d_dap=1
     libs=(-L"$cudalib" "-Wl,-rpath,$cudalib" -lcudart -pthread -lm -lrt -ldl)
     if printf '#include <zlib.h>\nint main(void) { return zlibVersion() == 0; }\n' |
         gcc -x c -o "$b/zcheck" - -lz >/dev/null 2>&1; then
@@ -352,6 +353,7 @@ direct_build() {
 #define HAVE_CUDA 1
 #define HAVE_DECL_CUDAMEMDISCARDBATCHASYNC $d_discard
 #define HAVE_DECL_CUDAMEMPREFETCHBATCHASYNC $d_prefetch
+#define HAVE_DECL_CUDAMEMDISCARDANDPREFETCHBATCHASYNC $d_dap
 $zdef
 #define PACKAGE "hoff"
 #define PACKAGE_NAME "hoff"
