@@ -665,6 +665,7 @@ void hoff__stats_snapshot(struct hoff_ctx *ctx, struct hoff_stats *out) {
     out->cache_hits = dp->hits + mp->hits;
     out->cache_misses = dp->misses + mp->misses;
     out->cross_stream_reuses = dp->cross_stream + mp->cross_stream;
+    out->fence_syncs += dp->reuse_syncs + mp->reuse_syncs;
     out->live_blocks = ctx->table.count;
     hoff__issuer_stats(ctx->issuer, &is); /* its own lock, taken under ctx->lock as pushes do */
     out->queue_depth_max = is.depth_max;

@@ -83,6 +83,10 @@ struct hoff__block {
     uint8_t streams_lost;
     hoff_stream streams[HOFF__BLOCK_STREAMS];
     hoff__event *fence[HOFF__BLOCK_STREAMS];
+    /* Freed while other streams than the free's had used it (pool.c): the
+     * first nreuse fences mark their work at the free, and the next owner's
+     * stream waits for them when the block is handed out again. */
+    uint8_t nreuse;
 };
 
 #endif

@@ -299,6 +299,8 @@ static struct hoff__block *take(struct hoff__pool *p, struct hoff__pool_stream *
     return b;
 }
 
+static void hand_out(struct hoff__pool *p, struct hoff__block *b, hoff_stream s);
+
 struct hoff__block *hoff__pool_get(struct hoff__pool *p, int cls, hoff_stream s, int *err) {
     struct hoff__pool_stream *ps = stream_find(p, s);
     struct hoff__block *b = NULL;
@@ -357,14 +359,62 @@ out:
         b->seg->used++;
     b->flags |= HOFF__BLK_LIVE;
     b->stream = s;
+    hand_out(p, b, s);
     p->in_use_bytes += b->size;
     return b;
 }
 
 static void region_unmap(struct hoff__pool *p, struct hoff__region *r);
 
+/* The block's work on other streams than its free's (s): a fence on each,
+ * which its next owner's stream waits for (hand_out), so the free is
+ * never held back and a reuse is never early.  Without a fence for every
+ * stream (or an event), wait for the device now (reuse_syncs). */
+static void fence_other_streams(struct hoff__pool *p, struct hoff__block *b, hoff_stream s) {
+    struct hoff__backend *be = p->be;
+    unsigned i, n = 0;
+    int lost = b->streams_lost;
+
+    for (i = 0; i < b->nstreams && !lost; i++) {
+        if (b->streams[i] == s)
+            continue;
+        if ((!b->fence[n] && be->ops->event_create(be, &b->fence[n]) != 0) ||
+            be->ops->event_record(be, b->fence[n], b->streams[i]) != 0) {
+            lost = 1;
+            break;
+        }
+        n++;
+    }
+    b->nreuse = (uint8_t)n;
+    if (lost) {
+        p->reuse_syncs++;
+        b->nreuse = 0;
+        be->ops->sync(be);
+    }
+}
+
+/* b goes to a new owner on stream s: its work comes after the old owner's
+ * on every stream, and its streams are s's alone. */
+static void hand_out(struct hoff__pool *p, struct hoff__block *b, hoff_stream s) {
+    struct hoff__backend *be = p->be;
+    unsigned i;
+
+    for (i = 0; i < b->nreuse; i++)
+        if (be->ops->stream_wait(be, s, b->fence[i]) != 0) {
+            p->reuse_syncs++;
+            be->ops->sync(be);
+            break;
+        }
+    b->nreuse = 0;
+    b->streams[0] = s;
+    b->nstreams = 1;
+    b->streams_lost = 0;
+}
+
 int hoff__pool_put(struct hoff__pool *p, struct hoff__block *b, hoff_stream s) {
     struct hoff__pool_stream *ps = stream_get(p, s);
+
+    fence_other_streams(p, b, s);
 
     if (b->region) { /* back to its slot */
         struct hoff__region *r = b->region;
@@ -476,6 +526,7 @@ struct hoff__block *hoff__pool_region_get(struct hoff__pool *p, struct hoff__reg
     }
     b->flags |= HOFF__BLK_LIVE;
     b->stream = s;
+    hand_out(p, b, s);
     r->slot[i].out = 1;
     r->used++;
     p->in_use_bytes += b->size;

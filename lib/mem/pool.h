@@ -36,6 +36,7 @@ struct hoff__pool {
     uint64_t in_use_bytes;              /* bytes handed out */
     uint64_t cached_bytes;              /* bytes in free lists */
     uint64_t hits, misses, cross_stream, flushes;
+    uint64_t reuse_syncs;               /* frees that waited for the device: more streams than fences */
 };
 
 void hoff__pool_init(struct hoff__pool *p, int kind, struct hoff__backend *be,

@@ -920,9 +920,7 @@ int hoff__res_on_alloc(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
     if (evictable(b))
         list_append(LRU(ctx), b);
     note_resident(ctx);
-    b->nstreams = 0; /* a new life: only its allocation's stream so far */
-    b->streams_lost = 0;
-    window_open(ctx, b, s); /* the caller fills it next */
+    window_open(ctx, b, s); /* the caller fills it next (its streams: s's, from the pool) */
     return 0;
 }
 

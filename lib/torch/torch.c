@@ -1,7 +1,7 @@
 /* torch.c — the PyTorch entry points: CUDAPluggableAllocator's alloc/free and its optional hooks over one
  * process-wide hoff context per CUDA device, created on first use from the environment (hoff_torch(3)).
- * Threading: any thread; `torch_lock` guards the table of contexts and the pending config, `dev->lock` a device's
- * record-stream table and deferred frees; contexts lock themselves. */
+ * Threading: any thread; `torch_lock` guards the table of contexts and the pending config; contexts lock
+ * themselves. */
 #include "config.h"
 
 #include <errno.h>
@@ -14,38 +14,13 @@
 #include "core/options.h"
 
 #define MAX_DEVICES 64       /* devices 0..63: a context each */
-#define REC_BUCKETS 256      /* record-stream table: chained hash by address */
-#define MAX_REC_STREAMS 8    /* distinct extra streams remembered per block */
-
-/* A block that was used on other streams than its own (record_stream). */
-struct rec {
-    struct rec *next;
-    void *ptr;
-    unsigned nstreams;
-    hoff_stream streams[MAX_REC_STREAMS];
-};
-
-/* A free held back until the work queued on the recorded streams is done. */
-struct deferred {
-    struct deferred *next;
-    void *ptr;
-    hoff_stream stream;     /* the stream the block is freed on */
-    unsigned nev;
-    hoff__event *ev[MAX_REC_STREAMS];
-};
-
 struct device {
     struct hoff_ctx *ctx;   /* written once under torch_lock; read with an atomic load */
     double fraction;        /* memory fraction asked for before the context existed; 0 = none */
-    pthread_mutex_t lock;   /* recs, deferred */
-    struct rec *recs[REC_BUCKETS];
-    size_t nrecs;
-    struct deferred *deferred;
 };
 
 static pthread_mutex_t torch_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct device devices[MAX_DEVICES];
-static int devices_ready;            /* locks initialised */
 static struct hoff_config pending;   /* the config of contexts created from now on */
 static int pending_state;            /* 0 not read yet, 1 ready, -errno the environment is bad */
 static char pending_err[512];        /* why, when pending_state < 0 */
@@ -55,13 +30,6 @@ static int device_count = -1;        /* from hoff_torch_init, -1 unknown */
 
 /* Caller holds torch_lock. */
 static int load_pending(void) {
-    int i;
-
-    if (!devices_ready) {
-        for (i = 0; i < MAX_DEVICES; i++)
-            pthread_mutex_init(&devices[i].lock, NULL);
-        devices_ready = 1;
-    }
     if (pending_state != 0)
         return pending_state < 0 ? pending_state : 0;
     hoff_config_init(&pending);
@@ -154,169 +122,24 @@ HOFF_API hoff_ctx *hoff_torch_context(int device) {
     return get_ctx(device, 1, "hoff_torch_context");
 }
 
-/* --- record-stream and deferred frees ---------------------------------------- */
+/* --- record-stream -------------------------------------------------------------- */
 
-static size_t rec_hash(const void *p) {
-    uintptr_t v = (uintptr_t)p;
-
-    v ^= v >> 21;
-    v *= (uintptr_t)0x9E3779B97F4A7C15ull;
-    return (size_t)(v >> 17) % REC_BUCKETS;
-}
-
-/* Caller holds dev->lock.  Unlinks and returns the record of ptr. */
-static struct rec *rec_take(struct device *dev, const void *ptr) {
-    struct rec **pp = &dev->recs[rec_hash(ptr)];
-
-    for (; *pp; pp = &(*pp)->next) {
-        if ((*pp)->ptr == ptr) {
-            struct rec *r = *pp;
-            *pp = r->next;
-            dev->nrecs--;
-            return r;
-        }
-    }
-    return NULL;
-}
-
-static void deferred_release(struct hoff_ctx *ctx, struct deferred *d) {
-    unsigned i;
-    int rc;
-
-    for (i = 0; i < d->nev; i++)
-        ctx->be->ops->event_destroy(ctx->be, d->ev[i]);
-    rc = hoff_free(ctx, d->ptr, d->stream);
-    if (rc)
-        hoff__log(HOFF_LOG_ERROR, "PyTorch allocator: deferred free of %p: %s", d->ptr, hoff_last_error());
-    free(d);
-}
-
-/* Free what the recorded streams have finished with; wait for all of it when
- * `wait`.  Caller holds dev->lock. */
-static void deferred_poll(struct device *dev, struct hoff_ctx *ctx, int wait) {
-    struct deferred **pp = &dev->deferred;
-
-    while (*pp) {
-        struct deferred *d = *pp;
-        unsigned i;
-        int done = 1;
-
-        for (i = 0; i < d->nev; i++) {
-            int rc = wait ? ctx->be->ops->event_sync(ctx->be, d->ev[i]) : ctx->be->ops->event_query(ctx->be, d->ev[i]);
-            if (rc == -EAGAIN) {
-                done = 0;
-                break;
-            }
-            /* an error: the stream is broken; freeing is the only way on */
-        }
-        if (!done) {
-            pp = &d->next;
-            continue;
-        }
-        *pp = d->next;
-        deferred_release(ctx, d);
-    }
-}
-
-static void poll_if_pending(int device, struct hoff_ctx *ctx) {
-    struct device *dev = &devices[device];
-
-    if (!__atomic_load_n(&dev->deferred, __ATOMIC_RELAXED))
-        return;
-    pthread_mutex_lock(&dev->lock);
-    deferred_poll(dev, ctx, 0);
-    pthread_mutex_unlock(&dev->lock);
-}
-
-/* Free ptr once the streams it was recorded on have done their work so far. */
-static int free_deferred(struct device *dev, struct hoff_ctx *ctx, struct rec *r, hoff_stream stream) {
-    struct deferred *d = calloc(1, sizeof *d);
-    unsigned i;
-
-    if (!d)
-        goto sync;
-    d->ptr = r->ptr;
-    d->stream = stream;
-    for (i = 0; i < r->nstreams; i++) {
-        hoff__event *ev;
-
-        if (r->streams[i] == stream)
-            continue;
-        if (ctx->be->ops->event_create(ctx->be, &ev) != 0)
-            goto sync_d;
-        d->ev[d->nev++] = ev;
-        if (ctx->be->ops->event_record(ctx->be, ev, r->streams[i]) != 0)
-            goto sync_d;
-    }
-    if (d->nev == 0) { /* recorded only on its own stream */
-        free(d);
-        return hoff_free(ctx, r->ptr, stream);
-    }
-    d->next = dev->deferred;
-    dev->deferred = d;
-    return 0;
-sync_d:
-    /* Without events: wait for the device, then free at once. */
-    for (i = 0; i < d->nev; i++)
-        ctx->be->ops->event_destroy(ctx->be, d->ev[i]);
-    free(d);
-sync:
-    hoff_sync(ctx);
-    return hoff_free(ctx, r->ptr, stream);
-}
-
+/* ptr is also used on stream: hoff fences its moves and its reuse after the
+ * work queued there (hoff_record_stream); its free is not held back, so the
+ * frees land where the program makes them, step after step, as the plan
+ * recorded them. */
 HOFF_API void hoff_torch_record_stream(void *ptr, void *stream) {
-    struct hoff_ctx *ctx = NULL;
-    struct device *dev = NULL;
-    struct rec *r, **pp;
     int i;
 
     if (!ptr)
         return;
     for (i = 0; i < MAX_DEVICES; i++) {
         struct hoff_ctx *c = __atomic_load_n(&devices[i].ctx, __ATOMIC_ACQUIRE);
-        if (c && hoff_block_size(c, ptr)) {
-            ctx = c;
-            dev = &devices[i];
-            break;
-        }
-    }
-    if (!ctx) {
-        hoff__log(HOFF_LOG_WARN, "hoff_torch_record_stream: %p is not a live hoff block", ptr);
-        return;
-    }
-    /* Its moves wait for that stream too; its free is deferred below. */
-    if (hoff_record_stream(ctx, ptr, stream) != 0)
-        hoff__log(HOFF_LOG_WARN, "hoff_torch_record_stream: %s", hoff_last_error());
-    pthread_mutex_lock(&dev->lock);
-    for (pp = &dev->recs[rec_hash(ptr)]; *pp && (*pp)->ptr != ptr; pp = &(*pp)->next)
-        ;
-    r = *pp;
-    if (!r) {
-        r = calloc(1, sizeof *r);
-        if (!r) {
-            pthread_mutex_unlock(&dev->lock);
-            /* Cannot remember the stream: make it finish its work at the
-             * free by waiting for the device now (slow, but never unsafe). */
-            hoff__log(HOFF_LOG_WARN, "hoff_torch_record_stream: out of memory; synchronising the device");
-            ctx->be->ops->sync(ctx->be);
+
+        if (c && hoff_record_stream(c, ptr, stream) == 0)
             return;
-        }
-        r->ptr = ptr;
-        *pp = r;
-        dev->nrecs++;
     }
-    for (i = 0; i < (int)r->nstreams; i++)
-        if (r->streams[i] == stream)
-            break;
-    if (i == (int)r->nstreams) {
-        if (r->nstreams < MAX_REC_STREAMS)
-            r->streams[r->nstreams++] = stream;
-        else
-            HOFF__LOG_ONCE(HOFF_LOG_WARN, "hoff_torch_record_stream: a block recorded on more than %d streams; "
-                           "its free waits for the whole device", MAX_REC_STREAMS);
-    }
-    pthread_mutex_unlock(&dev->lock);
+    hoff__log(HOFF_LOG_WARN, "hoff_torch_record_stream: %p is not a live hoff block", ptr);
 }
 
 /* --- allocation ---------------------------------------------------------------- */
@@ -336,7 +159,6 @@ HOFF_API void *hoff_torch_alloc(ssize_t size, int device, void *stream) {
         errno = ENODEV;
         return NULL;
     }
-    poll_if_pending(device, ctx);
     p = hoff_malloc(ctx, (size_t)size, stream);
     if (!p) {
         HOFF__LOG_ONCE(HOFF_LOG_WARN, "hoff_torch_alloc: %zd bytes on device %d: %s (PyTorch reports it as out "
@@ -348,8 +170,6 @@ HOFF_API void *hoff_torch_alloc(ssize_t size, int device, void *stream) {
 
 HOFF_API void hoff_torch_free(void *ptr, ssize_t size, int device, void *stream) {
     struct hoff_ctx *ctx;
-    struct device *dev;
-    struct rec *r = NULL;
     int rc;
 
     (void)size;
@@ -360,21 +180,6 @@ HOFF_API void hoff_torch_free(void *ptr, ssize_t size, int device, void *stream)
         hoff__log(HOFF_LOG_ERROR, "hoff_torch_free: %p on device %d: no hoff context there (%s)", ptr, device,
                   check_device(device, "hoff_torch_free") ? hoff_last_error() : "never allocated");
         return;
-    }
-    dev = &devices[device];
-    if (__atomic_load_n(&dev->nrecs, __ATOMIC_RELAXED) || __atomic_load_n(&dev->deferred, __ATOMIC_RELAXED)) {
-        pthread_mutex_lock(&dev->lock);
-        deferred_poll(dev, ctx, 0);
-        r = dev->nrecs ? rec_take(dev, ptr) : NULL;
-        if (r) {
-            rc = free_deferred(dev, ctx, r, stream);
-            pthread_mutex_unlock(&dev->lock);
-            free(r);
-            if (rc)
-                hoff__log(HOFF_LOG_ERROR, "hoff_torch_free: %p: %s", ptr, hoff_last_error());
-            return;
-        }
-        pthread_mutex_unlock(&dev->lock);
     }
     rc = hoff_free(ctx, ptr, stream);
     if (rc)
@@ -399,9 +204,6 @@ HOFF_API void hoff_torch_empty_cache(void) {
 
         if (!ctx)
             continue;
-        pthread_mutex_lock(&devices[i].lock);
-        deferred_poll(&devices[i], ctx, 1);
-        pthread_mutex_unlock(&devices[i].lock);
         hoff_empty_cache(ctx);
     }
 }

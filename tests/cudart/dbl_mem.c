@@ -267,6 +267,21 @@ void dbl_pages_enqueued(struct CUstream_st *s, struct dbl_alloc *a, size_t lo, s
             for (uint16_t k = 0; k < pg->nmov; k++)
                 if (!dbl_vc_before(&s->clock, &pg->mov[k]))
                     G.st.move_races++; /* legal (concurrent managed access): a cost */
+            /* Two kernels on different streams, one of them writing, with no
+             * order between them: a data race (an allocator that hands a block
+             * to a new owner before the old owner's other streams are done).
+             * Only each stream's last access is kept, so a write followed by a
+             * read on one stream is remembered as the read: races with the
+             * write may be missed, none is invented. */
+            for (uint16_t k = 0; k < pg->nacc; k++)
+                if (pg->acc[k].sid != me.sid && (write || pg->acc[k].write) &&
+                    !dbl_vc_before(&s->clock, &pg->acc[k])) {
+                    G.st.access_races++;
+                    dbl_hard(CHK_RACE, call, pp, "a declared %s on stream %d is not ordered after a "
+                             "declared %s of this page on stream %d (op %u there): a data race",
+                             write ? "write" : "read", s->id, pg->acc[k].write ? "write" : "read",
+                             pg->acc[k].sid, pg->acc[k].at);
+                }
             epoch_put(&pg->acc, &pg->nacc, me);
             continue;
         }

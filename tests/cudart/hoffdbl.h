@@ -38,6 +38,7 @@ struct hoffdbl_stats {
     uint64_t poisoned_bytes;       /* bytes filled with HOFFDBL_POISON by discards */
     uint64_t migrated_d2h_bytes;   /* bytes prefetches moved device -> host (what a copy engine carries) */
     uint64_t migrated_h2d_bytes;   /* bytes prefetches moved host -> device (a discarded page carries none) */
+    uint64_t access_races;         /* declared accesses on two streams, one a write, with no order between */
 };
 
 void hoffdbl_stats(struct hoffdbl_stats *out);

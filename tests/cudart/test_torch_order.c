@@ -229,8 +229,11 @@ static void step(struct run *r, uint32_t *loss, uint64_t *ghash) {
         for (size_t k = 0; k < n; k++)
             h = (h ^ host[k]) * 1099511628211ull;
         hoff_mark_op(r->ctx, "backward");
-        hoff_torch_free(x[i], (ssize_t)bytes, r->o.device, r->s);
+        /* The saved input last: the next node's output reuses it at once
+         * (the pool's most recent free), while a side stream may still read
+         * it unless the pool orders its new owner after that stream. */
         hoff_torch_free(g, (ssize_t)bytes, r->o.device, r->s);
+        hoff_torch_free(x[i], (ssize_t)bytes, r->o.device, r->s);
         g = gin;
     }
     hoff_torch_free(g, (ssize_t)bytes, r->o.device, r->s);
@@ -392,13 +395,15 @@ int main(int argc, char **argv) {
            ", fence_syncs %" PRIu64 ", driver_drift_bytes %" PRIu64 "\n",
            st.evictions, st.prefetches, st.discards, st.faults, st.peak_resident_bytes >> 20, st.budget_bytes >> 20,
            st.replans, st.plan_state, st.fence_syncs, st.driver_drift_bytes);
-    printf("# double: hard errors %" PRIu64 ", discard races %" PRIu64 ", move races %" PRIu64 ", faults %" PRIu64
+    printf("# double: hard errors %" PRIu64 ", access races %" PRIu64 ", discard races %" PRIu64 ", move races %" PRIu64 ", faults %" PRIu64
            ", driver evictions %" PRIu64 ", stale launch errors %" PRIu64 ", contexts on device 0: %" PRIu64
            ", device 1: %" PRIu64 "\n",
-           ds.hard_errors, ds.discard_races, ds.move_races, ds.faults, ds.driver_evictions, ds.stale_launch_errors,
+           ds.hard_errors, ds.access_races, ds.discard_races, ds.move_races, ds.faults, ds.driver_evictions, ds.stale_launch_errors,
            ds.contexts_created[0], ds.contexts_created[1]);
     if (ds.hard_errors)
         fail("the double found %" PRIu64 " hard error(s) (see above)", ds.hard_errors);
+    if (ds.access_races)
+        fail("%" PRIu64 " kernel(s) raced another stream's use of the same block: reused early", ds.access_races);
     if (ds.discard_races)
         fail("%" PRIu64 " discard(s) raced a kernel that used the range", ds.discard_races);
     if (ds.move_races)
@@ -414,6 +419,11 @@ int main(int argc, char **argv) {
         fail("a budget of %d%% moved nothing: the run tested nothing", r.o.budget_pct);
     if (st.driver_drift_bytes)
         fail("hoff's books and the double's device disagree by %" PRIu64 " bytes", st.driver_drift_bytes);
+    free(r.kargs);
+    free(want_acc);
+    cudaFreeHost(r.acc);
+    cudaStreamDestroy(r.side);
+    cudaStreamDestroy(r.s);
     printf("%s\n", failures ? "FAILED" : "ok");
     return failures ? 1 : 0;
 }
