@@ -156,6 +156,7 @@ static int simulate(const struct hoff__trace *t, uint64_t budget, uint64_t host_
     cfg.oversub_margin_bytes = 0;
     cfg.budget_bytes = budget;
     cfg.log_level = HOFF_LOG_ERROR;
+    cfg.plan_thread = 0; /* the replay from the step after the recording: the steady state */
     if (host_cap) {
         cfg.host_cap_bytes = host_cap;
         if ((rc = hoff_config_set(&cfg, "spill_dir", spill_dir, err, sizeof err)) != 0) {

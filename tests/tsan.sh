@@ -1,7 +1,8 @@
 #!/bin/sh
 # tsan.sh — ThreadSanitizer over the code paths where the training thread and hoff's issuing thread share
 # state through hoff-plan's recorder (timeline and export swap the backend's table and read the step from the
-# issuer), and over the multi-threaded integrity suite: any race report fails.  Run by ./quickstart test on a
+# issuer), over the multi-threaded integrity suite, and over planning on the planning thread while steps run
+# (test_planthread, hoff-demo): any race report fails.  Run by ./quickstart test on a
 # build configured with -fsanitize=thread (TSAN=1 in the environment); skips (77) elsewhere, since a plain or
 # ASan build cannot see races.  Runs in the build directory; reads the traces from $srcdir.
 set -u
@@ -35,4 +36,6 @@ trace=$srcdir/tests/data/traces/gpt.trace.gz
 run "hoff-plan timeline" ./hoff-plan timeline "$trace" --budget 50% -o "$tmp.svg"
 run "hoff-plan export" ./hoff-plan export "$trace" --budget 50% --perfetto "$tmp.json"
 run "test_integrity (threads)" ./tests/test_integrity
+run "test_planthread (planning thread)" ./tests/test_planthread
+run "hoff-demo (planning thread)" env -u HOFF_TSAN_BUILD ./hoff-demo --steps 8 --layers 16
 exit $fail

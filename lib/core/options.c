@@ -264,6 +264,10 @@ static const struct opt opts[] = {
     {.name = "groups", .env = "HOFF_GROUPS", .type = OPT_BOOL,
      .offset = OFF(groups, int), .def = "1",
      .help = "lay out blocks the plan moves together in one mapping and move them with one call"},
+    {.name = "plan_thread", .env = "HOFF_PLAN_THREAD", .type = OPT_BOOL,
+     .offset = OFF(plan_thread, int), .def = "1",
+     .help = "plan on a background thread while the next steps run under the online policy; "
+             "0 = plan at the recorded step's end, the training thread waiting"},
 };
 
 #define NOPTS ((int)(sizeof opts / sizeof opts[0]))

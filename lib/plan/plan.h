@@ -83,6 +83,9 @@ struct hoff__plan_opts {
     uint64_t fault_ns;          /* one page-in on demand: fixed cost ... */
     double fault_gbps;          /* ... and rate */
     int groups;                 /* co-located groups are wanted (HOFF_GROUPS) */
+    const int *stop;            /* NULL, or set (read atomically) once the result is no
+                                   longer wanted: a planner may then cut its searches
+                                   short (the schedule stays valid, only less good) */
 };
 
 /* A group (hoff__plan_groups): blocks the schedule evicts at one point and

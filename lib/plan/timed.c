@@ -74,6 +74,13 @@
  * of more than 200000 events).
  */
 
+/* The searches end early, with what they have (always a valid schedule),
+ * once the caller no longer wants the result (o->stop: a planning thread
+ * being shut down). */
+static int cut(const struct hoff__plan_opts *o) {
+    return o->stop && __atomic_load_n(o->stop, __ATOMIC_RELAXED);
+}
+
 /* a beats b: fewer predicted budget overruns (an infeasible plan
  * whose replay the runtime must take over the budget), then less stall. */
 static int beats(const struct hoff__schedule *a, const struct hoff__schedule *b) {
@@ -255,7 +262,7 @@ static int refine(const struct hoff__trace *t, const struct hoff__plan_opts *o, 
     for (i = 0; i < s->nact; i++)
         if (s->act[i].kind == HOFF__ACT_SPILL || s->act[i].kind == HOFF__ACT_RESTORE)
             tiered[s->act[i].block] = 1;
-    for (evals = 0, round = 0; found && round < 8 && evals < max_evals; round++) {
+    for (evals = 0, round = 0; found && round < 8 && evals < max_evals && !cut(o); round++) {
         found = 0;
         /* the units, in schedule order, as the round starts */
         memset(seen, 0, s->ngroups + 1);
@@ -267,7 +274,7 @@ static int refine(const struct hoff__trace *t, const struct hoff__plan_opts *o, 
             seen[a->group] = a->group != 0;
             u[nu++] = (struct unit){.ev = a->ev, .block = a->block, .group = a->group, .when = a->when};
         }
-        for (i = 0; i < nu && evals < max_evals; i++) {
+        for (i = 0; i < nu && evals < max_evals && !cut(o); i++) {
             for (k = 0; k < sizeof delta / sizeof delta[0] && evals < max_evals; k++) {
                 int64_t ne = (int64_t)u[i].ev + delta[k];
 
@@ -401,9 +408,9 @@ static int refine_selection(const struct hoff__trace *t, const struct hoff__plan
     hoff__schedule_init(&orig);
     if (o->host_cap_bytes && (rc = hoff__schedule_copy(&orig, s)) != 0)
         goto out;
-    for (round = 0; found && round < 8 && work < cap && !rc; round++) {
+    for (round = 0; found && round < 8 && work < cap && !rc && !cut(o); round++) {
         found = 0;
-        for (i = 0; i < s->nact && work < cap; i++) { /* drops */
+        for (i = 0; i < s->nact && work < cap && !cut(o); i++) { /* drops */
             if (s->act[i].kind != HOFF__ACT_EVICT || s->act[i].group || !marked(t, s->act[i].block))
                 continue;
             if ((rc = drop_gap(s, i, &d)) != 0 || (rc = try_keep(t, o, T, s, &d, ceiling, &work)) < 0)
@@ -413,7 +420,7 @@ static int refine_selection(const struct hoff__trace *t, const struct hoff__plan
                 i--;
             }
         }
-        for (k = 0; k < ng && work < cap; k++) { /* adds, then swaps */
+        for (k = 0; k < ng && work < cap && !cut(o); k++) { /* adds, then swaps */
             const struct hoff__gap *x = &g[k];
 
             if ((rc = hoff__schedule_copy(&d, s)) != 0 ||
@@ -508,7 +515,7 @@ static int group_best(const struct hoff__trace *t, const struct hoff__plan_opts 
     hoff__schedule_init(&keep);
     hoff__schedule_init(&r);
     hoff__schedule_init(&w);
-    for (j = 0; j < TRY && !rc; j++) {
+    for (j = 0; j < TRY && !rc && !cut(o); j++) {
         int next = -1;
 
         for (k = 0; k < n; k++) /* the next candidate by stall */
