@@ -74,7 +74,7 @@ cmp -s "$tmp.new" "$tmp.after" || { bad "hoff-stat --clean in another pid namesp
 ./hoff-stat --clean >"$tmp.out" 2>&1
 tracked >"$tmp.after"
 cmp -s "$tmp.new" "$tmp.after" || { bad "hoff-stat --clean removed live segments of other namespaces: $(comm -23 "$tmp.new" "$tmp.after")"; cat "$tmp.out"; }
-./hoff-stat --json >"$tmp.json" 2>&1
+./hoff-stat --json >"$tmp.json" 2>"$tmp.err" # other hoff builds' segments are refused on stderr
 python3 - "$tmp.json" "$tmp.new" <<'PY' || fail=1
 import json, sys
 d = json.load(open(sys.argv[1]))
