@@ -152,6 +152,9 @@ struct result {
     int feasible;
 };
 
+/* --time MS: the planner's time budget (HOFF_PLAN_TIME), 0 = none. */
+static uint64_t time_ns;
+
 static int run(const struct hoff__planner *pl, size_t nev, int reps, struct result *r) {
     struct hoff__plan_opts o;
     struct hoff__schedule s;
@@ -189,7 +192,9 @@ static int run(const struct hoff__planner *pl, size_t nev, int reps, struct resu
             if (rc)
                 break;
         }
+        o.deadline_ns = hoff__plan_deadline(time_ns);
         rc = hoff__plan_build(pl, &t, &o, &s);
+        o.deadline_ns = 0;
         if (rc)
             break;
         if (s.plan_ns < r->plan_ns)
@@ -225,12 +230,12 @@ static int run(const struct hoff__planner *pl, size_t nev, int reps, struct resu
 }
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: bench/plan [--json] [--planner NAME] [--reps N] [--events 10000|100000|1000000]\n"
+    fprintf(f, "usage: bench/plan [--json] [--planner NAME] [--reps N] [--events 10000|100000|1000000] [--time MS]\n"
                "Plans generated training-shaped traces of 10^4, 10^5 and 10^6 events under a\n"
                "budget of 25%% of each trace's offload peak; prints the planning time (best of N\n"
                "runs, default 3), its ratio to greedy's on the same trace (runs interleaved: the\n"
                "machine may be shared) and its growth from one size to the next; --events: that\n"
-               "size only.\n");
+               "size only; --time: the planner's time budget (HOFF_PLAN_TIME).\n");
 }
 
 int main(int argc, char **argv) {
@@ -238,6 +243,7 @@ int main(int argc, char **argv) {
                                              {"planner", required_argument, NULL, 'p'},
                                              {"reps", required_argument, NULL, 'r'},
                                              {"events", required_argument, NULL, 'e'},
+                                             {"time", required_argument, NULL, 't'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     static const size_t sizes[] = {10000, 100000, 1000000};
@@ -261,6 +267,18 @@ int main(int argc, char **argv) {
                 return 2;
             }
             break;
+        case 't': {
+            char *end;
+            double ms = strtod(optarg, &end);
+
+            if (end == optarg || *end || ms <= 0 || ms > 3600e3) {
+                fprintf(stderr, "bench/plan: --time: expected a time budget in ms (more than 0, at most "
+                                "3600000), got '%s'\n", optarg);
+                return 2;
+            }
+            time_ns = (uint64_t)(ms * 1e6 + 0.5);
+            break;
+        }
         case 'e':
             for (i = 0; i < 3; i++)
                 if (strcmp(optarg, i == 0 ? "10000" : i == 1 ? "100000" : "1000000") == 0)
@@ -299,12 +317,13 @@ int main(int argc, char **argv) {
                    ",\"candidates\":%" PRIu64 ",\"actions\":%" PRIu64 ",\"evictions\":%" PRIu64
                    ",\"budget_bytes\":%" PRIu64 ",\"offload_peak_bytes\":%" PRIu64 ",\"peak_bytes\":%" PRIu64
                    ",\"feasible\":%d,\"bytes_d2h\":%" PRIu64 ",\"bytes_h2d\":%" PRIu64 ",\"plan_ns\":%" PRIu64
-                   ",\"greedy_plan_ns\":%" PRIu64 ",\"ratio_vs_greedy\":%.2f,\"stall_ns\":%" PRId64 "}\n",
+                   ",\"greedy_plan_ns\":%" PRIu64 ",\"ratio_vs_greedy\":%.2f,\"stall_ns\":%" PRId64
+                   ",\"time_budget_ns\":%" PRIu64 "}\n",
                    pl->name, r[i].events, r[i].blocks, r[i].candidates, r[i].actions, r[i].evictions,
                    r[i].budget, r[i].offload_peak, r[i].peak, r[i].feasible, r[i].d2h, r[i].h2d,
                    r[i].plan_ns, r[i].greedy_ns ? r[i].greedy_ns : r[i].plan_ns,
                    (double)r[i].plan_ns / (double)(r[i].greedy_ns ? r[i].greedy_ns : r[i].plan_ns),
-                   r[i].stall_ns == UINT64_MAX ? (int64_t)-1 : (int64_t)r[i].stall_ns);
+                   r[i].stall_ns == UINT64_MAX ? (int64_t)-1 : (int64_t)r[i].stall_ns, time_ns);
         else
             printf("%-10zu %8" PRIu32 " %10" PRIu64 " %8" PRIu64 " %9.1fG %9.1fG %9.1fG %9s %12.3f %12.2f\n",
                    r[i].events, r[i].blocks, r[i].candidates, r[i].actions, r[i].budget / 1073741824.0,

@@ -138,7 +138,7 @@ static int host_cap_pct;
 static char spill_dir[4096];
 
 static int simulate(const struct hoff__trace *t, uint64_t budget, uint64_t host_cap, const char *planner,
-                    uint64_t gpu_step_ns, struct run *out) {
+                    uint64_t plan_time_ns, uint64_t gpu_step_ns, struct run *out) {
     struct hoff_config cfg;
     struct hoff__drive_opts o;
     struct hoff__drive_result r;
@@ -157,6 +157,7 @@ static int simulate(const struct hoff__trace *t, uint64_t budget, uint64_t host_
     cfg.budget_bytes = budget;
     cfg.log_level = HOFF_LOG_ERROR;
     cfg.plan_thread = 0; /* the replay from the step after the recording: the steady state */
+    cfg.plan_time_ns = plan_time_ns;
     if (host_cap) {
         cfg.host_cap_bytes = host_cap;
         if ((rc = hoff_config_set(&cfg, "spill_dir", spill_dir, err, sizeof err)) != 0) {
@@ -216,6 +217,12 @@ static int simulate(const struct hoff__trace *t, uint64_t budget, uint64_t host_
 
 static int json;
 
+/* --anytime MS[,MS...]: timed is run again under each of these time
+ * budgets (HOFF_PLAN_TIME), to show what a budget costs in stall. */
+#define MAX_ANYTIME 8
+static uint64_t anytime_ns[MAX_ANYTIME];
+static int nanytime;
+
 static int bench_trace(const char *name, const struct hoff__trace *t, uint64_t gpu_step_ns) {
     static const int pct[] = {50, 25, 10};
     static const char *const planners[] = {"greedy", "timed"};
@@ -229,9 +236,14 @@ static int bench_trace(const char *name, const struct hoff__trace *t, uint64_t g
         uint64_t budget = peak * (uint64_t)pct[i] / 100, cap = peak * (uint64_t)host_cap_pct / 100;
         uint64_t bound = bound_ns(t, budget, cap, C, cend);
 
-        for (j = 0; j < 2; j++) {
+        for (j = 0; j < 2 + (size_t)nanytime; j++) {
             struct run r;
-            int rc = simulate(t, budget, cap, planners[j], gpu_step_ns, &r);
+            uint64_t pt = j < 2 ? 0 : anytime_ns[j - 2];
+            const char *pl = j < 2 ? planners[j] : "timed";
+            int rc = simulate(t, budget, cap, pl, pt, gpu_step_ns, &r);
+            char label[32];
+
+            snprintf(label, sizeof label, pt ? "%s@%gms" : "%s", pl, (double)pt / 1e6);
 
             if (rc) {
                 free(C);
@@ -239,6 +251,7 @@ static int bench_trace(const char *name, const struct hoff__trace *t, uint64_t g
             }
             if (json)
                 printf("{\"trace\":\"%s\",\"budget_pct\":%d,\"budget_bytes\":%" PRIu64 ",\"planner\":\"%s\""
+                       ",\"plan_time_ns\":%" PRIu64
                        ",\"stall_ns\":%" PRIu64 ",\"bound_ns\":%" PRIu64 ",\"step_ns\":%" PRIu64
                        ",\"compute_ns\":%" PRIu64 ",\"bytes_moved\":%" PRIu64 ",\"prefetch_calls\":%" PRIu64
                        ",\"prefetches\":%" PRIu64 ",\"evict_calls\":%" PRIu64 ",\"evictions\":%" PRIu64
@@ -248,7 +261,7 @@ static int bench_trace(const char *name, const struct hoff__trace *t, uint64_t g
                        ",\"peak_host_bytes\":%" PRIu64 ",\"within_host_cap\":%s,\"bytes_spilled\":%" PRIu64
                        ",\"bytes_restored\":%" PRIu64 ",\"host_cap_waits\":%" PRIu64 ",\"floor_bytes\":%" PRIu64
                        ",\"window_violations\":%" PRIu64 "}\n",
-                       name, pct[i], budget, planners[j], r.stall_ns, bound, r.step_ns, r.compute_ns, r.bytes_moved,
+                       name, pct[i], budget, pl, pt, r.stall_ns, bound, r.step_ns, r.compute_ns, r.bytes_moved,
                        r.prefetch_calls, r.prefetches, r.evict_calls, r.evictions, r.groups, r.predicted_ns,
                        r.plan_ns, r.peak,
                        r.peak <= budget ? "true" : "false", r.feasible ? "true" : "false",
@@ -256,10 +269,10 @@ static int bench_trace(const char *name, const struct hoff__trace *t, uint64_t g
                        !cap || r.peak_host <= cap ? "true" : "false", r.bytes_spilled, r.bytes_restored,
                        r.host_cap_waits, r.floor, r.window_violations);
             else
-                printf("%-22s %3d%% %-7s stall %10.3f ms  bound %9.3f ms  step %10.3f ms  moved %7.0f MiB  "
-                       "prefetch calls %3" PRIu64 " (blocks %3" PRIu64 ")  %s%s\n",
-                       name, pct[i], planners[j], r.stall_ns / 1e6, bound / 1e6, r.step_ns / 1e6,
-                       r.bytes_moved / 1048576.0, r.prefetch_calls, r.prefetches,
+                printf("%-22s %3d%% %-13s stall %10.3f ms  bound %9.3f ms  step %10.3f ms  moved %7.0f MiB  "
+                       "prefetch calls %3" PRIu64 " (blocks %3" PRIu64 ")  plan %8.2f ms  %s%s\n",
+                       name, pct[i], label, r.stall_ns / 1e6, bound / 1e6, r.step_ns / 1e6,
+                       r.bytes_moved / 1048576.0, r.prefetch_calls, r.prefetches, r.plan_ns / 1e6,
                        r.peak <= budget ? "within budget" : "OVER BUDGET", r.integrity_ok ? "" : ", INTEGRITY ERROR");
             if (!json && cap)
                 printf("%-22s      host cap %7.0f MiB: peak %7.0f MiB%s, spilled %7.0f MiB, %" PRIu64 " waits for room\n",
@@ -315,13 +328,15 @@ static int wanted(const char *name) {
 }
 
 static void usage(FILE *f, const char *argv0) {
-    fprintf(f, "usage: %s [--json] [--host-cap PCT] [--only NAME[,NAME...]] [TRACEDIR]\n"
+    fprintf(f, "usage: %s [--json] [--host-cap PCT] [--anytime MS[,MS...]] [--only NAME[,NAME...]] [TRACEDIR]\n"
                "Replays the synthetic transformer steps and the committed traces in TRACEDIR (default\n"
                "tests/data/traces) on the sim at 50/25/10%% of their no-offload peak with each planner.\n"
                "--json: one JSON object per (trace, budget, planner) instead of the table.\n"
                "--host-cap PCT: cap the host tier at PCT%% (1-100) of each trace's offload peak and\n"
                "spill the rest to an NVMe tier (the sim's 6.5 GB/s read, 3.5 GB/s write) in a fresh\n"
                "directory under $TMPDIR (default /var/tmp), removed at the end.\n"
+               "--anytime MS,...: run timed again with each time budget (HOFF_PLAN_TIME; the plan_time_ns\n"
+               "of the row, 0 without): what the budget costs in stall.\n"
                "--only NAMES: run only these traces (comma-separated, as named in the output:\n"
                "synth-L8-h1024-s2048, synth-L8-h4096-s2048, synth-L4-h8192-s2048, cnn, gpt, wide).\n",
             argv0);
@@ -346,6 +361,24 @@ int main(int argc, char **argv) {
                 return 2;
             }
             host_cap_pct = (int)v;
+            a++;
+        }
+        else if (strcmp(argv[a], "--anytime") == 0) {
+            const char *s = a + 1 < argc ? argv[a + 1] : "";
+            char *end;
+
+            nanytime = 0;
+            do {
+                double ms = strtod(s, &end);
+
+                if (end == s || ms <= 0 || ms > 3600e3 || (*end && *end != ',') || nanytime == MAX_ANYTIME) {
+                    fprintf(stderr, "planners: --anytime takes up to %d time budgets in ms (more than 0, at "
+                                    "most 3600000) separated by commas, not '%s'\n", MAX_ANYTIME, s);
+                    return 2;
+                }
+                anytime_ns[nanytime++] = (uint64_t)(ms * 1e6 + 0.5);
+                s = *end ? end + 1 : end;
+            } while (*s);
             a++;
         }
         else if (strcmp(argv[a], "--only") == 0) {

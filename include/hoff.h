@@ -95,6 +95,9 @@ struct hoff_config {
     int plan_thread;               /* 1 = plan on a background thread while the next steps
                                       run under the online policy; 0 = at the recorded
                                       step's end, the training thread waiting (HOFF_PLAN_THREAD) */
+    uint64_t plan_time_ns;         /* time budget of one planning: the planner answers within it
+                                      with the best schedule found so far; 0 = no limit
+                                      (HOFF_PLAN_TIME) */
 };
 
 /* Fill cfg with the defaults (no environment). */

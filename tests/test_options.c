@@ -123,6 +123,7 @@ static void test_defaults(void) {
     CU_ASSERT_EQUAL(c.sim_call_ns, 5000);
     CU_ASSERT_EQUAL(c.groups, 1);
     CU_ASSERT_EQUAL(c.plan_thread, 1);
+    CU_ASSERT_EQUAL(c.plan_time_ns, 0);
     /* the strings are zero-padded: no 0xA5 left behind the NUL */
     CU_ASSERT_EQUAL(c.planner[sizeof c.planner - 1], 0);
     CU_ASSERT_EQUAL(c.trace_path[sizeof c.trace_path - 1], 0);
@@ -165,12 +166,13 @@ static void test_default_texts(void) {
     CU_ASSERT_STRING_EQUAL(get(&c, "sim_call_ns"), "5us");
     CU_ASSERT_STRING_EQUAL(get(&c, "groups"), "1");
     CU_ASSERT_STRING_EQUAL(get(&c, "plan_thread"), "1");
+    CU_ASSERT_STRING_EQUAL(get(&c, "plan_time"), "0");
 }
 
 static void test_table(void) {
     int n = hoff_config_count(), i, j;
 
-    CU_ASSERT_EQUAL(n, 32);
+    CU_ASSERT_EQUAL(n, 33);
     CU_ASSERT_PTR_NULL(hoff_config_name(-1));
     CU_ASSERT_PTR_NULL(hoff_config_name(n));
     CU_ASSERT_PTR_NULL(hoff_config_help(n));
@@ -242,6 +244,7 @@ static const struct {
     {"sim_call_ns", "1500", "1500ns"},
     {"groups", "off", "0"},
     {"plan_thread", "no", "0"},
+    {"plan_time", "250ms", "250ms"},
 };
 #define NRT ((int)(sizeof roundtrips / sizeof roundtrips[0]))
 

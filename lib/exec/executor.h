@@ -135,16 +135,18 @@ struct hoff__plan_result {
     struct hoff__schedule sched;
     uint64_t done_ns;           /* planning job: CLOCK_MONOTONIC when it finished */
 };
-/* Write the trace to trace_path (if not ""), build the plan with pl, group
- * it when o->groups asks and the planner did not, and predict it again if
- * grouped.  Pure: touches only t (read), o and *r.  Thread safe. */
+/* Write the trace to trace_path (if not ""), build the plan with pl within
+ * time_ns (0: no limit; the planner's deadline, from when the trace is
+ * written), group it when o->groups asks and the planner did not, and
+ * predict it again if grouped.  Pure: touches only t (read), o and *r.
+ * Thread safe. */
 void hoff__plan_make(const struct hoff__planner *pl, const struct hoff__trace *t, const struct hoff__plan_opts *o,
-                     const char *trace_path, struct hoff__plan_result *r);
+                     uint64_t time_ns, const char *trace_path, struct hoff__plan_result *r);
 /* hoff__plan_make on a new thread.  t, pl and trace_path must stay valid and
  * t unchanged until the job is collected or cancelled.  0, or -errno (no
  * memory, no thread) with *out NULL: the caller plans inline instead. */
 int hoff__planjob_start(struct hoff__planjob **out, const struct hoff__planner *pl, const struct hoff__trace *t,
-                        const struct hoff__plan_opts *o, const char *trace_path);
+                        const struct hoff__plan_opts *o, uint64_t time_ns, const char *trace_path);
 /* Has the job finished?  Never blocks. */
 int hoff__planjob_done(const struct hoff__planjob *j);
 /* The options and planner the job plans with. */

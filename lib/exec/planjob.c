@@ -18,6 +18,7 @@ struct hoff__planjob {
     const struct hoff__planner *pl;
     const struct hoff__trace *t;
     struct hoff__plan_opts o;
+    uint64_t time_ns;
     char trace_path[256];
     int stop;                       /* atomic: the caller gave up on the result */
     int done;                       /* atomic: the thread has finished; the fields below are final */
@@ -34,8 +35,9 @@ static void repredict(const struct hoff__trace *t, const struct hoff__plan_opts 
     free(T);
 }
 
-void hoff__plan_make(const struct hoff__planner *pl, const struct hoff__trace *t, const struct hoff__plan_opts *o,
-                     const char *trace_path, struct hoff__plan_result *r) {
+void hoff__plan_make(const struct hoff__planner *pl, const struct hoff__trace *t, const struct hoff__plan_opts *opts,
+                     uint64_t time_ns, const char *trace_path, struct hoff__plan_result *r) {
+    struct hoff__plan_opts oc = *opts, *o = &oc;
     int rc;
 
     memset(r, 0, sizeof *r);
@@ -45,6 +47,7 @@ void hoff__plan_make(const struct hoff__planner *pl, const struct hoff__trace *t
         if (rc)
             snprintf(r->save_err, sizeof r->save_err, "%s: %s", hoff_strerror(rc), hoff_last_error());
     }
+    o->deadline_ns = hoff__plan_deadline(time_ns); /* from here: the trace is written */
     rc = hoff__plan_build(pl, t, o, &r->sched);
     if (rc) {
         r->rc = rc;
@@ -67,14 +70,14 @@ void hoff__plan_make(const struct hoff__planner *pl, const struct hoff__trace *t
 static void *job_main(void *arg) {
     struct hoff__planjob *j = arg;
 
-    hoff__plan_make(j->pl, j->t, &j->o, j->trace_path, &j->res);
+    hoff__plan_make(j->pl, j->t, &j->o, j->time_ns, j->trace_path, &j->res);
     j->res.done_ns = hoff__plan_now_ns();
     __atomic_store_n(&j->done, 1, __ATOMIC_RELEASE);
     return NULL;
 }
 
 int hoff__planjob_start(struct hoff__planjob **out, const struct hoff__planner *pl, const struct hoff__trace *t,
-                        const struct hoff__plan_opts *o, const char *trace_path) {
+                        const struct hoff__plan_opts *o, uint64_t time_ns, const char *trace_path) {
     struct hoff__planjob *j = calloc(1, sizeof *j);
     int rc;
 
@@ -85,6 +88,7 @@ int hoff__planjob_start(struct hoff__planjob **out, const struct hoff__planner *
     j->t = t;
     j->o = *o;
     j->o.stop = &j->stop;
+    j->time_ns = time_ns;
     snprintf(j->trace_path, sizeof j->trace_path, "%s", trace_path ? trace_path : "");
     rc = pthread_create(&j->th, NULL, job_main, j);
     if (rc) {

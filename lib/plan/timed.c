@@ -72,13 +72,21 @@
  * prefetch points of about 10^7 event-steps of prediction each and one of
  * the selection of about 2 x 10^7 (together under a second; none on traces
  * of more than 200000 events).
+ *
+ * Anytime (o->deadline_ns, HOFF_PLAN_TIME): greedy's schedule, predicted,
+ * is the first answer; the other candidates, the searches and the groups
+ * come while time is left (each candidate is a predicted replay, checked
+ * between them; the searches check at every move).  Without time for the
+ * groups the schedule is left ungrouped (the runtime groups it as it
+ * groups greedy's).
  */
 
 /* The searches end early, with what they have (always a valid schedule),
  * once the caller no longer wants the result (o->stop: a planning thread
- * being shut down). */
+ * being shut down) or its time budget is spent (o->deadline_ns). */
 static int cut(const struct hoff__plan_opts *o) {
-    return o->stop && __atomic_load_n(o->stop, __ATOMIC_RELAXED);
+    return (o->stop && __atomic_load_n(o->stop, __ATOMIC_RELAXED)) ||
+           (o->deadline_ns && hoff__plan_now_ns() >= o->deadline_ns);
 }
 
 /* a beats b: fewer predicted budget overruns (an infeasible plan
@@ -561,7 +569,7 @@ static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts
     struct hoff__schedule c[NC];
     struct hoff__prediction pr;
     struct hoff__plan_opts o2 = *o;
-    int rc, i, best = 0;
+    int rc, i, best = 0, grouped = 0;
 
     for (i = 0; i < NC; i++)
         hoff__schedule_init(&c[i]);
@@ -580,6 +588,13 @@ static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts
      * host cap on it, and the prediction judges the whole (host room,
      * spills and restores included). */
     for (i = 0; i < NU && !rc; i++) {
+        if (i && cut(o)) { /* anytime: greedy's, predicted, is an answer */
+            for (; i < NU; i++) {
+                c[i].stall_ns = UINT64_MAX; /* never chosen */
+                c[i].overruns = UINT64_MAX;
+            }
+            break;
+        }
         /* two selections (by events, by time), each placed three ways: a
          * selection is made once and copied (it is 40% of the time at 10^6
          * events), before the placement rewrites it */
@@ -605,7 +620,8 @@ static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts
     base = c[best].stall_ns; /* what the rules reach: the groups' allowance is from it */
     if (beats(&c[R], &c[best]))
         best = R;
-    if (o->groups) {
+    if (o->groups && !cut(o)) {
+        grouped = 1;
         /* greedy's schedule as the runtime groups it (hoff__plan_groups,
          * after the tiers): a candidate too, and the stall timed's own
          * groups may not pass */
@@ -621,7 +637,7 @@ static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts
     }
     if ((rc = hoff__schedule_copy(out, &c[best])) != 0)
         goto done;
-    out->grouped = o->groups;
+    out->grouped = grouped; /* else (groups off, or no time left) the runtime groups it as greedy's */
     memset(out->planner, 0, sizeof out->planner);
     strncpy(out->planner, hoff__planner_timed.name, sizeof out->planner - 1);
     /* What the plan reaches in instant-transfer terms (early prefetches hold
