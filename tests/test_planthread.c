@@ -1,7 +1,8 @@
 /* test_planthread.c — planning off the training thread on sim: the steps after a recording never wait for the
  * planner (their hoff_step_begin/end take a small part of the planning time), they keep the budget online until
  * the plan is ready, replay starts at a step boundary with every planned action fired, a replan after divergence
- * goes the same way, and shutdown during planning does not wait for the whole plan.  Single-threaded (the library
+ * goes the same way, a plan made for a budget changed meanwhile is dropped, and shutdown during planning stops
+ * the planner and joins it.  Single-threaded (the library
  * runs its planning and issuing threads behind the API). */
 #include "config.h"
 
@@ -274,13 +275,54 @@ static void test_shutdown_while_planning(void) {
            (double)took / 1e6, (double)sync_plan_ns / 1e6);
 }
 
+/* A live change of the budget (the PyTorch memory-fraction hook) while the
+ * planning thread plans: the plan it brings back was made for the old
+ * budget, so it is dropped and the step that finds it records again; the
+ * plan of that recording is the one used. */
+static void test_live_change_drops_plan(void) {
+    char err[256];
+    struct hoff_stats st;
+    struct marks m;
+    int n;
+
+    CU_ASSERT_EQUAL_FATAL(hoff_torch_configure(9, "plan_thread", "1", err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(hoff_torch_configure(9, "budget", "128M", err, sizeof err), 0);
+    ctx = hoff_torch_context(9);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    step(LAYERS, 1, &m); /* recorded: planned for 128M */
+    CU_ASSERT_EQUAL(stats().plan_pending, 1);
+    CU_ASSERT_EQUAL_FATAL(hoff_torch_configure(9, "budget", "96M", err, sizeof err), 0);
+    for (n = 0; n < MAX_STEPS && stats().plans_dropped == 0; n++)
+        step(LAYERS, 2 + (uint64_t)n, &m);
+    st = stats();
+    CU_ASSERT_EQUAL(st.plans_dropped, 1);
+    CU_ASSERT_EQUAL(st.plans, 0);
+    CU_ASSERT_EQUAL(st.plan_pending, 1); /* the step that dropped it recorded again */
+    CU_ASSERT_EQUAL(st.budget_bytes, 96 * MiB);
+    n = until_replay(LAYERS, 100, &(uint64_t){0});
+    st = stats();
+    CU_ASSERT_EQUAL(st.plans, 1);
+    CU_ASSERT_EQUAL(st.plans_dropped, 1);
+    CU_ASSERT_EQUAL(st.plan_state, HOFF_PLAN_REPLAY);
+    CU_ASSERT(st.plan_peak_bytes <= 96 * MiB);
+    CU_ASSERT_EQUAL(bad_stamps, 0);
+    (void)n;
+}
+
 int main(void) {
     static const struct hoff_test tests[] = {
         {"sync", test_sync},
         {"no_wait", test_no_wait},
         {"replan", test_replan},
         {"shutdown_while_planning", test_shutdown_while_planning},
+        {"live_change_drops_plan", test_live_change_drops_plan},
         {NULL, NULL},
     };
+    /* hoff_torch_context reads the environment */
+    setenv("HOFF_BACKEND", "sim", 1);
+    setenv("HOFF_SIM_DEVICE", "4G", 1);
+    setenv("HOFF_LOG_LEVEL", "error", 1);
+    unsetenv("HOFF_BUDGET");
+    unsetenv("HOFF_PLAN_THREAD");
     return hoff_test_run("planthread", tests);
 }
