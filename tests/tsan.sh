@@ -36,6 +36,6 @@ trace=$srcdir/tests/data/traces/gpt.trace.gz
 run "hoff-plan timeline" ./hoff-plan timeline "$trace" --budget 50% -o "$tmp.svg"
 run "hoff-plan export" ./hoff-plan export "$trace" --budget 50% --perfetto "$tmp.json"
 run "test_integrity (threads)" ./tests/test_integrity
-run "test_planthread (planning thread)" ./tests/test_planthread
+run "test_planthread (planning thread)" env -u HOFF_TSAN_BUILD ./tests/test_planthread
 run "hoff-demo (planning thread)" env -u HOFF_TSAN_BUILD ./hoff-demo --steps 8 --layers 16
 exit $fail
