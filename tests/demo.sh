@@ -137,6 +137,30 @@ if [ "$rc" -ne 1 ]; then
 fi
 check "$out" "integrity: FAILED (step 2, layer 2, block qkv" "hoff-demo --corrupt"
 
+# 4b. Production shapes: nine rows (three GPT shapes, three budgets), the plan never slower than the no-offload
+#     step by more than greedy's, and the plot script turns them into an SVG that parses.
+./bench/shapes --json >"$out.bench" 2>&1
+rc=$?
+if [ "$rc" -ne 0 ]; then
+    echo "FAIL: bench/shapes --json exited $rc"
+    cat "$out.bench"
+    fail=1
+fi
+python3 - "$out.bench" "${srcdir:-.}/bench/shapes_svg.py" <<'PY' || fail=1
+import json, subprocess, sys, xml.dom.minidom
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+bad = [r["shape"] for r in rows if not (r["compute_ns"] <= r["timed_step_ns"] <= r["greedy_step_ns"]
+                                       and r["bound_ns"] <= r["timed_step_ns"])]
+if len(rows) != 9 or bad:
+    print("FAIL: bench/shapes --json: %d rows (want 9), out of order: %s" % (len(rows), bad))
+    sys.exit(1)
+svg = subprocess.run([sys.executable, sys.argv[2]], input=open(sys.argv[1]).read(), capture_output=True, text=True)
+if svg.returncode != 0:
+    print("FAIL: bench/shapes_svg.py exited %d: %s" % (svg.returncode, svg.stderr))
+    sys.exit(1)
+xml.dom.minidom.parseString(svg.stdout)
+PY
+
 # 5. The benchmark runs and reports both medians.
 ./bench/alloc --json --quick >"$out.bench" 2>&1
 rc=$?
