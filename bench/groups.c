@@ -43,6 +43,7 @@ static int drive(const struct hoff__trace *t, const char *planner, uint64_t budg
     cfg.oversub_margin_bytes = 0;
     cfg.budget_bytes = budget;
     cfg.groups = groups;
+    cfg.plan_thread = 0; /* the replay from the step after the recording: the steady state */
     if ((rc = hoff_config_set(&cfg, "planner", planner, err, sizeof err)) != 0) {
         fprintf(stderr, "groups: --planner: %s\n", err);
         return rc;

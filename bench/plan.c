@@ -146,8 +146,14 @@ struct result {
     size_t events;
     uint32_t blocks;
     uint64_t candidates, actions, evictions, budget, offload_peak, peak, d2h, h2d, plan_ns;
+    uint64_t stall_ns;      /* the planner's predicted stall per step (UINT64_MAX: it predicts none) */
+    uint64_t greedy_ns;     /* greedy on the same trace, its runs interleaved with the planner's (0: the
+                               planner is greedy): the machine is shared, so the ratio is the figure to compare */
     int feasible;
 };
+
+/* --time MS: the planner's time budget (HOFF_PLAN_TIME), 0 = none. */
+static uint64_t time_ns;
 
 static int run(const struct hoff__planner *pl, size_t nev, int reps, struct result *r) {
     struct hoff__plan_opts o;
@@ -173,8 +179,22 @@ static int run(const struct hoff__planner *pl, size_t nev, int reps, struct resu
     r->budget = o.budget_bytes;
     r->plan_ns = UINT64_MAX;
     hoff__schedule_init(&s);
+    r->greedy_ns = pl != &hoff__planner_greedy ? UINT64_MAX : 0;
     for (k = 0; k < reps; k++) {
+        if (r->greedy_ns) {
+            struct hoff__schedule gs;
+
+            hoff__schedule_init(&gs);
+            rc = hoff__plan_build(&hoff__planner_greedy, &t, &o, &gs);
+            if (!rc && gs.plan_ns < r->greedy_ns)
+                r->greedy_ns = gs.plan_ns;
+            hoff__schedule_destroy(&gs);
+            if (rc)
+                break;
+        }
+        o.deadline_ns = hoff__plan_deadline(time_ns);
         rc = hoff__plan_build(pl, &t, &o, &s);
+        o.deadline_ns = 0;
         if (rc)
             break;
         if (s.plan_ns < r->plan_ns)
@@ -199,6 +219,7 @@ static int run(const struct hoff__planner *pl, size_t nev, int reps, struct resu
         for (i = 0; i < s.nact; i++)
             r->evictions += s.act[i].kind == HOFF__ACT_EVICT;
         r->peak = s.peak_bytes;
+        r->stall_ns = s.stall_ns;
         r->feasible = s.feasible;
         r->d2h = s.bytes_d2h;
         r->h2d = s.bytes_h2d;
@@ -209,23 +230,27 @@ static int run(const struct hoff__planner *pl, size_t nev, int reps, struct resu
 }
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: bench/plan [--json] [--planner NAME] [--reps N]\n"
+    fprintf(f, "usage: bench/plan [--json] [--planner NAME] [--reps N] [--events 10000|100000|1000000] [--time MS]\n"
                "Plans generated training-shaped traces of 10^4, 10^5 and 10^6 events under a\n"
                "budget of 25%% of each trace's offload peak; prints the planning time (best of N\n"
-               "runs, default 3) and its growth from one size to the next.\n");
+               "runs, default 3), its ratio to greedy's on the same trace (runs interleaved: the\n"
+               "machine may be shared) and its growth from one size to the next; --events: that\n"
+               "size only; --time: the planner's time budget (HOFF_PLAN_TIME).\n");
 }
 
 int main(int argc, char **argv) {
     static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
                                              {"planner", required_argument, NULL, 'p'},
                                              {"reps", required_argument, NULL, 'r'},
+                                             {"events", required_argument, NULL, 'e'},
+                                             {"time", required_argument, NULL, 't'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     static const size_t sizes[] = {10000, 100000, 1000000};
     struct result r[3];
     const struct hoff__planner *pl;
     const char *planner = "greedy";
-    int json = 0, reps = 3, opt, i, rc;
+    int json = 0, reps = 3, opt, i, rc, only = -1;
 
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (opt) {
@@ -239,6 +264,27 @@ int main(int argc, char **argv) {
             reps = atoi(optarg);
             if (reps < 1 || reps > 100) {
                 fprintf(stderr, "bench/plan: --reps: expected 1..100, got '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case 't': {
+            char *end;
+            double ms = strtod(optarg, &end);
+
+            if (end == optarg || *end || ms <= 0 || ms > 3600e3) {
+                fprintf(stderr, "bench/plan: --time: expected a time budget in ms (more than 0, at most "
+                                "3600000), got '%s'\n", optarg);
+                return 2;
+            }
+            time_ns = (uint64_t)(ms * 1e6 + 0.5);
+            break;
+        }
+        case 'e':
+            for (i = 0; i < 3; i++)
+                if (strcmp(optarg, i == 0 ? "10000" : i == 1 ? "100000" : "1000000") == 0)
+                    only = i;
+            if (only < 0) {
+                fprintf(stderr, "bench/plan: --events: expected 10000, 100000 or 1000000, got '%s'\n", optarg);
                 return 2;
             }
             break;
@@ -256,9 +302,11 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (!json)
-        printf("%-10s %8s %10s %8s %10s %10s %10s %9s %12s\n", "events", "blocks", "candidates", "actions",
-               "budget", "nopeak", "peak", "feasible", "plan_ms");
+        printf("%-10s %8s %10s %8s %10s %10s %10s %9s %12s %12s\n", "events", "blocks", "candidates", "actions",
+               "budget", "nopeak", "peak", "feasible", "plan_ms", "x_greedy");
     for (i = 0; i < 3; i++) {
+        if (only >= 0 && i != only)
+            continue;
         rc = run(pl, sizes[i], reps, &r[i]);
         if (rc) {
             fprintf(stderr, "bench/plan: %zu events: %s\n", sizes[i], strerror(-rc));
@@ -269,18 +317,22 @@ int main(int argc, char **argv) {
                    ",\"candidates\":%" PRIu64 ",\"actions\":%" PRIu64 ",\"evictions\":%" PRIu64
                    ",\"budget_bytes\":%" PRIu64 ",\"offload_peak_bytes\":%" PRIu64 ",\"peak_bytes\":%" PRIu64
                    ",\"feasible\":%d,\"bytes_d2h\":%" PRIu64 ",\"bytes_h2d\":%" PRIu64 ",\"plan_ns\":%" PRIu64
-                   "}\n",
+                   ",\"greedy_plan_ns\":%" PRIu64 ",\"ratio_vs_greedy\":%.2f,\"stall_ns\":%" PRId64
+                   ",\"time_budget_ns\":%" PRIu64 "}\n",
                    pl->name, r[i].events, r[i].blocks, r[i].candidates, r[i].actions, r[i].evictions,
                    r[i].budget, r[i].offload_peak, r[i].peak, r[i].feasible, r[i].d2h, r[i].h2d,
-                   r[i].plan_ns);
+                   r[i].plan_ns, r[i].greedy_ns ? r[i].greedy_ns : r[i].plan_ns,
+                   (double)r[i].plan_ns / (double)(r[i].greedy_ns ? r[i].greedy_ns : r[i].plan_ns),
+                   r[i].stall_ns == UINT64_MAX ? (int64_t)-1 : (int64_t)r[i].stall_ns, time_ns);
         else
-            printf("%-10zu %8" PRIu32 " %10" PRIu64 " %8" PRIu64 " %9.1fG %9.1fG %9.1fG %9s %12.3f\n",
+            printf("%-10zu %8" PRIu32 " %10" PRIu64 " %8" PRIu64 " %9.1fG %9.1fG %9.1fG %9s %12.3f %12.2f\n",
                    r[i].events, r[i].blocks, r[i].candidates, r[i].actions, r[i].budget / 1073741824.0,
                    r[i].offload_peak / 1073741824.0, r[i].peak / 1073741824.0, r[i].feasible ? "yes" : "no",
-                   r[i].plan_ns / 1e6);
+                   r[i].plan_ns / 1e6,
+                   (double)r[i].plan_ns / (double)(r[i].greedy_ns ? r[i].greedy_ns : r[i].plan_ns));
         fflush(stdout);
     }
-    {
+    if (only < 0) {
         double g65 = (double)r[2].plan_ns / (double)(r[1].plan_ns ? r[1].plan_ns : 1);
         double g54 = (double)r[1].plan_ns / (double)(r[0].plan_ns ? r[0].plan_ns : 1);
 

@@ -138,7 +138,7 @@ static int host_cap_pct;
 static char spill_dir[4096];
 
 static int simulate(const struct hoff__trace *t, uint64_t budget, uint64_t host_cap, const char *planner,
-                    uint64_t gpu_step_ns, struct run *out) {
+                    uint64_t plan_time_ns, uint64_t gpu_step_ns, struct run *out) {
     struct hoff_config cfg;
     struct hoff__drive_opts o;
     struct hoff__drive_result r;
@@ -156,6 +156,8 @@ static int simulate(const struct hoff__trace *t, uint64_t budget, uint64_t host_
     cfg.oversub_margin_bytes = 0;
     cfg.budget_bytes = budget;
     cfg.log_level = HOFF_LOG_ERROR;
+    cfg.plan_thread = 0; /* the replay from the step after the recording: the steady state */
+    cfg.plan_time_ns = plan_time_ns;
     if (host_cap) {
         cfg.host_cap_bytes = host_cap;
         if ((rc = hoff_config_set(&cfg, "spill_dir", spill_dir, err, sizeof err)) != 0) {
@@ -215,22 +217,140 @@ static int simulate(const struct hoff__trace *t, uint64_t budget, uint64_t host_
 
 static int json;
 
-static int bench_trace(const char *name, const struct hoff__trace *t, uint64_t gpu_step_ns) {
+/* --lp CMD: the LP lower bound of bench/bound.py (its relaxation of every
+ * plan made of the trace's gaps, with use windows, per-call latency and the
+ * two FIFO engines), run as CMD (e.g. "python3 ../bench/bound.py") with
+ * --hoff-plan ./hoff-plan on the same trace, budgets, clock and bandwidth,
+ * and reported as lp_bound_ns beside bound_ns.  Not with --host-cap (the LP
+ * has no host tier). */
+static const char *lp_cmd;
+static const char *lp_hoff_plan = "./hoff-plan";
+
+struct lp {
+    int pct;
+    int have;               /* lp_bound_ns is a number */
+    uint64_t ns;
+    char status[128];       /* bound.py's lp_status, or why there is none */
+};
+
+/* A string field "key": "value" of one JSON line, into out ("" if absent). */
+static void json_str(const char *line, const char *key, char *out, size_t len) {
+    const char *p = strstr(line, key);
+    size_t n = 0;
+
+    out[0] = 0;
+    if (!p || !(p = strchr(p + strlen(key), '"')))
+        return;
+    for (p++; *p && *p != '"' && n + 1 < len; p++)
+        out[n++] = *p;
+    out[n] = 0;
+}
+
+/* bound.py on trace path for the budgets pct[0..n-1]; each lp[i] gets its
+ * bound or the reason it has none. */
+static void lp_bounds(const char *path, double gpu_step_ms, const int *pct, int n, struct lp *lp) {
+    char cmd[8192], line[8192], clock[64] = "";
+    FILE *f;
+    int i;
+
+    for (i = 0; i < n; i++) {
+        lp[i].pct = pct[i];
+        lp[i].have = 0;
+        snprintf(lp[i].status, sizeof lp[i].status, "%s", lp_cmd ? "bound.py gave no line" : "not run (--lp)");
+    }
+    if (!lp_cmd)
+        return;
+    if (host_cap_pct) {
+        for (i = 0; i < n; i++)
+            snprintf(lp[i].status, sizeof lp[i].status, "not run: the LP has no host tier (--host-cap)");
+        return;
+    }
+    if (gpu_step_ms > 0)
+        snprintf(clock, sizeof clock, " --gpu-step %.6g", gpu_step_ms);
+    snprintf(cmd, sizeof cmd, "%s --hoff-plan '%s' '%s' --budget %d,%d,%d%s --bandwidth %g --milp-max-gaps 0",
+             lp_cmd, lp_hoff_plan, path, pct[0], n > 1 ? pct[1] : pct[0], n > 2 ? pct[2] : pct[0], clock, GBPS);
+    f = popen(cmd, "r");
+    if (!f) {
+        for (i = 0; i < n; i++)
+            snprintf(lp[i].status, sizeof lp[i].status, "cannot run bound.py: %s", strerror(errno));
+        return;
+    }
+    while (fgets(line, sizeof line, f)) {
+        const char *p = strstr(line, "\"budget_pct\": "), *q = strstr(line, "\"lp_bound_ns\": ");
+        double bp = p ? atof(p + 14) : -1;
+
+        for (i = 0; i < n; i++) {
+            if (bp != (double)pct[i])
+                continue;
+            json_str(line, "\"lp_status\":", lp[i].status, sizeof lp[i].status);
+            if (q && strncmp(q + 15, "null", 4) != 0) {
+                lp[i].have = 1;
+                lp[i].ns = strtoull(q + 15, NULL, 10);
+            }
+        }
+    }
+    if (pclose(f) != 0)
+        for (i = 0; i < n; i++)
+            if (!lp[i].have && strcmp(lp[i].status, "bound.py gave no line") == 0)
+                snprintf(lp[i].status, sizeof lp[i].status, "bound.py failed (run it by hand: %s)", lp_cmd);
+}
+
+/* --anytime MS[,MS...]: timed is run again under each of these time
+ * budgets (HOFF_PLAN_TIME), to show what a budget costs in stall. */
+#define MAX_ANYTIME 8
+static uint64_t anytime_ns[MAX_ANYTIME];
+static int nanytime;
+
+static int bench_trace(const char *name, const struct hoff__trace *t, const char *path, uint64_t gpu_step_ns) {
     static const int pct[] = {50, 25, 10};
     static const char *const planners[] = {"greedy", "timed"};
     uint64_t peak = hoff__trace_offload_peak(t, hoff__pool_block_bytes, NULL);
     double cend, *C = compute_times(t, gpu_step_ns, &cend);
+    struct lp lp[3];
+    char tmp[4096] = "";
     size_t i, j;
 
     if (!C)
         return -ENOMEM;
+    if (lp_cmd && !path && !host_cap_pct) { /* a synthetic step: bound.py reads a file */
+        const char *td = getenv("TMPDIR");
+        int rc;
+
+        snprintf(tmp, sizeof tmp, "%s/hoff-planners-lp.%d.%s.trace", td && *td ? td : "/tmp", (int)getpid(), name);
+        rc = hoff__trace_save(t, tmp);
+        if (rc) {
+            fprintf(stderr, "planners: cannot write %s for bound.py: %s\n", tmp, hoff_last_error());
+            tmp[0] = 0;
+        }
+        path = tmp[0] ? tmp : NULL;
+    }
+    if (path || !lp_cmd)
+        lp_bounds(path ? path : "", gpu_step_ns / 1e6, pct, 3, lp);
+    else
+        for (i = 0; i < 3; i++) {
+            lp[i].have = 0;
+            snprintf(lp[i].status, sizeof lp[i].status, "not run: the trace could not be written");
+        }
+    if (tmp[0])
+        unlink(tmp);
     for (i = 0; i < sizeof pct / sizeof pct[0]; i++) {
         uint64_t budget = peak * (uint64_t)pct[i] / 100, cap = peak * (uint64_t)host_cap_pct / 100;
         uint64_t bound = bound_ns(t, budget, cap, C, cend);
 
-        for (j = 0; j < 2; j++) {
+        for (j = 0; j < 2 + (size_t)nanytime; j++) {
             struct run r;
-            int rc = simulate(t, budget, cap, planners[j], gpu_step_ns, &r);
+            uint64_t pt = j < 2 ? 0 : anytime_ns[j - 2];
+            const char *pl = j < 2 ? planners[j] : "timed";
+            int rc = simulate(t, budget, cap, pl, pt, gpu_step_ns, &r);
+            char label[32];
+
+            char lpv[32];
+
+            snprintf(label, sizeof label, pt ? "%s@%gms" : "%s", pl, (double)pt / 1e6);
+            if (lp[i].have)
+                snprintf(lpv, sizeof lpv, "%" PRIu64, lp[i].ns);
+            else
+                snprintf(lpv, sizeof lpv, "null");
 
             if (rc) {
                 free(C);
@@ -238,6 +358,7 @@ static int bench_trace(const char *name, const struct hoff__trace *t, uint64_t g
             }
             if (json)
                 printf("{\"trace\":\"%s\",\"budget_pct\":%d,\"budget_bytes\":%" PRIu64 ",\"planner\":\"%s\""
+                       ",\"plan_time_ns\":%" PRIu64
                        ",\"stall_ns\":%" PRIu64 ",\"bound_ns\":%" PRIu64 ",\"step_ns\":%" PRIu64
                        ",\"compute_ns\":%" PRIu64 ",\"bytes_moved\":%" PRIu64 ",\"prefetch_calls\":%" PRIu64
                        ",\"prefetches\":%" PRIu64 ",\"evict_calls\":%" PRIu64 ",\"evictions\":%" PRIu64
@@ -246,19 +367,21 @@ static int bench_trace(const char *name, const struct hoff__trace *t, uint64_t g
                        ",\"plan_feasible\":%s,\"integrity_ok\":%s,\"host_cap_bytes\":%" PRIu64
                        ",\"peak_host_bytes\":%" PRIu64 ",\"within_host_cap\":%s,\"bytes_spilled\":%" PRIu64
                        ",\"bytes_restored\":%" PRIu64 ",\"host_cap_waits\":%" PRIu64 ",\"floor_bytes\":%" PRIu64
-                       ",\"window_violations\":%" PRIu64 "}\n",
-                       name, pct[i], budget, planners[j], r.stall_ns, bound, r.step_ns, r.compute_ns, r.bytes_moved,
+                       ",\"window_violations\":%" PRIu64 ",\"lp_bound_ns\":%s,\"lp_status\":\"%s\"}\n",
+                       name, pct[i], budget, pl, pt, r.stall_ns, bound, r.step_ns, r.compute_ns, r.bytes_moved,
                        r.prefetch_calls, r.prefetches, r.evict_calls, r.evictions, r.groups, r.predicted_ns,
                        r.plan_ns, r.peak,
                        r.peak <= budget ? "true" : "false", r.feasible ? "true" : "false",
                        r.integrity_ok ? "true" : "false", cap, r.peak_host,
                        !cap || r.peak_host <= cap ? "true" : "false", r.bytes_spilled, r.bytes_restored,
-                       r.host_cap_waits, r.floor, r.window_violations);
+                       r.host_cap_waits, r.floor, r.window_violations,
+                       lpv, lp[i].status);
             else
-                printf("%-22s %3d%% %-7s stall %10.3f ms  bound %9.3f ms  step %10.3f ms  moved %7.0f MiB  "
-                       "prefetch calls %3" PRIu64 " (blocks %3" PRIu64 ")  %s%s\n",
-                       name, pct[i], planners[j], r.stall_ns / 1e6, bound / 1e6, r.step_ns / 1e6,
-                       r.bytes_moved / 1048576.0, r.prefetch_calls, r.prefetches,
+                printf("%-22s %3d%% %-13s stall %10.3f ms  bound %9.3f ms  lp %9s  step %10.3f ms  moved %7.0f MiB  "
+                       "prefetch calls %3" PRIu64 " (blocks %3" PRIu64 ")  plan %8.2f ms  %s%s\n",
+                       name, pct[i], label, r.stall_ns / 1e6, bound / 1e6,
+                       lp[i].have ? (snprintf(lpv, sizeof lpv, "%.3f ms", lp[i].ns / 1e6), lpv) : "-", r.step_ns / 1e6,
+                       r.bytes_moved / 1048576.0, r.prefetch_calls, r.prefetches, r.plan_ns / 1e6,
                        r.peak <= budget ? "within budget" : "OVER BUDGET", r.integrity_ok ? "" : ", INTEGRITY ERROR");
             if (!json && cap)
                 printf("%-22s      host cap %7.0f MiB: peak %7.0f MiB%s, spilled %7.0f MiB, %" PRIu64 " waits for room\n",
@@ -314,13 +437,19 @@ static int wanted(const char *name) {
 }
 
 static void usage(FILE *f, const char *argv0) {
-    fprintf(f, "usage: %s [--json] [--host-cap PCT] [--only NAME[,NAME...]] [TRACEDIR]\n"
+    fprintf(f, "usage: %s [--json] [--host-cap PCT] [--anytime MS[,MS...]] [--lp CMD [--hoff-plan PATH]]\n"
+               "       [--only NAME[,NAME...]] [TRACEDIR]\n"
                "Replays the synthetic transformer steps and the committed traces in TRACEDIR (default\n"
                "tests/data/traces) on the sim at 50/25/10%% of their no-offload peak with each planner.\n"
                "--json: one JSON object per (trace, budget, planner) instead of the table.\n"
                "--host-cap PCT: cap the host tier at PCT%% (1-100) of each trace's offload peak and\n"
                "spill the rest to an NVMe tier (the sim's 6.5 GB/s read, 3.5 GB/s write) in a fresh\n"
                "directory under $TMPDIR (default /var/tmp), removed at the end.\n"
+               "--anytime MS,...: run timed again with each time budget (HOFF_PLAN_TIME; the plan_time_ns\n"
+               "of the row, 0 without): what the budget costs in stall.\n"
+               "--lp CMD: also the LP lower bound of bench/bound.py, run as CMD (e.g. \"python3\n"
+               "../bench/bound.py\"; scipy needed) with --hoff-plan PATH (default ./hoff-plan), as\n"
+               "lp_bound_ns (null, with lp_status saying why, when infeasible or not run).\n"
                "--only NAMES: run only these traces (comma-separated, as named in the output:\n"
                "synth-L8-h1024-s2048, synth-L8-h4096-s2048, synth-L4-h8192-s2048, cnn, gpt, wide).\n",
             argv0);
@@ -345,6 +474,37 @@ int main(int argc, char **argv) {
                 return 2;
             }
             host_cap_pct = (int)v;
+            a++;
+        }
+        else if (strcmp(argv[a], "--lp") == 0 || strcmp(argv[a], "--hoff-plan") == 0) {
+            if (a + 1 >= argc || !*argv[a + 1]) {
+                fprintf(stderr, "planners: %s takes %s\n", argv[a],
+                        argv[a][2] == 'l' ? "the command that runs bench/bound.py (e.g. \"python3 bench/bound.py\")"
+                                          : "the path of hoff-plan");
+                return 2;
+            }
+            if (argv[a][2] == 'l')
+                lp_cmd = argv[a + 1];
+            else
+                lp_hoff_plan = argv[a + 1];
+            a++;
+        }
+        else if (strcmp(argv[a], "--anytime") == 0) {
+            const char *s = a + 1 < argc ? argv[a + 1] : "";
+            char *end;
+
+            nanytime = 0;
+            do {
+                double ms = strtod(s, &end);
+
+                if (end == s || ms <= 0 || ms > 3600e3 || (*end && *end != ',') || nanytime == MAX_ANYTIME) {
+                    fprintf(stderr, "planners: --anytime takes up to %d time budgets in ms (more than 0, at "
+                                    "most 3600000) separated by commas, not '%s'\n", MAX_ANYTIME, s);
+                    return 2;
+                }
+                anytime_ns[nanytime++] = (uint64_t)(ms * 1e6 + 0.5);
+                s = *end ? end + 1 : end;
+            } while (*s);
             a++;
         }
         else if (strcmp(argv[a], "--only") == 0) {
@@ -399,7 +559,7 @@ int main(int argc, char **argv) {
         hoff__trace_init(&t);
         rc = hoff__synth_transformer(&t, &so);
         if (rc == 0)
-            rc = bench_trace(shapes[i].name, &t, 0);
+            rc = bench_trace(shapes[i].name, &t, NULL, 0);
         hoff__trace_destroy(&t);
     }
     for (i = 0; i < sizeof real / sizeof real[0] && rc == 0; i++) {
@@ -413,7 +573,7 @@ int main(int argc, char **argv) {
         if (rc)
             fprintf(stderr, "planners: %s: %s\n", path, err);
         else
-            rc = bench_trace(real[i].name, &t, (uint64_t)(real[i].gpu_step_ms * 1e6 + 0.5));
+            rc = bench_trace(real[i].name, &t, path, (uint64_t)(real[i].gpu_step_ms * 1e6 + 0.5));
         hoff__trace_destroy(&t);
     }
     if (host_cap_pct)

@@ -92,6 +92,12 @@ struct hoff_config {
                                       call (HOFF_SIM_CALL_NS) */
     int groups;                    /* 1 = lay out blocks the plan moves together in one
                                       mapping and move them with one call (HOFF_GROUPS) */
+    int plan_thread;               /* 1 = plan on a background thread while the next steps
+                                      run under the online policy; 0 = at the recorded
+                                      step's end, the training thread waiting (HOFF_PLAN_THREAD) */
+    uint64_t plan_time_ns;         /* time budget of one planning: the planner answers within it
+                                      with the best schedule found so far; 0 = no limit
+                                      (HOFF_PLAN_TIME) */
 };
 
 /* Fill cfg with the defaults (no environment). */
@@ -230,8 +236,11 @@ HOFF_API int hoff_sync(hoff_ctx *ctx);
 
 /* A training step.  Without marks hoff is a plain caching allocator.  The
  * first step is recorded (warmup: the budget is kept by evicting online); at
- * its end the planner turns the trace into a schedule, which every later step
- * replays.  A step that does not match the plan fires no planned action for
+ * its end the planner turns the trace into a schedule — on a planning thread
+ * (plan_thread, the default: the steps meanwhile keep the budget online, and
+ * the first step to begin once the plan is ready replays it; hoff_step_end
+ * never waits for the planner) or inside hoff_step_end (plan_thread 0) —
+ * which every later step replays.  A step that does not match the plan fires no planned action for
  * the rest of the step (counted as divergent; the budget is still kept, by
  * evicting on demand); after replan_after divergent steps in a row, hoff
  * records and plans again. */
@@ -360,7 +369,13 @@ HOFF_API int hoff_sim_compute(hoff_ctx *ctx, hoff_stream stream, uint64_t ns);
     X(driver_drift_samples, "moves measured against the device's free memory") \
     X(driver_drift_moves, "measured moves that found pages the driver had moved behind hoff's books") \
     X(driver_drift_bytes, "bytes those moves found already moved (evicted, or faulted back) by the driver") \
-    X(device_foreign_bytes, "at the last step's end: device memory in use that is not a live hoff block")
+    X(device_foreign_bytes, "at the last step's end: device memory in use that is not a live hoff block") \
+    X(plan_pending, "1 while a plan is being made on the planning thread")     \
+    X(plan_online_steps, "steps run under the online policy while a plan was made") \
+    X(plan_lag_steps, "steps that ran between the last plan's recording and its first use") \
+    X(plan_lag_ns, "time from the last plan's recording to its being ready for use") \
+    X(plan_wait_ns, "time the training thread waited for planning (0 with the planning thread)") \
+    X(plans_dropped, "plans made in the background and thrown away (config changed, shutdown)")
 
 struct hoff_stats {
     uint32_t version; /* HOFF_STATS_VERSION */

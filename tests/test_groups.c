@@ -305,6 +305,7 @@ static void drive(const struct hoff__trace *t, const char *planner, uint64_t bud
 
     memset(out, 0, sizeof *out);
     hoff_config_init(&cfg);
+    cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
     cfg.backend = HOFF_BACKEND_SIM;
     cfg.sim_device_bytes = 16ull << 30;
     cfg.oversub_margin_bytes = 0;
@@ -389,6 +390,7 @@ static void test_diverge(void) {
     size_t j;
 
     hoff_config_init(&cfg);
+    cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
     cfg.backend = HOFF_BACKEND_SIM;
     cfg.sim_device_bytes = 1ull << 30;
     cfg.oversub_margin_bytes = 0;
@@ -454,6 +456,7 @@ static void test_sim_ranges(void) {
     size_t i;
 
     hoff_config_init(&cfg);
+    cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
     cfg.sim_device_bytes = 1ull << 30;
     cfg.sim_protect = HOFF_SIM_PROTECT;
     cfg.sim_latency_ns = 0;

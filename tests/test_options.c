@@ -122,6 +122,8 @@ static void test_defaults(void) {
     CU_ASSERT_DOUBLE_EQUAL(c.sim_nvme_write_gbps, 3.5, 0.0);
     CU_ASSERT_EQUAL(c.sim_call_ns, 5000);
     CU_ASSERT_EQUAL(c.groups, 1);
+    CU_ASSERT_EQUAL(c.plan_thread, 1);
+    CU_ASSERT_EQUAL(c.plan_time_ns, 0);
     /* the strings are zero-padded: no 0xA5 left behind the NUL */
     CU_ASSERT_EQUAL(c.planner[sizeof c.planner - 1], 0);
     CU_ASSERT_EQUAL(c.trace_path[sizeof c.trace_path - 1], 0);
@@ -163,12 +165,14 @@ static void test_default_texts(void) {
     CU_ASSERT_STRING_EQUAL(get(&c, "sim_nvme_write_gbps"), "3.5");
     CU_ASSERT_STRING_EQUAL(get(&c, "sim_call_ns"), "5us");
     CU_ASSERT_STRING_EQUAL(get(&c, "groups"), "1");
+    CU_ASSERT_STRING_EQUAL(get(&c, "plan_thread"), "1");
+    CU_ASSERT_STRING_EQUAL(get(&c, "plan_time"), "0");
 }
 
 static void test_table(void) {
     int n = hoff_config_count(), i, j;
 
-    CU_ASSERT_EQUAL(n, 31);
+    CU_ASSERT_EQUAL(n, 33);
     CU_ASSERT_PTR_NULL(hoff_config_name(-1));
     CU_ASSERT_PTR_NULL(hoff_config_name(n));
     CU_ASSERT_PTR_NULL(hoff_config_help(n));
@@ -239,6 +243,8 @@ static const struct {
     {"sim_nvme_write_gbps", "0.5", "0.5"},
     {"sim_call_ns", "1500", "1500ns"},
     {"groups", "off", "0"},
+    {"plan_thread", "no", "0"},
+    {"plan_time", "250ms", "250ms"},
 };
 #define NRT ((int)(sizeof roundtrips / sizeof roundtrips[0]))
 

@@ -40,6 +40,7 @@ static hoff_ctx *open_ctx_planner(uint64_t budget, uint64_t host_cap, const char
     char err[256];
 
     hoff_config_init(&cfg);
+    cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
     cfg.backend = HOFF_BACKEND_SIM;
     cfg.sim_device_bytes = 16 * GiB; /* capacity is a limit, not an allocation */
     cfg.oversub_margin_bytes = 0;

@@ -22,6 +22,7 @@ static void open_ctx(uint64_t budget, uint32_t replan_after) {
     struct hoff_config cfg;
 
     hoff_config_init(&cfg);
+    cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
     cfg.backend = HOFF_BACKEND_SIM;
     cfg.sim_device_bytes = 1ull << 30;
     cfg.oversub_margin_bytes = 0;

@@ -45,6 +45,7 @@ static hoff_ctx *open_ctx(uint64_t budget, uint64_t host_cap, int nvme) {
     hoff_ctx *ctx = NULL;
 
     hoff_config_init(&cfg);
+    cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
     cfg.backend = HOFF_BACKEND_SIM;
     cfg.sim_device_bytes = 16 * GiB;
     cfg.oversub_margin_bytes = 0;
@@ -429,6 +430,7 @@ static void test_bad_spill_dir(void) {
     hoff_ctx *ctx = NULL;
 
     hoff_config_init(&cfg);
+    cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
     cfg.backend = HOFF_BACKEND_SIM;
     cfg.log_level = HOFF_LOG_OFF;
     snprintf(cfg.spill_dir, sizeof cfg.spill_dir, "%.200s/does-not-exist", dir);

@@ -753,6 +753,50 @@ static void test_robust_to_misjudged_timing(void) {
     }
 }
 
+/* Anytime: with its time spent before it starts, timed answers greedy's
+ * schedule (valid, predicted: the stall of greedy's selection with its
+ * prefetches at the use) and leaves the groups to the runtime; with time
+ * it does at least as well.  On the synthetic step where the searches gain
+ * (test_refine_beats_rules), at 50% and 25%. */
+static void test_anytime(void) {
+    static const int pct[] = {50, 25};
+    struct hoff__trace t;
+    uint64_t *T;
+    size_t j;
+
+    synth4(&t, 4096);
+    T = hoff__plan_times(&t);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(T);
+    for (j = 0; j < 2; j++) {
+        struct hoff__plan_opts o = {.h2d_gbps = 50, .d2h_gbps = 50, .groups = 1};
+        struct hoff__schedule full, any, g;
+        struct hoff__prediction pr;
+
+        o.budget_bytes = hoff__trace_offload_peak(&t, NULL, NULL) * (uint64_t)pct[j] / 100;
+        hoff__schedule_init(&full);
+        hoff__schedule_init(&any);
+        hoff__schedule_init(&g);
+        CU_ASSERT_EQUAL_FATAL(hoff__plan_build(&hoff__planner_timed, &t, &o, &full), 0);
+        o.deadline_ns = 1; /* long past */
+        CU_ASSERT_EQUAL_FATAL(hoff__plan_build(&hoff__planner_timed, &t, &o, &any), 0);
+        o.deadline_ns = 0;
+        check(&t, &any);
+        CU_ASSERT_EQUAL(any.grouped, 0);
+        CU_ASSERT_EQUAL(any.ngroups, 0);
+        CU_ASSERT_EQUAL_FATAL(hoff__plan_build(&hoff__planner_greedy, &t, &o, &g), 0);
+        CU_ASSERT_EQUAL_FATAL(hoff__plan_predict(&t, &o, T, &g, HOFF__PLACE_KEEP, &pr), 0);
+        CU_ASSERT_EQUAL(any.nact, g.nact);
+        CU_ASSERT_EQUAL(any.stall_ns, g.stall_ns);
+        CU_ASSERT(full.stall_ns <= any.stall_ns);
+        CU_ASSERT(full.plan_ns > any.plan_ns);
+        hoff__schedule_destroy(&full);
+        hoff__schedule_destroy(&any);
+        hoff__schedule_destroy(&g);
+    }
+    free(T);
+    hoff__trace_destroy(&t);
+}
+
 static void test_registered(void) {
     CU_ASSERT_PTR_EQUAL(hoff__planner_find("timed"), &hoff__planner_timed);
     CU_ASSERT_PTR_EQUAL(hoff__planner_find("greedy"), &hoff__planner_greedy);
@@ -774,6 +818,7 @@ int main(void) {
         {"overruns_predicted", test_overruns_predicted},
         {"loose_host_cap_changes_nothing", test_loose_host_cap_changes_nothing},
         {"robust_to_misjudged_timing", test_robust_to_misjudged_timing},
+        {"anytime", test_anytime},
         {NULL, NULL},
     };
     return hoff_test_run("timed", tests);

@@ -139,6 +139,7 @@ static void run(const char *planner, int pct, int marks) {
     uint64_t k;
 
     hoff_config_init(&cfg);
+    cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
     cfg.backend = HOFF_BACKEND_SIM;
     cfg.sim_device_bytes = 1ull << 30;
     cfg.oversub_margin_bytes = 0;
@@ -185,6 +186,7 @@ static void open_plain(uint64_t budget) {
     struct hoff_config cfg;
 
     hoff_config_init(&cfg);
+    cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
     cfg.backend = HOFF_BACKEND_SIM;
     cfg.sim_device_bytes = 1ull << 30;
     cfg.oversub_margin_bytes = 0;

@@ -1,8 +1,9 @@
 #!/bin/sh
 # tsan.sh — ThreadSanitizer over the code paths where the training thread and hoff's issuing thread share
 # state through hoff-plan's recorder (timeline and export swap the backend's table and read the step from the
-# issuer), over the multi-threaded integrity suite and over the CUDA runtime double (tests/cudart/, where built):
-# any race report fails.  Run by ./quickstart test on a
+# issuer), over the multi-threaded integrity suite, over planning on the planning thread while steps run
+# (test_planthread, hoff-demo) and over the CUDA runtime double (tests/cudart/, where built): any race report
+# fails.  Run by ./quickstart test on a
 # build configured with -fsanitize=thread (TSAN=1 in the environment); skips (77) elsewhere, since a plain or
 # ASan build cannot see races.  Runs in the build directory; reads the traces from $srcdir.
 set -u
@@ -42,4 +43,6 @@ if [ -x ./tests/cudart/test_double ]; then
     run "test_double (CUDA runtime double)" ./tests/cudart/test_double
     run "test_cuda on the CUDA runtime double" sh "$srcdir/tests/cudart/test_cuda_double.sh"
 fi
+run "test_planthread (planning thread)" env -u HOFF_TSAN_BUILD ./tests/test_planthread
+run "hoff-demo (planning thread)" env -u HOFF_TSAN_BUILD ./hoff-demo --steps 8 --layers 16
 exit $fail

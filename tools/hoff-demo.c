@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hoff.h"
@@ -38,7 +39,12 @@ enum demo_mode {
 
 struct step_report {
     int state;                    /* enum hoff_plan_state of the step (fallback if it diverged) */
-    int planned;                  /* a schedule was built at the end of this step */
+    int planned;                  /* a schedule was built at the end of this step, or (planning
+                                     thread) became ready for use at its start */
+    int planning;                 /* the step ran under the online policy while the plan was made */
+    int plan_after;               /* a plan is being made once the step is over (recorded) */
+    uint64_t host_ns;             /* host time of the training thread from step begin to end */
+    uint64_t plan_wait_ns;        /* ...of which it waited for planning */
     uint64_t time_ns, compute_ns, stall_ns;
     uint64_t evicted, prefetched, faults, bytes_faulted, late;
     uint64_t fired, skipped, peak_resident;
@@ -62,6 +68,7 @@ struct demo {
     int corrupt;                  /* flip a byte after writing (checks the checker) */
     double tflops;
     int json;
+    int plan_thread;              /* the context plans on its planning thread (HOFF_PLAN_THREAD) */
     /* workload */
     struct act_spec spec[DEMO_BLOCKS_PER_LAYER];
     int nspec;
@@ -82,6 +89,13 @@ struct demo {
     uint64_t prefetch_errors, access_errors;
     struct bad_block bad;
 };
+
+static uint64_t mono_ns(void) {
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static const char *fmt_size(uint64_t bytes, char *buf, size_t len) {
     static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
@@ -542,7 +556,8 @@ static void print_json(struct demo *d, const struct hoff_stats *st, int within_b
     printf("\"compute_modelled\":%s,\"step_reports\":[", d->compute_modelled ? "true" : "false");
     for (unsigned s = 0; s < d->steps; s++) {
         const struct step_report *r = &d->rep[s];
-        printf("%s{\"step\":%u,\"state\":\"%s\",\"planned\":%s,\"time_ns\":%" PRIu64
+        printf("%s{\"step\":%u,\"state\":\"%s\",\"planning\":%s,\"planned\":%s,\"time_ns\":%" PRIu64
+               ",\"host_ns\":%" PRIu64 ",\"plan_wait_ns\":%" PRIu64
                ",\"compute_ns\":%" PRIu64
                ",\"stall_ns\":%" PRIu64 ",\"bytes_evicted\":%" PRIu64
                ",\"bytes_prefetched\":%" PRIu64 ",\"faults\":%" PRIu64
@@ -550,7 +565,8 @@ static void print_json(struct demo *d, const struct hoff_stats *st, int within_b
                ",\"prefetches_issued\":%" PRIu64 ",\"prefetches_already_resident\":%" PRIu64
                ",\"prefetches_no_space\":%" PRIu64 ",\"actions_fired\":%" PRIu64
                ",\"actions_skipped\":%" PRIu64 ",\"step_peak_resident_bytes\":%" PRIu64 "}",
-               s ? "," : "", s, hoff_plan_state_name((int)r->state), r->planned ? "true" : "false", r->time_ns,
+               s ? "," : "", s, hoff_plan_state_name((int)r->state), r->planning ? "true" : "false",
+               r->planned ? "true" : "false", r->time_ns, r->host_ns, r->plan_wait_ns,
                r->compute_ns, r->stall_ns, r->evicted, r->prefetched, r->faults, r->bytes_faulted,
                r->late, r->prefetch_issued, r->prefetch_resident, r->prefetch_nospace, r->fired,
                r->skipped, r->peak_resident);
@@ -564,9 +580,12 @@ static void print_json(struct demo *d, const struct hoff_stats *st, int within_b
            st->late_prefetches, params_ok ? "true" : "false");
     printf("\"plan\":{\"planner\":\"%s\",\"plans\":%" PRIu64 ",\"actions\":%" PRIu64
            ",\"feasible\":%s,\"peak_bytes\":%" PRIu64 ",\"floor_bytes\":%" PRIu64 ",\"plan_ns\":%" PRIu64
-           ",\"h2d_mbps\":%" PRIu64 ",\"d2h_mbps\":%" PRIu64 "},",
+           ",\"h2d_mbps\":%" PRIu64 ",\"d2h_mbps\":%" PRIu64 ",\"thread\":%s,\"lag_steps\":%" PRIu64
+           ",\"lag_ns\":%" PRIu64 ",\"wait_ns\":%" PRIu64 ",\"pending\":%s},",
            planner, st->plans, st->plan_actions, st->plan_feasible ? "true" : "false",
-           st->plan_peak_bytes, st->plan_floor_bytes, st->plan_ns, st->h2d_mbps, st->d2h_mbps);
+           st->plan_peak_bytes, st->plan_floor_bytes, st->plan_ns, st->h2d_mbps, st->d2h_mbps,
+           d->plan_thread ? "true" : "false", st->plan_lag_steps, st->plan_lag_ns, st->plan_wait_ns,
+           st->plan_pending ? "true" : "false");
     printf("\"divergent_steps\":%" PRIu64 ",\"replans\":%" PRIu64 ",\"actions_fired\":%" PRIu64
            ",\"actions_skipped\":%" PRIu64 ",",
            st->divergent_steps, st->replans, st->actions_fired, st->actions_skipped);
@@ -586,7 +605,8 @@ static void print_json(struct demo *d, const struct hoff_stats *st, int within_b
 static void print_step(struct demo *d, unsigned s) {
     const struct step_report *r = &d->rep[s];
 
-    printf("step %u (%s): %s", s, hoff_plan_state_name((int)r->state), TM(r->time_ns));
+    printf("step %u (%s%s): %s", s, hoff_plan_state_name((int)r->state), r->planning ? ", planning" : "",
+           TM(r->time_ns));
     if (d->compute_modelled)
         printf(" (compute %s, stall %s)", TM(r->compute_ns), TM(r->stall_ns));
     else
@@ -680,6 +700,7 @@ int main(int argc, char **argv) {
         return 2;
     }
 
+    d.plan_thread = cfg.plan_thread;
     build_workload(&d, cfg.managed_min_bytes);
     if (d.step_compute_ns > (double)HOFF__STEP_NS_MAX) {
         fprintf(stderr, "hoff-demo: --tflops %g: a step of this model would compute for %.3g s, past %s; raise "
@@ -782,12 +803,15 @@ int main(int argc, char **argv) {
     for (unsigned s = 0; s < d.steps; s++) {
         struct step_report *r = &d.rep[s];
 
+        uint64_t h0 = mono_ns();
+
         if ((rc = hoff_step_begin(d.ctx)) != 0)
             return fail_call("hoff_step_begin", rc);
         /* Where the pipeline is: warmup (recording) or replay. */
         if ((rc = hoff_stats_get(d.ctx, &sb)) != 0)
             return fail_call("hoff_stats_get", rc);
         r->state = (int)sb.plan_state;
+        r->planning = sb.plan_pending != 0;
         if (forward(&d, (int)s, r) || backward(&d, (int)s, r))
             return 1;
         /* A replay that diverged is in fallback by now. */
@@ -797,8 +821,11 @@ int main(int argc, char **argv) {
             r->state = HOFF_PLAN_FALLBACK;
         if ((rc = hoff_step_end(d.ctx)) != 0)
             return fail_call("hoff_step_end", rc);
+        r->host_ns = mono_ns() - h0;
         if ((rc = hoff_stats_get(d.ctx, &st)) != 0)
             return fail_call("hoff_stats_get", rc);
+        r->plan_after = st.plan_pending && !r->planning;
+        r->plan_wait_ns = st.plan_wait_ns - st0.plan_wait_ns;
         /* ...or diverged at its end (fewer events than the recorded step). */
         if (st.divergent_steps > st0.divergent_steps)
             r->state = HOFF_PLAN_FALLBACK;
@@ -818,7 +845,10 @@ int main(int argc, char **argv) {
             print_step(&d, s);
             if (r->planned)
                 print_plan(&d, &st, cfg.planner);
-            else if (r->state == HOFF_PLAN_WARMUP)
+            else if (r->plan_after)
+                printf("plan: being made on the planning thread; the next steps keep the budget online "
+                       "until it is ready\n");
+            else if (r->state == HOFF_PLAN_WARMUP && !r->planning)
                 printf("plan: none (the planner did not produce a schedule; recording again)\n");
         }
         if (step_delay_ms) {
@@ -870,6 +900,10 @@ int main(int argc, char **argv) {
         printf("late prefetches: %" PRIu64 "\n", st.late_prefetches);
         printf("plans: %" PRIu64 " (%" PRIu64 " replans), divergent steps: %" PRIu64 "\n",
                st.plans, st.replans, st.divergent_steps);
+        printf("planning: %s; steps run under the online policy while planning: %" PRIu64
+               " (the last plan: %" PRIu64 ", ready %s after its recording); the training thread waited %s for it\n",
+               d.plan_thread ? "on the planning thread" : "on the training thread (HOFF_PLAN_THREAD=0)",
+               st.plan_online_steps, st.plan_lag_steps, TM(st.plan_lag_ns), TM(st.plan_wait_ns));
         printf("actions: %" PRIu64 " fired, %" PRIu64 " skipped\n", st.actions_fired,
                st.actions_skipped);
         printf("parameters: %s\n", params_ok ? "stayed on the device" : "MOVED (unexpected)");

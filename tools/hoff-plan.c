@@ -440,6 +440,10 @@ static int make_ctx(const struct sim_opts *so, uint64_t budget, uint64_t device_
     cfg.budget_bytes = budget;
     cfg.host_cap_bytes = so->host_cap;
     cfg.groups = so->groups;
+    /* The plan is in use from the step after the recording, as on a step
+     * long enough to hide the planning thread: what a budget costs in the
+     * steady state, the same on every run. */
+    cfg.plan_thread = 0;
     err[0] = '\0';
     if ((rc = hoff_config_set(&cfg, "planner", so->planner, err, sizeof err)) != 0) {
         fprintf(stderr, "%s simulate: --planner: %s\n", cmd, err[0] ? err : hoff_strerror(rc));

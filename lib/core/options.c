@@ -264,6 +264,14 @@ static const struct opt opts[] = {
     {.name = "groups", .env = "HOFF_GROUPS", .type = OPT_BOOL,
      .offset = OFF(groups, int), .def = "1",
      .help = "lay out blocks the plan moves together in one mapping and move them with one call"},
+    {.name = "plan_thread", .env = "HOFF_PLAN_THREAD", .type = OPT_BOOL,
+     .offset = OFF(plan_thread, int), .def = "1",
+     .help = "plan on a background thread while the next steps run under the online policy; "
+             "0 = plan at the recorded step's end, the training thread waiting"},
+    {.name = "plan_time", .env = "HOFF_PLAN_TIME", .type = OPT_DURATION,
+     .offset = OFF(plan_time_ns, uint64_t), .def = "0", .min = 0, .max = 3600 * NS_PER_S,
+     .help = "time budget of one planning (the planner answers with the best schedule found by then); "
+             "0 = no limit"},
 };
 
 #define NOPTS ((int)(sizeof opts / sizeof opts[0]))

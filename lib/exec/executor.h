@@ -10,6 +10,8 @@
 #include "trace/trace.h"
 
 struct hoff_ctx;
+struct hoff__planjob;
+struct hoff__plan_result;
 
 /* What the API is doing: one event of the step. */
 struct hoff__event_info {
@@ -65,6 +67,14 @@ struct hoff__pipeline {
     hoff__event **tev;
     size_t ntev, cap_tev;
     hoff__event *tev0;          /* recorded when the step began */
+    /* planning off the training thread (HOFF_PLAN_THREAD): the job making
+     * the plan of `trace` (which stays unchanged until it is collected);
+     * while it runs, steps are neither recorded nor replayed: the online
+     * policy keeps the budget, as in the warmup */
+    struct hoff__planjob *job;
+    int online;                 /* this step runs under the online policy while the job plans */
+    uint64_t lag;               /* steps begun while the current job plans */
+    uint64_t t_job;             /* host clock when the job started */
 };
 
 void hoff__pipe_init(struct hoff_ctx *ctx);
@@ -101,8 +111,53 @@ void hoff__pipe_after(struct hoff_ctx *ctx, struct hoff__event_info *e);
 /* warmup (record.c) */
 void hoff__record_begin(struct hoff_ctx *ctx);
 void hoff__record_event(struct hoff_ctx *ctx, const struct hoff__event_info *e);
+/* The recorded step is over: finish its trace and plan it, on a planning
+ * job (HOFF_PLAN_THREAD: the pipeline collects it at a later step's start)
+ * or inline (the training thread waits: counted in plan_wait_ns). */
 int hoff__record_finish(struct hoff_ctx *ctx);
+/* Make r (planned by pl with o for the recorded trace) the context's plan,
+ * with its statistics and log lines; a failed plan makes the next step
+ * record again.  r's schedule is moved out. */
+void hoff__record_adopt(struct hoff_ctx *ctx, const struct hoff__planner *pl, const struct hoff__plan_opts *o,
+                        struct hoff__plan_result *r);
+/* Was a plan made with pl and o for another budget, host cap or planner
+ * than the context has now (a live change while it was planned)? */
+int hoff__record_stale(const struct hoff_ctx *ctx, const struct hoff__planner *pl, const struct hoff__plan_opts *o);
 void hoff__record_release(struct hoff_ctx *ctx);  /* free the timed events */
+
+/* planning (planjob.c): what planning a recorded step produces */
+struct hoff__plan_result {
+    int rc;                     /* hoff__plan_build's; sched is empty unless 0 */
+    char err[256];              /* its message */
+    int group_rc;               /* hoff__plan_groups' (the plan stands without groups) */
+    char group_err[256];
+    char save_err[320];         /* writing the trace to HOFF_TRACE failed: why ("" if not) */
+    struct hoff__schedule sched;
+    uint64_t done_ns;           /* planning job: CLOCK_MONOTONIC when it finished */
+};
+/* Write the trace to trace_path (if not ""), build the plan with pl within
+ * time_ns (0: no limit; the planner's deadline, from when the trace is
+ * written), group it when o->groups asks and the planner did not, and
+ * predict it again if grouped.  Pure: touches only t (read), o and *r.
+ * Thread safe. */
+void hoff__plan_make(const struct hoff__planner *pl, const struct hoff__trace *t, const struct hoff__plan_opts *o,
+                     uint64_t time_ns, const char *trace_path, struct hoff__plan_result *r);
+/* hoff__plan_make on a new thread.  t, pl and trace_path must stay valid and
+ * t unchanged until the job is collected or cancelled.  0, or -errno (no
+ * memory, no thread) with *out NULL: the caller plans inline instead. */
+int hoff__planjob_start(struct hoff__planjob **out, const struct hoff__planner *pl, const struct hoff__trace *t,
+                        const struct hoff__plan_opts *o, uint64_t time_ns, const char *trace_path);
+/* Has the job finished?  Never blocks. */
+int hoff__planjob_done(const struct hoff__planjob *j);
+/* The options and planner the job plans with. */
+const struct hoff__plan_opts *hoff__planjob_opts(const struct hoff__planjob *j);
+const struct hoff__planner *hoff__planjob_planner(const struct hoff__planjob *j);
+/* Take the result of a finished job (hoff__planjob_done) and free the job:
+ * joins a thread that has already finished, so it does not wait. */
+void hoff__planjob_collect(struct hoff__planjob *j, struct hoff__plan_result *r);
+/* Give up on a job: ask the planner to stop early, wait for its thread, drop
+ * the result and free the job (NULL: nothing).  For shutdown. */
+void hoff__planjob_cancel(struct hoff__planjob *j);
 
 /* replay (replay.c) */
 void hoff__replay_before(struct hoff_ctx *ctx, struct hoff__event_info *e);

@@ -1,5 +1,6 @@
 /* pipeline.c — the life of steps: which executor runs a step (warmup or replay), planning at the end of a
- * recorded step, and re-recording after repeated divergence.  Threading: caller holds ctx->lock. */
+ * recorded step (collected from its planning job at a later step's start), and re-recording after repeated
+ * divergence.  Threading: caller holds ctx->lock; the planning job's thread never touches the pipeline. */
 #include "config.h"
 
 #include <errno.h>
@@ -127,6 +128,11 @@ struct hoff__block *hoff__pipe_alloc(struct hoff_ctx *ctx, const struct hoff__ev
 void hoff__pipe_destroy(struct hoff_ctx *ctx) {
     struct hoff__pipeline *p = &ctx->pipe;
 
+    if (p->job) { /* its trace is about to go: stop it first */
+        hoff__planjob_cancel(p->job);
+        p->job = NULL;
+        ctx->st.plans_dropped++;
+    }
     groups_release(ctx);
     hoff__record_release(ctx);
     hoff__trace_destroy(&p->trace);
@@ -138,6 +144,39 @@ void hoff__pipe_destroy(struct hoff_ctx *ctx) {
 static void set_state(struct hoff_ctx *ctx, int st) {
     ctx->pipe.state = st;
     ctx->st.plan_state = (uint64_t)st;
+}
+
+/* A step begins while a planning job runs: take its plan if it is ready
+ * (never waiting for it).  A plan made for a budget, host cap or planner that
+ * has changed since is dropped, and this step records again. */
+static void job_poll(struct hoff_ctx *ctx) {
+    struct hoff__pipeline *p = &ctx->pipe;
+    const struct hoff__planner *pl;
+    struct hoff__plan_opts o;
+    struct hoff__plan_result r;
+
+    if (!p->job || !hoff__planjob_done(p->job))
+        return;
+    pl = hoff__planjob_planner(p->job);
+    o = *hoff__planjob_opts(p->job);
+    o.stop = NULL;
+    hoff__planjob_collect(p->job, &r);
+    p->job = NULL;
+    ctx->st.plan_pending = 0;
+    ctx->st.plan_lag_steps = p->lag;
+    ctx->st.plan_lag_ns = r.done_ns > p->t_job ? r.done_ns - p->t_job : 0;
+    if (hoff__record_stale(ctx, pl, &o)) {
+        hoff__log(HOFF_LOG_INFO, "the plan made in the background was for another budget, host cap or planner "
+                  "than the context has now: dropped, and this step records again");
+        if (r.save_err[0])
+            hoff__log(HOFF_LOG_WARN, "cannot write the trace to HOFF_TRACE=%s: %s", ctx->cfg.trace_path,
+                      r.save_err);
+        hoff__schedule_destroy(&r.sched);
+        ctx->st.plans_dropped++;
+        p->rerecord = 1;
+        return;
+    }
+    hoff__record_adopt(ctx, pl, &o, &r);
 }
 
 int hoff__pipe_step_begin(struct hoff_ctx *ctx) {
@@ -153,6 +192,17 @@ int hoff__pipe_step_begin(struct hoff_ctx *ctx) {
     p->t0_be = ctx->be->ops->clock_ns(ctx->be);
     p->stall0_ns = ctx->st.stall_ns;
     ctx->st.step_peak_resident_bytes = ctx->res.resident;
+    p->online = 0;
+    job_poll(ctx);
+    if (p->job) {
+        /* Still planning: this step keeps the budget online, as the warmup
+         * does, and is neither recorded nor replayed. */
+        p->online = 1;
+        p->lag++;
+        ctx->st.plan_online_steps++;
+        set_state(ctx, HOFF_PLAN_WARMUP);
+        return 0;
+    }
     if (p->have_plan && !p->rerecord) {
         size_t n = p->trace.nblocks;
         if (p->map_len < n) {
@@ -194,6 +244,8 @@ int hoff__pipe_step_end(struct hoff_ctx *ctx) {
 
     switch (p->state) {
     case HOFF_PLAN_WARMUP:
+        if (p->online)
+            return 0;
         p->trace.step_ns = mono_ns() - p->t0_cpu;
         p->trace.step_gpu_ns = strcmp(ctx->be->ops->name, "sim") == 0
                                    ? ctx->be->ops->clock_ns(ctx->be) - p->t0_be -
@@ -231,6 +283,8 @@ int hoff__pipe_step_abort(struct hoff_ctx *ctx) {
 
     switch (p->state) {
     case HOFF_PLAN_WARMUP:
+        if (p->online)
+            return 0; /* nothing recorded: the planning job keeps its trace */
         hoff__trace_destroy(&p->trace);
         hoff__trace_init(&p->trace);
         p->have_trace = 0;
@@ -281,7 +335,8 @@ void hoff__pipe_after(struct hoff_ctx *ctx, struct hoff__event_info *e) {
     }
     switch (p->state) {
     case HOFF_PLAN_WARMUP:
-        hoff__record_event(ctx, e);
+        if (!p->online)
+            hoff__record_event(ctx, e);
         break;
     case HOFF_PLAN_REPLAY:
     case HOFF_PLAN_FALLBACK:

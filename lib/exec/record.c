@@ -158,21 +158,36 @@ void hoff__record_event(struct hoff_ctx *ctx, const struct hoff__event_info *e) 
     }
 }
 
-/* The plan changed after its planner predicted it (groups): predict again. */
-static void repredict(struct hoff__pipeline *p, const struct hoff__plan_opts *o) {
-    struct hoff__prediction pr;
-    uint64_t *T = hoff__plan_times(&p->trace);
+/* What the planner gets: the configuration and the measured bandwidths. */
+static void plan_opts(const struct hoff_ctx *ctx, struct hoff__plan_opts *o) {
+    const struct hoff__pipeline *p = &ctx->pipe;
 
-    if (!T || hoff__plan_predict(&p->trace, o, T, &p->sched, HOFF__PLACE_KEEP, &pr) != 0)
-        p->sched.stall_ns = UINT64_MAX; /* not known: reported as 0 */
-    free(T);
+    memset(o, 0, sizeof *o);
+    o->budget_bytes = ctx->cfg.budget_bytes;
+    o->host_cap_bytes = ctx->cfg.host_cap_bytes;
+    o->guard_after_alloc = ctx->cfg.guard_after_alloc;
+    o->guard_before_free = ctx->cfg.guard_before_free;
+    o->h2d_gbps = p->h2d_gbps;
+    o->d2h_gbps = p->d2h_gbps;
+    o->block_bytes = hoff__pool_block_bytes; /* plan in the bytes the budget counts */
+    o->nvme = ctx->cfg.spill_dir[0] != 0;
+    o->nvme_read_gbps = p->nvme_read_gbps;
+    o->nvme_write_gbps = p->nvme_write_gbps;
+    if (is_sim(ctx)) { /* the sim's costs are known exactly; on a GPU predict.c's defaults stand */
+        o->latency_ns = ctx->cfg.sim_latency_ns;
+        o->call_ns = ctx->cfg.sim_call_ns;
+        o->fault_ns = ctx->cfg.sim_fault_ns;
+        o->fault_gbps = ctx->cfg.sim_fault_gbps;
+    }
+    o->groups = ctx->cfg.groups;
 }
 
 int hoff__record_finish(struct hoff_ctx *ctx) {
     struct hoff__pipeline *p = &ctx->pipe;
     const struct hoff__planner *pl;
+    struct hoff__plan_result r;
     struct hoff__plan_opts o;
-    char a[32], b[32];
+    uint64_t t0;
     int rc;
 
     if (p->diverged) {
@@ -189,50 +204,57 @@ int hoff__record_finish(struct hoff_ctx *ctx) {
         return 0;
     }
     p->have_trace = 1;
-    if (ctx->cfg.trace_path[0]) {
-        rc = hoff__trace_save(&p->trace, ctx->cfg.trace_path);
-        if (rc)
-            hoff__log(HOFF_LOG_WARN, "cannot write the trace to HOFF_TRACE=%s: %s", ctx->cfg.trace_path,
-                      hoff_strerror(rc));
-    }
     pl = hoff__planner_find(ctx->cfg.planner);
     if (!pl) /* validated at init; a planner removed since cannot happen */
         return hoff__error(-EINVAL, "unknown planner '%s'", ctx->cfg.planner);
-    memset(&o, 0, sizeof o);
-    o.budget_bytes = ctx->cfg.budget_bytes;
-    o.host_cap_bytes = ctx->cfg.host_cap_bytes;
-    o.guard_after_alloc = ctx->cfg.guard_after_alloc;
-    o.guard_before_free = ctx->cfg.guard_before_free;
-    o.h2d_gbps = p->h2d_gbps;
-    o.d2h_gbps = p->d2h_gbps;
-    o.block_bytes = hoff__pool_block_bytes; /* plan in the bytes the budget counts */
-    o.nvme = ctx->cfg.spill_dir[0] != 0;
-    o.nvme_read_gbps = p->nvme_read_gbps;
-    o.nvme_write_gbps = p->nvme_write_gbps;
-    if (is_sim(ctx)) { /* the sim's costs are known exactly; on a GPU predict.c's defaults stand */
-        o.latency_ns = ctx->cfg.sim_latency_ns;
-        o.call_ns = ctx->cfg.sim_call_ns;
-        o.fault_ns = ctx->cfg.sim_fault_ns;
-        o.fault_gbps = ctx->cfg.sim_fault_gbps;
-    }
-    o.groups = ctx->cfg.groups;
+    plan_opts(ctx, &o);
     hoff__schedule_destroy(&p->sched);
     hoff__schedule_init(&p->sched);
-    rc = hoff__plan_build(pl, &p->trace, &o, &p->sched);
-    if (rc) {
+    if (ctx->cfg.plan_thread) {
+        p->t_job = mono_ns(); /* before the thread can start planning */
+        rc = hoff__planjob_start(&p->job, pl, &p->trace, &o, ctx->cfg.plan_time_ns, ctx->cfg.trace_path);
+        if (rc == 0) {
+            p->lag = 0;
+            ctx->st.plan_pending = 1;
+            return 0;
+        }
+        HOFF__LOG_ONCE(HOFF_LOG_WARN, "%s; planning on the training thread instead", hoff_last_error());
+    }
+    /* Inline: the training thread waits for the planner. */
+    t0 = mono_ns();
+    hoff__plan_make(pl, &p->trace, &o, ctx->cfg.plan_time_ns, ctx->cfg.trace_path, &r);
+    ctx->st.plan_wait_ns += mono_ns() - t0;
+    ctx->st.plan_lag_steps = 0;
+    ctx->st.plan_lag_ns = mono_ns() - t0;
+    hoff__record_adopt(ctx, pl, &o, &r);
+    return 0;
+}
+
+int hoff__record_stale(const struct hoff_ctx *ctx, const struct hoff__planner *pl, const struct hoff__plan_opts *o) {
+    return o->budget_bytes != ctx->cfg.budget_bytes || o->host_cap_bytes != ctx->cfg.host_cap_bytes ||
+           strcmp(pl->name, ctx->cfg.planner) != 0;
+}
+
+void hoff__record_adopt(struct hoff_ctx *ctx, const struct hoff__planner *pl, const struct hoff__plan_opts *o,
+                        struct hoff__plan_result *r) {
+    struct hoff__pipeline *p = &ctx->pipe;
+    char a[32], b[32];
+
+    if (r->save_err[0])
+        hoff__log(HOFF_LOG_WARN, "cannot write the trace to HOFF_TRACE=%s: %s", ctx->cfg.trace_path, r->save_err);
+    if (r->rc) {
         hoff__log(HOFF_LOG_WARN, "planner %s failed (%s: %s); the budget is kept online without a plan",
-                  pl->name, hoff_strerror(rc), hoff_last_error());
+                  pl->name, hoff_strerror(r->rc), r->err);
+        hoff__schedule_destroy(&r->sched);
         p->rerecord = 1;
-        return 0;
+        return;
     }
-    if (ctx->cfg.groups && !p->sched.grouped) {
-        rc = hoff__plan_groups(&p->trace, &o, &p->sched);
-        if (rc)
-            hoff__log(HOFF_LOG_WARN, "grouping the plan failed (%s: %s); its blocks move one by one",
-                      hoff_strerror(rc), hoff_last_error());
-        else if (p->sched.ngroups)
-            repredict(p, &o);
-    }
+    if (r->group_rc)
+        hoff__log(HOFF_LOG_WARN, "grouping the plan failed (%s: %s); its blocks move one by one",
+                  hoff_strerror(r->group_rc), r->group_err);
+    hoff__schedule_destroy(&p->sched);
+    p->sched = r->sched; /* moved */
+    hoff__schedule_init(&r->sched);
     p->have_plan = 1;
     ctx->st.plans++;
     ctx->st.plan_groups = p->sched.ngroups;
@@ -242,23 +264,22 @@ int hoff__record_finish(struct hoff_ctx *ctx) {
     ctx->st.plan_ns = p->sched.plan_ns;
     ctx->st.plan_stall_ns = p->sched.stall_ns == UINT64_MAX ? 0 : p->sched.stall_ns;
     ctx->st.plan_floor_bytes = p->sched.floor_bytes;
-    if (ctx->cfg.budget_bytes && ctx->cfg.budget_bytes < p->sched.floor_bytes) {
+    if (o->budget_bytes && o->budget_bytes < p->sched.floor_bytes) {
         char c[32];
 
         hoff__log(HOFF_LOG_WARN,
                   "the budget of %s is infeasible: op %s (event %u of %zu) alone needs %s on the device "
                   "(the blocks in use there and the ones that cannot move: the working-set floor); "
                   "planned for the floor instead, and moving nothing that cannot lower the peak",
-                  hoff__fmt_size(ctx->cfg.budget_bytes, a, sizeof a), hoff__plan_op_at(&p->trace, p->sched.floor_ev),
+                  hoff__fmt_size(o->budget_bytes, a, sizeof a), hoff__plan_op_at(&p->trace, p->sched.floor_ev),
                   p->sched.floor_ev, p->trace.nev, hoff__fmt_size(p->sched.floor_bytes, c, sizeof c));
     } else if (!p->sched.feasible)
         hoff__log(HOFF_LOG_WARN,
                   "planner %s cannot meet the budget of %s: the lowest peak it reaches is %s, at event %u of "
                   "%zu; the rest is kept online (evictions on demand, counted as stall)",
-                  pl->name, hoff__fmt_size(ctx->cfg.budget_bytes, a, sizeof a),
+                  pl->name, hoff__fmt_size(o->budget_bytes, a, sizeof a),
                   hoff__fmt_size(p->sched.peak_bytes, b, sizeof b), p->sched.peak_ev, p->trace.nev);
     else
         hoff__log(HOFF_LOG_INFO, "planned %zu actions for %zu events (%s) in %.3f ms", p->sched.nact,
                   p->trace.nev, pl->name, (double)p->sched.plan_ns / 1e6);
-    return 0;
 }

@@ -348,6 +348,10 @@ int hoff__schedule_resident(const struct hoff__trace *t, const struct hoff__sche
     return 0;
 }
 
+uint64_t hoff__plan_deadline(uint64_t budget_ns) {
+    return budget_ns ? hoff__plan_now_ns() + budget_ns : 0;
+}
+
 uint64_t hoff__plan_now_ns(void) {
     struct timespec ts;
 

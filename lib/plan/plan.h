@@ -83,7 +83,18 @@ struct hoff__plan_opts {
     uint64_t fault_ns;          /* one page-in on demand: fixed cost ... */
     double fault_gbps;          /* ... and rate */
     int groups;                 /* co-located groups are wanted (HOFF_GROUPS) */
+    const int *stop;            /* NULL, or set (read atomically) once the result is no
+                                   longer wanted: a planner may then cut its searches
+                                   short (the schedule stays valid, only less good) */
+    uint64_t deadline_ns;       /* 0, or the hoff__plan_now_ns() time by which a planner
+                                   should answer (anytime: timed predicts greedy's
+                                   schedule first, then adds candidates and searches
+                                   while time is left); hoff__plan_deadline makes it */
 };
+
+/* The deadline of a planning that starts now with a time budget of
+ * budget_ns (0: none). */
+uint64_t hoff__plan_deadline(uint64_t budget_ns);
 
 /* A group (hoff__plan_groups): blocks the schedule evicts at one point and
  * prefetches at one point, laid out in one region so that one call moves

@@ -920,6 +920,7 @@ int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts
     uint8_t *issued = NULL;
     struct heapent *heap = NULL;
     size_t nheap = 0, k = 0, j;
+    uint32_t blk_act = UINT32_MAX, blk_ev = 0; /* placing early: that prefetch waits for event blk_ev */
     int64_t *inst = NULL;
     struct hoff__seg sg = {0};
     int rc = 0, early = place == HOFF__PLACE_EARLY || place == HOFF__PLACE_EARLY_HEADROOM, pass;
@@ -1103,6 +1104,7 @@ int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts
             for (j = 0; j < s->nact; j++)
                 newev[j] = s->act[j].ev;
             nheap = 0;
+            blk_act = UINT32_MAX;
             hoff__seg_destroy(&sg);
             memset(&sg, 0, sizeof sg);
             if (nev && (rc = hoff__seg_init(&sg, inst, nev)) != 0)
@@ -1154,9 +1156,24 @@ int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts
             if (h.p0 <= i)
                 break; /* cannot happen: fired above */
             poll(&p);
-            if (p.st[x] != P_HOST || (p.budget && p.resident + p.bytes[x] > p.budget) ||
-                (p.budget && hoff__seg_max(&sg, i, h.p0 - 1) + (int64_t)p.bytes[x] > (int64_t)p.budget))
+            if (p.st[x] != P_HOST || (p.budget && p.resident + p.bytes[x] > p.budget))
                 break;
+            if (p.budget) {
+                /* The plan's resident bytes only grow while placing (each
+                 * early prefetch adds), so a prefetch that would pass the
+                 * budget at event e cannot go before e + 1: no need to ask
+                 * the tree again until then (at 10^6 events, asking at every
+                 * event was most of the placement's time). */
+                uint32_t e;
+
+                if (h.act == blk_act && i < blk_ev)
+                    break;
+                if (hoff__seg_last_above(&sg, i, h.p0 - 1, (int64_t)p.budget - (int64_t)p.bytes[x], &e)) {
+                    blk_act = h.act;
+                    blk_ev = e + 1;
+                    break;
+                }
+            }
             heap_pop(heap, &nheap);
             hoff__seg_add(&sg, i, h.p0 - 1, (int64_t)p.bytes[x]);
             issued[h.act] = 1;

@@ -17,6 +17,9 @@ void hoff__seg_destroy(struct hoff__seg *sg);
 void hoff__seg_add(struct hoff__seg *sg, uint32_t l, uint32_t r, int64_t d);
 /* Maximum over [l, r]. */
 int64_t hoff__seg_max(const struct hoff__seg *sg, uint32_t l, uint32_t r);
+/* The last leaf in [l, r] whose value is above thr, into *pos: 1, or 0
+ * when none is.  O(log n). */
+int hoff__seg_last_above(const struct hoff__seg *sg, uint32_t l, uint32_t r, int64_t thr, uint32_t *pos);
 /* Maximum over every leaf, and the first leaf holding it. */
 int64_t hoff__seg_top(const struct hoff__seg *sg);
 uint32_t hoff__seg_argmax(const struct hoff__seg *sg);

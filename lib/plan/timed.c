@@ -72,7 +72,22 @@
  * prefetch points of about 10^7 event-steps of prediction each and one of
  * the selection of about 2 x 10^7 (together under a second; none on traces
  * of more than 200000 events).
+ *
+ * Anytime (o->deadline_ns, HOFF_PLAN_TIME): greedy's schedule, predicted,
+ * is the first answer; the other candidates, the searches and the groups
+ * come while time is left (each candidate is a predicted replay, checked
+ * between them; the searches check at every move).  Without time for the
+ * groups the schedule is left ungrouped (the runtime groups it as it
+ * groups greedy's).
  */
+
+/* The searches end early, with what they have (always a valid schedule),
+ * once the caller no longer wants the result (o->stop: a planning thread
+ * being shut down) or its time budget is spent (o->deadline_ns). */
+static int cut(const struct hoff__plan_opts *o) {
+    return (o->stop && __atomic_load_n(o->stop, __ATOMIC_RELAXED)) ||
+           (o->deadline_ns && hoff__plan_now_ns() >= o->deadline_ns);
+}
 
 /* a beats b: fewer predicted budget overruns (an infeasible plan
  * whose replay the runtime must take over the budget), then less stall. */
@@ -255,7 +270,7 @@ static int refine(const struct hoff__trace *t, const struct hoff__plan_opts *o, 
     for (i = 0; i < s->nact; i++)
         if (s->act[i].kind == HOFF__ACT_SPILL || s->act[i].kind == HOFF__ACT_RESTORE)
             tiered[s->act[i].block] = 1;
-    for (evals = 0, round = 0; found && round < 8 && evals < max_evals; round++) {
+    for (evals = 0, round = 0; found && round < 8 && evals < max_evals && !cut(o); round++) {
         found = 0;
         /* the units, in schedule order, as the round starts */
         memset(seen, 0, s->ngroups + 1);
@@ -267,7 +282,7 @@ static int refine(const struct hoff__trace *t, const struct hoff__plan_opts *o, 
             seen[a->group] = a->group != 0;
             u[nu++] = (struct unit){.ev = a->ev, .block = a->block, .group = a->group, .when = a->when};
         }
-        for (i = 0; i < nu && evals < max_evals; i++) {
+        for (i = 0; i < nu && evals < max_evals && !cut(o); i++) {
             for (k = 0; k < sizeof delta / sizeof delta[0] && evals < max_evals; k++) {
                 int64_t ne = (int64_t)u[i].ev + delta[k];
 
@@ -401,9 +416,9 @@ static int refine_selection(const struct hoff__trace *t, const struct hoff__plan
     hoff__schedule_init(&orig);
     if (o->host_cap_bytes && (rc = hoff__schedule_copy(&orig, s)) != 0)
         goto out;
-    for (round = 0; found && round < 8 && work < cap && !rc; round++) {
+    for (round = 0; found && round < 8 && work < cap && !rc && !cut(o); round++) {
         found = 0;
-        for (i = 0; i < s->nact && work < cap; i++) { /* drops */
+        for (i = 0; i < s->nact && work < cap && !cut(o); i++) { /* drops */
             if (s->act[i].kind != HOFF__ACT_EVICT || s->act[i].group || !marked(t, s->act[i].block))
                 continue;
             if ((rc = drop_gap(s, i, &d)) != 0 || (rc = try_keep(t, o, T, s, &d, ceiling, &work)) < 0)
@@ -413,7 +428,7 @@ static int refine_selection(const struct hoff__trace *t, const struct hoff__plan
                 i--;
             }
         }
-        for (k = 0; k < ng && work < cap; k++) { /* adds, then swaps */
+        for (k = 0; k < ng && work < cap && !cut(o); k++) { /* adds, then swaps */
             const struct hoff__gap *x = &g[k];
 
             if ((rc = hoff__schedule_copy(&d, s)) != 0 ||
@@ -508,7 +523,7 @@ static int group_best(const struct hoff__trace *t, const struct hoff__plan_opts 
     hoff__schedule_init(&keep);
     hoff__schedule_init(&r);
     hoff__schedule_init(&w);
-    for (j = 0; j < TRY && !rc; j++) {
+    for (j = 0; j < TRY && !rc && !cut(o); j++) {
         int next = -1;
 
         for (k = 0; k < n; k++) /* the next candidate by stall */
@@ -554,7 +569,7 @@ static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts
     struct hoff__schedule c[NC];
     struct hoff__prediction pr;
     struct hoff__plan_opts o2 = *o;
-    int rc, i, best = 0;
+    int rc, i, best = 0, grouped = 0;
 
     for (i = 0; i < NC; i++)
         hoff__schedule_init(&c[i]);
@@ -573,9 +588,25 @@ static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts
      * host cap on it, and the prediction judges the whole (host room,
      * spills and restores included). */
     for (i = 0; i < NU && !rc; i++) {
-        rc = hoff__schedule_copy(&c[i], out);
-        if (!rc)
-            rc = hoff__plan_greedy_select(t, &o2, res, i < 3 ? NULL : T, &c[i]);
+        if (i && cut(o)) { /* anytime: greedy's, predicted, is an answer */
+            for (; i < NU; i++) {
+                c[i].stall_ns = UINT64_MAX; /* never chosen */
+                c[i].overruns = UINT64_MAX;
+            }
+            break;
+        }
+        /* two selections (by events, by time), each placed three ways: a
+         * selection is made once and copied (it is 40% of the time at 10^6
+         * events), before the placement rewrites it */
+        if (i % 3 == 0) {
+            rc = hoff__schedule_copy(&c[i], out);
+            if (!rc)
+                rc = hoff__plan_greedy_select(t, &o2, res, i < 3 ? NULL : T, &c[i]);
+            if (!rc)
+                rc = hoff__schedule_copy(&c[i + 1], &c[i]);
+            if (!rc)
+                rc = hoff__schedule_copy(&c[i + 2], &c[i]);
+        }
         if (!rc)
             rc = hoff__plan_predict(t, &o2, T, &c[i], place[i % 3], &pr);
         if (!rc && o->host_cap_bytes)
@@ -589,7 +620,8 @@ static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts
     base = c[best].stall_ns; /* what the rules reach: the groups' allowance is from it */
     if (beats(&c[R], &c[best]))
         best = R;
-    if (o->groups) {
+    if (o->groups && !cut(o)) {
+        grouped = 1;
         /* greedy's schedule as the runtime groups it (hoff__plan_groups,
          * after the tiers): a candidate too, and the stall timed's own
          * groups may not pass */
@@ -605,7 +637,7 @@ static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts
     }
     if ((rc = hoff__schedule_copy(out, &c[best])) != 0)
         goto done;
-    out->grouped = o->groups;
+    out->grouped = grouped; /* else (groups off, or no time left) the runtime groups it as greedy's */
     memset(out->planner, 0, sizeof out->planner);
     strncpy(out->planner, hoff__planner_timed.name, sizeof out->planner - 1);
     /* What the plan reaches in instant-transfer terms (early prefetches hold

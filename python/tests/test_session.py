@@ -14,7 +14,10 @@ RES_IN_FLIGHT = {1, 3, 5, 7}  # evicting, prefetching, spilling, restoring
 
 
 @pytest.fixture
-def dev(libhoff):
+def dev(libhoff, monkeypatch):
+    # The context is made in the test, from the environment: it plans at the recorded step's end
+    # (HOFF_PLAN_THREAD=0), so that the plan counts below hold right after the step.
+    monkeypatch.setenv("HOFF_PLAN_THREAD", "0")
     return next(_devices)
 
 
