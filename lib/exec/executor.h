@@ -102,6 +102,11 @@ void hoff__pipe_after(struct hoff_ctx *ctx, struct hoff__event_info *e);
 void hoff__record_begin(struct hoff_ctx *ctx);
 void hoff__record_event(struct hoff_ctx *ctx, const struct hoff__event_info *e);
 int hoff__record_finish(struct hoff_ctx *ctx);
+/* b joined a manual swap group: it is outside the plan.  While its step is
+ * recorded its allocation is recorded as pinned (never a candidate; the
+ * budget counts it); in a replayed step whose plan counted it as a
+ * candidate, the next step records and plans again. */
+void hoff__record_exclude(struct hoff_ctx *ctx, const struct hoff__block *b);
 void hoff__record_release(struct hoff_ctx *ctx);  /* free the timed events */
 
 /* replay (replay.c) */

@@ -262,3 +262,17 @@ int hoff__record_finish(struct hoff_ctx *ctx) {
                   p->trace.nev, pl->name, (double)p->sched.plan_ns / 1e6);
     return 0;
 }
+
+void hoff__record_exclude(struct hoff_ctx *ctx, const struct hoff__block *b) {
+    struct hoff__pipeline *p = &ctx->pipe;
+    struct hoff__trace *t = &p->trace;
+
+    if (!ctx->in_step || !hoff__pipe_owns(p, b) || b->tid >= t->nblocks)
+        return;
+    if (p->state == HOFF_PLAN_WARMUP && !p->diverged) {
+        t->blocks[b->tid].pinned = 1;
+        t->ev[t->blocks[b->tid].alloc_ev].flags |= HOFF__TEV_PINNED;
+    } else if (p->state != HOFF_PLAN_WARMUP && p->have_trace && !t->blocks[b->tid].pinned) {
+        p->rerecord = 1;
+    }
+}

@@ -34,6 +34,7 @@ enum hoff__block_flags {
 struct hoff__seg;
 struct hoff__region;
 struct hoff__nvme_spill;
+struct hoff_group;
 
 struct hoff__block {
     void *ptr;
@@ -83,6 +84,11 @@ struct hoff__block {
     uint8_t streams_lost;
     hoff_stream streams[HOFF__BLOCK_STREAMS];
     hoff__event *fence[HOFF__BLOCK_STREAMS];
+    /* The manual swap group it belongs to (swapgroup.c), or NULL: such a
+     * block is moved only by its group, never by the plan or the online
+     * policy; mslot is its index in the group's member array. */
+    struct hoff_group *mgroup;
+    uint32_t mslot;
 };
 
 #endif
