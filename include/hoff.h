@@ -237,9 +237,14 @@ HOFF_API int hoff_sync(hoff_ctx *ctx);
 
 typedef struct hoff_group hoff_group;
 
+enum hoff_group_flags {
+    HOFF_GROUP_COLOCATE = 0,   /* members next to each other in one mapping move with one call */
+    HOFF_GROUP_ONE_BY_ONE = 1, /* every member moves with a call of its own */
+};
 /* Create an empty group named name (1 to 63 printable characters, unique in
- * ctx).  -EINVAL bad name, -EEXIST the name is taken, -ENOMEM. */
-HOFF_API int hoff_group_create(hoff_ctx *ctx, const char *name, hoff_group **out);
+ * ctx) with flags (enum hoff_group_flags).  -EINVAL bad name or flags,
+ * -EEXIST the name is taken, -ENOMEM. */
+HOFF_API int hoff_group_create(hoff_ctx *ctx, const char *name, unsigned flags, hoff_group **out);
 /* The group of ctx named name, or NULL (errno ENOENT). */
 HOFF_API hoff_group *hoff_group_find(hoff_ctx *ctx, const char *name);
 /* Abort the group (hoff_group_abort) and free it. */
@@ -247,9 +252,14 @@ HOFF_API int hoff_group_destroy(hoff_group *g);
 /* Add the block holding ptr (any address inside it).  Returns 0 when added,
  * 1 when it was a member already (a duplicate, folded).  -EINVAL not inside a
  * live block, -EPERM a device-pool block or one allocated inside a region,
- * -EBUSY a member of another group, or this group holds blocks added in an
- * earlier step, or has a transfer launched and not waited for. */
+ * -EBUSY a member of another group, or the group has a transfer launched and
+ * not waited for; -ESTALE the group holds blocks added in an earlier step
+ * (release or abort it first). */
 HOFF_API int hoff_group_add(hoff_group *g, const void *ptr);
+/* Take the block holding ptr out of the group (it stays where it is).
+ * -ENOENT not a member, -EBUSY a transfer of the group is launched and not
+ * waited for, -EINVAL not inside a live block. */
+HOFF_API int hoff_group_remove(hoff_group *g, const void *ptr);
 /* Queue the eviction of every member on the device, after the work queued so
  * far on stream and on every stream the members were used on (the caller says
  * that work is enqueued: their use windows close).  All or nothing:
@@ -269,9 +279,10 @@ enum hoff_group_wait_flags {
 /* Wait for the group's launched eviction or prefetch.  -EINVAL if nothing
  * was launched since the last wait. */
 HOFF_API int hoff_group_wait(hoff_group *g, hoff_stream stream, unsigned flags);
-/* The group's contents are dead: wait for its transfers, drop the host copies
- * of members not on the device (discarded: their contents are lost), and
- * empty the group.  Members on the device keep their bytes. */
+/* The group's contents are dead: wait for its evictions, drop the host
+ * copies of members not on the device or on their way back (discarded: their
+ * contents are lost), and empty the group.  Members on the device, or being
+ * prefetched, keep their bytes; nothing waits for a prefetch. */
 HOFF_API int hoff_group_release(hoff_group *g);
 /* Wait for every transfer of the group (each lands or fails; either way each
  * byte is in one valid place: the device or the host, paged in on use) and

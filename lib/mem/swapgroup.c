@@ -32,6 +32,7 @@ struct hoff_group {
     char name[NAME_MAX_LEN + 1];
     struct hoff__block **m;        /* members; m[i]->mslot == i */
     uint32_t n, cap;
+    unsigned flags;                /* enum hoff_group_flags */
     int launched;                  /* 0, 1 eviction, 2 prefetch: launched and not waited for */
     uint64_t step;                 /* the step (ctx->pipe.step) the members were added in */
     struct hoff_group_info info;   /* the counters (adds, duplicates, moved blocks and bytes, calls) */
@@ -130,6 +131,8 @@ static int move(struct hoff_ctx *ctx, struct hoff_group *g, int op, struct hoff_
              j++)
             size += v[j]->size;
         moved = 0;
+        if (g->flags & HOFF_GROUP_ONE_BY_ONE)
+            j = i + 1;
         if (j - i > 1 && hoff__res_group(ctx, op, v + i, j - i, v[i]->ptr, size, s) == 0) {
             moved = j - i;
             g->info.calls++;
@@ -243,7 +246,7 @@ out:
 
 /* --- the API --------------------------------------------------------------- */
 
-HOFF_API int hoff_group_create(hoff_ctx *ctx, const char *name, hoff_group **out) {
+HOFF_API int hoff_group_create(hoff_ctx *ctx, const char *name, unsigned flags, hoff_group **out) {
     struct hoff_group *g;
     size_t len, i;
 
@@ -254,6 +257,9 @@ HOFF_API int hoff_group_create(hoff_ctx *ctx, const char *name, hoff_group **out
     if (!name || !(len = strlen(name)) || len > NAME_MAX_LEN)
         return hoff__error(-EINVAL, "hoff_group_create: a group name has 1 to %d characters, got %s", NAME_MAX_LEN,
                            name ? (len ? "a longer one" : "\"\"") : "NULL");
+    if (flags & ~(unsigned)HOFF_GROUP_ONE_BY_ONE)
+        return hoff__error(-EINVAL, "hoff_group_create: flags 0x%x: accepted are HOFF_GROUP_COLOCATE (0) and "
+                           "HOFF_GROUP_ONE_BY_ONE (1)", flags);
     for (i = 0; i < len; i++)
         if ((unsigned char)name[i] < 0x20 || (unsigned char)name[i] == 0x7f)
             return hoff__error(-EINVAL, "hoff_group_create: a group name is printable text; character %zu is "
@@ -269,6 +275,7 @@ HOFF_API int hoff_group_create(hoff_ctx *ctx, const char *name, hoff_group **out
         return hoff__error(-ENOMEM, "hoff_group_create: no memory");
     }
     g->ctx = ctx;
+    g->flags = flags;
     memcpy(g->name, name, len + 1);
     g->info.version = 1;
     g->info.size = sizeof g->info;
@@ -326,7 +333,7 @@ HOFF_API int hoff_group_add(hoff_group *g, const void *ptr) {
         rc = hoff__error(-EBUSY, "hoff_group_add: group '%s' has %s launched and not waited for: add blocks "
                          "before launching it", g->name, launch_name(g->launched));
     } else if (g->n && g->step != ctx->pipe.step) {
-        rc = hoff__error(-EBUSY, "hoff_group_add: group '%s' holds %u blocks added in step %llu and this is step "
+        rc = hoff__error(-ESTALE, "hoff_group_add: group '%s' holds %u blocks added in step %llu and this is step "
                          "%llu: a group is filled within one step (release or abort it when its step is done)",
                          g->name, (unsigned)g->n, (unsigned long long)g->step,
                          (unsigned long long)ctx->pipe.step);
@@ -351,6 +358,30 @@ HOFF_API int hoff_group_add(hoff_group *g, const void *ptr) {
         ctx->st.manual_blocks++;
         hoff__record_exclude(ctx, b); /* outside the plan from now on */
     }
+    UNLOCK(ctx);
+    return rc;
+}
+
+HOFF_API int hoff_group_remove(hoff_group *g, const void *ptr) {
+    struct hoff_ctx *ctx;
+    struct hoff__block *b;
+    int rc = 0;
+
+    if (!g)
+        return hoff__error(-EINVAL, "hoff_group_remove: NULL group");
+    ctx = g->ctx;
+    LOCK(ctx);
+    b = lookup(ctx, ptr);
+    if (!b)
+        rc = hoff__error(-EINVAL, "hoff_group_remove: %p is not inside a live hoff block (group '%s')", ptr,
+                         g->name);
+    else if (b->mgroup != g)
+        rc = hoff__error(-ENOENT, "hoff_group_remove: block %p is not in group '%s'", b->ptr, g->name);
+    else if (g->launched)
+        rc = hoff__error(-EBUSY, "hoff_group_remove: group '%s' has %s launched and not waited for", g->name,
+                         launch_name(g->launched));
+    else
+        drop_member(ctx, g, b);
     UNLOCK(ctx);
     return rc;
 }
@@ -401,15 +432,16 @@ HOFF_API int hoff_group_release(hoff_group *g) {
         return hoff__error(-EINVAL, "hoff_group_release: NULL group");
     ctx = g->ctx;
     LOCK(ctx);
-    settle_all(ctx, g);
+    hoff__res_poll(ctx);
     for (i = 0; i < g->n; i++) {
         struct hoff__block *b = g->m[i];
 
-        if (b->state != HOFF_RES_DEVICE && b->state != HOFF_RES_DISCARDED &&
-            (r = hoff__res_discard(ctx, b, NULL)) != 0 && !rc)
+        if (b->state == HOFF_RES_DEVICE || b->state == HOFF_RES_PREFETCHING || b->state == HOFF_RES_DISCARDED)
+            continue; /* on the device or on its way: nothing to drop, nothing to wait for */
+        hoff__res_settle(ctx, b); /* an eviction, spill or restore in flight lands first */
+        if (b->state != HOFF_RES_DEVICE && (r = hoff__res_discard(ctx, b, NULL)) != 0 && !rc)
             rc = r; /* its host copy stays: nothing is lost that was not asked for */
     }
-    settle_all(ctx, g);
     empty(ctx, g);
     UNLOCK(ctx);
     return rc;
