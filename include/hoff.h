@@ -284,6 +284,10 @@ HOFF_API int hoff_group_wait(hoff_group *g, hoff_stream stream, unsigned flags);
  * contents are lost), and empty the group.  Members on the device, or being
  * prefetched, keep their bytes; nothing waits for a prefetch. */
 HOFF_API int hoff_group_release(hoff_group *g);
+/* Empty the group: every member leaves it where it is, with its bytes;
+ * nothing waits and nothing moves (a transfer in flight lands as any other).
+ * For a group whose cycle is over (its load waited for). */
+HOFF_API int hoff_group_clear(hoff_group *g);
 /* Wait for every transfer of the group (each lands or fails; either way each
  * byte is in one valid place: the device or the host, paged in on use) and
  * empty the group.  Counted in manual_aborts. */

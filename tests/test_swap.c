@@ -314,13 +314,16 @@ static void test_misuse(void) {
     CU_ASSERT_EQUAL(hoff_group_prefetch(g, S), 0);
     CU_ASSERT_EQUAL(hoff_group_wait(g, S, HOFF_GROUP_WAIT_HOST), 0);
     CU_ASSERT_EQUAL(hoff_group_release(g), 0);
-    /* a group used across two steps */
+    /* a group used across two steps (each step allocates something: a step without a block is another
+     * matter) */
     CU_ASSERT_EQUAL(hoff_step_begin(ctx), 0);
     CU_ASSERT_EQUAL(hoff_group_add(h, q), 0);
+    hoff_free(ctx, managed(2 * MiB, 42), S);
     CU_ASSERT_EQUAL(hoff_step_end(ctx), 0);
     CU_ASSERT_EQUAL(hoff_step_begin(ctx), 0);
     CU_ASSERT_EQUAL(hoff_group_add(h, p), -ESTALE);
     CU_ASSERT(strstr(hoff_last_error(), "filled within one step") != NULL);
+    hoff_free(ctx, managed(2 * MiB, 42), S);
     CU_ASSERT_EQUAL(hoff_step_end(ctx), 0);
     CU_ASSERT_EQUAL(hoff_group_release(h), 0);
     CU_ASSERT_EQUAL(hoff_group_add(h, p), 0); /* released: usable again */
@@ -460,6 +463,32 @@ static void run_colocated(unsigned flags) {
     CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
 }
 
+/* Clear: members leave where they are with their bytes; nothing waits. */
+static void test_clear(void) {
+    hoff_group *g;
+    void *p, *q;
+
+    open_sim(0, 0);
+    p = managed(4 * MiB, 80);
+    q = managed(4 * MiB, 81);
+    CU_ASSERT_EQUAL_FATAL(hoff_group_create(ctx, "clear", 0, &g), 0);
+    CU_ASSERT_EQUAL(hoff_group_add(g, p), 0);
+    CU_ASSERT_EQUAL(hoff_group_add(g, q), 0);
+    CU_ASSERT_EQUAL(hoff_group_evict(g, S), 0);
+    CU_ASSERT_EQUAL(hoff_group_wait(g, S, HOFF_GROUP_WAIT_HOST), 0);
+    CU_ASSERT_EQUAL(hoff_group_prefetch(g, S), 0); /* q comes back, p stays away */
+    CU_ASSERT_EQUAL(hoff_group_remove(g, p), -EBUSY);
+    CU_ASSERT_EQUAL(hoff_group_clear(g), 0);
+    CU_ASSERT_EQUAL(info(g).blocks, 0);
+    CU_ASSERT_EQUAL(info(g).launched, 0);
+    CU_ASSERT_EQUAL(stats().manual_blocks, 0);
+    CU_ASSERT_EQUAL(stats().discards, 0);
+    CU_ASSERT(intact(p, 4 * MiB, 80));
+    CU_ASSERT(intact(q, 4 * MiB, 81));
+    CU_ASSERT_EQUAL(hoff_group_clear(NULL), -EINVAL);
+    CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
+}
+
 static void test_colocated(void) {
     run_colocated(HOFF_GROUP_COLOCATE);
     run_colocated(HOFF_GROUP_ONE_BY_ONE);
@@ -503,6 +532,7 @@ int main(void) {
         {"outside_the_plan", test_outside_the_plan},
         {"colocated", test_colocated},
         {"release", test_release},
+        {"clear", test_clear},
         {NULL, NULL},
     };
     return hoff_test_run("swap", tests);

@@ -447,6 +447,18 @@ HOFF_API int hoff_group_release(hoff_group *g) {
     return rc;
 }
 
+HOFF_API int hoff_group_clear(hoff_group *g) {
+    struct hoff_ctx *ctx;
+
+    if (!g)
+        return hoff__error(-EINVAL, "hoff_group_clear: NULL group");
+    ctx = g->ctx;
+    LOCK(ctx);
+    empty(ctx, g);
+    UNLOCK(ctx);
+    return 0;
+}
+
 HOFF_API int hoff_group_abort(hoff_group *g) {
     struct hoff_ctx *ctx;
 

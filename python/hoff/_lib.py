@@ -171,6 +171,7 @@ _PROTOS = {
     "hoff_group_prefetch": (_c.c_int, [_c.c_void_p, _c.c_void_p]),
     "hoff_group_wait": (_c.c_int, [_c.c_void_p, _c.c_void_p, _c.c_uint]),
     "hoff_group_release": (_c.c_int, [_c.c_void_p]),
+    "hoff_group_clear": (_c.c_int, [_c.c_void_p]),
     "hoff_group_abort": (_c.c_int, [_c.c_void_p]),
     "hoff_group_info": (_c.c_int, [_c.c_void_p, _c.c_void_p]),
 }

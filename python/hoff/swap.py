@@ -316,9 +316,14 @@ class SwapManager:
                 raise HoffError("hoff.swap: group '%s' wait_load() called before launch_load() (the group is %s)"
                                 % (name, g.state), errno.EINVAL)
             self._check(lib.hoff_group_wait(g.handle, self._stream(), WAIT_STREAM), "wait_load", name)
-            self._check(lib.hoff_group_release(g.handle), "wait_load", name)  # all back or coming: drops nothing
-            g.state = COLLECTING
-            g.protected.clear()
+            self._clear(g)
+
+    def _clear(self, g):
+        """The cycle is over: the members leave the group where they are, bytes and all (one whose load
+        failed stays on the host and is paged in at its use), and it collects again."""
+        self._check(_lib.load().hoff_group_clear(g.handle), "clear", g.name)
+        g.state = COLLECTING
+        g.protected.clear()
 
     def release_group_storage(self, name):
         """The group's storages are dead: drop the host copies of those still away and empty the group."""
@@ -437,7 +442,8 @@ class SwapManager:
         if g.state == LOADING:
             self.wait_load(name)
         else:
-            self.release_group_storage(name)  # never offloaded: on the device, nothing dropped
+            with self._lock:
+                self._clear(g)  # never offloaded: the members leave it, nothing moves
 
     def set_forward_prefetch_layer(self, first_layer, second_layer):
         """Offload first_layer's group when second_layer's forward starts (waited for when it ends), and load
