@@ -280,8 +280,14 @@ class SwapManager:
             if g.state != COLLECTING:
                 raise HoffError("hoff.swap: launch_offload('%s'): the group is %s, not collecting"
                                 % (name, g.state), errno.EBUSY)
-            self._check(_lib.load().hoff_group_evict(g.handle, self._stream()), "launch_offload", name)
-            g.state = OFFLOADING
+            self._launched(g, _lib.load().hoff_group_evict(g.handle, self._stream()), OFFLOADING, "launch_offload")
+
+    def _launched(self, g, rc, state, what):
+        """After a launch: the group is in state unless the call moved nothing (refused whole); a block
+        that could not move after others did leaves the launch to wait for, and the error is raised."""
+        if rc == 0 or self._info(g).launched:
+            g.state = state
+        self._check(rc, what, g.name)
 
     def wait_offload(self, name):
         """Work queued on the current stream afterwards waits for group name's offload."""
@@ -303,8 +309,7 @@ class SwapManager:
                                 "(wait_offload first)" % name, errno.EBUSY)
             if g.state == LOADING:
                 raise HoffError("hoff.swap: launch_load('%s'): a load is launched already" % name, errno.EBUSY)
-            self._check(_lib.load().hoff_group_prefetch(g.handle, self._stream()), "launch_load", name)
-            g.state = LOADING
+            self._launched(g, _lib.load().hoff_group_prefetch(g.handle, self._stream()), LOADING, "launch_load")
 
     def wait_load(self, name):
         """Work queued on the current stream afterwards waits for group name's load; the group is then
