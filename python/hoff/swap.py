@@ -188,11 +188,12 @@ class SwapManager:
         ptr, _ = storage_of(t)
         with quiet():  # a detached alias of the same storage: no grad_fn, no reference cycle
             d = t.detach()
+        v = t._version
         with self._lock:
             g.saved += 1
             if ptr is None or ptr in g.protected:
                 g.kept += 1
-                return (d, None, g)
+                return (d, None, g, v)
             if g.state != COLLECTING:
                 raise HoffError("hoff.swap: group '%s' is %s: it collects saved tensors only before "
                                 "launch_offload (and again after wait_load)" % (g.name, g.state), errno.EBUSY)
@@ -203,12 +204,19 @@ class SwapManager:
                                 % (g.name, _lib.last_error()), errno.ESTALE)
             if rc < 0:  # not an offload block of this device, or another group's: it stays where it is
                 g.kept += 1
-                return (d, None, g)
+                return (d, None, g, v)
         lib.hoff_access(self.ctx, ptr, 0, self._stream())  # the pack is a use of the block
-        return (d, ptr, g)
+        return (d, ptr, g, v)
 
     def _unpack(self, packed):
-        d, ptr, g = packed
+        d, ptr, g, v = packed
+        if d._version != v:
+            # Autograd checks a saved tensor's version only without saved_tensors_hooks; with them it is ours
+            # to check (the seed's "In-place modification happened").
+            raise HoffError("hoff.swap: a tensor of shape %s saved for backward in group '%s' was modified in "
+                            "place after it was saved (version %d, now %d): its gradient would be wrong; "
+                            "clone it before the in-place op, or do the op out of place"
+                            % (tuple(d.shape), g.name, v, d._version), errno.EINVAL)
         if ptr is not None:
             lib = _lib.load()
             if lib.hoff_residency(self.ctx, ptr) not in (RES_DEVICE, -errno.EINVAL):

@@ -597,6 +597,25 @@ def test_seed_release_and_reuse(dev):
     assert st["d2h_copies"] == st["h2d_copies"] == 3 and st["storages"] == 3
 
 
+def test_seed_inplace_after_save_is_an_error(dev):
+    """The seed refuses a saved tensor modified in place ("In-place modification happened"); autograd does
+    not check versions under saved_tensors_hooks, so the manager does, at unpack, for kept storages too."""
+    torch = dev.torch
+    mgr = SwapManager(device=dev.dev)
+    dev.step_begin()
+    x = torch.randn(256, 1024, requires_grad=True)
+    with mgr.group("inplace"):
+        h = dev.copy(x)
+        w = torch.randn(4, 4, requires_grad=True)
+        loss = h.sin().sum() + (w * w).sum()
+    with torch.no_grad():
+        h.add_(1)
+    with pytest.raises(RuntimeError, match="group 'inplace' was modified in place after it was saved"):
+        loss.backward()
+    mgr.release_group_storage("inplace")
+    dev.step_end()
+
+
 def test_seed_release_drops_host_copies(dev):
     torch = dev.torch
     mgr = SwapManager(device=dev.dev)
