@@ -231,6 +231,96 @@ HOFF_API int hoff_residency(hoff_ctx *ctx, const void *ptr);
 HOFF_API int hoff_sync(hoff_ctx *ctx);
 
 /* ---------------------------------------------------------------------------
+ * Manual swap groups (hoff_group(3)): a named set of offload blocks that the
+ * caller evicts and prefetches itself, layer by layer (the seeds' SwapGroup).
+ * A block is in at most one group.  Members are outside the plan: the planner
+ * neither moves them nor counts them as candidates, and the online policy
+ * never picks them as victims; the budget still counts them.  A group moves
+ * each block (the whole storage) once, however many tensors alias it; blocks
+ * laid out together in one mapping move with one call.  Groups belong to
+ * their context and go with it.
+ * ------------------------------------------------------------------------- */
+
+typedef struct hoff_group hoff_group;
+
+enum hoff_group_flags {
+    HOFF_GROUP_COLOCATE = 0,   /* members next to each other in one mapping move with one call */
+    HOFF_GROUP_ONE_BY_ONE = 1, /* every member moves with a call of its own */
+};
+/* Create an empty group named name (1 to 63 printable characters, unique in
+ * ctx) with flags (enum hoff_group_flags).  -EINVAL bad name or flags,
+ * -EEXIST the name is taken, -ENOMEM. */
+HOFF_API int hoff_group_create(hoff_ctx *ctx, const char *name, unsigned flags, hoff_group **out);
+/* The group of ctx named name, or NULL (errno ENOENT). */
+HOFF_API hoff_group *hoff_group_find(hoff_ctx *ctx, const char *name);
+/* Abort the group (hoff_group_abort) and free it. */
+HOFF_API int hoff_group_destroy(hoff_group *g);
+/* Add the block holding ptr (any address inside it).  Returns 0 when added,
+ * 1 when it was a member already (a duplicate, folded).  -EINVAL not inside a
+ * live block, -EPERM a device-pool block or one allocated inside a region,
+ * -EBUSY a member of another group, or the group has a transfer launched and
+ * not waited for; -ESTALE the group holds blocks added in an earlier step
+ * (release or abort it first). */
+HOFF_API int hoff_group_add(hoff_group *g, const void *ptr);
+/* Take the block holding ptr out of the group (it stays where it is).
+ * -ENOENT not a member, -EBUSY a transfer of the group is launched and not
+ * waited for, -EINVAL not inside a live block. */
+HOFF_API int hoff_group_remove(hoff_group *g, const void *ptr);
+/* Queue the eviction of every member on the device, after the work queued so
+ * far on stream and on every stream the members were used on (the caller says
+ * that work is enqueued: their use windows close).  All or nothing:
+ * -HOFF_EHOSTCAP if the host tier cannot take the whole group (nothing moved).
+ * -EBUSY if a transfer of the group is launched and not waited for. */
+HOFF_API int hoff_group_evict(hoff_group *g, hoff_stream stream);
+/* Queue the prefetch of every member not on the device, ordered after the
+ * work on stream.  All or nothing: -HOFF_EBUDGET if the budget cannot hold the
+ * whole group even after evicting other (unpinned, unused, non-member)
+ * blocks; nothing is moved and nothing over-commits.  -EBUSY as above. */
+HOFF_API int hoff_group_prefetch(hoff_group *g, hoff_stream stream);
+
+enum hoff_group_wait_flags {
+    HOFF_GROUP_WAIT_STREAM = 0, /* work queued on stream afterwards waits (no host wait) */
+    HOFF_GROUP_WAIT_HOST = 1,   /* the host waits until every transfer has landed */
+};
+/* Wait for the group's launched eviction or prefetch.  -EINVAL if nothing
+ * was launched since the last wait. */
+HOFF_API int hoff_group_wait(hoff_group *g, hoff_stream stream, unsigned flags);
+/* The group's contents are dead: wait for its evictions, drop the host
+ * copies of members not on the device or on their way back (discarded: their
+ * contents are lost), and empty the group.  Members on the device, or being
+ * prefetched, keep their bytes; nothing waits for a prefetch. */
+HOFF_API int hoff_group_release(hoff_group *g);
+/* Empty the group: every member leaves it where it is, with its bytes;
+ * nothing waits and nothing moves (a transfer in flight lands as any other).
+ * For a group whose cycle is over (its load waited for). */
+HOFF_API int hoff_group_clear(hoff_group *g);
+/* Wait for every transfer of the group (each lands or fails; either way each
+ * byte is in one valid place: the device or the host, paged in on use) and
+ * empty the group.  Counted in manual_aborts. */
+HOFF_API int hoff_group_abort(hoff_group *g);
+
+struct hoff_group_info {
+    uint32_t version;            /* 1 */
+    uint32_t size;               /* sizeof(struct hoff_group_info) */
+    uint64_t blocks;             /* members now */
+    uint64_t bytes;              /* their bytes */
+    uint64_t on_device;          /* members resident (DEVICE) */
+    uint64_t on_host;            /* members on the host or the NVMe tier, or discarded */
+    uint64_t in_flight;          /* members with a transfer in flight */
+    uint64_t launched;           /* 0, 1 an eviction or 2 a prefetch launched and not waited for */
+    uint64_t adds;               /* blocks added since created */
+    uint64_t duplicates;         /* adds of a block that was a member already (folded) */
+    uint64_t evicted_blocks;     /* blocks this group's launches evicted */
+    uint64_t evicted_bytes;
+    uint64_t prefetched_blocks;  /* blocks this group's launches prefetched */
+    uint64_t prefetched_bytes;
+    uint64_t calls;              /* backend transfer calls its launches made */
+    uint64_t step;               /* the step its members were added in */
+};
+/* Snapshot the group's state into *out. */
+HOFF_API int hoff_group_info(hoff_group *g, struct hoff_group_info *out);
+
+/* ---------------------------------------------------------------------------
  * Step and region marks.
  * ------------------------------------------------------------------------- */
 
@@ -366,16 +456,20 @@ HOFF_API int hoff_sim_compute(hoff_ctx *ctx, hoff_stream stream, uint64_t ns);
     X(discard_fallbacks, "discards done as evictions: the driver refused the discard, or has none") \
     X(host_drop_refusals, "host copies of spilled blocks the driver would not drop (they keep host pages)") \
     X(device_squeezes, "times the device pool left less room than the budget, so hoff kept less resident") \
-    X(driver_drift_samples, "moves measured against the device's free memory") \
-    X(driver_drift_moves, "measured moves that found pages the driver had moved behind hoff's books") \
-    X(driver_drift_bytes, "bytes those moves found already moved (evicted, or faulted back) by the driver") \
+    X(driver_drift_samples, "evictions measured against the device's free memory") \
+    X(driver_drift_moves, "measured evictions that found pages the driver had already evicted behind hoff's books") \
+    X(driver_drift_bytes, "bytes those evictions found the driver had already evicted") \
     X(device_foreign_bytes, "at the last step's end: device memory in use that is not a live hoff block") \
     X(plan_pending, "1 while a plan is being made on the planning thread")     \
     X(plan_online_steps, "steps run under the online policy while a plan was made") \
     X(plan_lag_steps, "steps that ran between the last plan's recording and its first use") \
     X(plan_lag_ns, "time from the last plan's recording to its being ready for use") \
     X(plan_wait_ns, "time the training thread waited for planning (0 with the planning thread)") \
-    X(plans_dropped, "plans made in the background and thrown away (config changed, shutdown)")
+    X(plans_dropped, "plans made in the background and thrown away (config changed, shutdown)") \
+    X(manual_groups, "manual swap groups that exist now (hoff_group(3))") \
+    X(manual_blocks, "blocks in manual swap groups now: outside the plan, inside the budget") \
+    X(manual_refusals, "manual group moves refused whole: the budget or the host tier could not take the group") \
+    X(manual_aborts, "manual groups aborted (their transfers waited for, nothing lost)")
 
 struct hoff_stats {
     uint32_t version; /* HOFF_STATS_VERSION */

@@ -34,7 +34,7 @@ done
 
 # 4. The pages this part of hoff owns format without warnings.
 if command -v groff >/dev/null 2>&1; then
-    for p in hoff-stat.1 hoff-plan.1 hoff-config.7 hoff_stats.3 hoff.3; do
+    for p in hoff-stat.1 hoff-plan.1 hoff-config.7 hoff_stats.3 hoff.3 hoff_group.3; do
         out=$(groff -man -Tutf8 -ww -z "$man/$p" 2>&1)
         [ -z "$out" ] || bad "groff warns on $p: $out"
     done

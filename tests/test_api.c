@@ -260,6 +260,7 @@ static void test_stats(void) {
 static void test_strerror(void) {
     CU_ASSERT_PTR_NOT_NULL(strstr(hoff_strerror(-EOVERFLOW), "oversubscribe"));
     CU_ASSERT_PTR_NOT_NULL(strstr(hoff_strerror(-EPERM), "offload candidate"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hoff_strerror(-ESTALE), "earlier step"));
     CU_ASSERT_STRING_EQUAL(hoff_strerror(0), "success");
     CU_ASSERT_PTR_NOT_NULL(hoff_strerror(-12345));
     CU_ASSERT_PTR_NOT_NULL(hoff_strerror(5));

@@ -11,6 +11,7 @@
 #include "core/options.h"
 #include "core/publish.h"
 #include "mem/guard.h"
+#include "mem/swapgroup.h"
 #include "tier/host.h"
 #include "tier/nvme.h"
 
@@ -186,6 +187,7 @@ HOFF_API int hoff_shutdown(hoff_ctx *ctx) {
     hoff__res_wait_all(ctx);
     ctx->be->ops->sync(ctx->be);
     hoff__guard_close(ctx);
+    hoff__groups_destroy_all(ctx);
     leaked = ctx->table.count;
     if (leaked)
         hoff__log(HOFF_LOG_WARN, "shutdown with %zu blocks still allocated; releasing them", leaked);

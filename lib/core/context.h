@@ -42,6 +42,7 @@ struct hoff_ctx {
     int region_depth;
     uint64_t step_start_ns;
     int shutting_down;
+    struct hoff_group *groups;       /* manual swap groups (mem/swapgroup.c) */
     struct hoff__publisher *pub;     /* the stats segment for hoff-stat (core/publish.h), or NULL */
 };
 

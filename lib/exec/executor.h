@@ -123,6 +123,11 @@ void hoff__record_adopt(struct hoff_ctx *ctx, const struct hoff__planner *pl, co
 /* Was a plan made with pl and o for another budget, host cap or planner
  * than the context has now (a live change while it was planned)? */
 int hoff__record_stale(const struct hoff_ctx *ctx, const struct hoff__planner *pl, const struct hoff__plan_opts *o);
+/* b joined a manual swap group: it is outside the plan.  While its step is
+ * recorded its allocation is recorded as pinned (never a candidate; the
+ * budget counts it); in a replayed step whose plan counted it as a
+ * candidate, the next step records and plans again. */
+void hoff__record_exclude(struct hoff_ctx *ctx, const struct hoff__block *b);
 void hoff__record_release(struct hoff_ctx *ctx);  /* free the timed events */
 
 /* planning (planjob.c): what planning a recorded step produces */

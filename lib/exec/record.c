@@ -283,3 +283,17 @@ void hoff__record_adopt(struct hoff_ctx *ctx, const struct hoff__planner *pl, co
         hoff__log(HOFF_LOG_INFO, "planned %zu actions for %zu events (%s) in %.3f ms", p->sched.nact,
                   p->trace.nev, pl->name, (double)p->sched.plan_ns / 1e6);
 }
+
+void hoff__record_exclude(struct hoff_ctx *ctx, const struct hoff__block *b) {
+    struct hoff__pipeline *p = &ctx->pipe;
+    struct hoff__trace *t = &p->trace;
+
+    if (!ctx->in_step || !hoff__pipe_owns(p, b) || b->tid >= t->nblocks)
+        return;
+    if (p->state == HOFF_PLAN_WARMUP && !p->diverged) {
+        t->blocks[b->tid].pinned = 1;
+        t->ev[t->blocks[b->tid].alloc_ev].flags |= HOFF__TEV_PINNED;
+    } else if (p->state != HOFF_PLAN_WARMUP && p->have_trace && !t->blocks[b->tid].pinned) {
+        p->rerecord = 1;
+    }
+}

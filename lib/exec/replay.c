@@ -95,7 +95,8 @@ static void fire(struct hoff_ctx *ctx, const struct hoff__action *a, hoff_stream
     struct hoff__block *b = a->block < p->map_len ? p->map[a->block] : NULL;
     int rc;
 
-    if (!b) { /* not allocated yet or freed already: the plan does not fit */
+    if (!b || b->mgroup) { /* not allocated yet or freed already: the plan does not fit; or in a manual group,
+                              which alone moves it */
         p->skipped++;
         return;
     }

@@ -34,6 +34,7 @@ enum hoff__block_flags {
 struct hoff__seg;
 struct hoff__region;
 struct hoff__nvme_spill;
+struct hoff_group;
 
 struct hoff__block {
     void *ptr;
@@ -87,6 +88,11 @@ struct hoff__block {
      * first nreuse fences mark their work at the free, and the next owner's
      * stream waits for them when the block is handed out again. */
     uint8_t nreuse;
+    /* The manual swap group it belongs to (swapgroup.c), or NULL: such a
+     * block is moved only by its group, never by the plan or the online
+     * policy; mslot is its index in the group's member array. */
+    struct hoff_group *mgroup;
+    uint32_t mslot;
 };
 
 #endif

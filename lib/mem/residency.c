@@ -28,6 +28,7 @@
 #include "mem/guard.h"
 #include "mem/hostcap.h"
 #include "mem/residency.h"
+#include "mem/swapgroup.h"
 #include "tier/host.h"
 #include "tier/nvme.h"
 #include "tier/spill.h"
@@ -731,7 +732,7 @@ static struct hoff__block *pick_victim(struct hoff_ctx *ctx, const struct hoff__
     int warmup = ctx->in_step && ctx->pipe.state == HOFF_PLAN_WARMUP;
 
     for (v = ctx->res.lru_head; v; v = v->next) {
-        if (v == keep || v->win)
+        if (v == keep || v->win || v->mgroup) /* a manual group's block moves with its group only */
             continue;
         if (!fits_host(ctx, v)) { /* never evictable: look further */
             *over_cap = 1;
@@ -840,6 +841,36 @@ int hoff__res_fit_device(struct hoff_ctx *ctx) {
     return make_room_once(ctx, 0, NULL, NULL, &why);
 }
 
+static const char *room_cause(const struct hoff_ctx *ctx, enum room_why why, char *buf, size_t len);
+
+int hoff__res_budget_room(struct hoff_ctx *ctx, uint64_t need, hoff_stream s, const char *what) {
+    enum room_why why;
+    char a[32], b[32], c[32], cause[400];
+
+    if (make_room(ctx, need, NULL, s, &why) == 0)
+        return 0;
+    return hoff__error(-HOFF_EBUDGET, "%s: %s more resident bytes do not fit in the budget (HOFF_BUDGET %s, %s "
+                       "resident): %s", what, hoff__fmt_size(need, a, sizeof a),
+                       hoff__fmt_size(ctx->cfg.budget_bytes, b, sizeof b),
+                       hoff__fmt_size(ctx->res.resident, c, sizeof c), room_cause(ctx, why, cause, sizeof cause));
+}
+
+int hoff__res_host_room(struct hoff_ctx *ctx, uint64_t bytes, hoff_stream s) {
+    return host_full(ctx, bytes) ? host_room(ctx, bytes, NULL, s) : 0;
+}
+
+int hoff__res_stream_wait(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+    struct hoff__backend *be = ctx->be;
+
+    if (!in_flight(b->state) || b->state == S_SPI || b->state == S_RES)
+        return 0;
+    /* The issuing thread records the transfer's event when it runs the
+     * command: a stream cannot wait for an event not recorded yet. */
+    hoff__issuer_drain(ctx->issuer);
+    wait_issued(ctx, b);
+    return be->ops->stream_wait ? be->ops->stream_wait(be, s, carrier(b)->ev) : 0;
+}
+
 /* Why no more room could be made, in words. */
 static const char *room_cause(const struct hoff_ctx *ctx, enum room_why why, char *buf, size_t len) {
     char c[32];
@@ -933,6 +964,7 @@ static void drop_spill(struct hoff_ctx *ctx, struct hoff__block *b) {
 
 int hoff__res_on_free(struct hoff_ctx *ctx, struct hoff__block *b) {
     hoff__res_end_use(ctx, b); /* stream-ordered: its uses are enqueued */
+    hoff__group_leave(ctx, b);  /* a freed block is no member of a manual group */
     b->flags &= (uint8_t)~HOFF__BLK_SPILL_AFTER;
     switch (b->state) {
     case S_EVI:
@@ -1052,7 +1084,7 @@ int hoff__res_group(struct hoff_ctx *ctx, int op, struct hoff__block *const *m, 
 
         if (!b || b->pool != HOFF__POOL_MANAGED || !(b->flags & HOFF__BLK_LIVE) ||
             (b->flags & (HOFF__BLK_PINNED | HOFF__BLK_FREED)) || b->state != want || __atomic_load_n(&b->pending, __ATOMIC_ACQUIRE) || b->xlead ||
-            (op == HOFF__CMD_EVICT && b->win) ||
+            (op == HOFF__CMD_EVICT && b->win) || b->mgroup != m[0]->mgroup ||
             (char *)b->ptr != (char *)base + total || b->size > size - total)
             return -EAGAIN;
         total += b->size;

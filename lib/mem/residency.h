@@ -85,6 +85,16 @@ int hoff__res_discard(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s
  * one (the fallback). */
 int hoff__res_group(struct hoff_ctx *ctx, int op, struct hoff__block *const *m, unsigned n, void *base,
                     size_t size, hoff_stream s);
+/* Make room in the budget for need more resident bytes, evicting other
+ * blocks (never a manual group's) and waiting for them: 0, or -HOFF_EBUDGET
+ * with a message that starts with what and says why. */
+int hoff__res_budget_room(struct hoff_ctx *ctx, uint64_t need, hoff_stream s, const char *what);
+/* Make room on the host tier for bytes more (spilling, waiting): 0 or
+ * -HOFF_EHOSTCAP with the message. */
+int hoff__res_host_room(struct hoff_ctx *ctx, uint64_t bytes, hoff_stream s);
+/* Work queued on stream s afterwards waits for b's eviction or prefetch in
+ * flight (none: 0). */
+int hoff__res_stream_wait(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
 /* Evict until the resident bytes fit what the device leaves beside the
  * device pool (hoff__guard_cap) and the budget, and wait for it: before the
  * device pool grows.  0, or -ENOSPC when nothing more can be evicted. */

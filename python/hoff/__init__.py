@@ -28,6 +28,7 @@ from .config import OffloadConfig
 from .hooks import AccessHooks, storage_ptr
 from .session import OffloadSession, implicit_session, mark, mark_op, region_depth, skip_offload, step
 from . import _record
+from . import swap
 
 
 def recording():
@@ -46,5 +47,5 @@ __all__ = [
     "AccessHooks", "HoffError", "LibraryNotFound", "OffloadConfig", "OffloadSession", "empty_cache",
     "implicit_session", "install", "is_installed", "library_path", "mark", "mark_op", "memory_stats",
     "record_stats", "record_stream", "recording", "region_depth", "set_memory_fraction", "skip_offload",
-    "step", "storage_ptr",
+    "step", "storage_ptr", "swap",
 ]

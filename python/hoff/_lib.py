@@ -162,6 +162,18 @@ _PROTOS = {
     "hoff_config_init": (None, [_c.c_void_p]),
     "hoff_config_from_env": (_c.c_int, [_c.c_void_p, _c.c_char_p, _c.c_size_t]),
     "hoff_torch_config_check": (_c.c_int, [_c.c_char_p, _c.c_char_p, _c.c_char_p, _c.c_size_t]),
+    # manual swap groups (hoff.swap; hoff_group(3))
+    "hoff_group_create": (_c.c_int, [_c.c_void_p, _c.c_char_p, _c.c_uint, _c.POINTER(_c.c_void_p)]),
+    "hoff_group_destroy": (_c.c_int, [_c.c_void_p]),
+    "hoff_group_add": (_c.c_int, [_c.c_void_p, _c.c_void_p]),
+    "hoff_group_remove": (_c.c_int, [_c.c_void_p, _c.c_void_p]),
+    "hoff_group_evict": (_c.c_int, [_c.c_void_p, _c.c_void_p]),
+    "hoff_group_prefetch": (_c.c_int, [_c.c_void_p, _c.c_void_p]),
+    "hoff_group_wait": (_c.c_int, [_c.c_void_p, _c.c_void_p, _c.c_uint]),
+    "hoff_group_release": (_c.c_int, [_c.c_void_p]),
+    "hoff_group_clear": (_c.c_int, [_c.c_void_p]),
+    "hoff_group_abort": (_c.c_int, [_c.c_void_p]),
+    "hoff_group_info": (_c.c_int, [_c.c_void_p, _c.c_void_p]),
 }
 
 

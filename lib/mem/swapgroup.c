@@ -1,0 +1,535 @@
+/* swapgroup.c — manual swap groups (hoff_group(3)): named sets of offload blocks that the caller evicts and
+ * prefetches itself, outside the plan but inside the budget.  Threading: every entry point takes ctx->lock.
+ *
+ * The unit is the block (a framework's storage): a block is in at most one
+ * group and is moved once however many tensors alias it, and since managed
+ * memory keeps every address valid, aliases survive the round trip by
+ * construction.  A group's move is all or nothing where it can be refused
+ * (the budget, the host tier): it is checked for the whole group before any
+ * member moves.  Members that lie next to each other in one mapping (a
+ * planner group's region) move with one backend call (hoff__res_group);
+ * the others one by one. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/context.h"
+#include "core/core.h"
+#include "exec/executor.h"
+#include "mem/pool.h"
+#include "mem/residency.h"
+#include "mem/swapgroup.h"
+
+#define LOCK(ctx) pthread_mutex_lock(&(ctx)->lock)
+#define UNLOCK(ctx) pthread_mutex_unlock(&(ctx)->lock)
+#define NAME_MAX_LEN 63
+
+struct hoff_group {
+    struct hoff_ctx *ctx;
+    struct hoff_group *next;       /* the context's list */
+    char name[NAME_MAX_LEN + 1];
+    struct hoff__block **m;        /* members; m[i]->mslot == i */
+    uint32_t n, cap;
+    unsigned flags;                /* enum hoff_group_flags */
+    int launched;                  /* 0, 1 eviction, 2 prefetch: launched and not waited for */
+    uint64_t step;                 /* the step (ctx->pipe.step) the members were added in */
+    struct hoff_group_info info;   /* the counters (adds, duplicates, moved blocks and bytes, calls) */
+};
+
+#define LAUNCH_EVICT 1
+#define LAUNCH_PREFETCH 2
+
+static const char *launch_name(int l) {
+    return l == LAUNCH_EVICT ? "an eviction" : "a prefetch";
+}
+
+/* --- membership ------------------------------------------------------------ */
+
+static void drop_member(struct hoff_ctx *ctx, struct hoff_group *g, struct hoff__block *b) {
+    uint32_t i = b->mslot;
+
+    g->m[i] = g->m[--g->n];
+    g->m[i]->mslot = i;
+    b->mgroup = NULL;
+    b->mslot = 0;
+    ctx->st.manual_blocks--;
+}
+
+void hoff__group_leave(struct hoff_ctx *ctx, struct hoff__block *b) {
+    if (b->mgroup)
+        drop_member(ctx, b->mgroup, b);
+}
+
+/* Every member leaves the group (it stays where it is). */
+static void empty(struct hoff_ctx *ctx, struct hoff_group *g) {
+    while (g->n)
+        drop_member(ctx, g, g->m[g->n - 1]);
+    g->launched = 0;
+}
+
+/* Wait for every member's transfer in flight: each lands or fails, and
+ * either way its bytes are in one valid place. */
+static void settle_all(struct hoff_ctx *ctx, struct hoff_group *g) {
+    uint32_t i;
+
+    for (i = 0; i < g->n; i++)
+        hoff__res_settle(ctx, g->m[i]);
+}
+
+/* The live block whose bytes hold p: the block table knows base addresses;
+ * an address inside a block is found by looking at every live block. */
+struct find_arg {
+    const char *p;
+    struct hoff__block *found;
+};
+
+static void find_containing(const void *key, void *val, void *arg) {
+    struct hoff__block *b = val;
+    struct find_arg *a = arg;
+
+    (void)key;
+    if (!a->found && a->p >= (const char *)b->ptr && a->p < (const char *)b->ptr + b->size)
+        a->found = b;
+}
+
+static struct hoff__block *lookup(struct hoff_ctx *ctx, const void *p) {
+    struct find_arg a = {p, NULL};
+
+    if (!p)
+        return NULL;
+    a.found = hoff__bt_lookup(&ctx->table, p);
+    if (!a.found)
+        hoff__bt_foreach(&ctx->table, find_containing, &a);
+    return a.found;
+}
+
+/* --- moves ----------------------------------------------------------------- */
+
+static int by_address(const void *a, const void *b) {
+    const char *x = (*(struct hoff__block *const *)a)->ptr, *y = (*(struct hoff__block *const *)b)->ptr;
+
+    return x < y ? -1 : x > y;
+}
+
+/* Move the blocks v[0..k) (each where op moves it from) with as few calls as
+ * their layout allows: a run of neighbours in one region goes with one call,
+ * every other block on its own.  Counts what moved in g's info.  Returns the
+ * first error of a block that could not be moved (the others still move). */
+static int move(struct hoff_ctx *ctx, struct hoff_group *g, int op, struct hoff__block **v, uint32_t k,
+                hoff_stream s) {
+    uint32_t i = 0, j, moved;
+    int rc, first = 0;
+
+    qsort(v, k, sizeof *v, by_address);
+    while (i < k) {
+        size_t size = v[i]->size;
+
+        for (j = i + 1; j < k && v[j]->region && v[j]->region == v[i]->region &&
+                        (char *)v[j]->ptr == (char *)v[j - 1]->ptr + v[j - 1]->size;
+             j++)
+            size += v[j]->size;
+        moved = 0;
+        if (g->flags & HOFF_GROUP_ONE_BY_ONE)
+            j = i + 1;
+        if (j - i > 1 && hoff__res_group(ctx, op, v + i, j - i, v[i]->ptr, size, s) == 0) {
+            moved = j - i;
+            g->info.calls++;
+        } else {
+            j = i + 1;
+            rc = op == HOFF__CMD_EVICT ? hoff__res_evict(ctx, v[i], s) : hoff__res_prefetch(ctx, v[i], s);
+            if (rc == 0) {
+                moved = 1;
+                g->info.calls++;
+            } else if (!first) {
+                first = rc;
+            }
+            size = v[i]->size;
+        }
+        if (moved && op == HOFF__CMD_EVICT) {
+            g->info.evicted_blocks += moved;
+            g->info.evicted_bytes += size;
+        } else if (moved) {
+            g->info.prefetched_blocks += moved;
+            g->info.prefetched_bytes += size;
+        }
+        i = j;
+    }
+    return first;
+}
+
+/* The members to move for op, in a scratch array (the caller frees it). */
+static int pick(struct hoff_ctx *ctx, struct hoff_group *g, int op, hoff_stream s, struct hoff__block ***out,
+                uint32_t *k, uint64_t *bytes) {
+    struct hoff__block **v;
+    uint32_t i;
+
+    *out = NULL;
+    *k = 0;
+    *bytes = 0;
+    if (!g->n)
+        return 0;
+    if (!(v = malloc(g->n * sizeof *v)))
+        return hoff__error(-ENOMEM, "hoff_group: no memory for group '%s'", g->name);
+    for (i = 0; i < g->n; i++) {
+        struct hoff__block *b = g->m[i];
+
+        if (op == HOFF__CMD_EVICT) {
+            /* A transfer of the block still in flight (a prefetch): it lands first. */
+            if (b->state == HOFF_RES_PREFETCHING)
+                hoff__res_settle(ctx, b);
+            if (b->state != HOFF_RES_DEVICE)
+                continue; /* already away */
+            hoff__res_end_use(ctx, b); /* the caller says its work is enqueued */
+        } else {
+            if (b->state == HOFF_RES_EVICTING || b->state == HOFF_RES_SPILLING || b->state == HOFF_RES_RESTORING)
+                hoff__res_settle(ctx, b); /* wanted back: its move away lands first */
+            if (b->state == HOFF_RES_DEVICE || b->state == HOFF_RES_PREFETCHING)
+                continue; /* there already, or on its way */
+        }
+        v[(*k)++] = b;
+        *bytes += b->size;
+    }
+    (void)s;
+    *out = v;
+    return 0;
+}
+
+static int launch(hoff_group *g, int op, hoff_stream s, const char *what) {
+    struct hoff_ctx *ctx;
+    struct hoff__block **v;
+    uint32_t k;
+    uint64_t bytes;
+    int rc;
+
+    if (!g)
+        return hoff__error(-EINVAL, "%s: NULL group", what);
+    ctx = g->ctx;
+    LOCK(ctx);
+    if (g->launched) {
+        rc = hoff__error(-EBUSY, "%s: group '%s' has %s launched and not waited for (hoff_group_wait first)", what,
+                         g->name, launch_name(g->launched));
+        goto out;
+    }
+    hoff__res_poll(ctx);
+    if ((rc = pick(ctx, g, op, s, &v, &k, &bytes)) != 0)
+        goto out;
+    /* All or nothing: room for the whole group, or nothing moves. */
+    if (k && op == HOFF__CMD_EVICT && (rc = hoff__res_host_room(ctx, bytes, s)) != 0) {
+        rc = hoff__error(rc, "%s: group '%s' (%u blocks) cannot be evicted whole, nothing moved: %s", what, g->name,
+                         (unsigned)k, hoff_last_error());
+        ctx->st.manual_refusals++;
+    } else if (k && op == HOFF__CMD_PREFETCH) {
+        char why[128];
+
+        snprintf(why, sizeof why, "%s of group '%s'", what, g->name);
+        if ((rc = hoff__res_budget_room(ctx, bytes, s, why)) != 0) {
+            hoff__error(rc, "%s; nothing moved", hoff_last_error());
+            ctx->st.manual_refusals++;
+        }
+    }
+    if (rc == 0) {
+        g->launched = op == HOFF__CMD_EVICT ? LAUNCH_EVICT : LAUNCH_PREFETCH;
+        if (k && (rc = move(ctx, g, op, v, k, s)) != 0)
+            hoff__error(rc, "%s: group '%s': a block could not be moved (it stays where it was): %s", what,
+                        g->name, hoff_last_error());
+    }
+    free(v);
+#ifdef HOFF_DEBUG
+    hoff__res_check(ctx);
+#endif
+out:
+    UNLOCK(ctx);
+    return rc;
+}
+
+/* --- the API --------------------------------------------------------------- */
+
+HOFF_API int hoff_group_create(hoff_ctx *ctx, const char *name, unsigned flags, hoff_group **out) {
+    struct hoff_group *g;
+    size_t len, i;
+
+    if (out)
+        *out = NULL;
+    if (!ctx || !out)
+        return hoff__error(-EINVAL, "hoff_group_create: NULL %s", ctx ? "out" : "context");
+    if (!name || !(len = strlen(name)) || len > NAME_MAX_LEN)
+        return hoff__error(-EINVAL, "hoff_group_create: a group name has 1 to %d characters, got %s", NAME_MAX_LEN,
+                           name ? (len ? "a longer one" : "\"\"") : "NULL");
+    if (flags & ~(unsigned)HOFF_GROUP_ONE_BY_ONE)
+        return hoff__error(-EINVAL, "hoff_group_create: flags 0x%x: accepted are HOFF_GROUP_COLOCATE (0) and "
+                           "HOFF_GROUP_ONE_BY_ONE (1)", flags);
+    for (i = 0; i < len; i++)
+        if ((unsigned char)name[i] < 0x20 || (unsigned char)name[i] == 0x7f)
+            return hoff__error(-EINVAL, "hoff_group_create: a group name is printable text; character %zu is "
+                               "a control character", i);
+    LOCK(ctx);
+    for (g = ctx->groups; g; g = g->next)
+        if (!strcmp(g->name, name)) {
+            UNLOCK(ctx);
+            return hoff__error(-EEXIST, "hoff_group_create: context already has a group named '%s'", name);
+        }
+    if (!(g = calloc(1, sizeof *g))) {
+        UNLOCK(ctx);
+        return hoff__error(-ENOMEM, "hoff_group_create: no memory");
+    }
+    g->ctx = ctx;
+    g->flags = flags;
+    memcpy(g->name, name, len + 1);
+    g->info.version = 1;
+    g->info.size = sizeof g->info;
+    g->step = ctx->pipe.step;
+    g->next = ctx->groups;
+    ctx->groups = g;
+    ctx->st.manual_groups++;
+    UNLOCK(ctx);
+    *out = g;
+    return 0;
+}
+
+HOFF_API hoff_group *hoff_group_find(hoff_ctx *ctx, const char *name) {
+    struct hoff_group *g = NULL;
+
+    if (ctx && name) {
+        LOCK(ctx);
+        for (g = ctx->groups; g && strcmp(g->name, name); g = g->next)
+            ;
+        UNLOCK(ctx);
+    }
+    if (!g) {
+        errno = ENOENT;
+        hoff__error(-ENOENT, "hoff_group_find: no group named '%s'", name ? name : "(null)");
+    }
+    return g;
+}
+
+HOFF_API int hoff_group_add(hoff_group *g, const void *ptr) {
+    struct hoff_ctx *ctx;
+    struct hoff__block *b;
+    int rc = 0;
+
+    if (!g)
+        return hoff__error(-EINVAL, "hoff_group_add: NULL group");
+    ctx = g->ctx;
+    LOCK(ctx);
+    b = lookup(ctx, ptr);
+    if (!b) {
+        rc = hoff__error(-EINVAL, "hoff_group_add: %p is not inside a live hoff block (group '%s')", ptr, g->name);
+    } else if (b->pool != HOFF__POOL_MANAGED) {
+        rc = hoff__error(-EPERM, "hoff_group_add: block %p is in the device pool (parameters, small or "
+                         "out-of-step allocations): not an offload candidate, it cannot join group '%s'",
+                         b->ptr, g->name);
+    } else if (b->flags & HOFF__BLK_PINNED) {
+        rc = hoff__error(-EPERM, "hoff_group_add: block %p was allocated inside a region (skip_offload): never "
+                         "offloaded, it cannot join group '%s'", b->ptr, g->name);
+    } else if (b->mgroup == g) {
+        g->info.duplicates++;
+        rc = 1; /* the same storage again: one block, one copy */
+    } else if (b->mgroup) {
+        rc = hoff__error(-EBUSY, "hoff_group_add: block %p is already in group '%s' (a block is in one group); "
+                         "not added to '%s'", b->ptr, b->mgroup->name, g->name);
+    } else if (g->launched) {
+        rc = hoff__error(-EBUSY, "hoff_group_add: group '%s' has %s launched and not waited for: add blocks "
+                         "before launching it", g->name, launch_name(g->launched));
+    } else if (g->n && g->step != ctx->pipe.step) {
+        rc = hoff__error(-ESTALE, "hoff_group_add: group '%s' holds %u blocks added in step %llu and this is step "
+                         "%llu: a group is filled within one step (release or abort it when its step is done)",
+                         g->name, (unsigned)g->n, (unsigned long long)g->step,
+                         (unsigned long long)ctx->pipe.step);
+    } else {
+        if (g->n == g->cap) {
+            uint32_t cap = g->cap ? 2 * g->cap : 16;
+            struct hoff__block **m = realloc(g->m, cap * sizeof *m);
+
+            if (!m) {
+                UNLOCK(ctx);
+                return hoff__error(-ENOMEM, "hoff_group_add: no memory for group '%s'", g->name);
+            }
+            g->m = m;
+            g->cap = cap;
+        }
+        if (!g->n)
+            g->step = ctx->pipe.step;
+        b->mgroup = g;
+        b->mslot = g->n;
+        g->m[g->n++] = b;
+        g->info.adds++;
+        ctx->st.manual_blocks++;
+        hoff__record_exclude(ctx, b); /* outside the plan from now on */
+    }
+    UNLOCK(ctx);
+    return rc;
+}
+
+HOFF_API int hoff_group_remove(hoff_group *g, const void *ptr) {
+    struct hoff_ctx *ctx;
+    struct hoff__block *b;
+    int rc = 0;
+
+    if (!g)
+        return hoff__error(-EINVAL, "hoff_group_remove: NULL group");
+    ctx = g->ctx;
+    LOCK(ctx);
+    b = lookup(ctx, ptr);
+    if (!b)
+        rc = hoff__error(-EINVAL, "hoff_group_remove: %p is not inside a live hoff block (group '%s')", ptr,
+                         g->name);
+    else if (b->mgroup != g)
+        rc = hoff__error(-ENOENT, "hoff_group_remove: block %p is not in group '%s'", b->ptr, g->name);
+    else if (g->launched)
+        rc = hoff__error(-EBUSY, "hoff_group_remove: group '%s' has %s launched and not waited for", g->name,
+                         launch_name(g->launched));
+    else
+        drop_member(ctx, g, b);
+    UNLOCK(ctx);
+    return rc;
+}
+
+HOFF_API int hoff_group_evict(hoff_group *g, hoff_stream stream) {
+    return launch(g, HOFF__CMD_EVICT, stream, "hoff_group_evict");
+}
+
+HOFF_API int hoff_group_prefetch(hoff_group *g, hoff_stream stream) {
+    return launch(g, HOFF__CMD_PREFETCH, stream, "hoff_group_prefetch");
+}
+
+HOFF_API int hoff_group_wait(hoff_group *g, hoff_stream stream, unsigned flags) {
+    struct hoff_ctx *ctx;
+    uint32_t i;
+    int rc = 0, r;
+
+    if (!g)
+        return hoff__error(-EINVAL, "hoff_group_wait: NULL group");
+    if (flags & ~(unsigned)HOFF_GROUP_WAIT_HOST)
+        return hoff__error(-EINVAL, "hoff_group_wait: flags 0x%x: accepted are HOFF_GROUP_WAIT_STREAM (0) and "
+                           "HOFF_GROUP_WAIT_HOST (1)", flags);
+    ctx = g->ctx;
+    LOCK(ctx);
+    if (!g->launched) {
+        UNLOCK(ctx);
+        return hoff__error(-EINVAL, "hoff_group_wait: group '%s' has no eviction or prefetch launched to wait for "
+                           "(hoff_group_evict or hoff_group_prefetch first)", g->name);
+    }
+    for (i = 0; i < g->n; i++) {
+        if (flags & HOFF_GROUP_WAIT_HOST)
+            hoff__res_settle(ctx, g->m[i]);
+        else if ((r = hoff__res_stream_wait(ctx, g->m[i], stream)) != 0 && !rc)
+            rc = hoff__error(r, "hoff_group_wait: group '%s': the stream cannot wait for block %p", g->name,
+                             g->m[i]->ptr);
+    }
+    g->launched = 0;
+    UNLOCK(ctx);
+    return rc;
+}
+
+HOFF_API int hoff_group_release(hoff_group *g) {
+    struct hoff_ctx *ctx;
+    uint32_t i;
+    int rc = 0, r;
+
+    if (!g)
+        return hoff__error(-EINVAL, "hoff_group_release: NULL group");
+    ctx = g->ctx;
+    LOCK(ctx);
+    hoff__res_poll(ctx);
+    for (i = 0; i < g->n; i++) {
+        struct hoff__block *b = g->m[i];
+
+        if (b->state == HOFF_RES_DEVICE || b->state == HOFF_RES_PREFETCHING || b->state == HOFF_RES_DISCARDED)
+            continue; /* on the device or on its way: nothing to drop, nothing to wait for */
+        hoff__res_settle(ctx, b); /* an eviction, spill or restore in flight lands first */
+        if (b->state != HOFF_RES_DEVICE && (r = hoff__res_discard(ctx, b, NULL)) != 0 && !rc)
+            rc = r; /* its host copy stays: nothing is lost that was not asked for */
+    }
+    empty(ctx, g);
+    UNLOCK(ctx);
+    return rc;
+}
+
+HOFF_API int hoff_group_clear(hoff_group *g) {
+    struct hoff_ctx *ctx;
+
+    if (!g)
+        return hoff__error(-EINVAL, "hoff_group_clear: NULL group");
+    ctx = g->ctx;
+    LOCK(ctx);
+    empty(ctx, g);
+    UNLOCK(ctx);
+    return 0;
+}
+
+HOFF_API int hoff_group_abort(hoff_group *g) {
+    struct hoff_ctx *ctx;
+
+    if (!g)
+        return hoff__error(-EINVAL, "hoff_group_abort: NULL group");
+    ctx = g->ctx;
+    LOCK(ctx);
+    settle_all(ctx, g);
+    empty(ctx, g);
+    ctx->st.manual_aborts++;
+    UNLOCK(ctx);
+    return 0;
+}
+
+static void destroy_locked(struct hoff_ctx *ctx, struct hoff_group *g) {
+    struct hoff_group **pp;
+
+    settle_all(ctx, g);
+    empty(ctx, g);
+    for (pp = &ctx->groups; *pp && *pp != g; pp = &(*pp)->next)
+        ;
+    if (*pp)
+        *pp = g->next;
+    ctx->st.manual_groups--;
+    free(g->m);
+    free(g);
+}
+
+HOFF_API int hoff_group_destroy(hoff_group *g) {
+    struct hoff_ctx *ctx;
+
+    if (!g)
+        return 0;
+    ctx = g->ctx;
+    LOCK(ctx);
+    destroy_locked(ctx, g);
+    UNLOCK(ctx);
+    return 0;
+}
+
+void hoff__groups_destroy_all(struct hoff_ctx *ctx) {
+    while (ctx->groups)
+        destroy_locked(ctx, ctx->groups);
+}
+
+HOFF_API int hoff_group_info(hoff_group *g, struct hoff_group_info *out) {
+    struct hoff_ctx *ctx;
+    uint32_t i;
+
+    if (!g || !out)
+        return hoff__error(-EINVAL, "hoff_group_info: NULL %s", g ? "out" : "group");
+    ctx = g->ctx;
+    LOCK(ctx);
+    hoff__res_poll(ctx);
+    *out = g->info;
+    out->blocks = g->n;
+    out->bytes = out->on_device = out->on_host = out->in_flight = 0;
+    for (i = 0; i < g->n; i++) {
+        const struct hoff__block *b = g->m[i];
+
+        out->bytes += b->size;
+        if (b->state == HOFF_RES_DEVICE)
+            out->on_device++;
+        else if (b->state == HOFF_RES_EVICTING || b->state == HOFF_RES_PREFETCHING ||
+                 b->state == HOFF_RES_SPILLING || b->state == HOFF_RES_RESTORING)
+            out->in_flight++;
+        else
+            out->on_host++;
+    }
+    out->launched = (uint64_t)g->launched;
+    out->step = g->step;
+    UNLOCK(ctx);
+    return 0;
+}
