@@ -21,6 +21,7 @@ static void open_sim(uint64_t budget, uint64_t host_cap) {
 
     hoff_config_init(&cfg);
     cfg.backend = HOFF_BACKEND_SIM;
+    cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
     cfg.sim_device_bytes = 1ull << 30;
     cfg.oversub_margin_bytes = 0;
     cfg.sim_latency_ns = 0;
@@ -219,6 +220,7 @@ static void test_abort_mid_transfer(void) {
 
     hoff_config_init(&cfg);
     cfg.backend = HOFF_BACKEND_SIM;
+    cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
     cfg.sim_device_bytes = 1ull << 30;
     cfg.oversub_margin_bytes = 0;
     cfg.sim_d2h_gbps = 0.001; /* 4 MiB take 4 ms of virtual time */
@@ -411,6 +413,7 @@ static void run_colocated(unsigned flags) {
 
     hoff_config_init(&cfg);
     cfg.backend = HOFF_BACKEND_SIM;
+    cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
     cfg.sim_device_bytes = 1ull << 30;
     cfg.oversub_margin_bytes = 0;
     cfg.budget_bytes = 24 * MiB;
