@@ -68,10 +68,17 @@ class AccessHooks:
         # holds no grad_fn, so a saved output makes no reference cycle.  Its
         # aten detach is the package's, not the model's: no op mark.
         with quiet():
-            return (t.detach(), ptr)
+            return (t.detach(), ptr, t._version)
 
     def unpack(self, packed):
-        t, ptr = packed
+        t, ptr, version = packed
+        if t._version != version:
+            # Autograd checks a saved tensor's version only when no saved_tensors_hooks are set; with ours set it
+            # would hand back the modified bytes and give wrong gradients silently.  Raise what autograd raises.
+            raise RuntimeError("one of the variables needed for gradient computation has been modified by an "
+                               "inplace operation: [%s %s] is at version %d; expected version %d instead "
+                               "(seen by hoff's saved-tensor hooks)"
+                               % (t.type(), list(t.shape), t._version, version))
         self._mark("unpack", ptr)
         if self.op_mode is not None:
             import torch

@@ -98,3 +98,35 @@ def test_hooks_under_hoff_record(hoff_record, torch, tmp_path):
     reads = [ln for ln in lines if ln[0] == "r" and ln[1] == hid]
     writes = [ln for ln in lines if ln[0] == "w" and ln[1] == hid]
     assert len(reads) == 12 and not writes
+
+
+def test_inplace_after_save_raises_as_autograd_does(torch):
+    """An in-place change of a saved tensor makes autograd raise; under the hooks (which turn autograd's own
+    version check off) it must raise too, never give wrong gradients."""
+    def run(hooked):
+        x = torch.randn(16, 16, requires_grad=True)
+        h = x * 2
+        y = h.sin()      # sin saves h
+        h.add_(1)        # ...which is then changed in place
+        if hooked:
+            with hoff.AccessHooks([AddrTarget()]):
+                pass
+        return y.sum()
+
+    plain = run(False)
+    try:
+        plain.backward()
+        assert False, "autograd itself did not raise"
+    except RuntimeError as e:
+        assert "modified by an inplace operation" in str(e)
+    x = torch.randn(16, 16, requires_grad=True)
+    with hoff.AccessHooks([AddrTarget()]):
+        h = x * 2
+        y = h.sin()
+        h.add_(1)
+    try:
+        y.sum().backward()
+        assert False, "the hooks hid an in-place modification of a saved tensor"
+    except RuntimeError as e:
+        assert "modified by an inplace operation" in str(e)
+        assert "hoff" in str(e)
