@@ -212,7 +212,8 @@ int hoff__pipe_step_begin(struct hoff_ctx *ctx) {
             p->map = m;
             p->map_len = n;
         }
-        memset(p->map, 0, p->map_len * sizeof *p->map);
+        if (p->map) /* NULL for a recorded step without blocks: memset(NULL, 0, 0) is undefined */
+            memset(p->map, 0, p->map_len * sizeof *p->map);
         if (groups_ready(ctx) != 0)
             hoff__log(HOFF_LOG_WARN, "no memory for the plan's groups: their blocks move one by one this step");
         set_state(ctx, HOFF_PLAN_REPLAY);
