@@ -521,10 +521,11 @@ HOFF_API void hoff_torch_record_stream(void *ptr, void *stream);
  * marks; NULL with hoff_last_error() when it cannot be created. */
 HOFF_API hoff_ctx *hoff_torch_context(int device);
 /* Set an option (hoff_config_set's names and forms) for device, or every
- * device if -1: it applies to contexts created later and, for budget,
- * host_cap, planner and log_level, to a live context at once (the next step
- * then records and plans again).  Other options: -EBUSY once the context
- * exists.  -EINVAL/-ENOENT with the message in err as hoff_config_set. */
+ * device if -1: it applies to the device's context when it is created (-1:
+ * every context created later) and, for budget, host_cap, planner and
+ * log_level, to a live context at once (the next step then records and
+ * plans again).  Other options: -EBUSY once the context exists.
+ * -EINVAL/-ENOENT with the message in err as hoff_config_set. */
 HOFF_API int hoff_torch_configure(int device, const char *name,
                                   const char *value, char *err, size_t errlen);
 /* Check name=value the way hoff_torch_configure would, changing nothing. */

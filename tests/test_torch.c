@@ -84,6 +84,18 @@ static void test_configure(void) {
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "greedy"));
     CU_ASSERT_EQUAL(hoff_torch_config_check("budget", "1G", err, sizeof err), 0);
     CU_ASSERT_EQUAL(hoff_torch_configure(-1, "budget", "0", err, sizeof err), 0);
+    /* Naming a device before its context exists configures that device alone,
+     * and a later setting for every device reaches it too. */
+    CU_ASSERT_EQUAL(hoff_torch_configure(11, "budget", "48M", err, sizeof err), 0);
+    CU_ASSERT_EQUAL(hoff_torch_configure(-1, "host_cap", "1G", err, sizeof err), 0);
+    ctx = hoff_torch_context(12);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    CU_ASSERT_EQUAL(stats_of(ctx).budget_bytes, 0);
+    ctx = hoff_torch_context(11);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    CU_ASSERT_EQUAL(stats_of(ctx).budget_bytes, 48 * MiB);
+    CU_ASSERT_EQUAL(stats_of(ctx).host_cap_bytes, 1ull << 30);
+    CU_ASSERT_EQUAL(hoff_torch_configure(-1, "host_cap", "0", err, sizeof err), 0);
 }
 
 /* One marked step on ctx: two 2 MiB offload candidates, written and read. */

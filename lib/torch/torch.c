@@ -17,6 +17,8 @@
 struct device {
     struct hoff_ctx *ctx;   /* written once under torch_lock; read with an atomic load */
     double fraction;        /* memory fraction asked for before the context existed; 0 = none */
+    int own;                /* hoff_torch_configure named this device before its context existed: */
+    struct hoff_config cfg; /* ...its context is created with this, not `pending` */
 };
 
 static pthread_mutex_t torch_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -97,7 +99,7 @@ static struct hoff_ctx *get_ctx(int device, int create, const char *what) {
         hoff__error(pending_state, "%s: %s", what, pending_err);
         goto out;
     }
-    cfg = pending;
+    cfg = devices[device].own ? devices[device].cfg : pending;
     cfg.device = device;
     rc = hoff_init(&ctx, &cfg);
     if (rc) {
@@ -306,7 +308,8 @@ HOFF_API int hoff_torch_configure(int device, const char *name, const char *valu
         pthread_mutex_unlock(&torch_lock);
         return rc;
     }
-    c = pending;
+    /* Check the value once, against the config it would change. */
+    c = device != -1 && devices[device].own ? devices[device].cfg : pending;
     rc = hoff_config_set(&c, name, value, err, errlen);
     if (rc) {
         pthread_mutex_unlock(&torch_lock);
@@ -317,8 +320,15 @@ HOFF_API int hoff_torch_configure(int device, const char *name, const char *valu
     for (i = first; i <= last && rc == 0; i++)
         if (devices[i].ctx)
             rc = configure_live(devices[i].ctx, i, name, value, err, errlen);
-    if (rc == 0)
-        pending = c; /* contexts created from now on */
+    if (rc == 0 && device == -1) {
+        pending = c; /* every context created from now on */
+        for (i = 0; i < MAX_DEVICES; i++)
+            if (devices[i].own && !devices[i].ctx)
+                hoff_config_set(&devices[i].cfg, name, value, NULL, 0);
+    } else if (rc == 0 && !devices[device].ctx) {
+        devices[device].cfg = c; /* that device's context alone, when it is created */
+        devices[device].own = 1;
+    }
     pthread_mutex_unlock(&torch_lock);
     return rc;
 }
