@@ -43,6 +43,12 @@ if [ -x ./tests/cudart/test_double ]; then
     run "test_double (CUDA runtime double)" ./tests/cudart/test_double
     run "test_cuda on the CUDA runtime double" sh "$srcdir/tests/cudart/test_cuda_double.sh"
 fi
+# PyTorch's entry points in autograd's order on the double, two streams: the training thread, hoff's issuing
+# and planning threads, and the double's stream workers together.
+if [ -x ./tests/cudart/test_torch_order ]; then
+    run "test_torch_order (two streams, on the double)" env -u HOFF_TSAN_BUILD HOFFDBL_DEVICES=2 \
+        HOFFDBL_MEM=268435456 ./tests/cudart/test_torch_order --streams 2 --budget-pct 50 --layers 6 --steps 3
+fi
 run "test_planthread (planning thread)" env -u HOFF_TSAN_BUILD ./tests/test_planthread
 run "hoff-demo (planning thread)" env -u HOFF_TSAN_BUILD ./hoff-demo --steps 8 --layers 16
 exit $fail
