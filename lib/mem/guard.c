@@ -125,6 +125,14 @@ void hoff__guard_sample(struct hoff_ctx *ctx) {
 
 #define PROBE_EVERY_NS 1000000ull /* one measured move a millisecond at most */
 
+/* What both pools hold from the backend: a new managed mapping is made
+ * resident at once (cuda), a device-pool one is device memory, an unmap
+ * gives memory back; any of these during a measure changes the free memory
+ * by more than the eviction. */
+static uint64_t mapped(const struct hoff_ctx *ctx) {
+    return ctx->pools[HOFF__POOL_DEVICE].mapped_bytes + ctx->pools[HOFF__POOL_MANAGED].mapped_bytes;
+}
+
 void hoff__guard_probe_issue(struct hoff_ctx *ctx, const struct hoff__block *b, int evict) {
     struct hoff__guard *g = &ctx->guard;
     uint64_t free_b = 0, total_b = 0, now;
@@ -150,7 +158,7 @@ void hoff__guard_probe_issue(struct hoff_ctx *ctx, const struct hoff__block *b, 
     g->probe_evict = evict;
     g->probe_spoiled = 0;
     g->probe_free0 = free_b;
-    g->probe_pool0 = ctx->pools[HOFF__POOL_DEVICE].mapped_bytes;
+    g->probe_mapped0 = mapped(ctx);
     g->probe_last_ns = now;
 }
 
@@ -185,7 +193,7 @@ void hoff__guard_probe_retire(struct hoff_ctx *ctx, const struct hoff__block *b,
     if (g->probe != b)
         return;
     g->probe = NULL;
-    if (rc || g->probe_spoiled || ctx->pools[HOFF__POOL_DEVICE].mapped_bytes != g->probe_pool0 ||
+    if (rc || g->probe_spoiled || mapped(ctx) != g->probe_mapped0 ||
         ctx->be->ops->mem_info(ctx->be, &free_b, &total_b) != 0)
         return;
     if (g->probe_evict)

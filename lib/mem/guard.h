@@ -19,7 +19,8 @@ struct hoff__guard {
     const struct hoff__block *probe;
     int probe_evict;       /* 1 an eviction, 0 a prefetch */
     int probe_spoiled;     /* something else moved meanwhile: no verdict */
-    uint64_t probe_free0, probe_pool0, probe_last_ns;
+    uint64_t probe_free0, probe_last_ns;
+    uint64_t probe_mapped0;  /* both pools' mapped bytes then: a map or unmap meanwhile spoils it */
     hoff__event *fault_ev; /* after the last page-in (on its user's stream) */
     int fault_recorded;
 };
