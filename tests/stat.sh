@@ -296,10 +296,12 @@ say "watching a running demo"
 demo=$!
 demo_pids="$demo"
 i=0
-while [ ! -e "/dev/shm/hoff.$uid.$ns.$demo" ] && [ $i -lt 300 ] && kill -0 "$demo" 2>/dev/null; do
+# Up to 60 s for the segment: a sanitized demo on a loaded 2-core machine starts slowly.
+while [ ! -e "/dev/shm/hoff.$uid.$ns.$demo" ] && [ $i -lt 1200 ] && kill -0 "$demo" 2>/dev/null; do
     sleep 0.05
     i=$((i + 1))
 done
+[ -e "/dev/shm/hoff.$uid.$ns.$demo" ] || echo "note: the demo's segment did not appear in $((i / 20)) s (alive: $(kill -0 "$demo" 2>/dev/null && echo yes || echo no))"
 ./hoff-stat -p "$demo" -i 0.1 --json >"$tmp.watch.json" 2>"$tmp.watch.err"
 rc=$?
 wait "$demo"
