@@ -162,6 +162,7 @@ _PROTOS = {
     "hoff_config_init": (None, [_c.c_void_p]),
     "hoff_config_from_env": (_c.c_int, [_c.c_void_p, _c.c_char_p, _c.c_size_t]),
     "hoff_torch_config_check": (_c.c_int, [_c.c_char_p, _c.c_char_p, _c.c_char_p, _c.c_size_t]),
+    "hoff_sim_compute": (_c.c_int, [_c.c_void_p, _c.c_void_p, _c.c_uint64]),
 }
 
 

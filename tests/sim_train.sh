@@ -1,0 +1,69 @@
+#!/bin/sh
+# sim_train.sh — real CPU training on hoff's whole pipeline: the three bench/models/ (small shapes) for 4 steps,
+# plain and under `python -m hoff --sim` at budgets none, 50% and 25% of the first step's peak; tests/sim_check.py
+# holds each run to bitwise equality with the plain run, the budget in feasible replay steps, bytes moved, no window
+# violation and no touch of a released block.  SIM_MODELS picks models (default: gpt wide cnn).  Skips (77)
+# without a python3 that has torch, or with a sanitized preload.  Runs in the build directory.
+set -u
+
+cd "${builddir:-.}" || exit 99
+top=$(cd "${srcdir:-..}" && pwd)
+if [ ! -f .libs/libhoff-sim.so ]; then
+    echo "SKIP: .libs/libhoff-sim.so was not built"
+    exit 77
+fi
+if command -v readelf >/dev/null 2>&1 && readelf -d .libs/libhoff-sim.so | grep -q 'lib[a-z]*san'; then
+    echo "SKIP: libhoff-sim.so is linked against a sanitizer runtime; an LD_PRELOAD library cannot be"
+    exit 77
+fi
+py=
+for p in ${PYTHON:-} python3 /usr/bin/python3; do
+    if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import torch' >/dev/null 2>&1; then
+        py=$p
+        break
+    fi
+done
+if [ -z "$py" ]; then
+    echo "SKIP: no python3 with torch (Debian: apt-get install python3-torch)"
+    exit 77
+fi
+HOFF_LIBRARY=$(pwd)/.libs/libhoff.so
+PYTHONPATH=$top/python${PYTHONPATH:+:$PYTHONPATH}
+export HOFF_LIBRARY PYTHONPATH
+unset LD_PRELOAD
+
+fail=0
+tmp=${TMPDIR:-/tmp}/hoff-sim-train.$$
+trap 'rm -rf "$tmp".*' EXIT
+trap 'exit 1' INT TERM
+
+m="$top/bench/models"
+for model in ${SIM_MODELS:-gpt wide cnn}; do
+    case $model in
+    gpt) cmd="$m/gpt.py --seq 256 --d-model 128 --layers 6 --heads 4 --vocab 1024" ;;
+    wide) cmd="$m/wide.py --seq 384 --d-model 128 --heads 8 --vocab 512" ;;
+    cnn) cmd="$m/cnn.py --batch 4 --size 128 --width 32 --classes 100" ;;
+    *) echo "FAIL: unknown model $model (gpt, wide, cnn)"; fail=1; continue ;;
+    esac
+    # shellcheck disable=SC2086
+    if ! "$py" $cmd --steps 4 --digest "$tmp.$model.plain" >"$tmp.out" 2>&1; then
+        echo "FAIL: $model: the plain run failed:"; cat "$tmp.out"; fail=1; continue
+    fi
+    for b in none 50% 25%; do
+        rm -f "$tmp.sim" "$tmp.json"
+        # shellcheck disable=SC2086
+        "$py" -m hoff --sim --budget "$b" --stats-json "$tmp.json" $cmd --steps 4 --digest "$tmp.sim" \
+            >"$tmp.out" 2>&1
+        rc=$?
+        if { [ "$rc" -ne 0 ] && [ "$rc" -ne 3 ]; } || [ ! -f "$tmp.json" ] || [ ! -f "$tmp.sim" ]; then
+            echo "FAIL: $model at budget $b: exit $rc:"; cat "$tmp.out"; fail=1; continue
+        fi
+        if [ "$rc" -eq 3 ]; then # the launcher's integrity verdict; the check below says what went wrong
+            echo "FAIL: $model at budget $b: exit 3: $(grep 'integrity failure' "$tmp.out")"
+            fail=1
+        fi
+        "$py" "$top/tests/sim_check.py" "$model" "$tmp.$model.plain" "$tmp.sim" "$tmp.json" "$b" || fail=1
+    done
+done
+[ "$fail" -eq 0 ] && echo "PASS: sim_train.sh"
+exit "$fail"
