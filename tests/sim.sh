@@ -11,10 +11,12 @@ if [ ! -f .libs/libhoff-sim.so ]; then
     echo "SKIP: .libs/libhoff-sim.so was not built"
     exit 77
 fi
-if command -v readelf >/dev/null 2>&1 && readelf -d .libs/libhoff-sim.so | grep -q 'lib[a-z]*san'; then
-    echo "SKIP: libhoff-sim.so is linked against a sanitizer runtime; an LD_PRELOAD library cannot be"
-    exit 77
-fi
+for l in .libs/libhoff-sim.so .libs/libhoff.so; do # the preload, and the libhoff it links
+    if command -v readelf >/dev/null 2>&1 && readelf -d "$l" | grep -q 'lib[a-z]*san'; then
+        echo "SKIP: $l is linked against a sanitizer runtime; an LD_PRELOAD library (and what it links) cannot be"
+        exit 77
+    fi
+done
 py=
 for p in ${PYTHON:-} python3 /usr/bin/python3; do
     if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import torch' >/dev/null 2>&1; then

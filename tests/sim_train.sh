@@ -2,7 +2,8 @@
 # sim_train.sh — real CPU training on hoff's whole pipeline: the three bench/models/ (small shapes) for 4 steps,
 # plain and under `python -m hoff --sim` at budgets none, 50% and 25% of the first step's peak; tests/sim_check.py
 # holds each run to bitwise equality with the plain run, the budget in feasible replay steps, bytes moved, no window
-# violation and no touch of a released block.  SIM_MODELS picks models (default: gpt wide cnn).  Skips (77)
+# violation and no touch of a released block; then tests/sim_features.py (checkpointing, reentrant and not, and
+# save_on_cpu) at 50%.  SIM_MODELS and SIM_FEATURES pick (default: all).  Skips (77)
 # without a python3 that has torch, or with a sanitized preload.  Runs in the build directory.
 set -u
 
@@ -12,10 +13,12 @@ if [ ! -f .libs/libhoff-sim.so ]; then
     echo "SKIP: .libs/libhoff-sim.so was not built"
     exit 77
 fi
-if command -v readelf >/dev/null 2>&1 && readelf -d .libs/libhoff-sim.so | grep -q 'lib[a-z]*san'; then
-    echo "SKIP: libhoff-sim.so is linked against a sanitizer runtime; an LD_PRELOAD library cannot be"
-    exit 77
-fi
+for l in .libs/libhoff-sim.so .libs/libhoff.so; do # the preload, and the libhoff it links
+    if command -v readelf >/dev/null 2>&1 && readelf -d "$l" | grep -q 'lib[a-z]*san'; then
+        echo "SKIP: $l is linked against a sanitizer runtime; an LD_PRELOAD library (and what it links) cannot be"
+        exit 77
+    fi
+done
 py=
 for p in ${PYTHON:-} python3 /usr/bin/python3; do
     if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import torch' >/dev/null 2>&1; then
@@ -64,6 +67,21 @@ for model in ${SIM_MODELS:-gpt wide cnn}; do
         fi
         "$py" "$top/tests/sim_check.py" "$model" "$tmp.$model.plain" "$tmp.sim" "$tmp.json" "$b" || fail=1
     done
+done
+# PyTorch features next to hoff, in a script that knows nothing of hoff (the launcher's optimizer steps mark
+# steps): activation checkpointing, reentrant and not, and save_on_cpu, at 50%.
+for f in ${SIM_FEATURES:-ckpt-reentrant ckpt save_on_cpu}; do
+    if ! "$py" "$top/tests/sim_features.py" "$f" "$tmp.$f.plain" >"$tmp.out" 2>&1; then
+        echo "FAIL: $f: the plain run failed:"; cat "$tmp.out"; fail=1; continue
+    fi
+    rm -f "$tmp.sim" "$tmp.json"
+    "$py" -m hoff --sim --budget 50% --stats-json "$tmp.json" "$top/tests/sim_features.py" "$f" "$tmp.sim" \
+        >"$tmp.out" 2>&1
+    rc=$?
+    if [ "$rc" -ne 0 ] || [ ! -f "$tmp.json" ] || [ ! -f "$tmp.sim" ]; then
+        echo "FAIL: $f under --sim: exit $rc:"; cat "$tmp.out"; fail=1; continue
+    fi
+    "$py" "$top/tests/sim_check.py" "$f" "$tmp.$f.plain" "$tmp.sim" "$tmp.json" 50% || fail=1
 done
 [ "$fail" -eq 0 ] && echo "PASS: sim_train.sh"
 exit "$fail"
