@@ -93,5 +93,10 @@ rc=$?
 [ "$rc" -eq 2 ] || { echo "FAIL: --budget without --sim exited $rc, want 2"; fail=1; }
 check "$tmp.out" "belong to --sim" "--budget without --sim"
 
+WORLD_SIZE=2 RANK=1 "$py" -m hoff --sim --stats-json "$tmp.json" "$top/tests/sim_touch.py" evict >"$tmp.out" 2>&1
+rc=$?
+[ "$rc" -eq 2 ] || { echo "FAIL: --stats-json shared by 2 ranks exited $rc, want 2"; fail=1; }
+check "$tmp.out" "ranks of this job would all write that one file; put %r" "--stats-json shared by ranks"
+
 [ "$fail" -eq 0 ] && echo "PASS: sim.sh"
 exit "$fail"

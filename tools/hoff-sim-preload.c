@@ -6,6 +6,7 @@
  * calls hoff under hoff's own locks. */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <linux/futex.h>
 #include <malloc.h>
@@ -16,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -51,7 +54,7 @@ static int pager_tid;          /* the pager's own faults are never its to handle
 static struct sigaction prev_segv;
 
 /* Counters (atomics): what this layer did. */
-static uint64_t n_blocks, n_fallbacks, n_touches, n_touch_errors, n_leaked_in_child;
+static uint64_t n_blocks, n_fallbacks, n_touches, n_touch_errors, n_leaked_in_child, n_io_touches, n_io_retries;
 
 static uintptr_t map_get(uintptr_t a) {
     if (!gmap || (a >> GRAIN_SHIFT) >= MAP_ENTRIES)
@@ -240,12 +243,14 @@ EXPORT int hoff_simload_arm(hoff_ctx *c) {
 EXPORT int hoff_simload_stats_json(char *buf, size_t len) {
     return snprintf(buf, len,
                     "{\"blocks\": %llu, \"fallbacks\": %llu, \"touches\": %llu, \"touch_errors\": %llu, "
-                    "\"leaked_in_child\": %llu}",
+                    "\"leaked_in_child\": %llu, \"io_touches\": %llu, \"io_retries\": %llu}",
                     (unsigned long long)__atomic_load_n(&n_blocks, __ATOMIC_RELAXED),
                     (unsigned long long)__atomic_load_n(&n_fallbacks, __ATOMIC_RELAXED),
                     (unsigned long long)__atomic_load_n(&n_touches, __ATOMIC_RELAXED),
                     (unsigned long long)__atomic_load_n(&n_touch_errors, __ATOMIC_RELAXED),
-                    (unsigned long long)__atomic_load_n(&n_leaked_in_child, __ATOMIC_RELAXED));
+                    (unsigned long long)__atomic_load_n(&n_leaked_in_child, __ATOMIC_RELAXED),
+                    (unsigned long long)__atomic_load_n(&n_io_touches, __ATOMIC_RELAXED),
+                    (unsigned long long)__atomic_load_n(&n_io_retries, __ATOMIC_RELAXED));
 }
 
 /* --- the allocator ----------------------------------------------------------------------------- */
@@ -320,4 +325,110 @@ EXPORT void *realloc(void *old, size_t size) {
     memcpy(p, old, have < size ? have : size); /* may fault the block back in: no lock is held */
     hoff_release(old);
     return p;
+}
+
+/* --- system calls on blocks ------------------------------------------------------------------------
+ * The kernel does not raise SIGSEGV when a system call meets a protected page: read, write and the socket calls
+ * fail with EFAULT instead (gloo's writev of a DDP bucket that is away, a torch.save of one).  So the I/O calls
+ * touch the hoff blocks their buffers lie in first (paged in, a use window opened, as a fault would), and retry
+ * a few times if an eviction still got in between (a window closes at the next op mark of another thread). */
+
+/* Touch every hoff block that [p, p + n) overlaps; 1 if there was one. */
+static int touch_range(const void *p, size_t n) {
+    uintptr_t a = (uintptr_t)p, end, g;
+    int any = 0;
+
+    if (!p || !n || !__atomic_load_n(&ctx, __ATOMIC_ACQUIRE) || getpid() != owner_pid || inside)
+        return 0;
+    end = a + n < a ? UINTPTR_MAX : a + n;
+    for (g = a & ~(GRAIN - 1); g < end; g += GRAIN) {
+        uintptr_t base = map_get(g);
+
+        if (!base)
+            continue;
+        any = 1;
+        __atomic_add_fetch(&n_io_touches, 1, __ATOMIC_RELAXED);
+        hoff_sim_touch(ctx, (void *)base, 1);
+        g = base + hoff_block_size(ctx, (void *)base) - GRAIN; /* the next granule after the block */
+        if (!hoff_block_size(ctx, (void *)base))
+            g = base;
+    }
+    return any;
+}
+
+static int touch_iov(const struct iovec *iov, int cnt) {
+    int i, any = 0;
+
+    for (i = 0; iov && i < cnt; i++)
+        any |= touch_range(iov[i].iov_base, iov[i].iov_len);
+    return any;
+}
+
+#define REAL(name) \
+    static __typeof__(name) *real_##name; \
+    if (!real_##name) \
+        real_##name = (__typeof__(name) *)dlsym(RTLD_NEXT, #name)
+
+/* Run call after touch; again (at most 8 times) while it fails with EFAULT on a hoff buffer. */
+#define IO(T, touch, call) \
+    do { \
+        int any_, tries_ = 0; \
+        T r_; \
+        for (;;) { \
+            any_ = (touch); \
+            r_ = (call); \
+            if (r_ >= 0 || errno != EFAULT || !any_ || ++tries_ > 8) \
+                return r_; \
+            __atomic_add_fetch(&n_io_retries, 1, __ATOMIC_RELAXED); \
+        } \
+    } while (0)
+
+EXPORT ssize_t read(int fd, void *buf, size_t n) {
+    REAL(read);
+    IO(ssize_t, touch_range(buf, n), real_read(fd, buf, n));
+}
+
+EXPORT ssize_t write(int fd, const void *buf, size_t n) {
+    REAL(write);
+    IO(ssize_t, touch_range(buf, n), real_write(fd, buf, n));
+}
+
+EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off) {
+    REAL(pread);
+    IO(ssize_t, touch_range(buf, n), real_pread(fd, buf, n, off));
+}
+
+EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off) {
+    REAL(pwrite);
+    IO(ssize_t, touch_range(buf, n), real_pwrite(fd, buf, n, off));
+}
+
+EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt) {
+    REAL(readv);
+    IO(ssize_t, touch_iov(iov, cnt), real_readv(fd, iov, cnt));
+}
+
+EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt) {
+    REAL(writev);
+    IO(ssize_t, touch_iov(iov, cnt), real_writev(fd, iov, cnt));
+}
+
+EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags) {
+    REAL(recv);
+    IO(ssize_t, touch_range(buf, n), real_recv(fd, buf, n, flags));
+}
+
+EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags) {
+    REAL(send);
+    IO(ssize_t, touch_range(buf, n), real_send(fd, buf, n, flags));
+}
+
+EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags) {
+    REAL(recvmsg);
+    IO(ssize_t, m ? touch_iov(m->msg_iov, (int)m->msg_iovlen) : 0, real_recvmsg(fd, m, flags));
+}
+
+EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int flags) {
+    REAL(sendmsg);
+    IO(ssize_t, m ? touch_iov(m->msg_iov, (int)m->msg_iovlen) : 0, real_sendmsg(fd, m, flags));
 }

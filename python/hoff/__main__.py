@@ -37,7 +37,9 @@ Options:
   --budget B        with --sim: the budget, a size (512M) or a percentage of
                     the first step's peak (50%; later steps re-plan under it)
   --stats-json FILE with --sim: write final statistics and per-step figures
-                    as JSON ('-': stderr)
+                    as JSON ('-': stderr); %r in FILE is the rank (RANK), %p
+                    the process id; under several ranks (WORLD_SIZE > 1) a
+                    FILE with neither is an error
   -h, --help        this help
 
 Under --sim the exit status is 3 when the script succeeded but hoff lost
@@ -222,6 +224,7 @@ def main(argv=None):
         try:
             if budget is not None:
                 _sim.parse_budget(budget)
+            _sim.check_stats_path(stats_json)
             if not _sim.launched():
                 _sim.reexec(orig)  # with the preload; returns only on failure
         except ValueError as e:

@@ -51,6 +51,36 @@ def parse_budget(text):
     return ("bytes", t)
 
 
+def ranks():
+    """The world size torchrun (or another launcher of ranks) set, 1 without one."""
+    try:
+        return int(os.environ.get("WORLD_SIZE", "1"))
+    except ValueError:
+        return 1
+
+
+def check_stats_path(path):
+    """A --stats-json name that ranks would share is an error (ValueError) saying how to name one per rank."""
+    if path and path != "-" and ranks() > 1 and "%r" not in path and "%p" not in path:
+        raise ValueError("--stats-json %s: the %d ranks of this job would all write that one file; put %%r "
+                         "(the rank) or %%p (the process id) in its name, e.g. stats.%%r.json" % (path, ranks()))
+
+
+def expand_path(path):
+    """%r -> the rank (RANK, 0 without one), %p -> the process id, %% -> %."""
+    out, i = [], 0
+    while i < len(path):
+        c = path[i]
+        if c == "%" and i + 1 < len(path) and path[i + 1] in "rp%":
+            n = path[i + 1]
+            out.append(os.environ.get("RANK", "0") if n == "r" else str(os.getpid()) if n == "p" else "%")
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
 def preload_path():
     """libhoff-sim.so beside the libhoff.so the package loads (a build tree's .libs, or PREFIX/lib/hoff)."""
     env = os.environ.get("HOFF_SIM_PRELOAD")
@@ -215,8 +245,11 @@ def report(path, script_status):
                                      "bytes": int(final.get("budget_bytes", 0))},
            "script_status": script_status, "integrity": integrity, "preload": layer,
            "steps": list(st.steps), "final": final}
+    doc["rank"] = int(os.environ["RANK"]) if os.environ.get("RANK", "").isdigit() else None
+    doc["pid"] = os.getpid()
     text = json.dumps(doc, indent=1, sort_keys=True)
     if path:
+        path = path if path == "-" else expand_path(path)
         if path == "-":
             sys.stderr.write(text + "\n")
         else:
