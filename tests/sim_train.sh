@@ -3,7 +3,8 @@
 # plain and under `python -m hoff --sim` at budgets none, 50% and 25% of the first step's peak; tests/sim_check.py
 # holds each run to bitwise equality with the plain run, the budget in feasible replay steps, bytes moved, no window
 # violation and no touch of a released block; then tests/sim_features.py (checkpointing, reentrant and not, and
-# save_on_cpu) at 50%, and DDP with 2 CPU ranks at 50%.  SIM_MODELS (none), SIM_FEATURES (skip), SIM_DDP (0) pick.
+# save_on_cpu) at 50%, the cnn with 2 intra-op threads and with spills to the NVMe tier, and DDP with 2 CPU ranks
+# at 50%.  SIM_MODELS (none), SIM_FEATURES (skip), SIM_EXTRA (0), SIM_DDP (0) pick.
 # Skips (77)
 # without a python3 that has torch, or with a sanitized preload.  Runs in the build directory.
 set -u
@@ -86,6 +87,35 @@ for f in ${SIM_FEATURES:-ckpt-reentrant ckpt save_on_cpu}; do
     fi
     "$py" "$top/tests/sim_check.py" "$f" "$tmp.$f.plain" "$tmp.sim" "$tmp.json" 50% || fail=1
 done
+# The cnn again: with 2 intra-op threads (OpenMP; its own plain run, since the thread count changes the sums), and
+# at 25% with a 16 MiB host cap, so that evicted blocks spill to the NVMe tier's file and are restored.
+if [ "${SIM_EXTRA:-1}" = 1 ]; then
+    cmd="$m/cnn.py --batch 4 --size 128 --width 32 --classes 100 --steps 4"
+    # shellcheck disable=SC2086
+    if OMP_NUM_THREADS=2 "$py" $cmd --digest "$tmp.omp.plain" >"$tmp.out" 2>&1 &&
+        OMP_NUM_THREADS=2 "$py" -m hoff --sim --budget 50% --stats-json "$tmp.json" $cmd --digest "$tmp.sim" \
+            >"$tmp.out" 2>&1; then
+        "$py" "$top/tests/sim_check.py" cnn-2-threads "$tmp.omp.plain" "$tmp.sim" "$tmp.json" 50% || fail=1
+    else
+        echo "FAIL: cnn with 2 threads:"; cat "$tmp.out"; fail=1
+    fi
+    mkdir -p "$tmp.spill"
+    # shellcheck disable=SC2086
+    if [ -f "$tmp.cnn.plain" ] && HOFF_HOST_CAP=16M HOFF_SPILL_DIR="$tmp.spill" "$py" -m hoff --sim --budget 25% \
+            --stats-json "$tmp.json" $cmd --digest "$tmp.sim" >"$tmp.out" 2>&1; then
+        "$py" "$top/tests/sim_check.py" cnn-nvme "$tmp.cnn.plain" "$tmp.sim" "$tmp.json" 25% || fail=1
+        got=$("$py" -c 'import json, sys; f = json.load(open(sys.argv[1]))["final"]
+print(f["spills"] > 0 and f["restores"] > 0 and f["peak_host_bytes"] <= f["host_cap_bytes"], f["spills"], f["restores"])' \
+            "$tmp.json")
+        case $got in
+        True*) echo "cnn-nvme: spills, restores: ${got#True }" ;;
+        *) echo "FAIL: cnn at a 16 MiB host cap: spilled/restored/under the cap = $got"; fail=1 ;;
+        esac
+    elif [ -f "$tmp.cnn.plain" ]; then
+        echo "FAIL: cnn with a host cap:"; cat "$tmp.out"; fail=1
+    fi
+fi
+
 # DDP with 2 CPU ranks (gloo): each rank its own context and its own statistics file (%r), bitwise equal to the
 # plain DDP run rank by rank.  The ranks get torchrun's environment from here: Debian's torchrun (torch 1.13 under
 # Python 3.11) fails before it starts a worker ('NoneType' object has no attribute 'get' in its redirects map).
