@@ -40,3 +40,25 @@ def test_usage_errors(libhoff):
     assert r.returncode == 2 and "(0, 100]" in r.stderr
     r = run([sys.executable, "-m", "hoff", "--sim", "--stats-json"])
     assert r.returncode == 2 and "needs a value" in r.stderr
+
+
+def test_save_on_cpu_next_to_a_session_warns_once_each(libhoff, torch):
+    import warnings
+    import hoff
+    from hoff import hooks
+    hooks._warned.clear()
+    w = torch.nn.Linear(256, 256)
+    s = hoff.OffloadSession(mode="allocator")
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            with s:
+                with torch.autograd.graph.save_on_cpu():
+                    w(torch.randn(8, 256)).sum().backward()
+        for _ in range(2):
+            with torch.autograd.graph.save_on_cpu():
+                with s:
+                    w(torch.randn(8, 256)).sum().backward()
+    msgs = [str(x.message) for x in got if "saved_tensors_hooks" in str(x.message)]
+    assert len(msgs) == 2, msgs
+    assert "access marks are off" in msgs[0] and "those are off" in msgs[1]
