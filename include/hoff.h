@@ -163,6 +163,10 @@ enum hoff_alloc_flags {
     HOFF_ALLOC_AUTO = 0,    /* the pool is chosen by the rules in hoff_malloc(3) */
     HOFF_ALLOC_DEVICE = 1,  /* plain device pool: never offloaded */
     HOFF_ALLOC_MANAGED = 2, /* managed pool: an offload candidate */
+    HOFF_ALLOC_CANDIDATE = 4, /* managed pool if the rules make it an offload
+                               * candidate, else NULL with errno EAGAIN (no
+                               * failure counted): for interposers that leave
+                               * the rest to another allocator */
 };
 
 /* Allocate size bytes for use on stream.  Returns NULL on failure (errno and
@@ -372,6 +376,15 @@ HOFF_API int hoff_region_end(hoff_ctx *ctx);
  * real backend. */
 HOFF_API int hoff_sim_compute(hoff_ctx *ctx, hoff_stream stream, uint64_t ns);
 
+/* sim only: host code touched the live block at ptr (its address) without an
+ * access mark, as a page fault reports (python -m hoff --sim's fault handler):
+ * it is paged in on demand and counted (faults, touch_faults), and a use
+ * window opens as for hoff_access.  A block released by the plan (discarded)
+ * is an error: counted in discard_touches, made resident with undefined
+ * contents, and -ENODATA is returned.  -ENOTSUP on a real backend, -EINVAL if
+ * ptr is not a live block. */
+HOFF_API int hoff_sim_touch(hoff_ctx *ctx, void *ptr, int write);
+
 /* ---------------------------------------------------------------------------
  * Statistics: one versioned struct (hoff_stats(3)).
  * ------------------------------------------------------------------------- */
@@ -469,7 +482,9 @@ HOFF_API int hoff_sim_compute(hoff_ctx *ctx, hoff_stream stream, uint64_t ns);
     X(manual_groups, "manual swap groups that exist now (hoff_group(3))") \
     X(manual_blocks, "blocks in manual swap groups now: outside the plan, inside the budget") \
     X(manual_refusals, "manual group moves refused whole: the budget or the host tier could not take the group") \
-    X(manual_aborts, "manual groups aborted (their transfers waited for, nothing lost)")
+    X(manual_aborts, "manual groups aborted (their transfers waited for, nothing lost)") \
+    X(touch_faults, "sim: blocks paged in because host code touched them while away (hoff_sim_touch)") \
+    X(discard_touches, "uses of a live block hoff released (a read mark; on sim also a fault): its bytes are lost")
 
 struct hoff_stats {
     uint32_t version; /* HOFF_STATS_VERSION */

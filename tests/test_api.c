@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,6 +91,83 @@ static void test_pool_choice(void) {
     CU_ASSERT_EQUAL(hoff_free(ctx, big, S), 0);
     CU_ASSERT_EQUAL(hoff_free(ctx, region, S), 0);
     CU_ASSERT_EQUAL(hoff_free(ctx, forced, S), 0);
+    hoff_shutdown(ctx);
+}
+
+/* HOFF_ALLOC_CANDIDATE: the AUTO rule's managed blocks, EAGAIN for the rest, nothing counted as a failure. */
+static void test_candidate_flag(void) {
+    struct hoff_stats st;
+    void *p;
+
+    open_ctx();
+    errno = 0;
+    CU_ASSERT_PTR_NULL(hoff_malloc_flags(ctx, 8 * MiB, S, HOFF_ALLOC_CANDIDATE)); /* outside a step */
+    CU_ASSERT_EQUAL(errno, EAGAIN);
+    CU_ASSERT_PTR_NULL(hoff_malloc_flags(ctx, 8 * MiB, S, HOFF_ALLOC_CANDIDATE | HOFF_ALLOC_MANAGED));
+    CU_ASSERT_EQUAL(errno, EINVAL);
+    CU_ASSERT_EQUAL(hoff_step_begin(ctx), 0);
+    errno = 0;
+    CU_ASSERT_PTR_NULL(hoff_malloc_flags(ctx, 64 * 1024, S, HOFF_ALLOC_CANDIDATE)); /* below managed_min */
+    CU_ASSERT_EQUAL(errno, EAGAIN);
+    p = hoff_malloc_flags(ctx, 3 * MiB, S, HOFF_ALLOC_CANDIDATE);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL((uintptr_t)p % (2 * MiB), 0);
+    CU_ASSERT_EQUAL(hoff_evict(ctx, p, S), 0); /* managed: evictable */
+    CU_ASSERT_EQUAL(hoff_step_end(ctx), 0);
+    CU_ASSERT_EQUAL(hoff_stats_get(ctx, &st), 0);
+    CU_ASSERT_EQUAL(st.alloc_failures, 0);
+    CU_ASSERT_EQUAL(st.allocs, 1);
+    CU_ASSERT_EQUAL(hoff_free(ctx, p, S), 0);
+    hoff_shutdown(ctx);
+}
+
+/* hoff_sim_touch pages an evicted block in with its bytes (a touch fault); a released block's touch, and a read
+ * mark of it, are counted in discard_touches; a write mark is not. */
+static void test_sim_touch(void) {
+    struct hoff_config cfg = sim_cfg();
+    struct hoff_stats st;
+    unsigned char *p;
+    size_t i;
+    int ok = 1;
+
+    cfg.sim_protect = HOFF_SIM_PROTECT;
+    CU_ASSERT_EQUAL_FATAL(hoff_init(&ctx, &cfg), 0);
+    CU_ASSERT_EQUAL(hoff_sim_touch(ctx, (void *)&cfg, 0), -EINVAL);
+    CU_ASSERT_EQUAL(hoff_step_begin(ctx), 0);
+    p = hoff_malloc(ctx, 4 * MiB, S);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    for (i = 0; i < 4 * MiB; i++)
+        p[i] = (unsigned char)(i * 7);
+    CU_ASSERT_EQUAL(hoff_evict(ctx, p, S), 0);
+    CU_ASSERT_EQUAL(hoff_sync(ctx), 0);
+    CU_ASSERT_EQUAL(hoff_residency(ctx, p), HOFF_RES_HOST);
+    CU_ASSERT_EQUAL(hoff_sim_touch(ctx, p, 0), 0);
+    CU_ASSERT_EQUAL(hoff_residency(ctx, p), HOFF_RES_DEVICE);
+    for (i = 0; i < 4 * MiB; i++)
+        ok &= p[i] == (unsigned char)(i * 7);
+    CU_ASSERT(ok);
+    CU_ASSERT_EQUAL(hoff_sim_touch(ctx, p, 0), 0); /* resident: nothing to do, no fault */
+    CU_ASSERT_EQUAL(hoff_stats_get(ctx, &st), 0);
+    CU_ASSERT_EQUAL(st.touch_faults, 1);
+    CU_ASSERT_EQUAL(st.faults, 1);
+    CU_ASSERT_EQUAL(st.discard_touches, 0);
+
+    CU_ASSERT_EQUAL(hoff_discard(ctx, p, S), 0);
+    CU_ASSERT_EQUAL(hoff_sync(ctx), 0);
+    CU_ASSERT_EQUAL(hoff_sim_touch(ctx, p, 0), -ENODATA);
+    CU_ASSERT_EQUAL(hoff_residency(ctx, p), HOFF_RES_DEVICE);
+    CU_ASSERT_EQUAL(p[1], 0xDB); /* poison, and counted: never taken for data silently */
+    CU_ASSERT_EQUAL(hoff_discard(ctx, p, S), 0);
+    CU_ASSERT_EQUAL(hoff_sync(ctx), 0);
+    CU_ASSERT_EQUAL(hoff_access(ctx, p, 0, S), 0); /* a read mark of a released block */
+    CU_ASSERT_EQUAL(hoff_discard(ctx, p, S), 0);
+    CU_ASSERT_EQUAL(hoff_sync(ctx), 0);
+    CU_ASSERT_EQUAL(hoff_access(ctx, p, 1, S), 0); /* a write makes it anew: not counted */
+    CU_ASSERT_EQUAL(hoff_stats_get(ctx, &st), 0);
+    CU_ASSERT_EQUAL(st.discard_touches, 2);
+    CU_ASSERT_EQUAL(st.touch_faults, 1);
+    CU_ASSERT_EQUAL(hoff_step_end(ctx), 0);
+    CU_ASSERT_EQUAL(hoff_free(ctx, p, S), 0);
     hoff_shutdown(ctx);
 }
 
@@ -306,6 +384,8 @@ int main(void) {
         {"init_errors", test_init_errors},
         {"init_from_env", test_init_from_env},
         {"pool_choice", test_pool_choice},
+        {"candidate_flag", test_candidate_flag},
+        {"sim_touch", test_sim_touch},
         {"malloc_free_errors", test_malloc_free_errors},
         {"zero_size", test_zero_size},
         {"release_on_failure", test_release_on_failure},

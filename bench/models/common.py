@@ -29,7 +29,22 @@ def parser(description):
     p.add_argument("--session-mode", default="auto", choices=("auto", "allocator", "record"),
                    help="the OffloadSession's mode (bench/marks.py uses 'allocator': hoff's sim context on CPU)")
     p.add_argument("--json", action="store_true", help="end with one JSON line: per-step times and marks")
+    p.add_argument("--digest", metavar="FILE",
+                   help="write SHA-256 digests of every step's loss and gradients and of the final parameters "
+                        "(JSON), to compare runs bit for bit (tests/sim_train.sh)")
     return p
+
+
+def _sha(tensors):
+    """SHA-256 of the bytes of tensors, in order (None marks a missing one)."""
+    import hashlib
+    h = hashlib.sha256()
+    for t in tensors:
+        if t is None:
+            h.update(b"none")
+        else:
+            h.update(t.detach().contiguous().numpy().tobytes())
+    return h.hexdigest()
 
 
 def train(model, batch, loss_fn, args, lr=1e-3):
@@ -44,6 +59,7 @@ def train(model, batch, loss_fn, args, lr=1e-3):
     session = hoff.OffloadSession(hoff.OffloadConfig(access_marks=not args.no_access_marks,
                                                      op_marks=not args.no_op_marks), mode=args.session_mode)
     times = []
+    digest = {"loss": [], "grads": []}
     for i in range(args.steps):
         inputs, target = batch()
         t0 = time.perf_counter()
@@ -52,6 +68,9 @@ def train(model, batch, loss_fn, args, lr=1e-3):
             out = model(*inputs)
             loss = loss_fn(out, target)
             loss.backward()
+            if args.digest:  # read while the step is open: blocks may be away (paged in on demand)
+                digest["loss"].append(_sha([loss]))
+                digest["grads"].append(_sha([q.grad for q in model.parameters()]))
             opt.step()
         times.append(time.perf_counter() - t0)
         print("step %d (%s): loss %.4f, %.2f s" % (i, "no session" if args.no_session else session.phase,
@@ -60,6 +79,10 @@ def train(model, batch, loss_fn, args, lr=1e-3):
         h = session.last_hooks
         print("access marks in the last step: %d packs, %d unpacks (%d of them of storages hoff does not track)"
               % (h.packed, h.unpacked, h.unmatched), flush=True)
+    if args.digest:
+        digest["params"] = _sha(list(model.parameters()))
+        with open(args.digest, "w") as f:
+            json.dump(digest, f, indent=1)
     if args.json:
         ops = session.last_ops
         print(json.dumps({"step_s": times, "aten_ops": ops.ops if ops else None,

@@ -258,13 +258,19 @@ HOFF_API void *hoff_malloc_flags(hoff_ctx *ctx, size_t size, hoff_stream stream,
     struct hoff__pool *p;
     int kind, cls, err;
 
-    if (!ctx || (flags & ~3u) || flags == 3u) {
+    if (!ctx || (flags & ~7u) || (flags & 3u) == 3u || ((flags & 4u) && (flags & 3u))) {
         errno = EINVAL;
-        hoff__error(-EINVAL, "hoff_malloc: %s", ctx ? "flags must be AUTO, DEVICE or MANAGED" : "NULL context");
+        hoff__error(-EINVAL, "hoff_malloc: %s",
+                    ctx ? "flags must be AUTO, DEVICE, MANAGED or CANDIDATE" : "NULL context");
         return NULL;
     }
     LOCK(ctx);
-    kind = choose_pool(ctx, size, flags);
+    kind = choose_pool(ctx, size, flags & 3u);
+    if ((flags & HOFF_ALLOC_CANDIDATE) && kind != HOFF__POOL_MANAGED) {
+        UNLOCK(ctx); /* not an offload candidate: the caller's other allocator takes it */
+        errno = EAGAIN;
+        return NULL;
+    }
     p = &ctx->pools[kind];
     cls = hoff__pool_class(p, size);
     memset(&e, 0, sizeof e);
@@ -445,10 +451,25 @@ HOFF_API int hoff_discard(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
 }
 
 /* An access is an event of the step: the pipeline sees it on both sides. */
+/* A use of b, a live block hoff released (discarded, or its discard in
+ * flight): its bytes are gone, so this is a plan or use-window error.
+ * Counted and said once; 1 if so. */
+static int released_use(struct hoff_ctx *ctx, struct hoff__block *b, const char *how) {
+    if (b->pool != HOFF__POOL_MANAGED || !(b->flags & HOFF__BLK_LIVE) ||
+        !(b->state == HOFF_RES_DISCARDED || (b->state == HOFF_RES_EVICTING && (b->flags & HOFF__BLK_DISCARDING))))
+        return 0;
+    ctx->st.discard_touches++;
+    HOFF__LOG_ONCE(HOFF_LOG_ERROR, "block %p (%zu bytes) was %s after hoff released it: its contents are "
+                   "lost (a plan or use-window error; counted in discard_touches)", b->ptr, b->size, how);
+    return 1;
+}
+
 static int access_marked(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s, int write) {
     struct hoff__event_info e;
     int rc;
 
+    if (!write) /* a write makes the contents anew; a read would see none */
+        released_use(ctx, b, "read (hoff_access)");
     memset(&e, 0, sizeof e);
     e.kind = HOFF__TEV_ACCESS;
     e.stream = s;
@@ -647,6 +668,42 @@ HOFF_API int hoff_sim_compute(hoff_ctx *ctx, hoff_stream stream, uint64_t ns) {
     rc = ctx->be->ops->compute(ctx->be, stream, ns);
     if (ctx->res.inf_head)
         hoff__res_poll(ctx);
+    UNLOCK(ctx);
+    return rc;
+}
+
+/* A page fault on a block that is away (python -m hoff --sim): page it in as
+ * an access does; a block the plan released is an error, counted. */
+static int touch_block(struct hoff_ctx *ctx, struct hoff__block *b, int write) {
+    uint64_t faults = ctx->st.faults;
+    int dropped, rc;
+
+    if (b->pool != HOFF__POOL_MANAGED)
+        return 0; /* device pool: never away */
+    dropped = released_use(ctx, b, "touched");
+    rc = hoff__res_access(ctx, b, write, NULL);
+    if (dropped) {
+        return hoff__error(-ENODATA, "hoff_sim_touch: block %p was released (discarded) before this use",
+                           b->ptr);
+    }
+    ctx->st.touch_faults += ctx->st.faults - faults; /* 0 when it was resident, or only late */
+    return rc;
+}
+
+HOFF_API int hoff_sim_touch(hoff_ctx *ctx, void *ptr, int write) {
+    struct hoff__block *b;
+    int rc;
+
+    if (!ctx)
+        return -EINVAL;
+    if (strcmp(ctx->be->ops->name, "sim") != 0)
+        return hoff__error(-ENOTSUP, "hoff_sim_touch: the %s backend pages in by itself; only sim needs it",
+                           ctx->be->ops->name);
+    LOCK(ctx);
+    b = hoff__bt_lookup(&ctx->table, ptr);
+    rc = b ? touch_block(ctx, b, write)
+           : hoff__error(-EINVAL, "hoff_sim_touch: %p is not a live hoff block", ptr);
+    hoff__publish_tick(ctx, NULL);
     UNLOCK(ctx);
     return rc;
 }

@@ -281,7 +281,9 @@ static const char *const reserved[] = {
     "HOFF_LIBRARY", "HOFF_STEP_MARK", "HOFF_TEST",
     /* hoff-record(1) and its preload */
     "HOFF_RECORD_OUTPUT", "HOFF_RECORD_THRESHOLD", "HOFF_RECORD_STEP", "HOFF_RECORD_QUIET",
-    "HOFF_RECORD_LIBRARY", NULL,
+    "HOFF_RECORD_LIBRARY",
+    /* python -m hoff --sim (python/hoff/_sim.py) */
+    "HOFF_SIM_LAUNCHED", "HOFF_SIM_PRELOAD", NULL,
 };
 
 union val {

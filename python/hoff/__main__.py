@@ -5,6 +5,7 @@
 
 usage: python -m hoff [--step-mark SPEC] [--no-install] [--stats] [--] script.py [ARGS...]
        python -m hoff [options] -m module [ARGS...]
+       python -m hoff --sim [--budget SIZE|PCT%] [--stats-json FILE] [options] script.py [ARGS...]
 
 Before the script runs, hoff becomes PyTorch's CUDA allocator (hoff.install()).
 Steps are marked by the first of these that applies:
@@ -29,7 +30,20 @@ Options:
   --no-install      do not install the allocator (marks only: for hoff-record
                     on a machine without CUDA, this is automatic)
   --stats           print hoff.memory_stats() as JSON on stderr at the end
+  --sim             what-if and verification mode, on CPU: the script's large
+                    CPU storages become blocks of hoff's simulated device
+                    (libhoff-sim.so is preloaded), evicted, prefetched and
+                    paged in for real by hoff's whole pipeline (hoff(7))
+  --budget B        with --sim: the budget, a size (512M) or a percentage of
+                    the first step's peak (50%; later steps re-plan under it)
+  --stats-json FILE with --sim: write final statistics and per-step figures
+                    as JSON ('-': stderr); %r in FILE is the rank (RANK), %p
+                    the process id; under several ranks (WORLD_SIZE > 1) a
+                    FILE with neither is an error
   -h, --help        this help
+
+Under --sim the exit status is 3 when the script succeeded but hoff lost
+bytes (a touch of a released block) or moved one inside its use window.
 
 Without CUDA, and not under hoff-record, the launcher stops with the reason
 (exit status 1).  The script's exit status is the launcher's.
@@ -41,7 +55,7 @@ import os
 import runpy
 import sys
 
-from . import _record, allocator, session
+from . import _record, _sim, allocator, session
 
 USAGE = __doc__.split("\n\n", 1)[1].split("\n\n", 1)[0]
 
@@ -144,6 +158,10 @@ def main(argv=None):
     do_install = True
     stats = False
     module = None
+    sim = False
+    budget = None
+    stats_json = None
+    orig = list(argv)
     while argv:
         a = argv[0]
         if a in ("-h", "--help"):
@@ -164,6 +182,23 @@ def main(argv=None):
         elif a == "--stats":
             stats = True
             argv = argv[1:]
+        elif a == "--sim":
+            sim = True
+            argv = argv[1:]
+        elif a in ("--budget", "--stats-json") or a.startswith(("--budget=", "--stats-json=")):
+            name, eq, val = a.partition("=")
+            if not eq:
+                if len(argv) < 2:
+                    _err("%s needs a value" % name)
+                    return 2
+                val = argv[1]
+                argv = argv[2:]
+            else:
+                argv = argv[1:]
+            if name == "--budget":
+                budget = val
+            else:
+                stats_json = val
         elif a == "-m":
             if len(argv) < 2:
                 _err("-m needs a module name")
@@ -182,6 +217,22 @@ def main(argv=None):
     if module is None and not argv:
         _err("no script to run\n" + USAGE)
         return 2
+    if (budget is not None or stats_json is not None) and not sim:
+        _err("--budget and --stats-json belong to --sim (see 'python -m hoff --help')")
+        return 2
+    if sim:
+        try:
+            if budget is not None:
+                _sim.parse_budget(budget)
+            _sim.check_stats_path(stats_json)
+            if not _sim.launched():
+                _sim.reexec(orig)  # with the preload; returns only on failure
+        except ValueError as e:
+            _err(str(e))
+            return 2
+        except (_sim.SimError, OSError) as e:
+            return _fail("--sim: %s" % e)
+        do_install = False
 
     if module is None:
         script = argv[0]
@@ -193,6 +244,11 @@ def main(argv=None):
         sys.argv = [module] + argv
         sys.path.insert(0, os.getcwd())
 
+    if sim:
+        try:
+            _sim.arm(budget)
+        except (_sim.SimError, ValueError, RuntimeError) as e:
+            return _fail("--sim: %s" % e)
     if do_install:
         try:
             allocator.install()
@@ -216,8 +272,18 @@ def main(argv=None):
         failed = code not in (None, 0)
     except BaseException:
         session._implicit.close(failed=True)
+        if sim:  # the figures of the steps that ran, for the post-mortem
+            _sim.report(stats_json, 1)
         raise
     session._implicit.close(failed=failed)
+    if sim:
+        integrity = _sim.report(stats_json, code if isinstance(code, int) or code is None else 1)
+        if not integrity["ok"]:
+            _err("--sim: integrity failure: %d touches of released blocks, %d moves inside use windows, %d CRC "
+                 "errors (see hoff(7))" % (integrity["discard_touches"], integrity["window_violations"],
+                                            integrity["crc_errors"]))
+            if code in (None, 0):
+                code = 3
     if stats:
         try:
             sys.stderr.write("hoff: stats: %s\n" % json.dumps(allocator.memory_stats(), sort_keys=True))

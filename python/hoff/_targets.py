@@ -25,6 +25,7 @@ PLAN_STATES = {0: "idle", 1: "warmup", 2: "replay", 3: "fallback"}
 
 _lock = threading.Lock()
 _installed = False
+_sim_cls = None   # python -m hoff --sim: the target class of the sim context (hoff._sim.SimTarget)
 _devices = set()  # devices whose hoff context this process has used
 
 
@@ -44,6 +45,17 @@ def set_installed():
 
 def installed():
     return _installed
+
+
+def set_sim(cls):
+    """python -m hoff --sim armed the sim context: sessions mark it through cls."""
+    global _sim_cls
+    with _lock:
+        _sim_cls = cls
+
+
+def sim_active():
+    return _sim_cls is not None
 
 
 def devices_used():
@@ -242,6 +254,8 @@ class RecordTarget:
 def resolve(mode="auto", device=None):
     """The targets of a session.  mode: "auto" (the allocator if hoff.install()
     ran, the recorder if under hoff-record), "allocator" or "record"."""
+    if _sim_cls is not None and mode in ("auto", "allocator"):
+        return [_sim_cls(0)]  # the sim context of python -m hoff --sim (one process-wide context)
     if mode == "allocator":
         return [AllocatorTarget(device)]
     if mode == "record":

@@ -27,6 +27,58 @@ def storage_ptr(t):
     return storage_of(t)[0]
 
 
+# --- other saved_tensors_hooks (save_on_cpu, checkpointing's) next to hoff's -----------------------------------
+# PyTorch runs only the innermost saved_tensors_hooks of a thread: save_on_cpu inside a hoff step turns hoff's
+# pack/unpack marks off for the tensors saved there, and a hoff step inside save_on_cpu turns save_on_cpu off.
+# Neither is an error (the op marks still mark every aten use of a block), but it is said once each.
+
+_hook_tls = threading.local()
+_warned = set()
+_patched = False
+
+
+def _depths():
+    d = getattr(_hook_tls, "d", None)
+    if d is None:
+        d = _hook_tls.d = {"hoff": 0, "other": 0}
+    return d
+
+
+def _warn_once(key, msg):
+    if key not in _warned:
+        _warned.add(key)
+        import warnings
+        warnings.warn(msg, RuntimeWarning, stacklevel=3)
+
+
+def _patch_hooks():
+    """Count the saved_tensors_hooks that are not hoff's (per thread), to say when they shadow each other."""
+    global _patched
+    if _patched:
+        return
+    import torch
+    cls = torch.autograd.graph.saved_tensors_hooks
+    enter, exit_ = cls.__enter__, cls.__exit__
+
+    def __enter__(self, *a):
+        if not getattr(self, "_hoff_own", False):
+            d = _depths()
+            if d["hoff"] > 0:
+                _warn_once("inner", "hoff: %s entered inside a hoff step: PyTorch runs only the innermost "
+                           "saved_tensors_hooks, so hoff's pack/unpack access marks are off for the tensors saved "
+                           "inside it (the op marks still mark their uses; both work)" % type(self).__name__)
+            d["other"] += 1
+        return enter(self, *a)
+
+    def __exit__(self, *a):
+        if not getattr(self, "_hoff_own", False):
+            _depths()["other"] -= 1
+        return exit_(self, *a)
+
+    cls.__enter__, cls.__exit__ = __enter__, __exit__
+    _patched = True
+
+
 class AccessHooks:
     """A context manager that installs pack/unpack hooks marking accesses on
     every target.  With log=True, .log collects (kind, block) per mark, kind
@@ -91,12 +143,21 @@ class AccessHooks:
 
     def __enter__(self):
         import torch
+        _patch_hooks()
+        d = _depths()
+        if d["other"] > 0:
+            _warn_once("outer", "hoff: a hoff step began inside other saved_tensors_hooks (save_on_cpu?): PyTorch "
+                       "runs only the innermost, so those are off for the tensors saved in the step, which hoff "
+                       "offloads instead")
         self._cm = torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack)
+        self._cm._hoff_own = True
         self._cm.__enter__()
+        d["hoff"] += 1
         return self
 
     def __exit__(self, et, ev, tb):
         cm, self._cm = self._cm, None
         if cm is not None:
+            _depths()["hoff"] -= 1
             cm.__exit__(et, ev, tb)
         return False
