@@ -107,6 +107,9 @@ def reexec(argv):
     env[CHILD_ENV] = "1"
     env.setdefault("HOFF_BACKEND", "sim")
     env.setdefault("HOFF_SIM_PROTECT", "protect")
+    # A verification run replays from the step after the recorded one, every time: plan at the recorded
+    # step's end (the planning thread would let a short run end before its plan is used).
+    env.setdefault("HOFF_PLAN_THREAD", "0")
     sys.stdout.flush()
     sys.stderr.flush()
     os.execve(sys.executable, [sys.executable, "-m", "hoff"] + list(argv), env)
