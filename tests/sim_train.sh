@@ -11,31 +11,7 @@ set -u
 
 cd "${builddir:-.}" || exit 99
 top=$(cd "${srcdir:-..}" && pwd)
-if [ ! -f .libs/libhoff-sim.so ]; then
-    echo "SKIP: .libs/libhoff-sim.so was not built"
-    exit 77
-fi
-for l in .libs/libhoff-sim.so .libs/libhoff.so; do # the preload, and the libhoff it links
-    if command -v readelf >/dev/null 2>&1 && readelf -d "$l" | grep -q 'lib[a-z]*san'; then
-        echo "SKIP: $l is linked against a sanitizer runtime; an LD_PRELOAD library (and what it links) cannot be"
-        exit 77
-    fi
-done
-py=
-for p in ${PYTHON:-} python3 /usr/bin/python3; do
-    if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import torch' >/dev/null 2>&1; then
-        py=$p
-        break
-    fi
-done
-if [ -z "$py" ]; then
-    echo "SKIP: no python3 with torch (Debian: apt-get install python3-torch)"
-    exit 77
-fi
-HOFF_LIBRARY=$(pwd)/.libs/libhoff.so
-PYTHONPATH=$top/python${PYTHONPATH:+:$PYTHONPATH}
-export HOFF_LIBRARY PYTHONPATH
-unset LD_PRELOAD
+. "$top/tests/sim_setup.sh"
 
 fail=0
 tmp=${TMPDIR:-/tmp}/hoff-sim-train.$$

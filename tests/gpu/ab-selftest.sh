@@ -9,17 +9,7 @@ srcdir=${srcdir:-.}
 tmp=$(mktemp "${TMPDIR:-/tmp}/hoff-ab-selftest.XXXXXX") || exit 99
 trap 'rm -f "$tmp"' EXIT INT TERM
 
-py=
-for p in ${PYTHON:-} python3 /usr/bin/python3; do
-    if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import torch' >/dev/null 2>&1; then
-        py=$p
-        break
-    fi
-done
-if [ -z "$py" ]; then
-    echo "SKIP: no python3 with torch (Debian: apt-get install python3-torch)"
-    exit 77
-fi
+. "$srcdir/tests/torch_python.sh"
 
 "$py" "$srcdir/tests/gpu/ab_train.py" --self-test --out "$tmp"
 rc=$?
