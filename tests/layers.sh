@@ -1,0 +1,71 @@
+#!/bin/sh
+# layers.sh — the include-layer rule of lib/ (doc/design.md, "Map: the main types and the layers"): reads the layer
+# table and the list of debts from doc/design.md itself, so the rule is written once, and fails (exit 1) on
+#   - an include in lib/ of a header from a higher layer that is not a listed debt;
+#   - a file in lib/ that is in no layer (a .c file beside its own .h takes the header's layer);
+#   - a listed debt that no longer occurs (paid: remove it, so the list only shrinks);
+#   - a table that names a file that does not exist.
+# Only "dir/file.h" includes of lib/ are checked; <system> headers, hoff.h and config.h are below every layer.
+set -u
+top=$(cd "${srcdir:-.}" && pwd)
+doc=$top/doc/design.md
+lib=$top/lib
+[ -f "$doc" ] || { echo "FAIL: $doc is missing"; exit 1; }
+
+tmp=${TMPDIR:-/tmp}/hoff-layers.$$
+trap 'rm -f "$tmp".*' EXIT
+trap 'exit 1' INT TERM
+
+# The two fenced blocks after the <!-- layers: and <!-- debts: markers.
+awk -v want=layers 'index($0, "<!-- " want ":") == 1 { m = 1; next }
+    m == 1 && /^```/ { m = 2; next } m == 2 && /^```/ { exit } m == 2 { print }' "$doc" >"$tmp.layers"
+awk -v want=debts 'index($0, "<!-- " want ":") == 1 { m = 1; next }
+    m == 1 && /^```/ { m = 2; next } m == 2 && /^```/ { exit } m == 2 { print }' "$doc" >"$tmp.debts"
+if [ ! -s "$tmp.layers" ]; then
+    echo "FAIL: no layer table after '<!-- layers:' in $doc"
+    exit 1
+fi
+
+# file -> layer, from the table: "N name: file ..."
+awk '{ n = $1; for (i = 3; i <= NF; i++) print $i, n }' "$tmp.layers" >"$tmp.map"
+# includes: "file header" for every "dir/x.h" include of every file in lib/
+(cd "$lib" && for f in */*.c */*.h; do
+    sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([a-z_]*\/[a-z_0-9]*\.h\)".*/\1/p' "$f" |
+        while read -r h; do echo "$f $h"; done
+done) >"$tmp.inc"
+(cd "$lib" && ls */*.c */*.h) >"$tmp.files"
+
+awk -v libdir="$lib" '
+    FILENAME == ARGV[1] { layer[$1] = $2; listed[$1] = 1; next }
+    FILENAME == ARGV[2] { if ($2 == "->") { debt[$1 " " $3] = 1; why[$1 " " $3] = $0 } next }
+    FILENAME == ARGV[3] { files[$1] = 1; next }
+    FILENAME == ARGV[4] { inc[++n] = $0; next }
+    END {
+        bad = 0
+        for (f in listed)
+            if (!(f in files)) { printf "FAIL: the layer table names %s, which is not in lib/\n", f; bad = 1 }
+        for (f in files) {
+            l = f
+            if (!(f in layer)) {
+                h = f; sub(/\.c$/, ".h", h)
+                if (f ~ /\.c$/ && (h in layer)) layer[f] = layer[h]
+                else { printf "FAIL: lib/%s is in no layer: add it to the table in doc/design.md\n", f; bad = 1 }
+            }
+        }
+        for (i = 1; i <= n; i++) {
+            split(inc[i], p, " ")
+            if (!(p[1] in layer)) continue
+            if (!(p[2] in layer)) { printf "FAIL: lib/%s includes %s, which is in no layer\n", p[1], p[2]; bad = 1; continue }
+            if (layer[p[2]] + 0 <= layer[p[1]] + 0) continue
+            if ((p[1] " " p[2]) in debt) { used[p[1] " " p[2]] = 1; continue }
+            printf "FAIL: lib/%s (layer %s) includes %s (layer %s): a layer may include only its own and lower layers\n",
+                p[1], layer[p[1]], p[2], layer[p[2]]
+            bad = 1
+        }
+        for (d in debt)
+            if (!(d in used)) { printf "FAIL: the debt \"%s\" no longer occurs (or is not upward): remove it from doc/design.md\n", why[d]; bad = 1 }
+        nd = 0; for (d in used) nd++
+        if (!bad) printf "layers: %d files; %d includes, %d of them listed debts\n", length(files), n, nd
+        exit bad
+    }' "$tmp.map" "$tmp.debts" "$tmp.files" "$tmp.inc" || exit 1
+echo "PASS: layers.sh"
