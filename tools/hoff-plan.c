@@ -1390,7 +1390,7 @@ static void rec_span_add(struct recorder *r, int kind, uint64_t t0, uint64_t t1,
 static int rec_evict(struct hoff__backend *be, void *p, size_t size, hoff__event *after, hoff__event *done) {
     struct hoff__sim_counters c;
     int rc = g_rec->orig->evict(be, p, size, after, done);
-    uint64_t dur = g_rec->latency_ns + hoff__plan_copy_ns(size, g_rec->d2h_gbps);
+    uint64_t dur = g_rec->latency_ns + hoff__copy_ns(size, g_rec->d2h_gbps);
 
     if (rc == 0 && hoff__sim_counters(be, &c) == 0)
         rec_span_add(g_rec, REC_D2H, c.d2h_busy_until > dur ? c.d2h_busy_until - dur : 0, c.d2h_busy_until, size);
@@ -1401,7 +1401,7 @@ static int rec_evict_node(struct hoff__backend *be, void *p, size_t size, int no
                           hoff__event *done) {
     struct hoff__sim_counters c;
     int rc = g_rec->orig->evict_node(be, p, size, node, after, done);
-    uint64_t dur = g_rec->latency_ns + hoff__plan_copy_ns(size, g_rec->d2h_gbps);
+    uint64_t dur = g_rec->latency_ns + hoff__copy_ns(size, g_rec->d2h_gbps);
 
     if (rc == 0 && hoff__sim_counters(be, &c) == 0)
         rec_span_add(g_rec, REC_D2H, c.d2h_busy_until > dur ? c.d2h_busy_until - dur : 0, c.d2h_busy_until, size);
@@ -1413,7 +1413,7 @@ static int rec_nvme_model(struct hoff__backend *be, uint64_t bytes, int write, h
                           hoff__event *done) {
     struct hoff__sim_counters c;
     int rc = g_rec->orig->nvme_model(be, bytes, write, after, done);
-    uint64_t dur = g_rec->latency_ns + hoff__plan_copy_ns(bytes, write ? g_rec->nvme_w_gbps : g_rec->nvme_r_gbps);
+    uint64_t dur = g_rec->latency_ns + hoff__copy_ns(bytes, write ? g_rec->nvme_w_gbps : g_rec->nvme_r_gbps);
 
     if (rc == 0 && hoff__sim_counters(be, &c) == 0)
         rec_span_add(g_rec, write ? REC_NVME_W : REC_NVME_R, c.nvme_busy_until > dur ? c.nvme_busy_until - dur : 0,
@@ -1424,7 +1424,7 @@ static int rec_nvme_model(struct hoff__backend *be, uint64_t bytes, int write, h
 static int rec_prefetch(struct hoff__backend *be, void *p, size_t size, hoff__event *after, hoff__event *done) {
     struct hoff__sim_counters c0, c;
     int rc, have0 = hoff__sim_counters(be, &c0) == 0;
-    uint64_t dur = g_rec->latency_ns + hoff__plan_copy_ns(size, g_rec->h2d_gbps);
+    uint64_t dur = g_rec->latency_ns + hoff__copy_ns(size, g_rec->h2d_gbps);
 
     rc = g_rec->orig->prefetch(be, p, size, after, done);
     /* A prefetch of a released block moves nothing: not a copy. */

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/xfer.h"
 #include "hoff.h"
 
 /* 2 MiB: the driver's migration unit; managed blocks are multiples of it. */
@@ -173,5 +174,10 @@ struct hoff__sim_counters {
                                    window, or not ordered after its close */
 };
 int hoff__sim_counters(struct hoff__backend *be, struct hoff__sim_counters *out);
+/* sim only: call fn(arg, x) for each transfer call, page-in and wait the sim
+ * models, as it models it (on the virtual clock; core/xfer.h), under the
+ * sim's lock (fn must not call the backend); NULL stops.  0, or -ENOTSUP on
+ * another backend. */
+int hoff__sim_observe(struct hoff__backend *be, hoff__xfer_observer fn, void *arg);
 
 #endif

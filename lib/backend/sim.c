@@ -13,6 +13,7 @@
 
 #include "backend/backend.h"
 #include "core/core.h"
+#include "core/xfer.h"
 
 /*
  * The model.
@@ -131,33 +132,14 @@ struct sim {
     struct mapping **sorted; /* managed mappings by address, for ranges inside one */
     size_t nsorted, cap_sorted;
     struct hoff__sim_counters c; /* now_ns and busy_until live here too */
+    hoff__xfer_observer observe; /* hoff__sim_observe's, called under lock */
+    void *observe_arg;
 };
 
 static const struct hoff__backend_ops sim_ops;
 
 static struct sim *to_sim(struct hoff__backend *be) {
     return (struct sim *)be;
-}
-
-static uint64_t sat_add(uint64_t a, uint64_t b) {
-    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
-/* ceil(bytes / gbps) in ns, without libm; a quotient within 1e-12 of an
- * integer is taken as that integer so that exact rates give exact times. */
-static uint64_t xfer_ns(uint64_t bytes, double gbps) {
-    double q;
-    uint64_t t;
-
-    if (bytes == 0)
-        return 0;
-    q = (double)bytes / gbps;
-    if (!(q < 1.8e19))
-        return UINT64_MAX / 4;
-    t = (uint64_t)q;
-    if ((double)t < q && q - (double)t > q * 1e-12)
-        t++;
-    return t;
 }
 
 /* --- the mapping table (lock held) ------------------------------------- */
@@ -383,34 +365,35 @@ static int page_show(struct sim *s, const struct range *r, size_t i) {
     return 0;
 }
 
-/* Queue a transfer of dur ns on the engine whose busy_until is *busy; call:
- * it is a transfer call of the issuing thread, which pays call_ns first. */
-static void schedule(struct sim *s, uint64_t *busy, uint64_t dur, int call,
-                     hoff__event *after, hoff__event *done) {
-    uint64_t start = s->c.now_ns, end;
+/* Queue a transfer of dur ns on the engine whose busy_until is *busy (the
+ * clock of core/xfer.h); call: it is a transfer call of the issuing thread,
+ * which pays call_ns first.  Reports it to the observer as kind, over
+ * (p, size) (NULL for the NVMe tier's, which has no address). */
+static void schedule(struct sim *s, uint64_t *busy, uint64_t dur, int call, hoff__event *after,
+                     hoff__event *done, int kind, const void *p, uint64_t size) {
+    uint64_t start, end, issued = s->c.now_ns;
 
+    end = hoff__xfer_call(s->c.now_ns, call ? &s->c.issuer_busy_until : NULL, s->call_ns, busy,
+                          after && after->recorded ? after->t : 0, s->latency_ns, dur, &start);
     if (call) {
-        if (s->c.issuer_busy_until > start)
-            start = s->c.issuer_busy_until;
-        start = sat_add(start, s->call_ns);
-        s->c.issuer_busy_until = start;
+        issued = s->c.issuer_busy_until;
         s->c.transfer_calls++;
     }
-    if (*busy > start)
-        start = *busy;
-    if (after && after->recorded && after->t > start)
-        start = after->t;
-    end = sat_add(start, sat_add(s->latency_ns, dur));
-    *busy = end;
     if (done) {
         done->t = end;
         done->recorded = 1;
     }
+    if (s->observe)
+        s->observe(s->observe_arg, &(struct hoff__xfer_obs){.kind = kind, .p = p, .block = UINT32_MAX, .bytes = size,
+                                                            .issued = issued, .start = start, .end = end});
 }
 
 /* Compute waits until t (counted as a wait stall). */
 static void wait_until(struct sim *s, uint64_t t) {
     if (t > s->c.now_ns) {
+        if (s->observe)
+            s->observe(s->observe_arg, &(struct hoff__xfer_obs){.kind = HOFF__XF_WAIT, .block = UINT32_MAX,
+                                                                .issued = s->c.now_ns, .start = s->c.now_ns, .end = t});
         s->c.wait_stall_ns += t - s->c.now_ns;
         s->c.now_ns = t;
     }
@@ -764,7 +747,7 @@ static int sim_evict(struct hoff__backend *be, void *p, size_t size,
         r.m->pg[r.first + i] = PG_EVICTED;
     s->c.device_used -= size;
     s->c.bytes_d2h += size;
-    schedule(s, &s->c.d2h_busy_until, xfer_ns(size, s->d2h_gbps), 1, after, done);
+    schedule(s, &s->c.d2h_busy_until, hoff__copy_ns(size, s->d2h_gbps), 1, after, done, HOFF__XF_EVICT, p, size);
 out:
     pthread_mutex_unlock(&s->lock);
     return rc;
@@ -805,7 +788,7 @@ static int sim_prefetch(struct hoff__backend *be, void *p, size_t size,
     }
     s->c.bytes_h2d += moved;
     used_add(s, size, 1);
-    schedule(s, &s->c.h2d_busy_until, xfer_ns(moved, s->h2d_gbps), 1, after, done);
+    schedule(s, &s->c.h2d_busy_until, hoff__copy_ns(moved, s->h2d_gbps), 1, after, done, HOFF__XF_PREFETCH, p, size);
 out:
     pthread_mutex_unlock(&s->lock);
     return rc;
@@ -836,7 +819,7 @@ static int sim_discard(struct hoff__backend *be, void *p, size_t size,
         }
         r.m->pg[r.first + i] = PG_DISCARDED;
     }
-    schedule(s, &s->c.d2h_busy_until, 0, 1, after, done);
+    schedule(s, &s->c.d2h_busy_until, 0, 1, after, done, HOFF__XF_DISCARD, p, size);
 out:
     pthread_mutex_unlock(&s->lock);
     return rc;
@@ -874,12 +857,16 @@ static int sim_fault(struct hoff__backend *be, void *p, size_t size, hoff_stream
         r.m->pg[r.first + i] = PG_RESIDENT;
         shown += HOFF__MANAGED_GRAIN;
     }
-    stall = sat_add(s->fault_ns, xfer_ns(moved, s->fault_gbps));
+    stall = hoff__sat_add(s->fault_ns, hoff__copy_ns(moved, s->fault_gbps));
     s->c.bytes_faulted += moved;
     used_add(s, shown, 1);
     s->c.faults++;
     s->c.fault_stall_ns += stall;
-    s->c.now_ns = sat_add(s->c.now_ns, stall);
+    if (s->observe)
+        s->observe(s->observe_arg, &(struct hoff__xfer_obs){.kind = HOFF__XF_FAULT, .p = p, .block = UINT32_MAX,
+                                                            .bytes = size, .issued = s->c.now_ns, .start = s->c.now_ns,
+                                                            .end = hoff__sat_add(s->c.now_ns, stall)});
+    s->c.now_ns = hoff__sat_add(s->c.now_ns, stall);
 out:
     pthread_mutex_unlock(&s->lock);
     if (stall_ns)
@@ -946,7 +933,7 @@ static int sim_compute(struct hoff__backend *be, hoff_stream st, uint64_t ns) {
     struct sim *s = to_sim(be);
 
     pthread_mutex_lock(&s->lock);
-    s->c.now_ns = sat_add(s->c.now_ns, ns);
+    s->c.now_ns = hoff__sat_add(s->c.now_ns, ns);
     pthread_mutex_unlock(&s->lock);
     return 0;
 }
@@ -1053,8 +1040,8 @@ static int sim_nvme_model(struct hoff__backend *be, uint64_t bytes, int write, h
     now = s->c.now_ns;
     if (after && after->recorded && after->t < now)
         s->c.now_ns = after->t; /* schedule() starts from now: from the issue instead */
-    schedule(s, &s->c.nvme_busy_until, xfer_ns(bytes, write ? s->nvme_write_gbps : s->nvme_read_gbps), 0,
-             after, done);
+    schedule(s, &s->c.nvme_busy_until, hoff__copy_ns(bytes, write ? s->nvme_write_gbps : s->nvme_read_gbps), 0,
+             after, done, write ? HOFF__XF_SPILL : HOFF__XF_RESTORE, NULL, bytes);
     s->c.now_ns = now;
     if (write)
         s->c.bytes_nvme_written += bytes;
@@ -1151,6 +1138,19 @@ int hoff__backend_open_sim(const struct hoff_config *cfg, struct hoff__backend *
     s->fault_ns = cfg->sim_fault_ns;
     s->protect = cfg->sim_protect;
     *out = &s->be;
+    return 0;
+}
+
+int hoff__sim_observe(struct hoff__backend *be, hoff__xfer_observer fn, void *arg) {
+    struct sim *s;
+
+    if (!be || be->ops != &sim_ops)
+        return -ENOTSUP;
+    s = to_sim(be);
+    pthread_mutex_lock(&s->lock);
+    s->observe = fn;
+    s->observe_arg = fn ? arg : NULL;
+    pthread_mutex_unlock(&s->lock);
     return 0;
 }
 

@@ -111,6 +111,11 @@ void hoff__pipe_after(struct hoff_ctx *ctx, struct hoff__event_info *e);
 /* warmup (record.c) */
 void hoff__record_begin(struct hoff_ctx *ctx);
 void hoff__record_event(struct hoff_ctx *ctx, const struct hoff__event_info *e);
+/* What the planner gets for ctx's recorded step: the configuration, the
+ * measured bandwidths and, on sim, the sim's costs.  Caller holds ctx->lock
+ * (or owns ctx). */
+void hoff__record_plan_opts(const struct hoff_ctx *ctx, struct hoff__plan_opts *o);
+
 /* The recorded step is over: finish its trace and plan it, on a planning
  * job (HOFF_PLAN_THREAD: the pipeline collects it at a later step's start)
  * or inline (the training thread waits: counted in plan_wait_ns). */

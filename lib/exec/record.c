@@ -158,8 +158,7 @@ void hoff__record_event(struct hoff_ctx *ctx, const struct hoff__event_info *e) 
     }
 }
 
-/* What the planner gets: the configuration and the measured bandwidths. */
-static void plan_opts(const struct hoff_ctx *ctx, struct hoff__plan_opts *o) {
+void hoff__record_plan_opts(const struct hoff_ctx *ctx, struct hoff__plan_opts *o) {
     const struct hoff__pipeline *p = &ctx->pipe;
 
     memset(o, 0, sizeof *o);
@@ -207,7 +206,7 @@ int hoff__record_finish(struct hoff_ctx *ctx) {
     pl = hoff__planner_find(ctx->cfg.planner);
     if (!pl) /* validated at init; a planner removed since cannot happen */
         return hoff__error(-EINVAL, "unknown planner '%s'", ctx->cfg.planner);
-    plan_opts(ctx, &o);
+    hoff__record_plan_opts(ctx, &o);
     hoff__schedule_destroy(&p->sched);
     hoff__schedule_init(&p->sched);
     if (ctx->cfg.plan_thread) {

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/xfer.h"
 #include "trace/trace.h"
 
 enum hoff__act_kind {
@@ -53,15 +54,6 @@ static inline uint64_t hoff__plan_bytes(hoff__block_bytes_fn f, const struct hof
     return f ? f(b->pool, b->size) : b->size;
 }
 
-/* A copy's duration as the sim computes it: ceil(bytes / GB/s) ns
- * (GB/s = bytes per ns). */
-static inline uint64_t hoff__plan_copy_ns(uint64_t bytes, double gbps) {
-    double q = (double)bytes / gbps;
-    uint64_t ns = (uint64_t)q;
-
-    return (double)ns < q ? ns + 1 : ns;
-}
-
 /* Blocks a planner may move: managed, not pinned by a region. */
 static inline int hoff__plan_movable(const struct hoff__tblock *b) {
     return b->pool == 1 && !b->pinned;
@@ -90,6 +82,10 @@ struct hoff__plan_opts {
                                    should answer (anytime: timed predicts greedy's
                                    schedule first, then adds candidates and searches
                                    while time is left); hoff__plan_deadline makes it */
+    hoff__xfer_observer observe; /* NULL, or told each copy, page-in and stall of the step
+                                   hoff__plan_predict predicts (not the step before it), on
+                                   that step's clock: 0 at its start (tests/test_agree.c) */
+    void *observe_arg;
 };
 
 /* The deadline of a planning that starts now with a time budget of

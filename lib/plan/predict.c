@@ -127,6 +127,9 @@ struct pr {
     uint64_t seq;      /* issue order of the copies in flight (residency.c's in-flight list) */
     uint32_t ev;       /* the event being replayed (use windows open at it are no victims) */
     int nvme;
+    int pass;          /* 0: the step before, 1: the predicted step */
+    hoff__xfer_observer obs;
+    void *obs_arg;
     uint64_t lat, call, fault_ns;
     double h2d, d2h, fault_gbps, nvme_r, nvme_w;
     struct hoff__prediction *out;
@@ -153,12 +156,23 @@ uint64_t *hoff__plan_times(const struct hoff__trace *t) {
     return T;
 }
 
-/* When a call issued now is ready to start (the issuing thread is serial). */
-static uint64_t ready(struct pr *p) {
-    uint64_t r = (p->now > p->issuer ? p->now : p->issuer) + p->call;
+/* Tell the observer (hoff__plan_opts.observe) of a copy, page-in or stall
+ * in the predicted step (the second pass). */
+static void observe(const struct pr *p, int kind, uint32_t block, uint32_t group, uint64_t bytes, uint64_t issued,
+                    uint64_t start, uint64_t end) {
+    if (p->obs && p->pass)
+        p->obs(p->obs_arg, &(struct hoff__xfer_obs){.kind = kind, .block = block, .group = group, .bytes = bytes,
+                                                    .issued = issued, .start = start, .end = end});
+}
 
-    p->issuer = r;
-    return r;
+/* A transfer call of the issuing thread made now on the engine whose
+ * busy_until is *busy (core/xfer.h's clock); its landing, reported as kind. */
+static uint64_t call(struct pr *p, uint64_t *busy, uint64_t dur, int kind, uint32_t block, uint32_t group,
+                     uint64_t bytes) {
+    uint64_t start, land = hoff__xfer_call(p->now, &p->issuer, p->call, busy, 0, p->lat, dur, &start);
+
+    observe(p, kind, block, group, bytes, p->issuer, start, land);
+    return land;
 }
 
 #define NIL UINT32_MAX
@@ -302,6 +316,7 @@ static int push(struct qent **q, size_t *qt, size_t *cap) {
 /* Compute waits until `when` (a stall, added to *to). */
 static void wait_until(struct pr *p, uint64_t when, uint64_t *to) {
     if (when > p->now) {
+        observe(p, HOFF__XF_WAIT, NIL, 0, 0, p->now, p->now, when);
         *to += when - p->now;
         p->now = when;
     }
@@ -317,19 +332,17 @@ static int wait_oldest(struct pr *p) {
 }
 
 static int d2h_push(struct pr *p, uint64_t bytes, uint32_t block, int kind) {
-    uint64_t start = ready(p);
     struct qent *e;
 
     if (push(&p->q, &p->qt, &p->qcap))
         return -ENOMEM;
-    start = start > p->d2h_busy ? start : p->d2h_busy;
     e = &p->q[p->qt++];
-    e->land = start + p->lat + (kind == Q_RELEASE ? 0 : hoff__plan_copy_ns(bytes, p->d2h));
+    e->land = call(p, &p->d2h_busy, kind == Q_RELEASE ? 0 : hoff__copy_ns(bytes, p->d2h),
+                   kind == Q_RELEASE ? HOFF__XF_DISCARD : HOFF__XF_EVICT, block, 0, bytes);
     e->bytes = bytes;
     e->block = block;
     e->kind = (uint8_t)kind;
     e->seq = p->seq++;
-    p->d2h_busy = e->land;
     if (block != NIL)
         p->dland[block] = e->land;
     p->evicting += bytes;
@@ -352,11 +365,13 @@ static int host_full(const struct pr *p, uint64_t bytes) {
 /* Queue an operation on the NVMe device: a spill of a block on the host or
  * a restore of a block on the NVMe tier. */
 static int nvme_push(struct pr *p, uint32_t x, int kind) {
-    uint64_t start = p->now > p->nvme_busy ? p->now : p->nvme_busy;
+    uint64_t start;
 
     if (push(&p->nq, &p->nt, &p->ncap))
         return -ENOMEM;
-    p->nvme_busy = start + p->lat + hoff__plan_copy_ns(p->bytes[x], kind == Q_SPILL ? p->nvme_w : p->nvme_r);
+    hoff__xfer_call(p->now, NULL, 0, &p->nvme_busy, 0, p->lat,
+                    hoff__copy_ns(p->bytes[x], kind == Q_SPILL ? p->nvme_w : p->nvme_r), &start);
+    observe(p, kind == Q_SPILL ? HOFF__XF_SPILL : HOFF__XF_RESTORE, x, 0, p->bytes[x], p->now, start, p->nvme_busy);
     p->nq[p->nt++] =
         (struct qent){.land = p->nvme_busy, .bytes = p->bytes[x], .seq = p->seq++, .block = x, .kind = (uint8_t)kind};
     p->nland[x] = p->nvme_busy;
@@ -562,7 +577,6 @@ static int do_release(struct pr *p, uint32_t x) {
 }
 
 static int do_prefetch(struct pr *p, uint32_t x) {
-    uint64_t start;
     int rc;
 
     p->sa[x] = 0; /* wanted back: no spill when its eviction lands */
@@ -578,9 +592,7 @@ static int do_prefetch(struct pr *p, uint32_t x) {
     if ((rc = push(&p->hq, &p->ht, &p->hcap)) != 0)
         return rc;
     host_leave(p, x); /* counted on the host until the copy lands */
-    start = ready(p);
-    start = start > p->h2d_busy ? start : p->h2d_busy;
-    p->pland[x] = p->h2d_busy = start + p->lat + hoff__plan_copy_ns(p->bytes[x], p->h2d);
+    p->pland[x] = call(p, &p->h2d_busy, hoff__copy_ns(p->bytes[x], p->h2d), HOFF__XF_PREFETCH, x, 0, p->bytes[x]);
     p->hq[p->ht].land = p->pland[x];
     p->hq[p->ht].block = x;
     p->hq[p->ht].bytes = p->bytes[x];
@@ -629,7 +641,8 @@ static int do_access(struct pr *p, uint32_t x) {
     p->out->overruns += rc == 1;
     if (p->st[x] == P_HOST)
         host_drop(p, x);
-    c = p->fault_ns + hoff__plan_copy_ns(p->bytes[x], p->fault_gbps);
+    c = hoff__sat_add(p->fault_ns, hoff__copy_ns(p->bytes[x], p->fault_gbps));
+    observe(p, HOFF__XF_FAULT, x, 0, p->bytes[x], p->now, p->now, p->now + c);
     p->now += c;
     p->out->fault_ns += c;
     p->out->faults++;
@@ -695,7 +708,7 @@ static int fire_group(struct pr *p, const struct hoff__action *a, int *rc) {
     const struct hoff__schedule *s = p->s;
     const struct hoff__group *g;
     uint8_t *st;
-    uint64_t total = 0, start, land;
+    uint64_t total = 0, land;
     uint32_t k, want;
     int evict = a->kind == HOFF__ACT_EVICT;
 
@@ -745,10 +758,9 @@ static int fire_group(struct pr *p, const struct hoff__action *a, int *rc) {
                 return 0;
             }
     }
-    start = ready(p);
     if (evict) {
-        start = start > p->d2h_busy ? start : p->d2h_busy;
-        land = p->d2h_busy = start + p->lat + hoff__plan_copy_ns(total, p->d2h);
+        land = call(p, &p->d2h_busy, hoff__copy_ns(total, p->d2h), HOFF__XF_EVICT, s->gmember[g->first].block,
+                    a->group, total);
         for (k = 0; k < g->n; k++) {
             uint32_t x = s->gmember[g->first + k].block;
 
@@ -765,8 +777,8 @@ static int fire_group(struct pr *p, const struct hoff__action *a, int *rc) {
         p->out->evict_calls++;
         p->seq++;
     } else {
-        start = start > p->h2d_busy ? start : p->h2d_busy;
-        land = p->h2d_busy = start + p->lat + hoff__plan_copy_ns(total, p->h2d);
+        land = call(p, &p->h2d_busy, hoff__copy_ns(total, p->h2d), HOFF__XF_PREFETCH, s->gmember[g->first].block,
+                    a->group, total);
         for (k = 0; k < g->n; k++) {
             uint32_t x = s->gmember[g->first + k].block;
 
@@ -937,6 +949,8 @@ int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts
     p.h2d = o->h2d_gbps > 0 ? o->h2d_gbps : 50.0;
     p.d2h = o->d2h_gbps > 0 ? o->d2h_gbps : 50.0;
     p.lat = o->latency_ns ? o->latency_ns : DEF_LAT_NS;
+    p.obs = o->observe;
+    p.obs_arg = o->observe_arg;
     p.call = o->call_ns;
     p.fault_ns = o->fault_ns ? o->fault_ns : DEF_FAULT_NS;
     p.fault_gbps = o->fault_gbps > 0 ? o->fault_gbps : DEF_FAULT_GBPS;
@@ -1030,6 +1044,7 @@ int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts
      * budget into the next one, as they do in a replayed run.  The second
      * step is the prediction (and, placing early, the placement). */
     for (pass = 0; pass < 2; pass++) {
+    p.pass = pass;
     if (pass) {
         uint64_t end = p.now + tail, q0 = p.qh, n;
 

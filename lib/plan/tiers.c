@@ -62,9 +62,9 @@ static uint64_t ev_time(const struct hoff__trace *t, uint32_t i) {
     return e->t_gpu_ns != HOFF__TIME_UNKNOWN ? e->t_gpu_ns : e->t_cpu_ns;
 }
 
-/* ns to move bytes at gbps (bytes per ns). */
+/* ns to move bytes at gbps (bytes per ns): core/xfer.h's rule; 0 at no rate. */
 static uint64_t xfer_ns(uint64_t bytes, double gbps) {
-    return gbps > 0 ? (uint64_t)((double)bytes / gbps + 0.5) : 0;
+    return gbps > 0 ? hoff__copy_ns(bytes, gbps) : 0;
 }
 
 /* The block intervals on the host, from the schedule's actions, and when

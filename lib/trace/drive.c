@@ -315,6 +315,8 @@ static int do_event(struct drv *d, size_t i) {
             return api_error(-errno, "hoff_malloc", d, i);
         d->gen[e->block] = 0;
         d->defined[e->block] = 0;
+        if (d->o->on_alloc)
+            d->o->on_alloc(d->o->on_event_arg, d->step, e->block, d->ptr[e->block], (size_t)e->size);
         if (d->o->verify && touchable(d, e->block))
             stamp(d, e->block);
         return 0;

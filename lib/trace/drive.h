@@ -23,6 +23,9 @@ struct hoff__drive_opts {
      * ev of the trace, and after hoff_step_end (ev = the trace's nev), with
      * the step's index (hoff-plan timeline/export sample the context there). */
     void (*on_event)(void *arg, int step, size_t ev);
+    /* If set, called after each allocation with the trace's block id and the
+     * pointer hoff gave it (on_event_arg too). */
+    void (*on_alloc)(void *arg, int step, uint32_t block, const void *p, size_t size);
     void *on_event_arg;
 };
 
