@@ -47,11 +47,19 @@ enum hoff_sim_protect {
     HOFF_SIM_PROTECT = 1, /* ...and mprotect()ed: a stray access crashes */
 };
 
+/* When a freed device-pool block may be handed out again (HOFF_FREE_FENCE). */
+enum hoff_free_fence {
+    HOFF_FENCE_STREAM = 0, /* once the free's stream passed the free (streams ordered before it by the
+                              caller, or named with hoff_record_stream, are covered) */
+    HOFF_FENCE_DEVICE = 1, /* once the whole device passed the free: safe for streams hoff never sees */
+};
+
 struct hoff_config {
     uint32_t version;              /* HOFF_CONFIG_VERSION */
     uint32_t size;                 /* sizeof(struct hoff_config) */
     int backend;                   /* enum hoff_backend_kind  (HOFF_BACKEND) */
-    int device;                    /* CUDA device ordinal     (HOFF_DEVICE) */
+    int device;                    /* CUDA device ordinal     (HOFF_DEVICE); -1 = LOCAL_RANK when
+                                      set, else the calling thread's current device */
     uint64_t budget_bytes;         /* resident offload bytes; 0 = no limit (HOFF_BUDGET) */
     uint64_t host_cap_bytes;       /* host-tier bytes; 0 = no limit (HOFF_HOST_CAP) */
     uint64_t managed_min_bytes;    /* in-step allocations >= this are offload
@@ -98,6 +106,9 @@ struct hoff_config {
     uint64_t plan_time_ns;         /* time budget of one planning: the planner answers within it
                                       with the best schedule found so far; 0 = no limit
                                       (HOFF_PLAN_TIME) */
+    int free_fence;                /* enum hoff_free_fence    (HOFF_FREE_FENCE) */
+    double budget_pct;             /* the budget as a percentage of this context's device's memory
+                                      (each rank's own GPU); 0 = use budget_bytes (HOFF_BUDGET_PCT) */
 };
 
 /* Fill cfg with the defaults (no environment). */
@@ -389,7 +400,7 @@ HOFF_API int hoff_sim_touch(hoff_ctx *ctx, void *ptr, int write);
  * Statistics: one versioned struct (hoff_stats(3)).
  * ------------------------------------------------------------------------- */
 
-#define HOFF_STATS_VERSION 3
+#define HOFF_STATS_VERSION 4
 
 /* X(name, description) for every counter, all uint64_t. */
 #define HOFF_STATS_FIELDS(X)                                                   \
@@ -484,7 +495,16 @@ HOFF_API int hoff_sim_touch(hoff_ctx *ctx, void *ptr, int write);
     X(manual_refusals, "manual group moves refused whole: the budget or the host tier could not take the group") \
     X(manual_aborts, "manual groups aborted (their transfers waited for, nothing lost)") \
     X(touch_faults, "sim: blocks paged in because host code touched them while away (hoff_sim_touch)") \
-    X(discard_touches, "uses of a live block hoff released (a read mark; on sim also a fault): its bytes are lost")
+    X(discard_touches, "uses of a live block hoff released (a read mark; on sim also a fault): its bytes are lost") \
+    X(rank, "this process's rank in its job (RANK; 0 without one)")          \
+    X(world_size, "ranks in the job (WORLD_SIZE; 1 without one)")            \
+    X(local_rank, "rank on this node (LOCAL_RANK; 0 without one)")          \
+    X(device, "the CUDA device (ordinal) this context allocates on")         \
+    X(capture_allocs, "allocations made while their stream was capturing a CUDA graph (device pool, graph-private)") \
+    X(graph_private_bytes, "device-pool bytes held for captured CUDA graphs (never reused outside a capture)") \
+    X(deferred_frees, "device-pool frees held until the whole device passed them (HOFF_FREE_FENCE=device)") \
+    X(deferred_bytes, "device-pool bytes freed and waiting for the device to pass the free") \
+    X(free_fence_syncs, "device-wide synchronisations that released deferred frees")
 
 struct hoff_stats {
     uint32_t version; /* HOFF_STATS_VERSION */

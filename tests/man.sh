@@ -25,7 +25,7 @@ for f in $fields; do
 done
 
 # 3. hoff-stat's options and hoff-plan's commands.
-for o in pid interval count once json clean dir help version; do
+for o in pid job interval count once json clean dir help version; do
     grep -q -- "\\\\-\\\\-$o" "$man/hoff-stat.1" || bad "hoff-stat.1 does not document --$o"
 done
 for c in simulate show timeline export synth info; do

@@ -158,6 +158,19 @@ check "$tmp.out" "no trace was written" "-o X.%p.trace, nothing written (message
 ./hoff-record -q -o "$tmp.%p.pid" -- tests/record_prog >"$tmp.out" 2>&1 ||
     { echo "FAIL: -o X.%p.trace exited non-zero though a trace was written"; cat "$tmp.out"; fail=1; }
 ls "$tmp".[0-9]*.pid >/dev/null 2>&1 || { echo "FAIL: -o X.%p.trace wrote no X.PID.trace"; fail=1; }
+# 4c. Ranks of a torchrun job share -o: a name without %r or %p is refused in every rank (nothing written, the
+#     old file kept, a message saying why); with %r each rank writes its own.
+echo "old" >"$tmp.shared"
+RANK=1 WORLD_SIZE=2 ./hoff-record -o "$tmp.shared" -- tests/record_prog >"$tmp.out" 2>&1
+rc=$?
+[ "$rc" -eq 1 ] || { echo "FAIL: -o FILE with WORLD_SIZE=2 exited $rc, expected 1 (no trace)"; fail=1; }
+check "$tmp.out" "the 2 ranks of this job would all write that one file" "-o FILE with WORLD_SIZE=2 (message)"
+[ "$(cat "$tmp.shared")" = old ] || { echo "FAIL: -o FILE with WORLD_SIZE=2 replaced the file"; fail=1; }
+for r in 0 1; do
+    RANK=$r WORLD_SIZE=2 ./hoff-record -q -o "$tmp.rank%r" -- tests/record_prog >"$tmp.out" 2>&1 ||
+        { echo "FAIL: -o X.%r with RANK=$r exited non-zero"; cat "$tmp.out"; fail=1; }
+    [ -s "$tmp.rank$r" ] || { echo "FAIL: -o X.%r with RANK=$r wrote no X.$r"; fail=1; }
+done
 if [ "$(id -u)" = 0 ]; then
     # Twins of /dev/null and /dev/full: never removed; the full one is a failure.
     mknod "$tmp.null" c 1 3 && mknod "$tmp.full" c 1 7

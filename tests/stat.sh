@@ -1,6 +1,6 @@
 #!/bin/sh
 # stat.sh — hoff-stat against a running hoff-demo (sim backend): the list, a watched process's figures equal to the
-# demo's own stats at the same step, the line format against stored expected output, the JSON against
+# demo's own stats at the same step, a job's ranks grouped with a total and watched together (--job), the line format against stored expected output, the JSON against
 # doc/hoff-stat.schema.json, stale segments and --clean, and every refusal (symlink, other owner, truncated,
 # garbage, wrong version or size) with a clear message and no crash.  Runs in the build directory ($builddir or cwd).
 set -u
@@ -213,7 +213,7 @@ refused "hoff.$uid.$ns.4194304" "not a hoff statistics segment" "a segment of ra
 python3 - "$live" "$seg_dir/hoff.$uid.$ns.4194305" "$seg_dir/hoff.$uid.$ns.4194306" "$seg_dir/hoff.$uid.$ns.4194307" <<'EOF'
 import os, struct, sys
 data = bytearray(open(sys.argv[1], "rb").read())
-v = bytearray(data); struct.pack_into("<I", v, 8, 3)          # layout version 3
+v = bytearray(data); struct.pack_into("<I", v, 8, 4)          # layout version 4
 w = bytearray(data); struct.pack_into("<I", w, 24, 1 << 30)   # another stats size
 x = bytearray(data) + b"\0" * 64                              # longer than the header says
 for path, d in zip(sys.argv[2:], (v, w, x)):
@@ -221,7 +221,7 @@ for path, d in zip(sys.argv[2:], (v, w, x)):
         f.write(d)
     os.chmod(path, 0o600)
 EOF
-refused "hoff.$uid.$ns.4194305" "layout version 3" "a segment of another layout version"
+refused "hoff.$uid.$ns.4194305" "layout version 4" "a segment of another layout version"
 refused "hoff.$uid.$ns.4194306" "stats version" "a segment of another stats size"
 refused "hoff.$uid.$ns.4194307" "the header says" "a segment longer than its header says"
 cp "$live" "$seg_dir/hoff.$uid.$ns.4194308"
@@ -351,6 +351,79 @@ for key in '"ratio":' '"ratio_paired_median":' '"publish_on_pair_ns_median":' '"
            '"write_ns":' '"segment_matches_stats":true'; do
     check "$tmp.bench" "$key" "bench/stats --json"
 done
+
+# 5b. One job: three hoff-demo ranks as torchrun starts them (RANK, WORLD_SIZE, TORCHELASTIC_RUN_ID) and one
+#     process outside it.  The list groups the ranks under the job with a total; --job watches all three.
+say "a job of 3 ranks"
+job=statjob-$$
+demo_pids=""
+for r in 0 1 2; do
+    RANK=$r WORLD_SIZE=3 LOCAL_RANK=$r TORCHELASTIC_RUN_ID=$job HOFF_BUDGET=8M \
+        ./hoff-demo $small --steps 3 --hold 60 >"$tmp.rank$r" 2>&1 &
+    demo_pids="$demo_pids $!"
+done
+./hoff-demo $small --steps 3 --hold 60 >"$tmp.lone" 2>&1 &
+lone=$!
+demo_pids="$demo_pids $lone"
+n=0
+for i in $(seq 1 300); do
+    n=$(./hoff-stat --json 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print(sum(1 for p in d["processes"] if p.get("job") == sys.argv[1] and p.get("steps", 0) >= 3))' "$job")
+    [ "$n" = 3 ] && break
+    sleep 0.2
+done
+[ "$n" = 3 ] || bad "hoff-stat --json: $n of the 3 ranks of job $job listed with 3 steps"
+./hoff-stat >"$tmp.jlist" 2>/dev/null
+expect_rc $? 0 "hoff-stat (list with a job)" "$tmp.jlist"
+cat "$tmp.jlist"
+check "$tmp.jlist" "^job $job: 3 of 3 ranks on this node" "the job's heading"
+python3 - "$tmp.jlist" "$job" "$lone" <<'PY' || bad "the job's ranks are not listed together under its heading, with its total"
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+job, lone = sys.argv[2], sys.argv[3]
+h = next(i for i, l in enumerate(lines) if l.startswith("job %s:" % job))
+ranks = lines[h + 1:h + 4]
+for r, l in enumerate(ranks):
+    assert re.search(r"rank %d on GPU %d, alive$" % (r, r), l), l
+total = lines[h + 4]
+# the state is the ranks' common one, or "mixed" (a rank whose plan is still being made is in warmup)
+assert re.match(r"^ *total +%s +(warmup|replay|mixed) +3 .* 24M +job total \(3 ranks here" % re.escape(job[:15]),
+                total), total
+assert not any(l.split()[0] == lone for l in lines[h:h + 5]), "the lone process is inside the job"
+PY
+./hoff-stat --json >"$tmp.jlist.json" 2>/dev/null
+python3 "$srcdir/tests/schema_check.py" "$srcdir/doc/hoff-stat.schema.json" list <"$tmp.jlist.json" >"$tmp.out" 2>&1 ||
+    { bad "hoff-stat --json with a job does not match the schema"; cat "$tmp.out"; }
+python3 - "$tmp.jlist.json" "$job" <<'PY' || bad "hoff-stat --json: the job's entry"
+import json, sys
+d = json.load(open(sys.argv[1]))
+j = [x for x in d["jobs"] if x["job"] == sys.argv[2]]
+assert len(j) == 1, d["jobs"]
+j = j[0]
+assert j["world_size"] == 3 and j["ranks"] == [0, 1, 2] and j["steps_min"] == 3, j
+assert j["budget_bytes"] == 3 * 8 << 20, j
+PY
+./hoff-stat --job "$job" -i 0.2 -c 2 >"$tmp.jwatch" 2>&1
+expect_rc $? 0 "hoff-stat --job $job -i 0.2 -c 2" "$tmp.jwatch"
+cat "$tmp.jwatch"
+[ "$(grep -c '^0 ' "$tmp.jwatch")" = 2 ] && [ "$(grep -c '^2 ' "$tmp.jwatch")" = 2 ] &&
+    [ "$(grep -c '^total ' "$tmp.jwatch")" = 2 ] || bad "hoff-stat --job: want a line per rank and a total per interval"
+check "$tmp.jwatch" "^rank  *state" "hoff-stat --job header"
+check "$tmp.jwatch" "^total  *[a-z]*  *3 .* 24M " "hoff-stat --job total line (fewest steps, summed budget)"
+./hoff-stat --job "$job" --once --json >"$tmp.jwatch.json" 2>&1
+expect_rc $? 0 "hoff-stat --job --once --json" "$tmp.jwatch.json"
+[ "$(wc -l <"$tmp.jwatch.json")" = 3 ] || bad "hoff-stat --job --once --json: want 3 lines (one per rank)"
+python3 "$srcdir/tests/schema_check.py" "$srcdir/doc/hoff-stat.schema.json" sample <"$tmp.jwatch.json" >"$tmp.out" 2>&1 ||
+    { bad "hoff-stat --job --json lines do not match the schema"; cat "$tmp.out"; }
+./hoff-stat --job "no-such-job-$$" --once >"$tmp.out" 2>&1
+expect_rc $? 1 "hoff-stat --job of no running job" "$tmp.out"
+check "$tmp.out" "no hoff process of job 'no-such-job-$$'" "hoff-stat --job of no running job"
+./hoff-stat --job "$job" -p 1 >"$tmp.out" 2>&1
+expect_rc $? 2 "hoff-stat --job with -p" "$tmp.out"
+for p in $demo_pids; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+demo_pids=""
 
 # 6. Usage errors.
 ./hoff-stat -p notapid >"$tmp.out" 2>&1

@@ -154,6 +154,16 @@ static void test_several_gpus(void) {
     hoff__host_tier_close(t);
 }
 
+/* An 8-GPU node on two sockets (issue 20): each rank's GPU -> its own socket's node. */
+static void test_eight_gpus(void) {
+    char bus[16];
+
+    for (int d = 0; d < 8; d++) {
+        snprintf(bus, sizeof bus, "0000:%02x:00.0", 0x10 + d);
+        EXPECT_NODE("eight-gpus.xml", bus, d / 4);
+    }
+}
+
 static void test_gpu_not_found(void) {
     struct hoff__host_tier *t;
 
@@ -520,6 +530,7 @@ int main(void) {
         {"one_socket", test_one_socket},
         {"no_numa_information", test_no_numa_information},
         {"several_gpus", test_several_gpus},
+        {"eight_gpus", test_eight_gpus},
         {"gpu_not_found", test_gpu_not_found},
         {"interleave", test_interleave},
         {"explicit_lists", test_explicit_lists},

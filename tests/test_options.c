@@ -91,7 +91,7 @@ static void test_defaults(void) {
     CU_ASSERT_EQUAL(c.version, HOFF_CONFIG_VERSION);
     CU_ASSERT_EQUAL(c.size, sizeof c);
     CU_ASSERT_EQUAL(c.backend, HOFF_BACKEND_AUTO);
-    CU_ASSERT_EQUAL(c.device, 0);
+    CU_ASSERT_EQUAL(c.device, -1); /* LOCAL_RANK, else the current device */
     CU_ASSERT_EQUAL(c.budget_bytes, 0);
     CU_ASSERT_EQUAL(c.host_cap_bytes, 0);
     CU_ASSERT_EQUAL(c.managed_min_bytes, 1ull << 20);
@@ -172,7 +172,7 @@ static void test_default_texts(void) {
 static void test_table(void) {
     int n = hoff_config_count(), i, j;
 
-    CU_ASSERT_EQUAL(n, 33);
+    CU_ASSERT_EQUAL(n, 35);
     CU_ASSERT_PTR_NULL(hoff_config_name(-1));
     CU_ASSERT_PTR_NULL(hoff_config_name(n));
     CU_ASSERT_PTR_NULL(hoff_config_help(n));
@@ -245,6 +245,8 @@ static const struct {
     {"groups", "off", "0"},
     {"plan_thread", "no", "0"},
     {"plan_time", "250ms", "250ms"},
+    {"free_fence", "device", "device"},
+    {"budget_pct", "12.5", "12.5"},
 };
 #define NRT ((int)(sizeof roundtrips / sizeof roundtrips[0]))
 
@@ -436,7 +438,7 @@ static void test_parse_int(void) {
     good("device", "+7", "7");
     good("device", "1023", "1023");
     good("queue_depth", "1048576", "1048576");
-    bad("device", "-1");
+    bad("device", "-2");
     bad("device", "1024");
     bad("device", "x");
     bad("device", "3x");
@@ -652,7 +654,7 @@ static void test_messages(void) {
               "HOFF_OVERSUBSCRIBE='maybe': not a boolean; expected 1, 0, yes, no, true, "
               "false, on or off");
     CHECK_MSG(&c, "HOFF_DEVICE", "one",
-              "HOFF_DEVICE='one': not an integer; expected an integer from 0 to 1023");
+              "HOFF_DEVICE='one': not an integer; expected an integer from -1 to 1023");
     CHECK_MSG(&c, "HOFF_QUEUE_DEPTH", "0",
               "HOFF_QUEUE_DEPTH='0': out of range; expected an integer from 1 to 1048576");
     CHECK_MSG(&c, "HOFF_SIM_H2D_GBPS", "fast",
@@ -806,7 +808,7 @@ static void test_unknown(void) {
     CU_ASSERT_EQUAL(set(&c, "", "1"), -ENOENT);
     CU_ASSERT_EQUAL(set(&c, "HOFF_", "1"), -ENOENT);
     CU_ASSERT_EQUAL(set(&c, "budget_bytes", "1"), -ENOENT); /* the field, not the option */
-    CU_ASSERT(strstr(err, "'budget'") != NULL);
+    CU_ASSERT(strstr(err, "did you mean 'budget") != NULL); /* budget or budget_pct */
     /* reserved variables are not options */
     CU_ASSERT_EQUAL(set(&c, "HOFF_LIBRARY", "1"), -ENOENT);
     CU_ASSERT_STRING_EQUAL(err, "HOFF_LIBRARY is not a configuration option: it is read by "
@@ -1142,8 +1144,8 @@ static void test_validate(void) {
     c.backend = 7;
     CU_ASSERT(validate_fails(&c, "backend (HOFF_BACKEND) is 7; expected one of auto, sim, cuda"));
     hoff_config_init(&c);
-    c.device = -1;
-    CU_ASSERT(validate_fails(&c, "device (HOFF_DEVICE) is -1; expected an integer from 0 to 1023"));
+    c.device = -2;
+    CU_ASSERT(validate_fails(&c, "device (HOFF_DEVICE) is -2; expected an integer from -1 to 1023"));
     hoff_config_init(&c);
     c.budget_bytes = 1ull << 60;
     CU_ASSERT(validate_fails(&c, "budget (HOFF_BUDGET) is 1048576T; expected a size from 0 to 1024T"));
@@ -1512,7 +1514,7 @@ static void test_stats_json(void) {
     st.version = HOFF_STATS_VERSION;
     len = hoff_stats_format_json(&st, buf, sizeof buf);
     CU_ASSERT_EQUAL(read_json(buf, keys, vals, (int)NSTATS + 2), (int)NSTATS + 1);
-    CU_ASSERT(strncmp(buf, "{\"version\":3,\"budget_bytes\":0,", 30) == 0);
+    CU_ASSERT(strncmp(buf, "{\"version\":4,\"budget_bytes\":0,", 30) == 0);
 }
 
 static void test_stats_json_truncation(void) {

@@ -77,7 +77,7 @@ static void write_file(const char *name, const void *buf, size_t len, mode_t mod
 static void good_segment(struct hoff__pub_segment *seg) {
     struct hoff_stats st;
 
-    hoff__pub_header_init(seg, "greedy", "sim");
+    hoff__pub_header_init(seg, "greedy", "sim", "");
     fill_stats(&st, 1000);
     hoff__pub_store(seg, &st, 42);
 }
@@ -105,7 +105,7 @@ static void test_round_trip(void) {
     uint64_t un = 0, up = 0;
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(seg);
-    hoff__pub_header_init(seg, "greedy", "sim");
+    hoff__pub_header_init(seg, "greedy", "sim", "");
     CU_ASSERT_EQUAL(seg->h.magic, HOFF__PUB_MAGIC);
     CU_ASSERT_EQUAL(seg->h.version, HOFF__PUB_VERSION);
     CU_ASSERT_EQUAL(seg->h.size, sizeof *seg);
@@ -341,7 +341,7 @@ static void test_writer_alive(void) {
     pid_t pid;
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(seg);
-    hoff__pub_header_init(seg, "greedy", "sim");
+    hoff__pub_header_init(seg, "greedy", "sim", "");
     CU_ASSERT(seg->h.proc_start != 0);
     CU_ASSERT_EQUAL(seg->h.proc_start, hoff__proc_start(getpid()));
     CU_ASSERT_EQUAL(hoff__pub_writer_alive(&seg->h), 1);
@@ -451,7 +451,7 @@ static void test_alive_other_ns(void) {
     CU_ASSERT_EQUAL_FATAL(mkdir(path, 0755), 0);
     fake_proc(proc, 4242, 777, "4242\t7", 555); /* pid 7 of namespace 777, 4242 here */
     hoff__pub_set_self_ns(999); /* not the initial namespace: what we do not see may live */
-    hoff__pub_header_init(seg, "greedy", "sim");
+    hoff__pub_header_init(seg, "greedy", "sim", "");
     seg->h.pid_ns = 777;
     seg->h.pid = 7;
     seg->h.proc_start = 555;
@@ -606,7 +606,7 @@ static void test_refusals(void) {
     *bad = *seg;
     bad->h.version = HOFF__PUB_VERSION + 1;
     write_file(name, bad, sizeof *bad, 0600);
-    expect_refused(name, -EPROTO, "layout version 3");
+    expect_refused(name, -EPROTO, "layout version 4");
     *bad = *seg;
     bad->h.stats_version = HOFF_STATS_VERSION + 1;
     write_file(name, bad, sizeof *bad, 0600);

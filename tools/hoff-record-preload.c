@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "core/rank.h"
 #include "trace/trace.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -56,6 +57,7 @@ static struct {
     long record_step;           /* which marked step to record (0-based) */
     char output[4096];
     char status[4096];          /* HOFF_RECORD_STATUS: a line per written trace goes here ("" = none) */
+    struct hoff__rank rank;     /* RANK / WORLD_SIZE: %r in the output path */
     int quiet;
     /* live tracked allocations */
     struct entry *tab;
@@ -363,23 +365,17 @@ EXPORT void *pvalloc(size_t size) {
 
 /* --- writing the trace ----------------------------------------------------------- */
 
-/* The output path with %p replaced by the pid and %% by %. */
+/* The output path with %r replaced by the rank, %p by the pid and %% by %
+ * (core/rank.h: the rule HOFF_TRACE follows too).  rec_init has checked the
+ * pattern, so this cannot fail but for a path too long (then "" and a
+ * message). */
 static void output_path(char *buf, size_t len) {
-    const char *s = R.output;
-    size_t n = 0;
+    char err[512];
 
-    for (; *s && n + 24 < len; s++) {
-        if (s[0] == '%' && s[1] == 'p') {
-            n += (size_t)snprintf(buf + n, len - n, "%ld", (long)getpid());
-            s++;
-        } else if (s[0] == '%' && s[1] == '%') {
-            buf[n++] = '%';
-            s++;
-        } else {
-            buf[n++] = *s;
-        }
+    if (hoff__path_expand(buf, len, R.output, &R.rank, "hoff-record -o", err, sizeof err) != 0) {
+        say("%s", err);
+        buf[0] = '\0';
     }
-    buf[n] = '\0';
 }
 
 /* Tell the launcher (HOFF_RECORD_STATUS) that path was written: one line,
@@ -674,6 +670,17 @@ __attribute__((constructor)) static void rec_init(void) {
         goto out;
     }
     snprintf(R.output, sizeof R.output, "%s", out);
+    {
+        /* Every rank of a torchrun job inherits the same -o: refuse a name
+         * they would all write (one trace would silently replace the others). */
+        char err[512], path[sizeof R.output + 32];
+
+        if (hoff__rank_from_env(&R.rank, err, sizeof err) != 0 ||
+            hoff__path_expand(path, sizeof path, R.output, &R.rank, "hoff-record -o", err, sizeof err) != 0) {
+            say("%s: recording nothing", err);
+            goto out;
+        }
+    }
     if (status && strlen(status) < sizeof R.status)
         snprintf(R.status, sizeof R.status, "%s", status);
     R.threshold = (uint64_t)1 << 20;

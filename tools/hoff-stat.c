@@ -1,9 +1,11 @@
 /* hoff-stat.c — live statistics of the hoff processes of the calling user, read from their shared-memory segments:
- * a list of processes, or one process watched a line per interval in the manner of vmstat (or as JSON).
+ * a list of processes (the ranks of a multi-process job grouped under their job id, with a job total), or one
+ * process, or all ranks of one job on this node, watched a line per interval in the manner of vmstat (or as JSON).
  * Threading: single-threaded.  Never follows a link, reads only the user's own segments, never writes to one. */
 #include "config.h"
 
 #include <dirent.h>
+#include <stddef.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -31,6 +33,7 @@ static const char *cmd = "hoff-stat";
 struct opts {
     const char *dir;       /* where the segments are */
     const char *target;    /* -p: "PID" or "PID.K" */
+    const char *job;       /* --job: a job id */
     double interval;       /* seconds */
     long count;            /* samples; -1 = until the process ends */
     int json, clean;
@@ -227,9 +230,26 @@ struct entry {
 /* A liveness as JSON: null when it cannot be told (another pid namespace). */
 #define ALIVE_JSON(a) ((a) == HOFF__PUB_ALIVE ? "true" : (a) == HOFF__PUB_GONE ? "false" : "null")
 
+/* The job id of a readable segment ("" outside a job, or unreadable), printable. */
+static const char *entry_job(const struct entry *e, char *buf, size_t len) {
+    if (!e->ok || !e->h.job[0]) {
+        buf[0] = '\0';
+        return buf;
+    }
+    clean_name(buf, len, e->h.job, sizeof e->h.job);
+    return buf;
+}
+
+/* Processes outside a job first (by pid), then each job's ranks together, by rank. */
 static int cmp_entry(const void *a, const void *b) {
     const struct entry *x = a, *y = b;
+    char jx[80], jy[80];
+    int c = strcmp(entry_job(x, jx, sizeof jx), entry_job(y, jy, sizeof jy));
 
+    if (c)
+        return c;
+    if (jx[0] && x->st.rank != y->st.rank)
+        return x->st.rank < y->st.rank ? -1 : 1;
     if (x->pid != y->pid)
         return x->pid < y->pid ? -1 : 1;
     return strcmp(x->name, y->name);
@@ -338,6 +358,90 @@ static int remove_stale(const char *dir, const struct entry *e) {
     return unlink(path) == 0 ? 0 : -errno;
 }
 
+/* --- jobs ------------------------------------------------------------------------ */
+
+/* What a job's ranks on this node add up to: resident, budget, host and NVMe bytes and the pools summed; steps
+ * the fewest any rank completed (the job's progress); the slowest rank's last step. */
+struct job_total {
+    size_t ranks;
+    uint64_t world_size, steps_min, last_step_max, resident, budget, host, nvme, mapped, evictions, faults;
+    int state;          /* the ranks' common plan state, or -1 when they differ */
+};
+
+static void job_add(struct job_total *t, const struct hoff_stats *st) {
+    if (t->ranks == 0) {
+        t->steps_min = st->steps;
+        t->state = (int)st->plan_state;
+    }
+    t->ranks++;
+    if (st->world_size > t->world_size)
+        t->world_size = st->world_size;
+    if (st->steps < t->steps_min)
+        t->steps_min = st->steps;
+    if (st->last_step_ns > t->last_step_max)
+        t->last_step_max = st->last_step_ns;
+    if ((int)st->plan_state != t->state)
+        t->state = -1;
+    t->resident += st->resident_bytes;
+    t->budget += st->budget_bytes;
+    t->host += st->host_bytes;
+    t->nvme += st->nvme_bytes;
+    t->mapped += st->device_pool_bytes + st->managed_pool_bytes;
+    t->evictions += st->evictions;
+    t->faults += st->faults;
+}
+
+/* The readable entries of v[0..n) of job (sorted: they are together). */
+static struct job_total job_sum(const struct entry *v, size_t n, const char *job) {
+    struct job_total t;
+    char j[80];
+
+    memset(&t, 0, sizeof t);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(entry_job(&v[i], j, sizeof j), job) == 0)
+            job_add(&t, &v[i].st);
+    return t;
+}
+
+static void print_job_heading(const struct entry *v, size_t n, const char *job) {
+    struct job_total t = job_sum(v, n, job);
+
+    printf("job %s: %zu of %" PRIu64 " rank%s on this node\n", job, t.ranks, t.world_size,
+           t.world_size == 1 ? "" : "s");
+}
+
+static void print_job_total(const struct entry *v, size_t n, const char *job) {
+    struct job_total t = job_sum(v, n, job);
+
+    printf("%7s  %-15.15s %-7s %-8s %-8s %6" PRIu64 " %6s %6s %7s  job total (%zu ranks here; steps: the "
+           "fewest; bytes: summed)\n", "total", job, "", "", t.state < 0 ? "mixed" : PSTATE((uint64_t)t.state),
+           t.steps_min, HS(t.resident), t.budget ? HS(t.budget) : "none", "", t.ranks);
+}
+
+static void print_jobs_json(const struct entry *v, size_t n) {
+    size_t i, k, njobs = 0;
+    char job[80], pj[80];
+
+    for (i = 0; i < n; i++) {
+        struct job_total t;
+
+        if (!entry_job(&v[i], job, sizeof job)[0] || (i && strcmp(entry_job(&v[i - 1], pj, sizeof pj), job) == 0))
+            continue;
+        t = job_sum(v + i, n - i, job);
+        printf("%s{\"job\":", njobs++ ? "," : "");
+        json_str(stdout, job);
+        printf(",\"world_size\":%" PRIu64 ",\"ranks\":[", t.world_size);
+        for (k = i; k < n && strcmp(entry_job(&v[k], pj, sizeof pj), job) == 0; k++)
+            printf("%s%" PRIu64, k > i ? "," : "", v[k].st.rank);
+        printf("],\"pids\":[");
+        for (k = i; k < n && strcmp(entry_job(&v[k], pj, sizeof pj), job) == 0; k++)
+            printf("%s%d", k > i ? "," : "", (int)v[k].pid);
+        printf("],\"steps_min\":%" PRIu64 ",\"resident_bytes\":%" PRIu64 ",\"budget_bytes\":%" PRIu64
+               ",\"host_bytes\":%" PRIu64 ",\"nvme_bytes\":%" PRIu64 ",\"pool_bytes\":%" PRIu64 "}",
+               t.steps_min, t.resident, t.budget, t.host, t.nvme, t.mapped);
+    }
+}
+
 static int cmd_list(const struct opts *o) {
     struct entry *v;
     size_t n, i, stale = 0, removed = 0;
@@ -373,12 +477,25 @@ static int cmd_list(const struct opts *o) {
                        ",\"budget_bytes\":%" PRIu64 ",\"started\":%.3f",
                        PSTATE(e->st.plan_state), e->st.steps, e->st.resident_bytes, e->st.budget_bytes,
                        (double)e->h.start_ns / 1e9);
+                {
+                    char j[80];
+
+                    printf(",\"job\":");
+                    if (entry_job(e, j, sizeof j)[0])
+                        json_str(stdout, j);
+                    else
+                        printf("null");
+                    printf(",\"rank\":%" PRIu64 ",\"world_size\":%" PRIu64 ",\"local_rank\":%" PRIu64
+                           ",\"device\":%" PRIu64, e->st.rank, e->st.world_size, e->st.local_rank, e->st.device);
+                }
             } else {
                 printf(",\"error\":");
                 json_str(stdout, e->why);
             }
             printf("}");
         }
+        printf("],\"jobs\":[");
+        print_jobs_json(v, n);
         printf("]}\n");
     } else if (n == 0) {
         printf("no hoff processes of uid %u (no %s/" HOFF__PUB_PREFIX "%u.* segments)\n", (unsigned)getuid(), o->dir,
@@ -388,6 +505,11 @@ static int cmd_list(const struct opts *o) {
                "STEPS", "RESID", "BUDGET", "UPTIME", "STATUS");
         for (i = 0; i < n; i++) {
             const struct entry *e = &v[i];
+            char job[80], pj[80];
+
+            /* A job's first rank: its heading; after its last: its total. */
+            if (entry_job(e, job, sizeof job)[0] && (i == 0 || strcmp(entry_job(&v[i - 1], pj, sizeof pj), job)))
+                print_job_heading(v + i, n - i, job);
             char comm[64], b[32], p[32], up[32];
             const char *status = e->alive == HOFF__PUB_ALIVE    ? "alive"
                                  : e->alive == HOFF__PUB_UNKNOWN ? "other pid namespace (cannot tell if alive)"
@@ -409,9 +531,16 @@ static int cmd_list(const struct opts *o) {
             clean_name(b, sizeof b, e->h.backend, sizeof e->h.backend);
             clean_name(p, sizeof p, e->h.planner, sizeof e->h.planner);
             huptime(now_ns > e->h.start_ns ? (now_ns - e->h.start_ns) / 1000000000ull : 0, up, sizeof up);
-            printf("%7s  %-15.15s %-7.7s %-8.8s %-8s %6" PRIu64 " %6s %6s %7s  %s\n", pidcol, comm, b, p,
-                   PSTATE(e->st.plan_state), e->st.steps, HS(e->st.resident_bytes),
-                   e->st.budget_bytes ? HS(e->st.budget_bytes) : "none", up, status);
+            if (job[0]) /* a rank: its rank and device in the status column */
+                printf("%7s  %-15.15s %-7.7s %-8.8s %-8s %6" PRIu64 " %6s %6s %7s  rank %" PRIu64 " on GPU %" PRIu64
+                       ", %s\n", pidcol, comm, b, p, PSTATE(e->st.plan_state), e->st.steps, HS(e->st.resident_bytes),
+                       e->st.budget_bytes ? HS(e->st.budget_bytes) : "none", up, e->st.rank, e->st.device, status);
+            else
+                printf("%7s  %-15.15s %-7.7s %-8.8s %-8s %6" PRIu64 " %6s %6s %7s  %s\n", pidcol, comm, b, p,
+                       PSTATE(e->st.plan_state), e->st.steps, HS(e->st.resident_bytes),
+                       e->st.budget_bytes ? HS(e->st.budget_bytes) : "none", up, status);
+            if (job[0] && (i + 1 == n || strcmp(entry_job(&v[i + 1], pj, sizeof pj), job)))
+                print_job_total(v, i + 1, job);
         }
     }
     if (!o->json && !o->clean && stale)
@@ -487,11 +616,14 @@ static int col_w(int i) {
     return cols[i].width < 0 ? -cols[i].width : cols[i].width;
 }
 
-/* "--group-----" over each run of columns of one group, then the names. */
-static void print_header(void) {
+/* "--group-----" over each run of columns of one group, then the names; with lead (--job), a first column. */
+static void print_header(const char *lead) {
     char line[512];
     size_t pos = 0;
     int i, j;
+
+    if (lead)
+        pos = (size_t)snprintf(line, sizeof line, "%-6s ", "");
 
     for (i = 0; i < NCOLS; i = j) {
         int w = 0, k;
@@ -505,6 +637,8 @@ static void print_header(void) {
         line[pos] = '\0';
     }
     puts(line);
+    if (lead)
+        printf("%-6s ", lead);
     for (i = 0; i < NCOLS; i++)
         printf("%s%*s", i ? " " : "", cols[i].width, cols[i].name);
     putchar('\n');
@@ -523,7 +657,7 @@ static double rate(uint64_t now, uint64_t then, double secs) {
     return secs > 0 && now >= then ? (double)(now - then) / secs : 0.0;
 }
 
-static void print_line(const struct sample *s, const struct sample *prev) {
+static void print_line(const struct sample *s, const struct sample *prev, const char *lead, const char *state) {
     const struct hoff_stats *a = &s->st, *b = prev ? &prev->st : NULL;
     struct hoff_stats zero;
     uint64_t from_ns = prev ? prev->update_ns : s->h.start_ns;
@@ -538,7 +672,9 @@ static void print_line(const struct sample *s, const struct sample *prev) {
     }
     lookups = a->cache_hits + a->cache_misses;
 #define V(...) snprintf(v[i++], sizeof v[0], __VA_ARGS__)
-    V("%s", PSTATE(a->plan_state));
+    if (lead)
+        printf("%-6s ", lead);
+    V("%s", state ? state : PSTATE(a->plan_state));
     V("%" PRIu64, a->steps);
     V("%s", a->last_step_ns ? HT(a->last_step_ns) : "-");
     V("%s", a->budget_bytes ? HS(a->budget_bytes) : "none");
@@ -691,8 +827,8 @@ static int cmd_watch(const struct opts *o) {
             print_json(name, &cur, have_prev ? &prev : NULL, alive);
         } else {
             if (lines % every == 0)
-                print_header();
-            print_line(&cur, have_prev ? &prev : NULL);
+                print_header(NULL);
+            print_line(&cur, have_prev ? &prev : NULL, NULL, NULL);
             lines++;
         }
         fflush(stdout);
@@ -709,6 +845,134 @@ static int cmd_watch(const struct opts *o) {
     return 0;
 }
 
+/* --job ID: every rank of the job on this node, a line each per interval, and the job's total. */
+struct rank_slot {
+    char name[256];
+    struct sample cur, prev;
+    int have_prev, seen;
+};
+
+static void sum_sample(struct sample *t, const struct sample *s, int first) {
+    const uint64_t *a = (const uint64_t *)(const void *)&s->st.budget_bytes;
+    uint64_t *z = (uint64_t *)(void *)&t->st.budget_bytes;
+    size_t nf = (sizeof s->st - offsetof(struct hoff_stats, budget_bytes)) / sizeof(uint64_t);
+
+    if (first) {
+        *t = *s;
+        return;
+    }
+    for (size_t i = 0; i < nf; i++) /* every counter summed; the few that do not add up are set below */
+        z[i] += a[i];
+    t->st.steps = t->st.steps - s->st.steps; /* undo: the fewest */
+    if (s->st.steps < t->st.steps)
+        t->st.steps = s->st.steps;
+    t->st.last_step_ns -= s->st.last_step_ns;
+    if (s->st.last_step_ns > t->st.last_step_ns)
+        t->st.last_step_ns = s->st.last_step_ns;
+    t->st.plan_state -= s->st.plan_state;
+    if (s->update_ns > t->update_ns)
+        t->update_ns = s->update_ns;
+    if (s->h.start_ns < t->h.start_ns)
+        t->h.start_ns = s->h.start_ns;
+}
+
+static int cmd_job(const struct opts *o) {
+    struct rank_slot *slot = NULL;
+    size_t nslot = 0;
+    long i;
+    int every = rows_per_header(), lines = 0;
+
+    for (i = 0; o->count < 0 || i < o->count; i++) {
+        struct entry *v;
+        struct sample tot, ptot;
+        size_t n, k, found = 0, with_prev = 0, ntot = 0;
+        int mixed = 0;
+        uint64_t state = 0;
+        char j[80];
+
+        if (i)
+            sleep_s(o->interval);
+        if (scan(o->dir, &v, &n))
+            return EXIT_FAIL;
+        for (k = 0; k < nslot; k++)
+            slot[k].seen = 0;
+        for (k = 0; k < n; k++) {
+            size_t s;
+
+            if (!v[k].ok || strcmp(entry_job(&v[k], j, sizeof j), o->job) != 0)
+                continue;
+            for (s = 0; s < nslot && strcmp(slot[s].name, v[k].name) != 0; s++)
+                ;
+            if (s == nslot) {
+                struct rank_slot *ns = realloc(slot, (nslot + 1) * sizeof *slot);
+
+                if (!ns) {
+                    free(v);
+                    free(slot);
+                    fprintf(stderr, "%s: out of memory\n", cmd);
+                    return EXIT_FAIL;
+                }
+                slot = ns;
+                memset(&slot[nslot], 0, sizeof slot[nslot]);
+                snprintf(slot[nslot].name, sizeof slot[nslot].name, "%s", v[k].name);
+                nslot++;
+            }
+            slot[s].cur.h = v[k].h;
+            slot[s].cur.st = v[k].st;
+            slot[s].cur.update_ns = v[k].update_ns;
+            slot[s].seen = 1;
+            found++;
+        }
+        free(v);
+        if (!found) {
+            free(slot);
+            if (i == 0) {
+                fprintf(stderr, "%s: no hoff process of job '%s' of uid %u on this node ('hoff-stat' lists the "
+                        "jobs)\n", cmd, o->job, (unsigned)getuid());
+                return EXIT_FAIL;
+            }
+            fprintf(stderr, "%s: job %s has ended (no segment of it is left)\n", cmd, o->job);
+            return 0;
+        }
+        if (!o->json && lines % every == 0)
+            print_header("rank");
+        memset(&ptot, 0, sizeof ptot);
+        for (k = 0; k < nslot; k++) {
+            char lead[16];
+
+            if (!slot[k].seen)
+                continue;
+            if (o->json) {
+                print_json(slot[k].name, &slot[k].cur, slot[k].have_prev ? &slot[k].prev : NULL,
+                           hoff__pub_writer_alive(&slot[k].cur.h));
+            } else {
+                snprintf(lead, sizeof lead, "%" PRIu64, slot[k].cur.st.rank);
+                print_line(&slot[k].cur, slot[k].have_prev ? &slot[k].prev : NULL, lead, NULL);
+            }
+            if (ntot == 0)
+                state = slot[k].cur.st.plan_state;
+            mixed |= slot[k].cur.st.plan_state != state;
+            sum_sample(&tot, &slot[k].cur, ntot++ == 0);
+            if (slot[k].have_prev)
+                sum_sample(&ptot, &slot[k].prev, with_prev++ == 0);
+        }
+        if (!o->json) {
+            tot.st.plan_state = state;
+            print_line(&tot, with_prev ? &ptot : NULL, "total", mixed ? "mixed" : NULL);
+            lines++;
+        }
+        fflush(stdout);
+        for (k = 0; k < nslot; k++) {
+            if (slot[k].seen) {
+                slot[k].prev = slot[k].cur;
+                slot[k].have_prev = 1;
+            }
+        }
+    }
+    free(slot);
+    return 0;
+}
+
 /* --------------------------------------------------------------------------------- */
 
 static void usage(FILE *f) {
@@ -716,8 +980,13 @@ static void usage(FILE *f) {
             "usage: hoff-stat [--json] [--clean]          list the hoff processes of this user\n"
             "       hoff-stat -p PID [-i SECONDS] [-c COUNT] [--once] [--json]\n"
             "                                             watch one, a line per interval\n"
+            "       hoff-stat --job ID [-i SECONDS] [-c COUNT] [--once] [--json]\n"
+            "                                             watch the ranks of a job on this node\n"
             "\n"
             "  -p, --pid PID         the process to watch (PID.K for its K-th context)\n"
+            "      --job ID          every rank of job ID on this node (the list names the jobs:\n"
+            "                        TORCHELASTIC_RUN_ID, else MASTER_ADDR:MASTER_PORT), a line\n"
+            "                        each and the job's total per interval\n"
             "  -i, --interval SECS   seconds between lines (default 1; fractions allowed)\n"
             "  -c, --count N         stop after N lines (default: until the process ends)\n"
             "      --once            one sample (-c 1)\n"
@@ -763,7 +1032,8 @@ int main(int argc, char **argv) {
         {"count", required_argument, NULL, 'c'}, {"once", no_argument, NULL, 'o'},
         {"json", no_argument, NULL, 'j'},       {"clean", no_argument, NULL, 'C'},
         {"dir", required_argument, NULL, 'd'},  {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},    {NULL, 0, NULL, 0}};
+        {"version", no_argument, NULL, 'V'},    {"job", required_argument, NULL, 'J'},
+        {NULL, 0, NULL, 0}};
     struct opts o;
     struct sigaction sa;
     int opt, once = 0, have_count = 0, have_interval = 0;
@@ -804,6 +1074,12 @@ int main(int argc, char **argv) {
         case 'C':
             o.clean = 1;
             break;
+        case 'J':
+            if (!*optarg || strlen(optarg) >= sizeof((struct hoff__pub_header *)0)->job)
+                return usage_error("--job: expected a job id of 1 to %zu characters (as 'hoff-stat' lists them), "
+                                   "got '%s'", sizeof((struct hoff__pub_header *)0)->job - 1, optarg);
+            o.job = optarg;
+            break;
         case 'd':
             o.dir = optarg;
             break;
@@ -825,14 +1101,16 @@ int main(int argc, char **argv) {
         return usage_error("--once and -c %ld contradict each other", o.count);
     if (once)
         o.count = 1;
-    if (o.clean && o.target)
-        return usage_error("--clean works on the list, not with -p");
-    if (!o.target && (have_count || have_interval || once))
-        return usage_error("-i, -c and --once need -p PID (the list is printed once)");
+    if (o.clean && (o.target || o.job))
+        return usage_error("--clean works on the list, not with -p or --job");
+    if (o.target && o.job)
+        return usage_error("-p and --job contradict each other: watch one process or one job");
+    if (!o.target && !o.job && (have_count || have_interval || once))
+        return usage_error("-i, -c and --once need -p PID or --job ID (the list is printed once)");
 
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigbus;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGBUS, &sa, NULL);
-    return o.target ? cmd_watch(&o) : cmd_list(&o);
+    return o.target ? cmd_watch(&o) : o.job ? cmd_job(&o) : cmd_list(&o);
 }

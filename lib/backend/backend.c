@@ -14,4 +14,8 @@ int hoff__backend_open_cuda(const struct hoff_config *cfg, struct hoff__backend 
     return hoff__error(-ENODEV, "the cuda backend is not built in (configure found no CUDA; "
                                 "rebuild with --with-cuda=DIR)");
 }
+
+int hoff__cuda_current_device(void) {
+    return -ENODEV;
+}
 #endif

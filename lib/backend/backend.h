@@ -122,6 +122,9 @@ struct hoff__backend_ops {
 
     /* Wait for everything on every stream and copy engine. */
     int (*sync)(struct hoff__backend *be);
+    /* Is stream s being captured into a CUDA graph (cudaStreamIsCapturing)?
+     * 1 yes, 0 no, -errno when it cannot tell.  NULL: never (sim). */
+    int (*stream_capturing)(struct hoff__backend *be, hoff_stream s);
     /* Nanoseconds on the backend's clock (sim: virtual, cuda: CLOCK_MONOTONIC). */
     uint64_t (*clock_ns)(struct hoff__backend *be);
     /* sim: compute on s for ns of virtual time.  cuda: -ENOTSUP. */
@@ -155,6 +158,9 @@ struct hoff__backend {
  * CUDA: hoff__backend_open_cuda then always fails with -ENODEV). */
 int hoff__backend_open_sim(const struct hoff_config *cfg, struct hoff__backend **out);
 int hoff__backend_open_cuda(const struct hoff_config *cfg, struct hoff__backend **out);
+/* The calling thread's current CUDA device (cudaGetDevice: creates no
+ * context), or -ENODEV without CUDA or a device. */
+int hoff__cuda_current_device(void);
 
 /* sim only: counters for tests and reports (zero on other backends). */
 struct hoff__sim_counters {

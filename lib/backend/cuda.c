@@ -338,13 +338,40 @@ static int cuda_dev_alloc(struct hoff__backend *be, size_t size, void **out) {
     rc = dev_enter(b, &saved);
     if (rc)
         return rc;
-    e = cudaMalloc(&p, size);
+    {
+        /* A stream of this thread may be capturing a graph (the pool serves
+         * its allocations): in the global or thread-local capture mode
+         * cudaMalloc, a call that may synchronise, would fail and invalidate
+         * the capture.  The relaxed mode lets it through, as PyTorch's own
+         * allocator does (CUDAStreamCaptureModeGuard). */
+        enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+        int swapped = cudaThreadExchangeStreamCaptureMode(&mode) == cudaSuccess;
+
+        if (!swapped)
+            (void)cudaGetLastError();
+        e = cudaMalloc(&p, size);
+        if (swapped && cudaThreadExchangeStreamCaptureMode(&mode) != cudaSuccess)
+            (void)cudaGetLastError();
+    }
     if (e != cudaSuccess)
         rc = cuda_fail(e, "cudaMalloc(%zu)", size);
     else
         *out = p;
     dev_leave(b, saved);
     return rc;
+}
+
+static int cuda_stream_capturing(struct hoff__backend *be, hoff_stream s) {
+    enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    cudaError_t e;
+
+    (void)be;
+    e = cudaStreamIsCapturing((cudaStream_t)s, &st);
+    if (e != cudaSuccess)
+        return cuda_fail(e, "cudaStreamIsCapturing(%p)", s);
+    /* Invalidated counts as capturing: the capture is still open and must
+     * not see managed memory either. */
+    return st != cudaStreamCaptureStatusNone;
 }
 
 static int cuda_dev_free(struct hoff__backend *be, void *p, size_t size) {
@@ -1087,6 +1114,7 @@ static const struct hoff__backend_ops cuda_ops = {
     .populate = cuda_populate,
     .memcpy = cuda_memcpy,
     .sync = cuda_sync,
+    .stream_capturing = cuda_stream_capturing,
     .clock_ns = cuda_clock_ns,
     .compute = cuda_compute,
 };
@@ -1114,6 +1142,16 @@ static int make_stream(cudaStream_t *s, int prio, const char *what) {
     return 0;
 }
 
+int hoff__cuda_current_device(void) {
+    int n = 0, dev = -1;
+
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n <= 0 || cudaGetDevice(&dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return -ENODEV;
+    }
+    return dev;
+}
+
 int hoff__backend_open_cuda(const struct hoff_config *cfg, struct hoff__backend **out) {
     struct cuda_be *b;
     struct cudaDeviceProp prop;
@@ -1132,8 +1170,12 @@ int hoff__backend_open_cuda(const struct hoff_config *cfg, struct hoff__backend 
     }
     if (n <= 0)
         return hoff__error(-ENODEV, "cuda: no CUDA device (cudaGetDeviceCount: 0 devices)");
+    if (dev < 0 && cudaGetDevice(&dev) != cudaSuccess) { /* -1: the calling thread's device */
+        (void)cudaGetLastError();
+        dev = 0;
+    }
     if (dev < 0 || dev >= n)
-        return hoff__error(-ENODEV, "cuda: no CUDA device %d (HOFF_DEVICE): %d device%s, "
+        return hoff__error(-ENODEV, "cuda: no CUDA device %d (HOFF_DEVICE, or LOCAL_RANK when HOFF_DEVICE is -1): %d device%s, "
                            "ordinals 0..%d", dev, n, n == 1 ? "" : "s", n - 1);
 
     b = calloc(1, sizeof *b);

@@ -3,8 +3,12 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/context.h"
 #include "core/core.h"
@@ -35,6 +39,63 @@ static int open_backend(struct hoff_ctx *ctx) {
     }
 }
 
+/* Who this process is in its job, and what follows from it: the device
+ * when HOFF_DEVICE is -1 (LOCAL_RANK, else the calling thread's current
+ * device), the trace file's name and the spill directory.  0 or -errno with
+ * the message set. */
+static int resolve_rank(struct hoff_ctx *ctx) {
+    char err[512], dir[PATH_MAX];
+    int rc;
+
+    if ((rc = hoff__rank_from_env(&ctx->rank, err, sizeof err)) != 0 ||
+        (rc = hoff__path_expand(ctx->trace_path, sizeof ctx->trace_path, ctx->cfg.trace_path, &ctx->rank,
+                                "HOFF_TRACE", err, sizeof err)) != 0)
+        return hoff__error(rc, "%s", err);
+    if (ctx->cfg.device < 0) {
+        if (ctx->rank.local_rank >= 0)
+            ctx->cfg.device = ctx->rank.local_rank;
+        else if (ctx->cfg.backend != HOFF_BACKEND_SIM)
+            ctx->cfg.device = hoff__cuda_current_device();
+        if (ctx->cfg.device < 0)
+            ctx->cfg.device = 0; /* sim, or no CUDA: the backend says so if it matters */
+    }
+    ctx->spill_dir[0] = '\0';
+    if (!ctx->cfg.spill_dir[0])
+        return 0;
+    /* Several ranks may share HOFF_SPILL_DIR: each spills under its own
+     * rank.<R> there (a %r in HOFF_SPILL_DIR itself can put ranks on
+     * different disks, so it counts as per rank too). */
+    {
+        struct hoff__rank one = ctx->rank;
+
+        one.world_size = 1; /* a spill directory shared by the ranks is fine: the subdirectory separates them */
+        if ((rc = hoff__path_expand(dir, sizeof dir, ctx->cfg.spill_dir, &one, "HOFF_SPILL_DIR", err, sizeof err)))
+            return hoff__error(rc, "%s", err);
+    }
+    if (ctx->rank.world_size <= 1 || strstr(ctx->cfg.spill_dir, "%r")) {
+        snprintf(ctx->spill_dir, sizeof ctx->spill_dir, "%s", dir);
+        return 0;
+    }
+    if (snprintf(ctx->spill_dir, sizeof ctx->spill_dir, "%s/rank.%d", dir, ctx->rank.rank) >=
+        (int)sizeof ctx->spill_dir)
+        return hoff__error(-ENAMETOOLONG, "HOFF_SPILL_DIR=%.64s...: the path is too long", ctx->cfg.spill_dir);
+    if (mkdir(ctx->spill_dir, 0700) != 0 && errno != EEXIST) {
+        rc = -errno;
+        return hoff__error(rc, "HOFF_SPILL_DIR=%s: cannot create the rank's directory %s (%s)", ctx->cfg.spill_dir,
+                           ctx->spill_dir, strerror(-rc));
+    }
+    {
+        struct stat sb;
+
+        /* Never a link planted in its place, never someone else's directory. */
+        if (lstat(ctx->spill_dir, &sb) != 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != geteuid())
+            return hoff__error(-EPERM, "HOFF_SPILL_DIR=%s: %s is not a directory of this user (a link or another "
+                               "user's file is in the way); remove it or choose another HOFF_SPILL_DIR",
+                               ctx->cfg.spill_dir, ctx->spill_dir);
+    }
+    return 0;
+}
+
 /* The host tier (placement of evictions) and, with HOFF_SPILL_DIR, the NVMe
  * tier and its thread. */
 static int open_tiers(struct hoff_ctx *ctx) {
@@ -48,9 +109,9 @@ static int open_tiers(struct hoff_ctx *ctx) {
     if (rc)
         return rc; /* a bad HOFF_NUMA: the message says why */
     hoff__log(HOFF_LOG_INFO, "host tier: %s", hoff__host_tier_describe(ctx->host_tier, desc, sizeof desc));
-    if (!ctx->cfg.spill_dir[0])
+    if (!ctx->spill_dir[0])
         return 0;
-    rc = hoff__nvme_open(&ctx->nvme, ctx->cfg.spill_dir, (size_t)ctx->cfg.spill_chunk_bytes,
+    rc = hoff__nvme_open(&ctx->nvme, ctx->spill_dir, (size_t)ctx->cfg.spill_chunk_bytes,
                          ctx->cfg.io_queue_depth, ctx->host_tier, NULL);
     if (rc)
         goto fail;
@@ -59,7 +120,7 @@ static int open_tiers(struct hoff_ctx *ctx) {
         hoff__error(rc, "cannot start the NVMe tier's thread");
         goto fail;
     }
-    hoff__log(HOFF_LOG_INFO, "NVMe tier in %s: %s", ctx->cfg.spill_dir, hoff__nvme_mode(ctx->nvme, desc, sizeof desc));
+    hoff__log(HOFF_LOG_INFO, "NVMe tier in %s: %s", ctx->spill_dir, hoff__nvme_mode(ctx->nvme, desc, sizeof desc));
     return 0;
 fail:
     if (ctx->nvme)
@@ -117,17 +178,36 @@ HOFF_API int hoff_init(hoff_ctx **out, const struct hoff_config *cfg) {
         return hoff__error(rc, "%s", err);
     }
     hoff__log_set_level(ctx->cfg.log_level);
+    if ((rc = resolve_rank(ctx)) != 0) {
+        hoff__log(HOFF_LOG_ERROR, "%s", hoff_last_error());
+        free(ctx);
+        return rc;
+    }
     pthread_mutex_init(&ctx->lock, NULL);
     pthread_mutex_init(&ctx->done_lock, NULL);
     pthread_cond_init(&ctx->done_cond, NULL);
     if ((rc = open_backend(ctx)) != 0)
         goto fail;
+    if (ctx->cfg.budget_pct > 0) { /* a percentage of this rank's own device */
+        uint64_t free_b = 0, total_b = 0;
+
+        if ((rc = ctx->be->ops->mem_info(ctx->be, &free_b, &total_b)) != 0) {
+            ctx->be->ops->close(ctx->be);
+            goto fail;
+        }
+        ctx->cfg.budget_bytes = (uint64_t)((double)total_b * ctx->cfg.budget_pct / 100.0);
+        ctx->cfg.budget_pct = 0; /* resolved: the context's budget is a size from here on */
+        if (ctx->cfg.budget_bytes == 0)
+            ctx->cfg.budget_bytes = 1; /* a tiny percentage is still a budget, not "no limit" */
+    }
     if ((rc = hoff__guard_init(ctx)) != 0)
         goto fail_be;
     if ((rc = hoff__bt_init(&ctx->table, 1024)) != 0)
         goto fail_be;
     hoff__pool_init(&ctx->pools[HOFF__POOL_DEVICE], HOFF__POOL_DEVICE, ctx->be, hoff__guard_check_device, ctx);
     hoff__pool_init(&ctx->pools[HOFF__POOL_MANAGED], HOFF__POOL_MANAGED, ctx->be, hoff__guard_check, ctx);
+    hoff__pool_init_graph(&ctx->graph_pool, ctx->be, hoff__guard_check_device, ctx);
+    ctx->pools[HOFF__POOL_DEVICE].defer = ctx->cfg.free_fence == HOFF_FENCE_DEVICE;
     rc = hoff__issuer_start(&ctx->issuer, ctx->be, (size_t)ctx->cfg.issue_queue_depth,
                             hoff__res_cmd_done, ctx);
     if (rc) {
@@ -140,6 +220,10 @@ HOFF_API int hoff_init(hoff_ctx **out, const struct hoff_config *cfg) {
     ctx->st.size = sizeof ctx->st;
     ctx->st.budget_bytes = ctx->cfg.budget_bytes;
     ctx->st.host_cap_bytes = ctx->cfg.host_cap_bytes;
+    ctx->st.rank = (uint64_t)ctx->rank.rank;
+    ctx->st.world_size = (uint64_t)ctx->rank.world_size;
+    ctx->st.local_rank = ctx->rank.local_rank > 0 ? (uint64_t)ctx->rank.local_rank : 0;
+    ctx->st.device = (uint64_t)ctx->cfg.device;
     hoff__pipe_init(ctx);
     hoff__log(HOFF_LOG_INFO, "context ready: backend %s, budget %llu bytes", ctx->be->ops->name,
               (unsigned long long)ctx->cfg.budget_bytes);
@@ -165,6 +249,10 @@ static void count_leak(const void *key, void *val, void *arg) {
     struct hoff_ctx *ctx = arg;
 
     (void)key;
+    if (b->graph) {
+        hoff__pool_retire(&ctx->graph_pool, b);
+        return;
+    }
     if (b->pool == HOFF__POOL_MANAGED && hoff__res_on_free(ctx, b) == 0)
         return; /* cannot happen after wait_all */
     hoff__pool_put(&ctx->pools[b->pool], b, b->stream);
@@ -192,10 +280,14 @@ HOFF_API int hoff_shutdown(hoff_ctx *ctx) {
     if (leaked)
         hoff__log(HOFF_LOG_WARN, "shutdown with %zu blocks still allocated; releasing them", leaked);
     hoff__bt_foreach(&ctx->table, count_leak, ctx);
+    for (size_t i = 0; i < ctx->ncapfree; i++) /* freed during a capture that never ended */
+        count_leak(NULL, ctx->capfree[i].b, ctx);
+    free(ctx->capfree);
     hoff__pipe_destroy(ctx);
     close_tiers(ctx); /* after the blocks let go of their spills */
     hoff__pool_destroy(&ctx->pools[HOFF__POOL_DEVICE]);
     hoff__pool_destroy(&ctx->pools[HOFF__POOL_MANAGED]);
+    hoff__pool_destroy(&ctx->graph_pool);
     hoff__bt_destroy(&ctx->table);
     ctx->be->ops->close(ctx->be);
     UNLOCK(ctx);
@@ -241,15 +333,99 @@ static int choose_pool(const struct hoff_ctx *ctx, size_t size, unsigned flags) 
     return HOFF__POOL_DEVICE;
 }
 
+/* Is stream s capturing a CUDA graph?  An answer the backend cannot give
+ * counts as yes: the safe side (device pool, no events on s). */
+static int capturing(struct hoff_ctx *ctx, hoff_stream s) {
+    return ctx->be->ops->stream_capturing && ctx->be->ops->stream_capturing(ctx->be, s) != 0;
+}
+
+/* HOFF_FREE_FENCE=device: wait for the whole device, then the deferred
+ * frees are safe to reuse. */
+static void release_deferred(struct hoff_ctx *ctx) {
+    if (!ctx->pools[HOFF__POOL_DEVICE].deferred)
+        return;
+    ctx->be->ops->sync(ctx->be);
+    hoff__pool_fence_all(&ctx->pools[HOFF__POOL_DEVICE]);
+    ctx->st.free_fence_syncs++;
+}
+
 /* Wait for the device and give every cached block back to the backend. */
 static void flush_cache(struct hoff_ctx *ctx) {
+    int deferred = ctx->pools[HOFF__POOL_DEVICE].deferred != NULL;
+
     hoff__res_wait_all(ctx);
     ctx->be->ops->sync(ctx->be);
     hoff__pool_fence_all(&ctx->pools[0]);
     hoff__pool_fence_all(&ctx->pools[1]);
     hoff__pool_trim(&ctx->pools[0]);
     hoff__pool_trim(&ctx->pools[1]);
+    if (deferred)
+        ctx->st.free_fence_syncs++;
     ctx->st.cache_flushes++;
+}
+
+static void free_block(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream stream);
+
+/* Frees made while their stream captured, whose capture is over now. */
+static void drain_capfree(struct hoff_ctx *ctx) {
+    size_t i = 0;
+
+    while (i < ctx->ncapfree) {
+        struct hoff__capfree c = ctx->capfree[i];
+
+        if (capturing(ctx, c.s)) {
+            i++;
+            continue;
+        }
+        ctx->capfree[i] = ctx->capfree[--ctx->ncapfree];
+        free_block(ctx, c.b, c.s);
+    }
+}
+
+/* An allocation on a stream that is capturing a graph: always the graph
+ * pool (managed memory cannot be captured, and the pipeline's events on s
+ * would join hoff's copy streams to the capture).  Caller holds the lock;
+ * this releases it. */
+static void *capture_alloc(struct hoff_ctx *ctx, size_t size, hoff_stream stream, unsigned flags) {
+    struct hoff__block *b;
+    int cls, err;
+
+    if (flags & HOFF_ALLOC_CANDIDATE) {
+        UNLOCK(ctx); /* never an offload candidate: the caller's other allocator takes it */
+        errno = EAGAIN;
+        return NULL;
+    }
+    if (flags & HOFF_ALLOC_MANAGED) {
+        UNLOCK(ctx);
+        errno = ENOTSUP;
+        hoff__error(-ENOTSUP, "hoff_malloc: managed memory asked for on stream %p while it captures a CUDA "
+                    "graph; managed memory cannot be captured (use HOFF_ALLOC_AUTO or DEVICE)", (void *)stream);
+        return NULL;
+    }
+    cls = hoff__pool_class(&ctx->graph_pool, size);
+    b = cls < 0 ? NULL : hoff__pool_get(&ctx->graph_pool, cls, stream, &err);
+    if (cls < 0)
+        err = -ENOMEM;
+    if (b && (err = hoff__bt_insert(&ctx->table, b->ptr, b)) != 0) {
+        hoff__pool_retire(&ctx->graph_pool, b);
+        b = NULL;
+    }
+    if (!b) {
+        ctx->st.alloc_failures++;
+        UNLOCK(ctx);
+        errno = -err;
+        if (err != -EOVERFLOW)
+            hoff__error(err, "hoff_malloc: cannot allocate %zu bytes during graph capture: %s", size,
+                        hoff_strerror(err));
+        return NULL;
+    }
+    b->req = size;
+    b->seq = ++ctx->alloc_seq;
+    b->graph = 1;
+    ctx->st.allocs++;
+    ctx->st.capture_allocs++;
+    UNLOCK(ctx);
+    return b->ptr;
 }
 
 HOFF_API void *hoff_malloc_flags(hoff_ctx *ctx, size_t size, hoff_stream stream, unsigned flags) {
@@ -265,6 +441,10 @@ HOFF_API void *hoff_malloc_flags(hoff_ctx *ctx, size_t size, hoff_stream stream,
         return NULL;
     }
     LOCK(ctx);
+    if (capturing(ctx, stream))
+        return capture_alloc(ctx, size, stream, flags);
+    if (ctx->ncapfree)
+        drain_capfree(ctx);
     kind = choose_pool(ctx, size, flags & 3u);
     if ((flags & HOFF_ALLOC_CANDIDATE) && kind != HOFF__POOL_MANAGED) {
         UNLOCK(ctx); /* not an offload candidate: the caller's other allocator takes it */
@@ -333,7 +513,6 @@ HOFF_API void *hoff_malloc(hoff_ctx *ctx, size_t size, hoff_stream stream) {
 }
 
 HOFF_API int hoff_free(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
-    struct hoff__event_info e;
     struct hoff__block *b;
 
     if (!ctx)
@@ -347,6 +526,54 @@ HOFF_API int hoff_free(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
         return hoff__error(-EINVAL, "hoff_free: %p is not a live hoff block (double free or foreign pointer)", ptr);
     }
     ctx->st.frees++;
+    if (b->graph) { /* reused within its capture, else kept for the graph for good */
+        if (capturing(ctx, stream))
+            hoff__pool_put(&ctx->graph_pool, b, stream);
+        else
+            hoff__pool_retire(&ctx->graph_pool, b);
+        UNLOCK(ctx);
+        return 0;
+    }
+    if (capturing(ctx, stream)) {
+        if (ctx->ncapfree == ctx->capcap) {
+            size_t cap = ctx->capcap ? 2 * ctx->capcap : 16;
+            struct hoff__capfree *n = realloc(ctx->capfree, cap * sizeof *n);
+
+            if (!n) { /* keep it live rather than free it under a capture */
+                hoff__bt_insert(&ctx->table, b->ptr, b);
+                ctx->st.frees--;
+                UNLOCK(ctx);
+                return hoff__error(-ENOMEM, "hoff_free: out of host memory deferring a free made during graph "
+                                   "capture; the block stays allocated");
+            }
+            ctx->capfree = n;
+            ctx->capcap = cap;
+        }
+        ctx->capfree[ctx->ncapfree++] = (struct hoff__capfree){b, stream};
+        UNLOCK(ctx);
+        return 0;
+    }
+    if (ctx->ncapfree)
+        drain_capfree(ctx);
+    free_block(ctx, b, stream);
+    {
+        struct hoff__pool *dp = &ctx->pools[HOFF__POOL_DEVICE];
+        uint64_t lim = dp->mapped_bytes / 8 > (64u << 20) ? dp->mapped_bytes / 8 : (64u << 20);
+
+        if (dp->deferred_bytes > lim)
+            release_deferred(ctx);
+    }
+    hoff__publish_tick(ctx, &ctx->st.frees);
+    UNLOCK(ctx);
+    return 0;
+}
+
+/* The free of a live block (out of the table) on stream: the pipeline's
+ * event, the residency's book-keeping, back to its pool.  Caller holds the
+ * lock. */
+static void free_block(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream stream) {
+    struct hoff__event_info e;
+
     if (ctx->res.inf_head)
         hoff__res_poll(ctx);
     memset(&e, 0, sizeof e);
@@ -359,9 +586,6 @@ HOFF_API int hoff_free(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
     else
         hoff__pool_put(&ctx->pools[b->pool], b, stream);
     hoff__pipe_after(ctx, &e); /* reads only b's step and id, which the pool keeps */
-    hoff__publish_tick(ctx, &ctx->st.frees);
-    UNLOCK(ctx);
-    return 0;
 }
 
 HOFF_API int hoff_record_stream(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
@@ -559,6 +783,7 @@ HOFF_API int hoff_step_end(hoff_ctx *ctx) {
         return hoff__error(-EBUSY, "hoff_step_end: %d region(s) still open", ctx->region_depth);
     }
     hoff__res_close_windows(ctx); /* the step's work is enqueued: every window closes */
+    release_deferred(ctx);        /* HOFF_FREE_FENCE=device: the step's frees become reusable */
     ctx->in_step = 0;
     now = ctx->be->ops->clock_ns(ctx->be);
     ctx->st.steps++;
@@ -726,6 +951,9 @@ void hoff__stats_snapshot(struct hoff_ctx *ctx, struct hoff_stats *out) {
     out->cross_stream_reuses = dp->cross_stream + mp->cross_stream;
     out->fence_syncs += dp->reuse_syncs + mp->reuse_syncs;
     out->live_blocks = ctx->table.count;
+    out->deferred_frees = dp->deferred_frees;
+    out->deferred_bytes = dp->deferred_bytes;
+    out->graph_private_bytes = ctx->graph_pool.mapped_bytes;
     hoff__issuer_stats(ctx->issuer, &is); /* its own lock, taken under ctx->lock as pushes do */
     out->queue_depth_max = is.depth_max;
     {

@@ -3,6 +3,7 @@
 #ifndef HOFF_CONTEXT_H
 #define HOFF_CONTEXT_H
 
+#include <limits.h>
 #include <pthread.h>
 
 #include "backend/backend.h"
@@ -12,6 +13,7 @@
 #include "mem/guard.h"
 #include "mem/pool.h"
 #include "mem/residency.h"
+#include "core/rank.h"
 
 struct hoff__publisher;
 
@@ -32,6 +34,15 @@ struct hoff_ctx {
     struct hoff__issuer *tier_issuer;
     struct hoff__blocktable table;   /* live blocks by address */
     struct hoff__pool pools[2];      /* indexed by enum hoff__pool_kind */
+    struct hoff__pool graph_pool;    /* device blocks allocated during CUDA graph capture (mem/pool.h) */
+    /* Blocks freed on a stream while it was capturing a graph (other than
+     * the graph pool's): freed for real once the capture is over, since
+     * hoff's free path records and queries events, which a capture forbids. */
+    struct hoff__capfree {
+        struct hoff__block *b;
+        hoff_stream s;
+    } *capfree;
+    size_t ncapfree, capcap;
     struct hoff__residency res;
     struct hoff__pipeline pipe;      /* warmup / plan / replay of steps */
     struct hoff__guard guard;        /* the device's size and the drift baseline (mem/guard.h) */
@@ -44,6 +55,10 @@ struct hoff_ctx {
     int shutting_down;
     struct hoff_group *groups;       /* manual swap groups (mem/swapgroup.c) */
     struct hoff__publisher *pub;     /* the stats segment for hoff-stat (core/publish.h), or NULL */
+    struct hoff__rank rank;          /* this process in its job (core/rank.h) */
+    char trace_path[PATH_MAX];       /* cfg.trace_path with %r / %p expanded ("" = no trace) */
+    char spill_dir[PATH_MAX];        /* where the spill file goes: cfg.spill_dir expanded, then rank.<R>/
+                                        under it when the job has several ranks */
 };
 
 /* The counters with the pool and issuer figures folded in (hoff_stats_get

@@ -79,6 +79,7 @@ static const char *const backend_names[] = {"auto", "sim", "cuda", NULL};
 static const char *const log_names[] = {"off", "error", "warn", "info", "debug", NULL};
 static const struct opt_alias log_aliases[] = {{"warning", HOFF_LOG_WARN}, {NULL, 0}};
 static const char *const protect_names[] = {"poison", "protect", NULL};
+static const char *const fence_names[] = {"stream", "device", NULL};
 
 _Static_assert(HOFF_BACKEND_AUTO == 0 && HOFF_BACKEND_SIM == 1 && HOFF_BACKEND_CUDA == 2,
                "backend_names follows enum hoff_backend_kind");
@@ -87,6 +88,7 @@ _Static_assert(HOFF_LOG_OFF == 0 && HOFF_LOG_ERROR == 1 && HOFF_LOG_WARN == 2 &&
                "log_names follows enum hoff_log_level");
 _Static_assert(HOFF_SIM_POISON == 0 && HOFF_SIM_PROTECT == 1,
                "protect_names follows enum hoff_sim_protect");
+_Static_assert(HOFF_FENCE_STREAM == 0 && HOFF_FENCE_DEVICE == 1, "fence_names follows enum hoff_free_fence");
 
 /* The planners lib/plan/plan.c registers. */
 static const char *planner_at(int i) {
@@ -157,8 +159,8 @@ static const struct opt opts[] = {
      .offset = OFF(backend, int), .def = "auto", .names = backend_names,
      .help = "backend: auto (cuda where a GPU is present, else sim), sim or cuda"},
     {.name = "device", .env = "HOFF_DEVICE", .type = OPT_INT,
-     .offset = OFF(device, int), .def = "0", .min = 0, .max = 1023,
-     .help = "CUDA device ordinal to allocate on"},
+     .offset = OFF(device, int), .def = "-1", .min = -1, .max = 1023,
+     .help = "CUDA device ordinal to allocate on; -1 = LOCAL_RANK when set, else the calling thread's current device"},
     {.name = "budget", .env = "HOFF_BUDGET", .type = OPT_SIZE,
      .offset = OFF(budget_bytes, uint64_t), .def = "0", .min = 0, .max = SIZE_TOP,
      .help = "device budget for resident offload bytes; 0 = no limit"},
@@ -272,6 +274,12 @@ static const struct opt opts[] = {
      .offset = OFF(plan_time_ns, uint64_t), .def = "0", .min = 0, .max = 3600 * NS_PER_S,
      .help = "time budget of one planning (the planner answers with the best schedule found by then); "
              "0 = no limit"},
+    {.name = "budget_pct", .env = "HOFF_BUDGET_PCT", .type = OPT_DOUBLE,
+     .offset = OFF(budget_pct, double), .def = "0", .min = 0, .max = 100, .unit = "percent",
+     .help = "the budget as a percentage of the device's memory (per rank: its own GPU); 0 = HOFF_BUDGET applies"},
+    {.name = "free_fence", .env = "HOFF_FREE_FENCE", .type = OPT_ENUM,
+     .offset = OFF(free_fence, int), .def = "stream", .names = fence_names,
+     .help = "a freed device-pool block is reused once its stream (stream) or the whole device (device) passed the free"},
 };
 
 #define NOPTS ((int)(sizeof opts / sizeof opts[0]))
@@ -1131,6 +1139,10 @@ int hoff__config_validate(const struct hoff_config *cfg, char *err, size_t errle
         return fail(-EINVAL, err, errlen, "config: %s (%s) is %s; expected %s",
                     o->name, o->env, a, range);
     }
+    if (cfg->budget_pct > 0 && cfg->budget_bytes > 0)
+        return fail(-EINVAL, err, errlen,
+                    "config: both budget (HOFF_BUDGET) and budget_pct (HOFF_BUDGET_PCT) are set; set one: a "
+                    "size, or a percentage of each rank's device memory");
     /* Across fields: a budget larger than the simulated device never binds,
      * which is always a mistake (HOFF_SIM_DEVICE was probably forgotten). */
     if (cfg->backend == HOFF_BACKEND_SIM && cfg->budget_bytes > cfg->sim_device_bytes) {

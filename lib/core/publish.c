@@ -95,7 +95,7 @@ static void read_comm(char *dst, size_t len) {
     copy_name(dst, len, buf[0] ? buf : "?");
 }
 
-void hoff__pub_header_init(struct hoff__pub_segment *seg, const char *planner, const char *backend) {
+void hoff__pub_header_init(struct hoff__pub_segment *seg, const char *planner, const char *backend, const char *job) {
     struct hoff__pub_header *h = &seg->h;
 
     memset(seg, 0, sizeof *seg);
@@ -113,6 +113,7 @@ void hoff__pub_header_init(struct hoff__pub_segment *seg, const char *planner, c
     copy_name(h->planner, sizeof h->planner, planner);
     copy_name(h->backend, sizeof h->backend, backend);
     read_comm(h->comm, sizeof h->comm);
+    snprintf(h->job, sizeof h->job, "%s", job ? job : "");
     seg->st.version = HOFF_STATS_VERSION;
     seg->st.size = (uint32_t)sizeof seg->st;
     /* The magic goes last: a reader that sees it sees a filled header. */
@@ -272,7 +273,7 @@ void hoff__publish_open(struct hoff_ctx *ctx) {
         return;
     }
     p->seg = m;
-    hoff__pub_header_init(p->seg, ctx->cfg.planner, ctx->be ? ctx->be->ops->name : "none");
+    hoff__pub_header_init(p->seg, ctx->cfg.planner, ctx->be ? ctx->be->ops->name : "none", ctx->rank.job);
     pthread_once(&atexit_once, register_atexit);
     pthread_mutex_lock(&list_lock);
     p->next = list_head;

@@ -20,7 +20,7 @@ struct hoff_ctx;
 /* "HOFFSTAT" read as a little-endian uint64_t. */
 #define HOFF__PUB_MAGIC 0x5441545346464f48ull
 /* The layout of struct hoff__pub_header; bumped on any change to it. */
-#define HOFF__PUB_VERSION 2
+#define HOFF__PUB_VERSION 3
 /* Segment names: "hoff.<uid>.<ns>.<pid>" for a process's first context,
  * "hoff.<uid>.<ns>.<pid>.<k>" for the k-th one alive at the same time (or,
  * when another user holds the next name, a random k).  <ns> is the inode of
@@ -53,6 +53,8 @@ struct hoff__pub_header {
     char planner[16];           /* NUL-terminated */
     char backend[16];
     char comm[16];              /* the program's name (/proc/self/comm) */
+    char job[64];               /* the job id (core/rank.h: TORCHELASTIC_RUN_ID, else MASTER_ADDR:MASTER_PORT),
+                                   NUL-terminated; "" outside a job.  Rank and world size are counters. */
     /* Under the sequence lock, with the stats: */
     uint64_t seq;               /* odd while a write is in progress */
     uint64_t update_ns;         /* CLOCK_REALTIME of the last write */
@@ -108,8 +110,8 @@ void hoff__publish_event(struct hoff_ctx *ctx);
 /* Write the stats into a segment under its sequence lock (the writer's core;
  * tests drive it on a plain mapping). */
 void hoff__pub_store(struct hoff__pub_segment *seg, const struct hoff_stats *st, uint64_t update_ns);
-/* Fill a segment's header for this process. */
-void hoff__pub_header_init(struct hoff__pub_segment *seg, const char *planner, const char *backend);
+/* Fill a segment's header for this process (job: its job id, "" or NULL for none). */
+void hoff__pub_header_init(struct hoff__pub_segment *seg, const char *planner, const char *backend, const char *job);
 
 /* --- reader (publish_read.c) --------------------------------------------------- */
 

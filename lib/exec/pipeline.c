@@ -169,7 +169,7 @@ static void job_poll(struct hoff_ctx *ctx) {
         hoff__log(HOFF_LOG_INFO, "the plan made in the background was for another budget, host cap or planner "
                   "than the context has now: dropped, and this step records again");
         if (r.save_err[0])
-            hoff__log(HOFF_LOG_WARN, "cannot write the trace to HOFF_TRACE=%s: %s", ctx->cfg.trace_path,
+            hoff__log(HOFF_LOG_WARN, "cannot write the trace to HOFF_TRACE=%s: %s", ctx->trace_path,
                       r.save_err);
         hoff__schedule_destroy(&r.sched);
         ctx->st.plans_dropped++;

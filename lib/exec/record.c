@@ -211,7 +211,7 @@ int hoff__record_finish(struct hoff_ctx *ctx) {
     hoff__schedule_init(&p->sched);
     if (ctx->cfg.plan_thread) {
         p->t_job = mono_ns(); /* before the thread can start planning */
-        rc = hoff__planjob_start(&p->job, pl, &p->trace, &o, ctx->cfg.plan_time_ns, ctx->cfg.trace_path);
+        rc = hoff__planjob_start(&p->job, pl, &p->trace, &o, ctx->cfg.plan_time_ns, ctx->trace_path);
         if (rc == 0) {
             p->lag = 0;
             ctx->st.plan_pending = 1;
@@ -221,7 +221,7 @@ int hoff__record_finish(struct hoff_ctx *ctx) {
     }
     /* Inline: the training thread waits for the planner. */
     t0 = mono_ns();
-    hoff__plan_make(pl, &p->trace, &o, ctx->cfg.plan_time_ns, ctx->cfg.trace_path, &r);
+    hoff__plan_make(pl, &p->trace, &o, ctx->cfg.plan_time_ns, ctx->trace_path, &r);
     ctx->st.plan_wait_ns += mono_ns() - t0;
     ctx->st.plan_lag_steps = 0;
     ctx->st.plan_lag_ns = mono_ns() - t0;
@@ -240,7 +240,7 @@ void hoff__record_adopt(struct hoff_ctx *ctx, const struct hoff__planner *pl, co
     char a[32], b[32];
 
     if (r->save_err[0])
-        hoff__log(HOFF_LOG_WARN, "cannot write the trace to HOFF_TRACE=%s: %s", ctx->cfg.trace_path, r->save_err);
+        hoff__log(HOFF_LOG_WARN, "cannot write the trace to HOFF_TRACE=%s: %s", ctx->trace_path, r->save_err);
     if (r->rc) {
         hoff__log(HOFF_LOG_WARN, "planner %s failed (%s: %s); the budget is kept online without a plan",
                   pl->name, hoff_strerror(r->rc), r->err);

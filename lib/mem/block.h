@@ -88,6 +88,9 @@ struct hoff__block {
      * first nreuse fences mark their work at the free, and the next owner's
      * stream waits for them when the block is handed out again. */
     uint8_t nreuse;
+    /* Allocated while its stream was capturing a CUDA graph: it belongs to
+     * the graph-private pool (pool.c), never to the other pools' lists. */
+    uint8_t graph;
     /* The manual swap group it belongs to (swapgroup.c), or NULL: such a
      * block is moved only by its group, never by the plan or the online
      * policy; mslot is its index in the group's member array. */

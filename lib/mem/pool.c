@@ -17,7 +17,20 @@
  * slot across uses (its state and events too, like a cached block), is
  * never on a free list, and follows the reuse rule above through the same
  * per-stream fences.  The region is mapped by its owner (the replay of a
- * plan) and unmapped once the owner has let go and no slot is handed out. */
+ * plan) and unmapped once the owner has let go and no slot is handed out.
+ *
+ * Streams hoff never sees.  PyTorch's pluggable allocator cannot pass
+ * Tensor.record_stream on, so a block a side stream still uses may be freed
+ * on its allocation stream with nothing ordering the two.  With `defer`
+ * (HOFF_FREE_FENCE=device) a freed block is reused only after a device-wide
+ * synchronisation that began after its free (hoff__pool_fence_all): every
+ * kernel enqueued before the free, on any stream, has finished by then.
+ *
+ * Graphs.  A graph pool serves allocations made during CUDA graph capture:
+ * reuse only on the free's own stream within the capture (stream order is
+ * graph order; an event on a capturing stream could not be queried), and a
+ * block freed after the capture is retired, never handed out again, since
+ * hoff cannot learn when the graph is gone. */
 #include "config.h"
 
 #include <errno.h>
@@ -71,6 +84,12 @@ void hoff__pool_init(struct hoff__pool *p, int kind, struct hoff__backend *be,
     p->check_arg = check_arg;
 }
 
+void hoff__pool_init_graph(struct hoff__pool *p, struct hoff__backend *be, hoff__pool_map_check check,
+                           void *check_arg) {
+    hoff__pool_init(p, HOFF__POOL_DEVICE, be, check, check_arg);
+    p->graph = 1;
+}
+
 int hoff__pool_class(const struct hoff__pool *p, size_t size) {
     if (size == 0)
         size = 1;
@@ -91,7 +110,7 @@ uint64_t hoff__pool_block_bytes(int kind, uint64_t size) {
 }
 
 static int is_slab_class(const struct hoff__pool *p, int cls) {
-    return p->kind == HOFF__POOL_DEVICE && hoff__sizeclass_bytes(cls) <= HOFF__SLAB_MAX;
+    return p->kind == HOFF__POOL_DEVICE && !p->graph && hoff__sizeclass_bytes(cls) <= HOFF__SLAB_MAX;
 }
 
 /* --- descriptors ---------------------------------------------------------- */
@@ -316,8 +335,9 @@ struct hoff__block *hoff__pool_get(struct hoff__pool *p, int cls, hoff_stream s,
         b = take(p, ps, ps->tail[cls]);
         goto hit;
     }
-    /* Another stream: its oldest free block, once that stream passed it. */
-    for (i = 0; i < p->nstreams; i++) {
+    /* Another stream: its oldest free block, once that stream passed it
+     * (never in a graph pool: that would take an event query). */
+    for (i = 0; i < p->nstreams && !p->graph; i++) {
         struct hoff__pool_stream *o = p->streams[i];
         if (o == ps || !o->head[cls])
             continue;
@@ -435,9 +455,17 @@ int hoff__pool_put(struct hoff__pool *p, struct hoff__block *b, hoff_stream s) {
         return -ENOMEM;
     b->flags &= (uint8_t)~(HOFF__BLK_LIVE | HOFF__BLK_PINNED | HOFF__BLK_FREED);
     b->stream = s;
-    b->free_seq = ++ps->free_seq;
+    if (p->defer) { /* until the whole device passed the free (its slab slot stays counted as used) */
+        b->next = p->deferred;
+        p->deferred = b;
+        p->deferred_bytes += b->size;
+        p->deferred_frees++;
+        p->in_use_bytes -= b->size;
+        return 0;
+    }
     if (b->seg)
         b->seg->used--;
+    b->free_seq = ++ps->free_seq;
     if (!ps->head[b->cls])
         ps->nonempty++;
     list_push(ps, b);
@@ -568,8 +596,33 @@ void hoff__pool_region_release(struct hoff__pool *p, struct hoff__region *r) {
         region_unmap(p, r);
 }
 
+void hoff__pool_retire(struct hoff__pool *p, struct hoff__block *b) {
+    b->flags &= (uint8_t)~(HOFF__BLK_LIVE | HOFF__BLK_PINNED | HOFF__BLK_FREED);
+    b->next = p->retired;
+    p->retired = b;
+    p->retired_bytes += b->size;
+    p->in_use_bytes -= b->size;
+}
+
 void hoff__pool_fence_all(struct hoff__pool *p) {
     size_t i;
+
+    while (p->deferred) { /* the device passed their frees: onto the free lists */
+        struct hoff__block *b = p->deferred;
+        struct hoff__pool_stream *ps = stream_get(p, b->stream);
+
+        if (!ps)
+            break; /* no memory for the stream's record: they wait for the next fence */
+        p->deferred = b->next;
+        p->deferred_bytes -= b->size;
+        b->free_seq = ++ps->free_seq;
+        if (b->seg)
+            b->seg->used--;
+        if (!ps->head[b->cls])
+            ps->nonempty++;
+        list_push(ps, b);
+        p->cached_bytes += b->size;
+    }
 
     for (i = 0; i < p->nstreams; i++) {
         p->streams[i]->done_seq = p->streams[i]->free_seq;
@@ -660,6 +713,13 @@ void hoff__pool_destroy(struct hoff__pool *p) {
         free(ps);
     }
     free(p->streams);
+    for (int k = 0; k < 2; k++) /* deferred frees, retired graph blocks */
+        for (b = k ? p->retired : p->deferred; b; b = next) {
+            next = b->next;
+            if (!b->seg)
+                unmap(p, b->ptr, b->size);
+            desc_free(p, b);
+        }
     while (p->regions) /* live slots are released with their region */
         region_unmap(p, p->regions);
     for (seg = p->segs; seg; seg = snext) {

@@ -37,10 +37,29 @@ struct hoff__pool {
     uint64_t cached_bytes;              /* bytes in free lists */
     uint64_t hits, misses, cross_stream, flushes;
     uint64_t reuse_syncs;               /* frees that waited for the device: more streams than fences */
+    /* HOFF_FREE_FENCE=device (device pool): a freed block waits on `deferred`
+     * until hoff__pool_fence_all says the whole device passed its free. */
+    int defer;
+    struct hoff__block *deferred;
+    uint64_t deferred_bytes, deferred_frees;
+    /* The graph-private pool (hoff__pool_init_graph): whole mappings only,
+     * reuse on the free's own stream only (no event is recorded or queried,
+     * which a capturing stream would not allow), and blocks retired for
+     * good (hoff__pool_retire) once the graph may replay into them. */
+    int graph;
+    struct hoff__block *retired;
+    uint64_t retired_bytes;
 };
 
 void hoff__pool_init(struct hoff__pool *p, int kind, struct hoff__backend *be,
                      hoff__pool_map_check check, void *check_arg);
+/* A device pool for allocations made during CUDA graph capture (see
+ * struct hoff__pool's `graph`). */
+void hoff__pool_init_graph(struct hoff__pool *p, struct hoff__backend *be, hoff__pool_map_check check,
+                           void *check_arg);
+/* Keep b (handed out from a graph pool) mapped and out of every list until
+ * hoff__pool_destroy: a captured graph may still replay into it. */
+void hoff__pool_retire(struct hoff__pool *p, struct hoff__block *b);
 /* Release everything (blocks still handed out are released too). */
 void hoff__pool_destroy(struct hoff__pool *p);
 
@@ -57,7 +76,8 @@ uint64_t hoff__pool_block_bytes(int kind, uint64_t size);
 struct hoff__block *hoff__pool_get(struct hoff__pool *p, int cls, hoff_stream s, int *err);
 /* Return a block freed on stream s to the cache. */
 int hoff__pool_put(struct hoff__pool *p, struct hoff__block *b, hoff_stream s);
-/* Every free so far is known complete (the caller synchronised the device). */
+/* Every free so far is known complete (the caller synchronised the device):
+ * deferred frees become reusable too. */
 void hoff__pool_fence_all(struct hoff__pool *p);
 /* Give every cached block back to the backend (call after hoff__pool_fence_all);
  * returns the bytes released. */

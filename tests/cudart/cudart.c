@@ -21,7 +21,8 @@ const char *const dbl_calls[] = {
     "cudaEventDestroy", "cudaEventRecord", "cudaEventQuery", "cudaEventSynchronize",
     "cudaEventElapsedTime", "cudaMemPrefetchAsync", "cudaMemAdvise", "cudaMemRangeGetAttribute",
     "cudaMemDiscardBatchAsync", "cudaMemDiscardAndPrefetchBatchAsync", "cudaMemPrefetchBatchAsync",
-    "hoffdbl_launch", NULL,
+    "hoffdbl_launch", "cudaStreamBeginCapture", "cudaStreamEndCapture", "cudaStreamIsCapturing",
+    "cudaThreadExchangeStreamCaptureMode", "cudaGraphDestroy", NULL,
 };
 
 #define ENTER(name)                                  \
@@ -126,6 +127,8 @@ cudaError_t CUDARTAPI cudaDeviceGetStreamPriorityRange(int *leastPriority, int *
 cudaError_t CUDARTAPI cudaDeviceSynchronize(void) {
     ENTER("cudaDeviceSynchronize");
     dbl_need_ctx();
+    if (dbl_capture_unsafe("cudaDeviceSynchronize"))
+        return dbl_ret(cudaErrorStreamCaptureUnsupported);
     dbl_sync_all(dbl_cur_dev());
     return dbl_ret(cudaSuccess);
 }
@@ -159,6 +162,8 @@ cudaError_t CUDARTAPI cudaMalloc(void **devPtr, size_t size) {
         return dbl_ret(cudaErrorInvalidValue);
     *devPtr = NULL;
     dbl_need_ctx();
+    if (dbl_capture_unsafe("cudaMalloc"))
+        return dbl_ret(cudaErrorStreamCaptureUnsupported);
     if (size == 0)
         return dbl_ret(cudaSuccess);
     d = dbl_cur_dev();
@@ -179,6 +184,8 @@ static cudaError_t free_common(const char *call, void *p, int host) {
     dbl_need_ctx();
     if (!p)
         return cudaSuccess;
+    if (dbl_capture_unsafe(call))
+        return cudaErrorStreamCaptureUnsupported;
     dbl_sync_all(-1); /* cudaFree synchronises */
     a = dbl_alloc_find(p);
     if (!a) {
@@ -217,6 +224,8 @@ cudaError_t CUDARTAPI cudaMallocManaged(void **devPtr, size_t size, unsigned int
         return dbl_ret(cudaErrorInvalidValue);
     *devPtr = NULL;
     dbl_need_ctx();
+    if (dbl_capture_refuses("cudaMallocManaged", NULL, "managed memory allocated"))
+        return dbl_ret(cudaErrorStreamCaptureUnsupported);
     a = dbl_alloc_new(DBL_MANAGED, size, dbl_cur_dev());
     if (!a)
         return dbl_ret(cudaErrorMemoryAllocation);
@@ -286,12 +295,19 @@ static cudaError_t span_ok(const char *call, const void *p, size_t n, int foreig
     return cudaSuccess;
 }
 
-/* A copy or memset op on s touching managed pages counts as an access for the race check. */
+/* A copy or memset op on s touching managed pages or device memory counts as an access for the
+ * race check (not when s captures: the op is recorded, not run). */
 static void note_access(struct CUstream_st *s, struct dbl_alloc *a, const void *p, size_t n,
                         int write, const char *call) {
     size_t off;
 
-    if (!a || a->kind != DBL_MANAGED || n == 0)
+    if (!a || n == 0 || s->cap)
+        return;
+    if (a->kind == DBL_DEVICE) {
+        dbl_dev_access(s, a, p, n, write, call);
+        return;
+    }
+    if (a->kind != DBL_MANAGED)
         return;
     off = (size_t)((const char *)p - a->base);
     dbl_pages_enqueued(s, a, off / DBL_PAGE, (off + n + DBL_PAGE - 1) / DBL_PAGE, DBL_ACCESS, write,
@@ -312,11 +328,17 @@ static cudaError_t copy_common(const char *call, void *dst, const void *src, int
     s = dbl_stream_get(h, call, &e);
     if (!s)
         return e;
+    if (sync && (dbl_capture_refuses(call, s, NULL) || dbl_capture_unsafe(call)))
+        return cudaErrorStreamCaptureUnsupported;
     if (n == 0)
         return cudaSuccess;
     if (!dst || (is_copy && !src) || (e = span_ok(call, dst, n, is_copy, &ad)) != cudaSuccess ||
         (src && (e = span_ok(call, src, n, 1, &as)) != cudaSuccess))
         return e ? e : cudaErrorInvalidValue;
+    if (s->cap) { /* a node of the capture: recorded, not run */
+        G.st.captured_ops++;
+        return cudaSuccess;
+    }
     op = dbl_op_new(is_copy ? OP_COPY : OP_SET);
     op->dst = dst;
     op->src = src;
@@ -381,6 +403,8 @@ static cudaError_t move_common(const char *call, void **ptrs, size_t *sizes, siz
     s = dbl_stream_get(h, call, &e);
     if (!s)
         return e;
+    if (dbl_capture_refuses(call, s, "managed memory prefetched or discarded"))
+        return cudaErrorStreamCaptureUnsupported;
     as = calloc(count, sizeof *as);
     op = dbl_op_new(OP_MOVE);
     op->ranges = calloc(count, sizeof *op->ranges);
@@ -466,6 +490,8 @@ cudaError_t CUDARTAPI cudaMemAdvise(const void *devPtr, size_t count, enum cudaM
 
     ENTER("cudaMemAdvise");
     dbl_need_ctx();
+    if (dbl_capture_refuses("cudaMemAdvise", NULL, "managed memory advised"))
+        return dbl_ret(cudaErrorStreamCaptureUnsupported);
     if (count == 0 || advice < cudaMemAdviseSetReadMostly || advice > cudaMemAdviseUnsetAccessedBy)
         return dbl_ret(cudaErrorInvalidValue);
     if ((advice == cudaMemAdviseSetPreferredLocation || advice == cudaMemAdviseSetAccessedBy ||

@@ -71,6 +71,8 @@ cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t stream) {
     s = dbl_stream_get(stream, "cudaStreamSynchronize", &e);
     if (!s)
         return dbl_ret(e);
+    if (dbl_capture_refuses("cudaStreamSynchronize", s, NULL) || (s->legacy && dbl_capture_unsafe("cudaStreamSynchronize")))
+        return dbl_ret(cudaErrorStreamCaptureUnsupported);
     c = malloc(sizeof *c);
     if (!c)
         return dbl_ret(cudaErrorMemoryAllocation);
@@ -90,6 +92,8 @@ cudaError_t CUDARTAPI cudaStreamQuery(cudaStream_t stream) {
     s = dbl_stream_get(stream, "cudaStreamQuery", &e);
     if (!s)
         return dbl_ret(e);
+    if (dbl_capture_refuses("cudaStreamQuery", s, NULL))
+        return dbl_ret(cudaErrorStreamCaptureUnsupported);
     if (s->done < s->enq)
         return dbl_ret(cudaErrorNotReady); /* a last error too, as PyTorch assumes */
     dbl_host_join(s->clock.v, G.nstreams);
@@ -107,6 +111,10 @@ cudaError_t CUDARTAPI cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, v
     s = dbl_stream_get(stream, "cudaLaunchHostFunc", &e);
     if (!s)
         return dbl_ret(e);
+    if (s->cap) {
+        G.st.captured_ops++;
+        return dbl_ret(cudaSuccess);
+    }
     op = dbl_op_new(OP_HOSTFN);
     op->fn = fn;
     op->arg = userData;
@@ -209,6 +217,14 @@ cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
                  "to device %d", ev->dev, s->dev);
         return dbl_ret(cudaErrorInvalidResourceHandle);
     }
+    if (s->cap) { /* a node of the capture: never runs here */
+        ev->capid = s->capid;
+        ev->s = s;
+        ev->gen++;
+        G.st.captured_ops++;
+        return dbl_ret(cudaSuccess);
+    }
+    ev->capid = 0;
     if (ev->nvc < G.nstreams) {
         uint32_t *vc = realloc(ev->vc, (size_t)G.nstreams * sizeof *vc);
 
@@ -239,6 +255,8 @@ cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t event) {
         return dbl_ret(e);
     if (!event_usable(ev, "cudaEventQuery", 1))
         return dbl_ret(cudaSuccess);
+    if (ev->capid && dbl_capture_refuses("cudaEventQuery", ev->s, "an event recorded into a capture queried"))
+        return dbl_ret(cudaErrorStreamCaptureUnsupported);
     if (ev->s->done < ev->target)
         return dbl_ret(cudaErrorNotReady); /* a last error too, as PyTorch assumes */
     dbl_host_join(ev->vc, ev->nvc);
@@ -259,6 +277,8 @@ cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t event) {
         return dbl_ret(e);
     if (!event_usable(ev, "cudaEventSynchronize", 0))
         return dbl_ret(cudaSuccess);
+    if (ev->capid && dbl_capture_refuses("cudaEventSynchronize", ev->s, "an event recorded into a capture waited for"))
+        return dbl_ret(cudaErrorStreamCaptureUnsupported);
     n = ev->nvc;
     c = malloc((size_t)n * sizeof *c);
     if (!c)
@@ -309,6 +329,19 @@ cudaError_t CUDARTAPI cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event
         return dbl_ret(e);
     if (!event_usable(ev, "cudaStreamWaitEvent", 0))
         return dbl_ret(cudaSuccess); /* CUDA: waiting on a never-recorded event is a no-op */
+    if (s->cap || ev->capid) {
+        /* Inside one capture: an edge of the graph.  A capturing stream waiting on work outside its
+         * capture, or a stream outside waiting on captured work: refused. */
+        if (s->cap && ev->capid == s->capid) {
+            G.st.captured_ops++;
+            return dbl_ret(cudaSuccess);
+        }
+        G.st.capture_refusals++;
+        dbl_hard(CHK_CAPTURE, "cudaStreamWaitEvent", ev, "%s", s->cap
+                 ? "a capturing stream waits on an event recorded outside its capture (cudaErrorStreamCaptureIsolation)"
+                 : "a stream outside any capture waits on an event recorded into a capture");
+        return dbl_ret(s->cap ? cudaErrorStreamCaptureIsolation : cudaErrorStreamCaptureUnsupported);
+    }
     op = dbl_op_new(OP_NOP);
     op->waits = malloc(sizeof *op->waits);
     if (!op->waits) {
@@ -371,10 +404,19 @@ static cudaError_t launch(cudaStream_t h, const struct hoffdbl_use *use, int nus
     op->nuse = nuse;
     op->fn = fn;
     op->arg = arg;
+    if (s->cap) { /* recorded into the graph, not run */
+        G.st.captured_ops++;
+        free(as);
+        free(op->use);
+        free(op);
+        return cudaSuccess;
+    }
     dbl_enqueue(s, op);
     for (int k = 0; k < nuse; k++) {
         size_t off = (size_t)((const char *)use[k].p - as[k]->base);
 
+        if (as[k]->kind == DBL_DEVICE && use[k].n)
+            dbl_dev_access(s, as[k], use[k].p, use[k].n, use[k].write, "hoffdbl_launch");
         if (as[k]->kind == DBL_MANAGED && use[k].n)
             dbl_pages_enqueued(s, as[k], off / DBL_PAGE, (off + use[k].n + DBL_PAGE - 1) / DBL_PAGE,
                                DBL_ACCESS, use[k].write, "hoffdbl_launch");

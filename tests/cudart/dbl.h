@@ -53,7 +53,19 @@ struct dbl_page {
 
 enum dbl_kind { DBL_DEVICE = 1, DBL_MANAGED, DBL_PINNED };
 
+/* A declared access of a range of plain device memory (cudaMalloc): the race check there works on
+ * exact byte ranges, since the allocator carves small blocks out of one mapping. */
+struct dbl_racc {
+    size_t lo, hi;
+    struct dbl_epoch e;
+};
+
+#define DBL_RACC_MAX 64 /* accesses remembered per device allocation (the oldest go: races may be
+                           missed, none is invented) */
+
 struct dbl_alloc {
+    struct dbl_racc *racc; /* DEVICE: the last accesses */
+    size_t nracc;
     char *base;
     size_t size, map_size;
     enum dbl_kind kind;
@@ -100,6 +112,9 @@ struct CUstream_st {
     int id, dev, legacy, prio, dead;
     unsigned flags;
     uint64_t enq, done;  /* ops enqueued / completed; clock.v[id] == enq */
+    int cap;             /* being captured into a graph: its ops are recorded, never run */
+    enum cudaStreamCaptureMode capmode;
+    uint64_t capid;      /* the capture's id (unique per BeginCapture) */
     struct dbl_op *head, *tail;
     pthread_t th;
     struct dbl_vc clock;
@@ -113,6 +128,7 @@ struct CUevent_st {
     struct CUstream_st *s;  /* stream of the last record (NULL: never recorded) */
     uint64_t target;        /* its position on s */
     uint64_t t_ns;          /* when the record of generation `gen` ran (0: not yet) */
+    uint64_t capid;         /* recorded into that capture (0: a real record) */
     uint32_t *vc;           /* s's clock at the last record (nvc entries: the streams then) */
     int nvc;
 };
@@ -156,6 +172,8 @@ struct dbl_state {
     int allow[8];                   /* per check kind: failures that only count */
     struct hoffdbl_stats st;
     uint64_t ncalls[64];            /* entries per runtime function (dbl_calls' index) */
+    int ncap, ncap_global;          /* streams capturing now; of them in cudaStreamCaptureModeGlobal */
+    uint64_t next_capid;
 };
 
 extern struct dbl_state G;
@@ -169,6 +187,7 @@ enum dbl_check {
     CHK_UNRECORDED,/* query, sync or wait on an event never recorded */
     CHK_STALE,     /* a launch check found a stale error */
     CHK_HANDLE,    /* destroyed or unknown stream/event handle */
+    CHK_CAPTURE,   /* a call CUDA refuses during stream capture (managed memory, a sync, ...) */
     CHK_N
 };
 
@@ -203,7 +222,19 @@ int dbl_vc_before(const struct dbl_vc *c, const struct dbl_epoch *e);
 uint64_t dbl_now_ns(void);
 void dbl_model_time(size_t bytes);
 
+/* cudart_graph.c */
+/* A call that CUDA refuses while a stream captures in the global mode (it may synchronise: cudaMalloc,
+ * cudaFree, device synchronisation) unless this thread switched to the relaxed mode: a hard error
+ * and 1 (the call returns cudaErrorStreamCaptureUnsupported), else 0. */
+int dbl_capture_unsafe(const char *call);
+/* A call that CUDA refuses on a capturing stream, or (managed memory) during any capture: a hard
+ * error and 1, else 0.  s may be NULL (not stream-ordered). */
+int dbl_capture_refuses(const char *call, const struct CUstream_st *s, const char *what);
+
 /* dbl_mem.c */
+/* Declared access of [p, p+n) of device allocation a by s's newest op: the race check. */
+void dbl_dev_access(struct CUstream_st *s, struct dbl_alloc *a, const void *p, size_t n, int write,
+                    const char *call);
 struct dbl_alloc *dbl_alloc_find(const void *p);
 struct dbl_alloc *dbl_alloc_new(enum dbl_kind kind, size_t size, int dev);
 const char *dbl_ptr_what(const void *p);

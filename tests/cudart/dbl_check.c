@@ -21,7 +21,7 @@ static __thread int tls_dev = 0;
 static const char *const check_names[CHK_N] = {
     [CHK_POINTER] = "pointer", [CHK_RANGE] = "range", [CHK_RACE] = "race",
     [CHK_DEVICE] = "device", [CHK_UNRECORDED] = "unrecorded", [CHK_STALE] = "stale",
-    [CHK_HANDLE] = "handle",
+    [CHK_HANDLE] = "handle", [CHK_CAPTURE] = "capture",
 };
 
 static uint64_t env_u64(const char *name, uint64_t def, uint64_t lo, uint64_t hi) {
@@ -57,7 +57,7 @@ static void parse_allow(const char *v) {
                 break;
         if (k == CHK_N || n <= 0) {
             fprintf(stderr, "hoffdbl: HOFFDBL_ALLOW entry \"%s\" ignored: want KIND:N with N > 0 "
-                    "and KIND one of pointer, range, race, device, unrecorded, stale, handle\n", tok);
+                    "and KIND one of pointer, range, race, device, unrecorded, stale, handle, capture\n", tok);
             continue;
         }
         G.allow[k] += n;
@@ -174,6 +174,8 @@ void dbl_set_cur_dev(int d) {
 void dbl_need_ctx(void) {
     int d = tls_dev;
 
+    if (d < G.ndev)
+        G.st.device_calls[d]++;
     if (d < G.ndev && !G.ctx[d]) {
         G.ctx[d] = 1;
         G.st.contexts_created[d]++;
@@ -205,8 +207,14 @@ void dbl_need_ctx(void) {
     X(cudaErrorAssert, "device-side assert triggered")                                          \
     X(cudaErrorLaunchFailure, "unspecified launch failure")                                     \
     X(cudaErrorNotPermitted, "operation not permitted")                                         \
+    X(cudaErrorIllegalState, "the operation cannot be performed in the present state")         \
     X(cudaErrorNotSupported, "operation not supported")                                         \
     X(cudaErrorDevicesUnavailable, "CUDA-capable device(s) is/are busy or unavailable")         \
+    X(cudaErrorStreamCaptureUnsupported, "operation not permitted when stream is capturing")    \
+    X(cudaErrorStreamCaptureInvalidated, "operation failed due to a previous error during capture") \
+    X(cudaErrorStreamCaptureUnmatched, "capture was not initiated in this stream")              \
+    X(cudaErrorStreamCaptureIsolation, "dependency created on uncaptured work in another stream") \
+    X(cudaErrorStreamCaptureImplicit, "operation would make the legacy stream depend on a capturing blocking stream") \
     X(cudaErrorUnknown, "unknown error")
 
 const char *dbl_err_name(cudaError_t e) {
@@ -356,9 +364,12 @@ __attribute__((destructor)) static void dbl_report(void) {
             (unsigned long long)st.driver_evicted_bytes,
             (unsigned long long)st.stale_launch_errors, (unsigned long long)st.lazy_reclaims,
             (unsigned long long)st.poisoned_bytes);
+    fprintf(f, "access_races %llu\ndevice_races %llu\ncaptured_ops %llu\ncapture_refusals %llu\n",
+            (unsigned long long)st.access_races, (unsigned long long)st.device_races,
+            (unsigned long long)st.captured_ops, (unsigned long long)st.capture_refusals);
     for (int d = 0; d < DBL_MAXDEV; d++)
-        fprintf(f, "contexts_created_%d %llu\ndevice_switches_%d %llu\n", d,
+        fprintf(f, "contexts_created_%d %llu\ndevice_switches_%d %llu\ndevice_calls_%d %llu\n", d,
                 (unsigned long long)st.contexts_created[d], d,
-                (unsigned long long)st.device_switches[d]);
+                (unsigned long long)st.device_switches[d], d, (unsigned long long)st.device_calls[d]);
     fclose(f);
 }

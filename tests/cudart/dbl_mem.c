@@ -84,6 +84,56 @@ static void hold_set(struct dbl_alloc *a, size_t i, int dev) {
 
 /* Release an allocation: its device memory, its pages; the range stays reserved (PROT_NONE) so
  * a later use of it is recognised as a use after free, never as someone else's memory. */
+int hoffdbl_ptr_kind(const void *p) {
+    struct dbl_alloc *a;
+    int k;
+
+    pthread_mutex_lock(&G.lock);
+    a = dbl_alloc_find(p);
+    k = a ? (int)a->kind : 0;
+    pthread_mutex_unlock(&G.lock);
+    return k;
+}
+
+void dbl_dev_access(struct CUstream_st *s, struct dbl_alloc *a, const void *p, size_t n, int write,
+                    const char *call) {
+    struct dbl_racc me = {.lo = (size_t)((const char *)p - a->base), .e = {.sid = (uint16_t)s->id,
+                          .write = (uint8_t)write, .at = (uint32_t)s->enq}};
+    size_t k, keep = 0;
+
+    me.hi = me.lo + n;
+    for (k = 0; k < a->nracc; k++) {
+        struct dbl_racc *r = &a->racc[k];
+
+        if (r->hi <= me.lo || me.hi <= r->lo || r->e.sid == me.e.sid || !(write || r->e.write) ||
+            dbl_vc_before(&s->clock, &r->e))
+            continue;
+        G.st.access_races++;
+        G.st.device_races++;
+        dbl_hard(CHK_RACE, call, a->base + (r->lo > me.lo ? r->lo : me.lo), "a declared %s on stream %d is not "
+                 "ordered after a declared %s of these device bytes on stream %d (op %u there): a data race "
+                 "(device memory handed to a new owner before its old owner's streams were done?)",
+                 write ? "write" : "read", s->id, r->e.write ? "write" : "read", r->e.sid, r->e.at);
+    }
+    /* Forget the accesses this one covers on its own stream; keep the rest (the oldest go when full). */
+    for (k = 0; k < a->nracc; k++) {
+        struct dbl_racc *r = &a->racc[k];
+
+        if (!(r->e.sid == me.e.sid && r->lo >= me.lo && r->hi <= me.hi))
+            a->racc[keep++] = *r;
+    }
+    a->nracc = keep;
+    if (a->nracc == DBL_RACC_MAX) {
+        memmove(a->racc, a->racc + 1, (DBL_RACC_MAX - 1) * sizeof *a->racc);
+        a->nracc--;
+    }
+    if (!a->racc && !(a->racc = malloc(DBL_RACC_MAX * sizeof *a->racc))) {
+        fprintf(stderr, "hoffdbl: out of host memory for the race check\n");
+        abort();
+    }
+    a->racc[a->nracc++] = me;
+}
+
 void dbl_alloc_destroy(struct dbl_alloc *a) {
     size_t idx;
 
@@ -102,6 +152,7 @@ void dbl_alloc_destroy(struct dbl_alloc *a) {
     if (dbl_set_add(&G.freed, (uintptr_t)a->base, a->map_size, (void *)(uintptr_t)a->kind))
         munmap(a->base, a->map_size); /* no room to remember it: give the range back */
     free(a->pages);
+    free(a->racc);
     free(a);
 }
 

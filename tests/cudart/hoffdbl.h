@@ -39,6 +39,10 @@ struct hoffdbl_stats {
     uint64_t migrated_d2h_bytes;   /* bytes prefetches moved device -> host (what a copy engine carries) */
     uint64_t migrated_h2d_bytes;   /* bytes prefetches moved host -> device (a discarded page carries none) */
     uint64_t access_races;         /* declared accesses on two streams, one a write, with no order between */
+    uint64_t device_races;         /* ...of them on plain device memory (cudaMalloc) */
+    uint64_t captured_ops;         /* ops recorded into a capture (not run) */
+    uint64_t capture_refusals;     /* calls refused because of a capture (hard errors too) */
+    uint64_t device_calls[8];      /* calls that needed device d's context (made with d current) */
 };
 
 void hoffdbl_stats(struct hoffdbl_stats *out);
@@ -63,6 +67,9 @@ uint64_t hoffdbl_device_discarded(int device);
 /* How many times the runtime function `call` was entered (hoffdbl_fail's names), including calls
  * that failed; 0 for an unknown name. */
 uint64_t hoffdbl_calls(const char *call);
+
+/* What p is: 1 device (cudaMalloc), 2 managed, 3 pinned host, 0 none. */
+int hoffdbl_ptr_kind(const void *p);
 
 /* The byte a discard fills the discarded range with. */
 #define HOFFDBL_POISON 0xDB

@@ -2,8 +2,8 @@
 # shellcheck disable=SC2034,SC2317  # the parts' variables are read as ${!name}; functions run in traps and bash -c
 # run.sh — the one GPU run: on a machine with a GPU and the CUDA toolkit (no autotools, liburing, hwloc or CUnit
 # needed) build libhoff.so and the C programs, then run the cuda backend's suite (test_cuda), the raw runtime
-# probes (probes) and the A/B PyTorch training check (ab_train.py), each under its share of one wall-clock
-# limit, and write $OUT/gpu.json on every exit (skip, build failure, timeout, signal, success).
+# probes (probes), the A/B PyTorch training check (ab_train.py) and a 1-GPU DDP step (ddp_step.py: nccl, world size
+# 1, bitwise against the default allocator), each under its share of one wall-clock limit, and write $OUT/gpu.json on every exit (skip, build failure, timeout, signal, success).
 # Usage: OUT=dir tests/gpu/run.sh      (README, "On a GPU"; exit 0 ok, 1 failed, 77 skipped)
 # Env: OUT (default: a new temp dir, printed), CUDA_HOME (default /usr/local/cuda), HOFF_GPU_TIMEOUT (whole run, s,
 #   default 540), HOFF_GPU_DIRECT=1 (gcc even where a generated configure exists), HOFF_GPU_FORCE_BUILD=1 (build
@@ -35,14 +35,14 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/hoff-gpu.XXXXXX") || { echo "run.sh: cannot ma
 
 # ---- the report ------------------------------------------------------------------------------
 # Every part has a status (pending, running, ok, failed, timeout, skipped), a reason, seconds, an exit code, a
-# log tail and (suite, probes, train) the JSON its program wrote.
+# log tail and (suite, probes, train, ddp) the JSON its program wrote.
 status=running reason="" exit_code="" child="" no_gpu=""
-st_build=pending st_suite=pending st_probes=pending st_train=pending
-why_build="" why_suite="" why_probes="" why_train=""
-sec_build=null sec_suite=null sec_probes=null sec_train=null
-rc_build=null rc_suite=null rc_probes=null rc_train=null
-log_build="" log_suite="" log_probes="" log_train=""
-json_build="" json_suite="" json_probes="" json_train=""
+st_build=pending st_suite=pending st_probes=pending st_train=pending st_ddp=pending
+why_build="" why_suite="" why_probes="" why_train="" why_ddp=""
+sec_build=null sec_suite=null sec_probes=null sec_train=null sec_ddp=null
+rc_build=null rc_suite=null rc_probes=null rc_train=null rc_ddp=null
+log_build="" log_suite="" log_probes="" log_train="" log_ddp=""
+json_build="" json_suite="" json_probes="" json_train="" json_ddp=""
 build_path="" libhoff="" exports="" host_gpu="" host_driver="" python_bin="" torch_version=""
 
 py=
@@ -116,14 +116,16 @@ write_report() {
         part_json probes
         printf ',\n'
         part_json train
+        printf ',\n'
+        part_json ddp
         printf '\n}\n'
     } > "$tmp" 2>/dev/null
     if ! json_ok "$tmp"; then
         # Never leave the caller without a valid gpu.json, even if a part's text broke it.
         {
             printf '{\n  "schema": "hoff-gpu-run/1",\n  "status": "failed",\n'
-            printf '  "reason": "run.sh could not assemble a valid gpu.json (%s); the parts: build %s, suite %s, probes %s, train %s",\n' \
-                "$status" "$st_build" "$st_suite" "$st_probes" "$st_train"
+            printf '  "reason": "run.sh could not assemble a valid gpu.json (%s); the parts: build %s, suite %s, probes %s, train %s, ddp %s",\n' \
+                "$status" "$st_build" "$st_suite" "$st_probes" "$st_train" "$st_ddp"
             printf '  "exit": %s,\n  "wall_s": %s\n}\n' "${exit_code:-null}" "$((now - start))"
         } > "$tmp"
     fi
@@ -143,7 +145,7 @@ finish() {
         wait "$child" 2>/dev/null
     fi
     if [ "$status" = running ]; then
-        for p in build suite probes train; do
+        for p in build suite probes train ddp; do
             st=st_$p
             case ${!st} in
             ok) ;;
@@ -153,7 +155,7 @@ finish() {
             skipped) [ "$p" != build ] && skipped_parts="$skipped_parts${skipped_parts:+, }$p" ;;
             esac
         done
-        for p in suite probes train; do
+        for p in suite probes train ddp; do
             st=st_$p
             if [ "${!st}" = pending ]; then
                 printf -v "st_$p" '%s' skipped
@@ -165,9 +167,9 @@ finish() {
             reason="$reason${bad:+ ($bad)}"
         elif [ -n "$bad" ]; then
             status=failed reason=$bad
-        elif [ "$st_suite$st_probes$st_train" = skippedskippedskipped ]; then
+        elif [ "$st_suite$st_probes$st_train$st_ddp" = skippedskippedskippedskipped ]; then
             status=skipped
-            reason="${no_gpu:+$no_gpu (built anyway: HOFF_GPU_FORCE_BUILD=1); }every part skipped: suite: $why_suite; probes: $why_probes; train: $why_train"
+            reason="${no_gpu:+$no_gpu (built anyway: HOFF_GPU_FORCE_BUILD=1); }every part skipped: suite: $why_suite; probes: $why_probes; train: $why_train; ddp: $why_ddp"
         else
             status=ok reason="${skipped_parts:+skipped: $skipped_parts}"
         fi
@@ -196,7 +198,7 @@ trap 'on_signal HUP' HUP
 
 skip_all() {
     status=skipped reason=$1
-    for p in build suite probes train; do
+    for p in build suite probes train ddp; do
         printf -v "st_$p" '%s' skipped
         printf -v "why_$p" '%s' "$1"
     done
@@ -480,7 +482,7 @@ if [ -z "$python_bin" ]; then
     echo "run.sh: train: skipped ($why_train)"
 else
     json_train=$work/train.json
-    limit=$(budget 100000 0)
+    limit=$(budget 100000 12) # the DDP step keeps 12% of the whole limit
     run_part train "$limit" "$python_bin" "$here/ab_train.py" --out "$json_train" --time-limit "$((limit > 20 ? limit - 10 : limit))" \
         --hoff-library "$libhoff"
     rc=$?
@@ -489,5 +491,21 @@ else
         why=$("$python_bin" -c 'import json, sys; print(json.load(open(sys.argv[1])).get("reason", ""))' "$json_train" 2>/dev/null)
     fi
     settle train "$rc" "$limit" "$why"
+fi
+
+# ---- 6. a 1-GPU DDP step (torch.distributed, nccl, world size 1) --------------------------------
+if [ -z "$python_bin" ]; then
+    st_ddp=skipped why_ddp="no python3 with torch (tried ${PYTHON:+$PYTHON, }python3, /usr/bin/python3)"
+    echo "run.sh: ddp: skipped ($why_ddp)"
+else
+    json_ddp=$work/ddp.json
+    limit=$(budget 300 0)
+    run_part ddp "$limit" "$python_bin" "$here/ddp_step.py" --out "$json_ddp" --hoff-library "$libhoff"
+    rc=$?
+    why=""
+    if json_ok "$json_ddp"; then
+        why=$("$python_bin" -c 'import json, sys; print(json.load(open(sys.argv[1])).get("reason", ""))' "$json_ddp" 2>/dev/null)
+    fi
+    settle ddp "$rc" "$limit" "$why"
 fi
 exit 0
