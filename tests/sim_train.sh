@@ -153,12 +153,10 @@ torchrun)
     for n in ${SIM_DDP_RANKS:-2 4}; do
         # torchrun sets OMP_NUM_THREADS=1 for its workers (and says so); the ranks and the rendezvous each get a
         # port of their own (--standalone).
-        run="timeout 300 $py -m torch.distributed.run --standalone --nproc-per-node $n"
-        # shellcheck disable=SC2086
-        if ! $run "$top/tests/sim_ddp.py" "$tmp.tr$n.plain" >"$tmp.out" 2>&1; then
+        run() { timeout 300 "$py" -m torch.distributed.run --standalone --nproc-per-node "$n" "$@"; }
+        if ! run "$top/tests/sim_ddp.py" "$tmp.tr$n.plain" >"$tmp.out" 2>&1; then
             echo "FAIL: plain DDP under torchrun, $n ranks:"; cat "$tmp.out"; fail=1
-        # shellcheck disable=SC2086
-        elif ! $run -m hoff --sim --budget 50% --stats-json "$tmp.tr$n.%r.json" "$top/tests/sim_ddp.py" \
+        elif ! run -m hoff --sim --budget 50% --stats-json "$tmp.tr$n.%r.json" "$top/tests/sim_ddp.py" \
                 "$tmp.tr$n.sim" >"$tmp.out" 2>&1; then
             echo "FAIL: DDP under torchrun and --sim, $n ranks:"; cat "$tmp.out"; fail=1
         else
