@@ -1,13 +1,18 @@
-# sim_overhead.py — the cost of `python -m hoff --sim` itself: a bench model's step time plain on CPU against the
-# same script under --sim (budget none, and a budget that moves bytes), printed as one JSON object.
+# sim_overhead.py — the cost of `python -m hoff --sim` itself: a model's step time plain on CPU against the same
+# script under --sim (budget none, and a budget that moves bytes), on one or more Pythons (Debian's torch 1.13, a
+# PyTorch 2.x environment), printed as one JSON object.
 # Threading: single-threaded; runs each configuration as a child process, one after another.
-"""usage: python3 bench/sim_overhead.py [--model gpt|wide|cnn] [--steps N] [--budgets none,50%] [-- MODEL ARGS]
+"""usage: python3 bench/sim_overhead.py [--model M] [--python PY]... [--steps N] [--budgets none,50%] [-- MODEL ARGS]
 
+M is a bench model (gpt, wide, cnn) or one of tests/sim_zoo.py's PyPI models
+(gpt2, llama: transformers; resnet: torchvision; they need a PyTorch 2.x
+environment such as build/venv-torch2, made by ./quickstart test).  Each
+--python is an interpreter with torch to measure on (default: this one).
 Needs a built hoff (HOFF_LIBRARY, or the build tree's .libs found through
---build DIR, default ./build) and a python3 with torch.  The step times are
-the model's own (bench/models/common.py --json), so the launcher's start-up
-and the re-exec are not in them; the first step (warmup: recording and
-planning) and the others (replay) are reported apart."""
+--build DIR, default ./build).  The step times are the model's own
+(bench/models/common.py --json, tests/sim_zoo.py --json), so the launcher's
+start-up and the re-exec are not in them; the first step (warmup: recording
+and planning) and the others (replay) are reported apart."""
 
 import argparse
 import json
@@ -21,6 +26,7 @@ TOP = os.path.dirname(HERE)
 SMALL = {"gpt": ["--seq", "256", "--d-model", "128", "--layers", "6", "--heads", "4", "--vocab", "1024"],
          "wide": ["--seq", "384", "--d-model", "128", "--heads", "8", "--vocab", "512"],
          "cnn": ["--batch", "4", "--size", "128", "--width", "32", "--classes", "100"]}
+ZOO = ("gpt2", "llama", "resnet")  # tests/sim_zoo.py's models: their shapes are its own
 
 
 def run(cmd, env):
@@ -43,7 +49,9 @@ def summary(steps):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default="gpt", choices=sorted(SMALL))
+    ap.add_argument("--model", default="gpt", choices=sorted(SMALL) + list(ZOO))
+    ap.add_argument("--python", action="append", metavar="PY",
+                    help="an interpreter with torch to measure on; repeat it for several (default: this one)")
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--budgets", default="none,50%")
     ap.add_argument("--build", default=os.path.join(TOP, "build"))
@@ -52,15 +60,25 @@ def main():
     env = dict(os.environ)
     env.setdefault("HOFF_LIBRARY", os.path.join(os.path.abspath(a.build), ".libs", "libhoff.so"))
     env["PYTHONPATH"] = os.path.join(TOP, "python") + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    script = [os.path.join(TOP, "bench", "models", a.model + ".py")] + (a.rest or SMALL[a.model]) + \
-        ["--steps", str(a.steps), "--json"]
-    res = {"model": a.model, "args": a.rest or SMALL[a.model], "steps": a.steps, "python": sys.executable}
-    plain = summary(run([sys.executable] + script, env))
-    res["plain"] = plain
-    for b in a.budgets.split(","):
-        s = summary(run([sys.executable, "-m", "hoff", "--sim", "--budget", b] + script, env))
-        s["overhead_later"] = round(s["later_median_s"] / plain["later_median_s"], 3)
-        res["sim_budget_" + b] = s
+    if a.model in ZOO:
+        margs = a.rest
+        script = [os.path.join(TOP, "tests", "sim_zoo.py"), a.model, "none"] + margs
+    else:
+        margs = a.rest or SMALL[a.model]
+        script = [os.path.join(TOP, "bench", "models", a.model + ".py")] + margs
+    script += ["--steps", str(a.steps), "--json"]
+    res = {"model": a.model, "args": margs, "steps": a.steps, "runs": []}
+    for py in a.python or [sys.executable]:
+        ver = subprocess.run([py, "-c", "import torch; print(torch.__version__, torch.get_num_threads())"],
+                             stdout=subprocess.PIPE, check=True).stdout.decode().split()
+        one = {"python": py, "torch": ver[0], "intra_op_threads": int(ver[1])}
+        plain = summary(run([py] + script, env))
+        one["plain"] = plain
+        for b in a.budgets.split(","):
+            s = summary(run([py, "-m", "hoff", "--sim", "--budget", b] + script, env))
+            s["overhead_later"] = round(s["later_median_s"] / plain["later_median_s"], 3)
+            one["sim_budget_" + b] = s
+        res["runs"].append(one)
     print(json.dumps(res, indent=1))
 
 

@@ -1,12 +1,20 @@
 #!/bin/sh
-# sim_train.sh — real CPU training on hoff's whole pipeline: the three bench/models/ (small shapes) for 4 steps,
-# plain and under `python -m hoff --sim` at budgets none, 50% and 25% of the first step's peak; tests/sim_check.py
-# holds each run to bitwise equality with the plain run, the budget in feasible replay steps, bytes moved, no window
-# violation and no touch of a released block; then tests/sim_features.py (checkpointing, reentrant and not, and
-# save_on_cpu) at 50%, the cnn with 2 intra-op threads and with spills to the NVMe tier, and DDP with 2 CPU ranks
-# at 50%.  SIM_MODELS (none), SIM_FEATURES (skip), SIM_EXTRA (0), SIM_DDP (0) pick.
-# Skips (77)
-# without a python3 that has torch, or with a sanitized preload.  Runs in the build directory.
+# sim_train.sh — real CPU training on hoff's whole pipeline: models for 4 steps, plain and under `python -m hoff --sim`
+# at budgets none, 50% and 25% of the first step's peak; tests/sim_check.py holds each run to bitwise equality with
+# the plain run, the budget in feasible replay steps, bytes moved, no window violation and no touch of a released
+# block.  The models: the three bench/models/ (small shapes), and with a PyTorch that has them, tests/sim_zoo.py's
+# models nobody on the project wrote (a transformers GPT-2 and Llama, a torchvision ResNet-18).  Then
+# tests/sim_features.py (checkpointing, reentrant and not, and save_on_cpu) at 50%, the cnn with 2 intra-op threads
+# and with spills to the NVMe tier, DDP on CPU ranks at 50%, and torch.compile next to --sim.
+# Picks, by variable:
+#   SIM_MODELS   (gpt wide cnn; also gpt2 llama resnet, or none)
+#   SIM_FEATURES (ckpt-reentrant ckpt save_on_cpu, or skip)
+#   SIM_EXTRA    (1: the cnn with 2 threads and with NVMe spills; 0: not)
+#   SIM_DDP      (1: 2 ranks started here with torchrun's environment; torchrun: by torchrun --standalone, with
+#                 SIM_DDP_RANKS ranks, default "2 4"; 0: no DDP)
+#   SIM_COMPILE  (0; 1: the ResNet under torch.compile, PyTorch 2.x)
+# Skips (77) without a python3 that has torch ($PYTHON first), or with a sanitized preload.  Runs in the build
+# directory.
 set -u
 
 cd "${builddir:-.}" || exit 99
@@ -24,17 +32,19 @@ for model in ${SIM_MODELS:-gpt wide cnn}; do
     gpt) cmd="$m/gpt.py --seq 256 --d-model 128 --layers 6 --heads 4 --vocab 1024" ;;
     wide) cmd="$m/wide.py --seq 384 --d-model 128 --heads 8 --vocab 512" ;;
     cnn) cmd="$m/cnn.py --batch 4 --size 128 --width 32 --classes 100" ;;
+    gpt2 | llama | resnet) cmd="$top/tests/sim_zoo.py $model" ;;
     none) continue ;;
-    *) echo "FAIL: unknown model $model (gpt, wide, cnn, none)"; fail=1; continue ;;
+    *) echo "FAIL: unknown model $model (gpt, wide, cnn, gpt2, llama, resnet, none)"; fail=1; continue ;;
     esac
+    case $model in gpt2 | llama | resnet) dg= ;; *) dg=--digest ;; esac # sim_zoo.py takes DIGEST as an argument
     # shellcheck disable=SC2086
-    if ! "$py" $cmd --steps 4 --digest "$tmp.$model.plain" >"$tmp.out" 2>&1; then
+    if ! "$py" $cmd --steps 4 $dg "$tmp.$model.plain" >"$tmp.out" 2>&1; then
         echo "FAIL: $model: the plain run failed:"; cat "$tmp.out"; fail=1; continue
     fi
     for b in none 50% 25%; do
         rm -f "$tmp.sim" "$tmp.json"
         # shellcheck disable=SC2086
-        "$py" -m hoff --sim --budget "$b" --stats-json "$tmp.json" $cmd --steps 4 --digest "$tmp.sim" \
+        "$py" -m hoff --sim --budget "$b" --stats-json "$tmp.json" $cmd --steps 4 $dg "$tmp.sim" \
             >"$tmp.out" 2>&1
         rc=$?
         if { [ "$rc" -ne 0 ] && [ "$rc" -ne 3 ]; } || [ ! -f "$tmp.json" ] || [ ! -f "$tmp.sim" ]; then
@@ -92,10 +102,31 @@ print(f["spills"] > 0 and f["restores"] > 0 and f["peak_host_bytes"] <= f["host_
     fi
 fi
 
-# DDP with 2 CPU ranks (gloo): each rank its own context and its own statistics file (%r), bitwise equal to the
-# plain DDP run rank by rank.  The ranks get torchrun's environment from here: Debian's torchrun (torch 1.13 under
-# Python 3.11) fails before it starts a worker ('NoneType' object has no attribute 'get' in its redirects map).
-if [ "${SIM_DDP:-1}" = 1 ] && "$py" -c 'import torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null; then
+# DDP on CPU ranks (gloo) at 50%: each rank its own context and its own statistics file (%r), bitwise equal to the
+# plain DDP run rank by rank.  SIM_DDP=1: 2 ranks get torchrun's environment from here (Debian's torchrun, torch 1.13
+# under Python 3.11, fails before it starts a worker: 'NoneType' object has no attribute 'get' in its redirects
+# map).  SIM_DDP=torchrun: torchrun --standalone --nproc-per-node N (PyTorch 2.x) for each N in SIM_DDP_RANKS.
+ddp_check() { # ddp_check LABEL N PLAIN-PREFIX SIM-PREFIX STATS-PREFIX: every rank, and N distinct statistics files
+    r=0
+    files=
+    while [ "$r" -lt "$2" ]; do
+        "$py" "$top/tests/sim_check.py" "$1-rank$r" "$3.$r" "$4.$r" "$5.$r.json" 50% || fail=1
+        files="$files $5.$r.json"
+        r=$((r + 1))
+    done
+    # shellcheck disable=SC2086
+    got=$("$py" -c 'import json, sys; print(sorted(json.load(open(f))["rank"] for f in sys.argv[1:]))' $files)
+    want=$("$py" -c 'import sys; print(list(range(int(sys.argv[1]))))' "$2")
+    [ "$got" = "$want" ] || { echo "FAIL: $1: statistics files are of ranks $got, want $want"; fail=1; }
+}
+ddp=${SIM_DDP:-1}
+if [ "$ddp" != 0 ] && ! "$py" -c 'import torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null; then
+    echo "(DDP skipped: this torch has no gloo)"
+    ddp=0
+fi
+case $ddp in
+0) [ "${SIM_DDP:-1}" = 0 ] && echo "(DDP skipped: SIM_DDP=0)" ;;
+1)
     ranks() { # ranks OUT-PREFIX COMMAND...: run COMMAND as ranks 0 and 1; 0 if both exit 0
         out=$1
         shift
@@ -115,16 +146,50 @@ if [ "${SIM_DDP:-1}" = 1 ] && "$py" -c 'import torch.distributed as d; assert d.
             "$top/tests/sim_ddp.py" "$tmp.ddp.sim"; then
         echo "FAIL: DDP under --sim:"; cat "$tmp.ddps".*.out; fail=1
     else
-        for r in 0 1; do
-            "$py" "$top/tests/sim_check.py" "ddp-rank$r" "$tmp.ddp.plain.$r" "$tmp.ddp.sim.$r" "$tmp.ddp.$r.json" 50% \
-                || fail=1
-        done
-        got=$("$py" -c 'import json, sys; print(sorted(json.load(open(f))["rank"] for f in sys.argv[1:]))' \
-            "$tmp.ddp.0.json" "$tmp.ddp.1.json")
-        [ "$got" = "[0, 1]" ] || { echo "FAIL: DDP statistics files are of ranks $got, want [0, 1]"; fail=1; }
+        ddp_check ddp 2 "$tmp.ddp.plain" "$tmp.ddp.sim" "$tmp.ddp"
     fi
-else
-    echo "(DDP skipped: SIM_DDP=0 or no gloo)"
+    ;;
+torchrun)
+    for n in ${SIM_DDP_RANKS:-2 4}; do
+        # torchrun sets OMP_NUM_THREADS=1 for its workers (and says so); the ranks and the rendezvous each get a
+        # port of their own (--standalone).
+        run() { timeout 300 "$py" -m torch.distributed.run --standalone --nproc-per-node "$n" "$@"; }
+        if ! run "$top/tests/sim_ddp.py" "$tmp.tr$n.plain" >"$tmp.out" 2>&1; then
+            echo "FAIL: plain DDP under torchrun, $n ranks:"; cat "$tmp.out"; fail=1
+        elif ! run -m hoff --sim --budget 50% --stats-json "$tmp.tr$n.%r.json" "$top/tests/sim_ddp.py" \
+                "$tmp.tr$n.sim" >"$tmp.out" 2>&1; then
+            echo "FAIL: DDP under torchrun and --sim, $n ranks:"; cat "$tmp.out"; fail=1
+        else
+            ddp_check "torchrun-$n" "$n" "$tmp.tr$n.plain" "$tmp.tr$n.sim" "$tmp.tr$n"
+        fi
+    done
+    ;;
+*) echo "FAIL: SIM_DDP=$ddp: expected 0, 1 or torchrun"; fail=1 ;;
+esac
+
+# torch.compile (inductor, on CPU) under --sim: the code compiled runs eagerly inside hoff's steps (hoff's op marks
+# are a TorchDispatchMode, under which TorchDynamo runs no compiled frame), as the launcher's warning says.  So the
+# ResNet compiled, at 50%, must be bitwise equal to a plain run that uses the compiled model in the first (unmarked)
+# iteration only and the model itself after, and must say so once.  The inductor's cache is this test's own.
+if [ "${SIM_COMPILE:-0}" = 1 ]; then
+    mkdir -p "$tmp.inductor"
+    export TORCHINDUCTOR_CACHE_DIR="$tmp.inductor"
+    if ! "$py" "$top/tests/sim_zoo.py" resnet "$tmp.compile.plain" --compile --eager-after-first >"$tmp.out" 2>&1; then
+        echo "FAIL: the plain compiled run failed:"; cat "$tmp.out"; fail=1
+    elif ! "$py" -m hoff --sim --budget 50% --stats-json "$tmp.json" "$top/tests/sim_zoo.py" resnet "$tmp.sim" \
+            --compile >"$tmp.out" 2>&1; then
+        echo "FAIL: the compiled run under --sim failed:"; cat "$tmp.out"; fail=1
+    else
+        "$py" "$top/tests/sim_check.py" resnet-compiled "$tmp.compile.plain" "$tmp.sim" "$tmp.json" 50% || fail=1
+        n=$(grep -c 'warning: torch.compile under --sim: inside hoff.s steps the compiled code runs eagerly' "$tmp.out")
+        calls=$("$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["degradations"]["torch_compile_calls"])' \
+            "$tmp.json")
+        if [ "$n" != 1 ] || [ "$calls" != 1 ]; then
+            echo "FAIL: torch.compile under --sim: $n warnings and $calls calls counted, want 1 and 1:"
+            cat "$tmp.out"
+            fail=1
+        fi
+    fi
 fi
 [ "$fail" -eq 0 ] && echo "PASS: sim_train.sh"
 exit "$fail"

@@ -127,6 +127,7 @@ class _State:
         self.before = None        # the stats at its begin
         self.last_mark = None     # perf_counter_ns of the last op mark (virtual-clock advance)
         self.pct_set = False
+        self.compile_calls = 0    # torch.compile calls of the script (their code runs eagerly in hoff's steps)
 
 
 # Counters reported per step as the difference over the step.
@@ -169,7 +170,40 @@ def arm(budget_text):
     with _lock:
         _state = _State(budget)
     _targets.set_sim(SimTarget)
+    _watch_compile()
     return tg
+
+
+COMPILE_WARNING = ("torch.compile under --sim: inside hoff's steps the compiled code runs eagerly (hoff's per-op "
+                   "marks are a TorchDispatchMode, and TorchDynamo does not run compiled frames under one); code "
+                   "outside the steps, such as the first iteration before the first optimizer step, runs "
+                   "compiled (counted in the report's degradations.torch_compile_calls)")
+
+
+def _watch_compile():
+    """Wrap torch.compile (PyTorch 2.x; nn.Module.compile calls it too) to say once, and count, that compiled
+    code runs eagerly inside the steps."""
+    try:
+        import torch
+    except ImportError:
+        return
+    orig = getattr(torch, "compile", None)
+    if orig is None or getattr(orig, "_hoff_sim", False):
+        return
+
+    import functools
+
+    @functools.wraps(orig)
+    def compile_(*args, **kwargs):
+        with _lock:
+            _state.compile_calls += 1
+            first = _state.compile_calls == 1
+        if first:
+            sys.stderr.write("hoff: warning: %s\n" % COMPILE_WARNING)
+        return orig(*args, **kwargs)
+
+    compile_._hoff_sim = True
+    torch.compile = compile_
 
 
 class SimTarget(_targets.AllocatorTarget):
@@ -247,7 +281,8 @@ def report(path, script_status):
                                      ("%g%%" % (st.budget[1] * 100) if st.budget[0] == "pct" else st.budget[1]),
                                      "bytes": int(final.get("budget_bytes", 0))},
            "script_status": script_status, "integrity": integrity, "preload": layer,
-           "steps": list(st.steps), "final": final}
+           "steps": list(st.steps), "final": final,
+           "degradations": {"torch_compile_calls": st.compile_calls}}
     doc["rank"] = int(os.environ["RANK"]) if os.environ.get("RANK", "").isdigit() else None
     doc["pid"] = os.getpid()
     text = json.dumps(doc, indent=1, sort_keys=True)
