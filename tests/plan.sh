@@ -42,6 +42,18 @@ done
 ./hoff-plan info "$trace" --json >"$tmp.out" 2>&1
 expect_rc $? 0 "hoff-plan info --json" "$tmp.out"
 check "$tmp.out" '"offload_peak_bytes":[1-9]' "hoff-plan info --json"
+# The peak of all live bytes counts what the blocks hold, as the offload peak
+# does: it can never be below it (every offload block is a live block).
+for f in "$tmp.trace" "${srcdir:-.}"/tests/data/traces/*.trace.gz; do
+    [ -f "$f" ] || continue
+    ./hoff-plan info "$f" --json >"$tmp.out" 2>&1
+    tp=$(field "$tmp.out" total_peak_bytes)
+    op=$(field "$tmp.out" offload_peak_bytes)
+    if [ -z "$tp" ] || [ -z "$op" ] || [ "$tp" -lt "$op" ]; then
+        echo "FAIL: hoff-plan info $f: total_peak_bytes ${tp:-?} below offload_peak_bytes ${op:-?}"
+        fail=1
+    fi
+done
 
 # 2. show: the schedule and its summary.
 ./hoff-plan show "$trace" --budget 25% >"$tmp.out" 2>&1
