@@ -53,8 +53,8 @@ enum hp_flag {
     HP_GPU_STEP, HP_NO_MEMORY_CHECK, HP_GUARD_AFTER, HP_GUARD_BEFORE, HP_ACTIONS_ONLY, HP_JSON, HP_OUTPUT,
     HP_WIDTH, HP_HEIGHT, HP_PERFETTO,
     /* synth */
-    HP_LAYERS, HP_HIDDEN, HP_SEQ, HP_BATCH, HP_ELEM_BYTES, HP_TFLOPS, HP_MANAGED_MIN, HP_NO_ACCESS, HP_EVENTS,
-    HP_SEED,
+    HP_MODEL, HP_LAYERS, HP_HIDDEN, HP_SEQ, HP_HEADS, HP_BATCH, HP_DTYPE, HP_ELEM_BYTES, HP_ATTENTION, HP_VOCAB,
+    HP_TFLOPS, HP_MANAGED_MIN, HP_NO_ACCESS, HP_EVENTS, HP_SEED,
     HP_HELP, HP_NFLAGS
 };
 #define HP_F(x) (1ull << HP_##x)
@@ -89,6 +89,7 @@ struct hp_args {
     uint64_t width, height;       /* timeline: default 1200 x 640 */
     const char *perfetto;
     struct hoff__synth_opts synth; /* synth: hoff__synth_defaults */
+    const char *model, *dtype, *attention; /* synth --model, --dtype, --attention (NULL: not given) */
     uint64_t events, seed;        /* synth --events (0: a transformer), --seed (default 1) */
 };
 
