@@ -213,14 +213,131 @@ struct saved {
     uint32_t x, ln1_st, ln1_out, qkv, probs, lse, ctx, ln2_in, ln2_st, ln2_out, up, act;
 };
 
+/* The coarse transformer's shape: sizes in bytes (bsh = b*s*h*e, wsb the
+ * softmax statistics), whether attention is flash, each op's FLOPs. */
+struct tf {
+    uint64_t h, e, T, heads, bsh, wsb;
+    int flash;
+    double f_ln, f_qkv, f_attn, f_proj, f_up, f_act, f_down, f_add;
+};
+
+/* Layer l's forward: its saved tensors into v; *x_next is its input, then its output. */
+static void tf_layer_fwd(struct sb *s, const struct tf *c, uint32_t l, struct saved *v, uint32_t *x_next) {
+    uint32_t tmp;
+
+    v->x = *x_next;
+    v->probs = v->lse = UINT32_MAX;
+    sb_op(s, l, "ln1", c->f_ln);
+    v->ln1_st = sb_alloc(s, c->T * 8);
+    v->ln1_out = sb_alloc(s, c->bsh);
+    sb_mark(s, v->ln1_st);
+    sb_op(s, l, "qkv", c->f_qkv);
+    v->qkv = sb_alloc(s, 3 * c->bsh);
+    sb_mark(s, v->ln1_out);
+    sb_op(s, l, "attn", c->f_attn);
+    tmp = sb_alloc(s, c->wsb); /* workspace */
+    if (c->flash) {
+        v->lse = sb_alloc(s, c->wsb);
+    } else {
+        v->probs = sb_alloc(s, s->o->batch * c->heads * s->o->seq * s->o->seq * c->e);
+    }
+    v->ctx = sb_alloc(s, c->bsh);
+    sb_free(s, tmp);
+    sb_mark(s, v->qkv);
+    sb_mark(s, c->flash ? v->lse : v->probs);
+    sb_op(s, l, "proj", c->f_proj);
+    tmp = sb_alloc(s, c->bsh);
+    sb_mark(s, v->ctx);
+    sb_op(s, l, "add1", c->f_add);
+    v->ln2_in = sb_alloc(s, c->bsh);
+    sb_mark(s, v->x);
+    sb_free(s, tmp);
+    sb_op(s, l, "ln2", c->f_ln);
+    v->ln2_st = sb_alloc(s, c->T * 8);
+    v->ln2_out = sb_alloc(s, c->bsh);
+    sb_mark(s, v->ln2_st);
+    sb_op(s, l, "mlp_up", c->f_up);
+    v->up = sb_alloc(s, 4 * c->bsh);
+    sb_mark(s, v->ln2_out);
+    sb_op(s, l, "act", c->f_act);
+    v->act = sb_alloc(s, 4 * c->bsh);
+    sb_mark(s, v->up);
+    sb_op(s, l, "mlp_down", c->f_down);
+    tmp = sb_alloc(s, c->bsh);
+    sb_mark(s, v->act);
+    sb_op(s, l, "add2", c->f_add);
+    *x_next = sb_alloc(s, c->bsh);
+    sb_mark(s, v->ln2_in);
+    sb_free(s, tmp);
+}
+
+/* Layer l's backward: g is the gradient of its output; returns its input's. */
+static uint32_t tf_layer_bwd(struct sb *s, const struct tf *c, uint32_t l, struct saved *v, uint32_t g) {
+    uint32_t g_act, g_up, g_ln2out, g_mid, g_ctx, g_qkv, g_ln1out, g_in, tmp;
+
+    sb_op(s, l, "mlp_down.bwd", 2 * c->f_down);
+    sb_mark(s, v->act);
+    sb_alloc_pool(s, 4 * c->h * c->h * c->e, 0); /* dW_down, retained */
+    g_act = sb_alloc(s, 4 * c->bsh);
+    sb_free(s, v->act);
+    sb_op(s, l, "act.bwd", 2 * c->f_act);
+    sb_mark(s, v->up);
+    g_up = sb_alloc(s, 4 * c->bsh);
+    sb_free(s, g_act);
+    sb_free(s, v->up);
+    sb_op(s, l, "mlp_up.bwd", 2 * c->f_up);
+    sb_mark(s, v->ln2_out);
+    sb_alloc_pool(s, 4 * c->h * c->h * c->e, 0); /* dW_up */
+    g_ln2out = sb_alloc(s, c->bsh);
+    sb_free(s, g_up);
+    sb_free(s, v->ln2_out);
+    sb_op(s, l, "ln2.bwd", 2 * c->f_ln);
+    sb_mark(s, v->ln2_in);
+    sb_mark(s, v->ln2_st);
+    sb_alloc_pool(s, 13 * c->h * c->e, 0); /* biases and LayerNorm weights */
+    g_mid = sb_alloc(s, c->bsh);        /* g + LN2'(g_ln2out): the residual */
+    sb_free(s, g_ln2out);
+    sb_free(s, g);
+    sb_free(s, v->ln2_st);
+    sb_free(s, v->ln2_in);
+    sb_op(s, l, "proj.bwd", 2 * c->f_proj);
+    sb_mark(s, v->ctx);
+    sb_alloc_pool(s, c->h * c->h * c->e, 0); /* dW_o */
+    g_ctx = sb_alloc(s, c->bsh);
+    sb_free(s, v->ctx);
+    sb_op(s, l, "attn.bwd", 2 * c->f_attn);
+    sb_mark(s, v->qkv);
+    sb_mark(s, c->flash ? v->lse : v->probs);
+    tmp = sb_alloc(s, c->wsb); /* workspace (softmax-gradient row sums) */
+    g_qkv = sb_alloc(s, 3 * c->bsh);
+    sb_free(s, tmp);
+    sb_free(s, g_ctx);
+    sb_free(s, c->flash ? v->lse : v->probs);
+    sb_free(s, v->qkv);
+    sb_op(s, l, "qkv.bwd", 2 * c->f_qkv);
+    sb_mark(s, v->ln1_out);
+    sb_alloc_pool(s, 3 * c->h * c->h * c->e, 0); /* dW_qkv */
+    g_ln1out = sb_alloc(s, c->bsh);
+    sb_free(s, g_qkv);
+    sb_free(s, v->ln1_out);
+    sb_op(s, l, "ln1.bwd", 2 * c->f_ln);
+    sb_mark(s, v->x);
+    sb_mark(s, v->ln1_st);
+    g_in = sb_alloc(s, c->bsh);
+    sb_free(s, g_ln1out);
+    sb_free(s, g_mid);
+    sb_free(s, v->ln1_st);
+    sb_free(s, v->x);
+    return g_in;
+}
+
 int hoff__synth_transformer(struct hoff__trace *t, const struct hoff__synth_opts *o) {
     struct sb s;
+    struct tf c;
     struct saved *sv;
-    uint64_t h, e, T, heads, bsh, wsb;
-    double Td, hd, f_ln, f_qkv, f_attn, f_proj, f_up, f_act, f_down, f_add;
+    uint64_t h, e, T, bsh;
+    double Td, hd;
     uint32_t l, x_next, g;
-    int flash;
-
     int rc;
 
     if ((rc = synth_check(t, o)) != 0)
@@ -228,13 +345,17 @@ int hoff__synth_transformer(struct hoff__trace *t, const struct hoff__synth_opts
     h = o->hidden;
     e = o->elem_bytes;
     T = o->batch * o->seq;
-    heads = o->heads ? o->heads : h >= 64 ? h / 64 : 1;
-    bsh = T * h * e;
+    memset(&c, 0, sizeof c);
+    c.h = h;
+    c.e = e;
+    c.T = T;
+    c.heads = o->heads ? o->heads : h >= 64 ? h / 64 : 1;
+    bsh = c.bsh = T * h * e;
     if (bsh / e / h != T || bsh > ((uint64_t)1 << 44))
         return hoff__error(-EINVAL, "synth: b*s*h*elem_bytes is too large");
-    flash = o->attention == HOFF__SYNTH_ATTN_FLASH ||
+    c.flash = o->attention == HOFF__SYNTH_ATTN_FLASH ||
             (o->attention == HOFF__SYNTH_ATTN_AUTO && o->seq > SYNTH_FLASH_FROM_SEQ);
-    wsb = o->batch * heads * o->seq * 4; /* log-sum-exp / softmax statistics, float32 */
+    c.wsb = o->batch * c.heads * o->seq * 4; /* log-sum-exp / softmax statistics, float32 */
     sv = calloc(o->layers, sizeof *sv);
     if (!sv)
         return hoff__error(-ENOMEM, "synth: out of memory");
@@ -246,135 +367,31 @@ int hoff__synth_transformer(struct hoff__trace *t, const struct hoff__synth_opts
 
     Td = (double)T;
     hd = (double)h;
-    f_ln = 8.0 * Td * hd;
-    f_qkv = 2.0 * 3.0 * hd * hd * Td;
-    f_attn = 4.0 * (double)o->batch * (double)o->seq * (double)o->seq * hd;
-    f_proj = 2.0 * hd * hd * Td;
-    f_up = 2.0 * 4.0 * hd * hd * Td;
-    f_act = 8.0 * Td * 4.0 * hd;
-    f_down = f_up;
-    f_add = Td * hd;
+    c.f_ln = 8.0 * Td * hd;
+    c.f_qkv = 2.0 * 3.0 * hd * hd * Td;
+    c.f_attn = 4.0 * (double)o->batch * (double)o->seq * (double)o->seq * hd;
+    c.f_proj = 2.0 * hd * hd * Td;
+    c.f_up = 2.0 * 4.0 * hd * hd * Td;
+    c.f_act = 8.0 * Td * 4.0 * hd;
+    c.f_down = c.f_up;
+    c.f_add = Td * hd;
 
     /* --- forward --- */
-    sb_op_ns(&s, "embed", flops_ns(&s, f_add));
+    sb_op_ns(&s, "embed", flops_ns(&s, c.f_add));
     x_next = sb_alloc(&s, bsh);
-    for (l = 0; l < o->layers; l++) {
-        struct saved *v = &sv[l];
-        uint32_t tmp;
-
-        v->x = x_next;
-        v->probs = v->lse = UINT32_MAX;
-        sb_op(&s, l, "ln1", f_ln);
-        v->ln1_st = sb_alloc(&s, T * 8);
-        v->ln1_out = sb_alloc(&s, bsh);
-        sb_mark(&s, v->ln1_st);
-        sb_op(&s, l, "qkv", f_qkv);
-        v->qkv = sb_alloc(&s, 3 * bsh);
-        sb_mark(&s, v->ln1_out);
-        sb_op(&s, l, "attn", f_attn);
-        tmp = sb_alloc(&s, wsb); /* workspace */
-        if (flash) {
-            v->lse = sb_alloc(&s, wsb);
-        } else {
-            v->probs = sb_alloc(&s, o->batch * heads * o->seq * o->seq * e);
-        }
-        v->ctx = sb_alloc(&s, bsh);
-        sb_free(&s, tmp);
-        sb_mark(&s, v->qkv);
-        sb_mark(&s, flash ? v->lse : v->probs);
-        sb_op(&s, l, "proj", f_proj);
-        tmp = sb_alloc(&s, bsh);
-        sb_mark(&s, v->ctx);
-        sb_op(&s, l, "add1", f_add);
-        v->ln2_in = sb_alloc(&s, bsh);
-        sb_mark(&s, v->x);
-        sb_free(&s, tmp);
-        sb_op(&s, l, "ln2", f_ln);
-        v->ln2_st = sb_alloc(&s, T * 8);
-        v->ln2_out = sb_alloc(&s, bsh);
-        sb_mark(&s, v->ln2_st);
-        sb_op(&s, l, "mlp_up", f_up);
-        v->up = sb_alloc(&s, 4 * bsh);
-        sb_mark(&s, v->ln2_out);
-        sb_op(&s, l, "act", f_act);
-        v->act = sb_alloc(&s, 4 * bsh);
-        sb_mark(&s, v->up);
-        sb_op(&s, l, "mlp_down", f_down);
-        tmp = sb_alloc(&s, bsh);
-        sb_mark(&s, v->act);
-        sb_op(&s, l, "add2", f_add);
-        x_next = sb_alloc(&s, bsh);
-        sb_mark(&s, v->ln2_in);
-        sb_free(&s, tmp);
-    }
-    sb_op_ns(&s, "loss", flops_ns(&s, f_ln));
+    for (l = 0; l < o->layers; l++)
+        tf_layer_fwd(&s, &c, l, &sv[l], &x_next);
+    sb_op_ns(&s, "loss", flops_ns(&s, c.f_ln));
     sb_mark(&s, x_next);
 
     /* --- backward --- */
-    sb_op_ns(&s, "loss.bwd", flops_ns(&s, 2 * f_ln));
+    sb_op_ns(&s, "loss.bwd", flops_ns(&s, 2 * c.f_ln));
     sb_mark(&s, x_next);
     g = sb_alloc(&s, bsh);
     sb_free(&s, x_next);
-    for (l = o->layers; l-- > 0;) {
-        struct saved *v = &sv[l];
-        uint32_t g_act, g_up, g_ln2out, g_mid, g_ctx, g_qkv, g_ln1out, g_in, tmp;
-
-        sb_op(&s, l, "mlp_down.bwd", 2 * f_down);
-        sb_mark(&s, v->act);
-        sb_alloc_pool(&s, 4 * h * h * e, 0); /* dW_down, retained */
-        g_act = sb_alloc(&s, 4 * bsh);
-        sb_free(&s, v->act);
-        sb_op(&s, l, "act.bwd", 2 * f_act);
-        sb_mark(&s, v->up);
-        g_up = sb_alloc(&s, 4 * bsh);
-        sb_free(&s, g_act);
-        sb_free(&s, v->up);
-        sb_op(&s, l, "mlp_up.bwd", 2 * f_up);
-        sb_mark(&s, v->ln2_out);
-        sb_alloc_pool(&s, 4 * h * h * e, 0); /* dW_up */
-        g_ln2out = sb_alloc(&s, bsh);
-        sb_free(&s, g_up);
-        sb_free(&s, v->ln2_out);
-        sb_op(&s, l, "ln2.bwd", 2 * f_ln);
-        sb_mark(&s, v->ln2_in);
-        sb_mark(&s, v->ln2_st);
-        sb_alloc_pool(&s, 13 * h * e, 0); /* biases and LayerNorm weights */
-        g_mid = sb_alloc(&s, bsh);        /* g + LN2'(g_ln2out): the residual */
-        sb_free(&s, g_ln2out);
-        sb_free(&s, g);
-        sb_free(&s, v->ln2_st);
-        sb_free(&s, v->ln2_in);
-        sb_op(&s, l, "proj.bwd", 2 * f_proj);
-        sb_mark(&s, v->ctx);
-        sb_alloc_pool(&s, h * h * e, 0); /* dW_o */
-        g_ctx = sb_alloc(&s, bsh);
-        sb_free(&s, v->ctx);
-        sb_op(&s, l, "attn.bwd", 2 * f_attn);
-        sb_mark(&s, v->qkv);
-        sb_mark(&s, flash ? v->lse : v->probs);
-        tmp = sb_alloc(&s, wsb); /* workspace (softmax-gradient row sums) */
-        g_qkv = sb_alloc(&s, 3 * bsh);
-        sb_free(&s, tmp);
-        sb_free(&s, g_ctx);
-        sb_free(&s, flash ? v->lse : v->probs);
-        sb_free(&s, v->qkv);
-        sb_op(&s, l, "qkv.bwd", 2 * f_qkv);
-        sb_mark(&s, v->ln1_out);
-        sb_alloc_pool(&s, 3 * h * h * e, 0); /* dW_qkv */
-        g_ln1out = sb_alloc(&s, bsh);
-        sb_free(&s, g_qkv);
-        sb_free(&s, v->ln1_out);
-        sb_op(&s, l, "ln1.bwd", 2 * f_ln);
-        sb_mark(&s, v->x);
-        sb_mark(&s, v->ln1_st);
-        g_in = sb_alloc(&s, bsh);
-        sb_free(&s, g_ln1out);
-        sb_free(&s, g_mid);
-        sb_free(&s, v->ln1_st);
-        sb_free(&s, v->x);
-        g = g_in;
-    }
-    sb_op_ns(&s, "embed.bwd", flops_ns(&s, 2 * f_add));
+    for (l = o->layers; l-- > 0;)
+        g = tf_layer_bwd(&s, &c, l, &sv[l], g);
+    sb_op_ns(&s, "embed.bwd", flops_ns(&s, 2 * c.f_add));
     sb_free(&s, g);
     sb_advance(&s);
     free(sv);
