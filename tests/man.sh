@@ -28,8 +28,17 @@ done
 for o in pid job interval count once json clean dir help version; do
     grep -q -- "\\\\-\\\\-$o" "$man/hoff-stat.1" || bad "hoff-stat.1 does not document --$o"
 done
-for c in simulate show timeline export synth info; do
+# The commands are listed once, in HOFF_PLAN_COMMANDS (tools/hoff-plan/hoff-plan.h).
+cmds=$(sed -n '/#define HOFF_PLAN_COMMANDS/,/^$/p' "$srcdir/tools/hoff-plan/hoff-plan.h" |
+    sed -n 's/^ *X(\([a-z]*\),.*/\1/p')
+[ -n "$cmds" ] || bad "no HOFF_PLAN_COMMANDS found in tools/hoff-plan/hoff-plan.h"
+for c in $cmds; do
     grep -q "^\.SS $c\$" "$man/hoff-plan.1" || bad "hoff-plan.1 has no section for '$c'"
+    grep -q "^\.B hoff-plan $c\$\|^\.B hoff-plan $c " "$man/hoff-plan.1" || bad "hoff-plan.1's SYNOPSIS lacks '$c'"
+done
+# ...and no section or synopsis line names a command that is not in the table.
+for c in $(sed -n 's/^\.SS \([a-z]*\)$/\1/p' "$man/hoff-plan.1"); do
+    echo " $cmds " | tr '\n' ' ' | grep -q " $c " || bad "hoff-plan.1 documents '$c', which is not a command"
 done
 
 # 4. The pages this part of hoff owns format without warnings.

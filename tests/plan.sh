@@ -42,6 +42,37 @@ done
 ./hoff-plan info "$trace" --json >"$tmp.out" 2>&1
 expect_rc $? 0 "hoff-plan info --json" "$tmp.out"
 check "$tmp.out" '"offload_peak_bytes":[1-9]' "hoff-plan info --json"
+# The peak of all live bytes counts what the blocks hold, as the offload peak
+# does: it can never be below it (every offload block is a live block).
+for f in "$tmp.trace" "${srcdir:-.}"/tests/data/traces/*.trace.gz; do
+    [ -f "$f" ] || continue
+    ./hoff-plan info "$f" --json >"$tmp.out" 2>&1
+    tp=$(field "$tmp.out" total_peak_bytes)
+    op=$(field "$tmp.out" offload_peak_bytes)
+    if [ -z "$tp" ] || [ -z "$op" ] || [ "$tp" -lt "$op" ]; then
+        echo "FAIL: hoff-plan info $f: total_peak_bytes ${tp:-?} below offload_peak_bytes ${op:-?}"
+        fail=1
+    fi
+done
+
+# synth --model gpt: a bf16 step with flash attention (no scores saved), and its usage errors.
+./hoff-plan synth --model gpt --layers 2 --hidden 512 --heads 8 --seq 4096 --dtype bf16 -o "$tmp.gpt" >"$tmp.out" 2>&1
+expect_rc $? 0 "hoff-plan synth --model gpt" "$tmp.out"
+./hoff-plan info "$tmp.gpt" --json >"$tmp.out" 2>&1
+expect_rc $? 0 "hoff-plan info (gpt)" "$tmp.out"
+# flash: the largest tensor is the logits (4096 x 8192 x 2 bytes = 64 MiB), not the 8 x 4096^2 scores
+if grep -q "^a [0-9]* $((8 * 4096 * 4096 * 2)) " "$tmp.gpt"; then
+    echo "FAIL: hoff-plan synth --model gpt with flash attention (seq 4096) saved attention scores"
+    fail=1
+fi
+check "$tmp.gpt" "^a [0-9]* $((4096 * 8192 * 2)) 1 " "hoff-plan synth --model gpt: the logits"
+for bad in "--dtype fp8" "--model llama" "--attention fast" "--heads 7" "--vocab 100 --model transformer" \
+           "--dtype fp32 --elem-bytes 2"; do
+    ./hoff-plan synth --model gpt $bad -o "$tmp.bad.trace" >"$tmp.out" 2>&1
+    rc=$?
+    [ "$rc" -eq 2 ] || { echo "FAIL: hoff-plan synth --model gpt $bad exited $rc, expected 2"; cat "$tmp.out"; fail=1; }
+    [ ! -e "$tmp.bad.trace" ] || { echo "FAIL: hoff-plan synth $bad wrote a trace"; fail=1; }
+done
 
 # 2. show: the schedule and its summary.
 ./hoff-plan show "$trace" --budget 25% >"$tmp.out" 2>&1

@@ -339,8 +339,45 @@ static void test_schedule_peak_checks_tiers(void) {
     hoff__trace_destroy(&t);
 }
 
+/* The one walk of resident bytes, per tier: a block evicted after event 1,
+ * spilled after event 2, restored and prefetched before event 8. */
+static void test_schedule_tiers_walk(void) {
+    static const uint64_t want_dev[10] = {0, 10, 0, 10, 10, 10, 10, 0, 10, 10};
+    static const uint64_t want_host[10] = {0, 0, 10, 0, 0, 0, 0, 0, 0, 0};
+    static const uint64_t want_nvme[10] = {0, 0, 0, 10, 10, 10, 10, 10, 0, 0};
+    struct hoff__trace t;
+    struct hoff__schedule s;
+    uint64_t dev[10], host[10], nvme[10], res[10], peak;
+    uint32_t at;
+    int i;
+
+    make_step(&t, 2, 10 * MB);
+    CU_ASSERT_EQUAL_FATAL(t.nev, 10);
+    hoff__schedule_init(&s);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 1, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 0, 1), 0);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 2, HOFF__ACT_AFTER, HOFF__ACT_SPILL, 0, UINT32_MAX), 0);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 8, HOFF__ACT_BEFORE, HOFF__ACT_RESTORE, 0, UINT32_MAX), 0);
+    CU_ASSERT_EQUAL(hoff__schedule_add(&s, 8, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, 0, UINT32_MAX), 0);
+    hoff__schedule_sort(&s);
+    CU_ASSERT_EQUAL_FATAL(hoff__schedule_tiers(&t, &s, dev, host, nvme, &peak, &at), 0);
+    CU_ASSERT_EQUAL_FATAL(hoff__schedule_resident(&t, &s, res, &peak, &at), 0);
+    for (i = 0; i < 10; i++) {
+        CU_ASSERT_EQUAL(dev[i], want_dev[i] * MB);
+        CU_ASSERT_EQUAL(host[i], want_host[i] * MB);
+        CU_ASSERT_EQUAL(nvme[i], want_nvme[i] * MB);
+        CU_ASSERT_EQUAL(res[i], dev[i]); /* the same walk */
+    }
+    CU_ASSERT_EQUAL(peak, 10 * MB);
+    CU_ASSERT_EQUAL(at, 1);
+    CU_ASSERT_STRING_EQUAL(hoff__act_kind_name(HOFF__ACT_SPILL), "spill");
+    CU_ASSERT_STRING_EQUAL(hoff__act_kind_name(HOFF__ACT_KIND_COUNT), "?");
+    hoff__schedule_destroy(&s);
+    hoff__trace_destroy(&t);
+}
+
 int main(void) {
     static const struct hoff_test tests[] = {
+        {"schedule_tiers_walk", test_schedule_tiers_walk},
         {"no_cap_no_spill", test_no_cap_no_spill},
         {"cap_kept_by_spilling", test_cap_kept_by_spilling},
         {"spill_after_queued_eviction", test_spill_after_queued_eviction},

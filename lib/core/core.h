@@ -44,6 +44,8 @@ char *hoff__error_take(void);
 int hoff__parse_size(const char *s, uint64_t *out);
 /* Bytes as a short human string ("1.5 GiB") into buf. */
 const char *hoff__fmt_size(uint64_t bytes, char *buf, size_t len);
+/* Nanoseconds as a short human string ("3.4 us", "1.25 ms") into buf (duration.c). */
+const char *hoff__fmt_time(uint64_t ns, char *buf, size_t len);
 
 static inline uint64_t hoff__align_up(uint64_t v, uint64_t a) {
     return (v + a - 1) / a * a;

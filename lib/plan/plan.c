@@ -230,16 +230,56 @@ int hoff__plan_window_open(const struct hoff__trace *t, uint32_t block, uint32_t
     return x > 0 && window_covers(t, block, x, 0, x);
 }
 
-/* Apply one action to the block states and the running resident sum.  An
+/* The tier a block in state st holds its bytes on: 0 the device, 1 the host
+ * tier, 2 the NVMe tier; -1 none (not yet allocated, released, freed). */
+static int tier_of(uint8_t st) {
+    switch (st) {
+    case B_RESIDENT:
+        return 0;
+    case B_EVICTED:
+        return 1;
+    case B_SPILLED:
+        return 2;
+    default:
+        return -1;
+    }
+}
+
+/* Move block b from state st[id] to state to, keeping the per-tier sums cur[3]. */
+static void move_to(const struct hoff__tblock *b, hoff__block_bytes_fn bytes, uint8_t *st, uint32_t id, uint8_t to,
+                    uint64_t *cur) {
+    int from = tier_of(st[id]), next = tier_of(to);
+    uint64_t n = b->pool == 1 ? hoff__plan_bytes(bytes, b) : 0;
+
+    if (from >= 0)
+        cur[from] -= n;
+    if (next >= 0)
+        cur[next] += n;
+    st[id] = to;
+}
+
+/* Apply one action to the block states and the running per-tier sums.  An
  * eviction or release takes effect at event x (the action's event, or the
  * next one for an "after" action), which must lie outside every use window
  * of the block. */
 static int apply(const struct hoff__trace *t, hoff__block_bytes_fn bytes, uint8_t *st,
                  const struct hoff__action *a, uint64_t *cur) {
+#define S(x) (1u << (x))
+    /* Per action: the states it applies to (a bit per state) and the state it leaves. */
+    static const struct {
+        unsigned from;
+        uint8_t to;
+    } rule[HOFF__ACT_KIND_COUNT] = {
+        [HOFF__ACT_EVICT] = {S(B_RESIDENT), B_EVICTED},
+        [HOFF__ACT_PREFETCH] = {S(B_EVICTED), B_RESIDENT},
+        [HOFF__ACT_RELEASE] = {S(B_RESIDENT) | S(B_EVICTED) | S(B_SPILLED), B_RELEASED},
+        [HOFF__ACT_SPILL] = {S(B_EVICTED), B_SPILLED}, /* tiers below the device */
+        [HOFF__ACT_RESTORE] = {S(B_SPILLED), B_EVICTED},
+    };
     const struct hoff__tblock *b;
     uint32_t x;
 
-    if (a->block >= t->nblocks)
+    if (a->block >= t->nblocks || a->kind >= HOFF__ACT_KIND_COUNT)
         return -EINVAL;
     b = &t->blocks[a->block];
     if (b->pool != 1 || b->pinned)
@@ -247,49 +287,26 @@ static int apply(const struct hoff__trace *t, hoff__block_bytes_fn bytes, uint8_
     x = a->ev + (a->when == HOFF__ACT_AFTER);
     if ((a->kind == HOFF__ACT_EVICT || a->kind == HOFF__ACT_RELEASE) && hoff__plan_in_window(t, a->block, x))
         return -EINVAL;
-    switch (a->kind) {
-    case HOFF__ACT_EVICT:
-        if (st[a->block] != B_RESIDENT)
-            return -EINVAL;
-        st[a->block] = B_EVICTED;
-        *cur -= hoff__plan_bytes(bytes, b);
-        return 0;
-    case HOFF__ACT_PREFETCH:
-        if (st[a->block] != B_EVICTED)
-            return -EINVAL;
-        st[a->block] = B_RESIDENT;
-        *cur += hoff__plan_bytes(bytes, b);
-        return 0;
-    case HOFF__ACT_SPILL: /* tiers below the device: no device bytes change */
-        if (st[a->block] != B_EVICTED)
-            return -EINVAL;
-        st[a->block] = B_SPILLED;
-        return 0;
-    case HOFF__ACT_RESTORE:
-        if (st[a->block] != B_SPILLED)
-            return -EINVAL;
-        st[a->block] = B_EVICTED;
-        return 0;
-    case HOFF__ACT_RELEASE:
-        if (st[a->block] == B_RESIDENT)
-            *cur -= hoff__plan_bytes(bytes, b);
-        else if (st[a->block] != B_EVICTED && st[a->block] != B_SPILLED)
-            return -EINVAL;
-        st[a->block] = B_RELEASED;
-        return 0;
-    default:
+    if (!(rule[a->kind].from & S(st[a->block])))
         return -EINVAL;
-    }
+#undef S
+    move_to(b, bytes, st, a->block, rule[a->kind].to, cur);
+    return 0;
 }
 
 int hoff__schedule_peak(const struct hoff__trace *t, const struct hoff__schedule *s,
                         uint64_t *peak, uint32_t *peak_ev) {
-    return hoff__schedule_resident(t, s, NULL, peak, peak_ev);
+    return hoff__schedule_tiers(t, s, NULL, NULL, NULL, peak, peak_ev);
 }
 
 int hoff__schedule_resident(const struct hoff__trace *t, const struct hoff__schedule *s, uint64_t *res,
                             uint64_t *peak, uint32_t *peak_ev) {
-    uint64_t cur = 0, best = 0;
+    return hoff__schedule_tiers(t, s, res, NULL, NULL, peak, peak_ev);
+}
+
+int hoff__schedule_tiers(const struct hoff__trace *t, const struct hoff__schedule *s, uint64_t *dev,
+                         uint64_t *host, uint64_t *nvme, uint64_t *peak, uint32_t *peak_ev) {
+    uint64_t cur[3] = {0, 0, 0}, best = 0;
     uint32_t best_ev = 0;
     uint8_t *st;
     size_t i, k = 0;
@@ -310,35 +327,33 @@ int hoff__schedule_resident(const struct hoff__trace *t, const struct hoff__sche
         const struct hoff__tblock *b = NULL;
 
         for (; rc == 0 && k < s->nact && s->act[k].ev == i && s->act[k].when == HOFF__ACT_BEFORE; k++)
-            rc = apply(t, s->block_bytes, st, &s->act[k], &cur);
+            rc = apply(t, s->block_bytes, st, &s->act[k], cur);
         if (rc)
             break;
         if ((e->kind == HOFF__TEV_ALLOC || e->kind == HOFF__TEV_FREE) && e->block < t->nblocks)
             b = &t->blocks[e->block];
-        if (e->kind == HOFF__TEV_ALLOC && b) {
-            st[e->block] = B_RESIDENT;
-            if (b->pool == 1)
-                cur += hoff__plan_bytes(s->block_bytes, b);
-        }
+        if (e->kind == HOFF__TEV_ALLOC && b)
+            move_to(b, s->block_bytes, st, e->block, B_RESIDENT, cur);
         /* A use window opens here: the block must be back (a prefetch
          * planned before it), never paged in by the use itself. */
         if (e->kind == HOFF__TEV_ACCESS && e->block < t->nblocks && st[e->block] != B_RESIDENT) {
             rc = -EINVAL;
             break;
         }
-        if (cur > best || i == 0) {
-            best = cur;
+        if (cur[0] > best || i == 0) {
+            best = cur[0];
             best_ev = (uint32_t)i;
         }
-        if (res)
-            res[i] = cur;
-        if (e->kind == HOFF__TEV_FREE && b) {
-            if (st[e->block] == B_RESIDENT && b->pool == 1)
-                cur -= hoff__plan_bytes(s->block_bytes, b);
-            st[e->block] = B_FREED;
-        }
+        if (dev)
+            dev[i] = cur[0];
+        if (host)
+            host[i] = cur[1];
+        if (nvme)
+            nvme[i] = cur[2];
+        if (e->kind == HOFF__TEV_FREE && b)
+            move_to(b, s->block_bytes, st, e->block, B_FREED, cur);
         for (; rc == 0 && k < s->nact && s->act[k].ev == i; k++)
-            rc = apply(t, s->block_bytes, st, &s->act[k], &cur);
+            rc = apply(t, s->block_bytes, st, &s->act[k], cur);
     }
     free(st);
     if (rc)
@@ -346,6 +361,15 @@ int hoff__schedule_resident(const struct hoff__trace *t, const struct hoff__sche
     *peak = best;
     *peak_ev = best_ev;
     return 0;
+}
+
+const char *hoff__act_kind_name(int kind) {
+    static const char *const names[HOFF__ACT_KIND_COUNT] = {
+        [HOFF__ACT_EVICT] = "evict",     [HOFF__ACT_PREFETCH] = "prefetch", [HOFF__ACT_RELEASE] = "release",
+        [HOFF__ACT_SPILL] = "spill",     [HOFF__ACT_RESTORE] = "restore",
+    };
+
+    return kind >= 0 && kind < HOFF__ACT_KIND_COUNT ? names[kind] : "?";
 }
 
 uint64_t hoff__plan_deadline(uint64_t budget_ns) {

@@ -368,5 +368,18 @@ int hoff__schedule_peak(const struct hoff__trace *t, const struct hoff__schedule
  * res[0 .. nev - 1] (the caller's).  Same errors. */
 int hoff__schedule_resident(const struct hoff__trace *t, const struct hoff__schedule *s, uint64_t *res,
                             uint64_t *peak, uint32_t *peak_ev);
+/* The same walk again, with every tier: at each event the managed bytes on
+ * the device (dev, what hoff__schedule_resident writes), on the host tier
+ * (evicted or restored blocks, host) and on the NVMe tier (spilled, nvme),
+ * each array nev long or NULL.  A block's bytes are s->block_bytes'; a
+ * freed or released block counts nowhere.  Same errors and peak.  This is
+ * the one walk of resident bytes under a schedule (planners, the runtime's
+ * checks and hoff-plan's pictures use it). */
+int hoff__schedule_tiers(const struct hoff__trace *t, const struct hoff__schedule *s, uint64_t *dev,
+                         uint64_t *host, uint64_t *nvme, uint64_t *peak, uint32_t *peak_ev);
+
+/* An action kind's name ("evict", "prefetch", "release", "spill",
+ * "restore"; "?" for anything else). */
+const char *hoff__act_kind_name(int kind);
 
 #endif

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,23 +190,14 @@ void hoff__synth_defaults(struct hoff__synth_opts *o) {
     o->access_marks = 1;
     o->tflops = 400.0;
     o->managed_min = 1u << 20;
+    o->vocab = 8192;
 }
 
 /* Non-flash attention (softmax probabilities saved) for short sequences. */
 #define SYNTH_FLASH_FROM_SEQ 1024
 
-struct saved {
-    uint32_t x, ln1_st, ln1_out, qkv, probs, lse, ctx, ln2_in, ln2_st, ln2_out, up, act;
-};
-
-int hoff__synth_transformer(struct hoff__trace *t, const struct hoff__synth_opts *o) {
-    struct sb s;
-    struct saved *sv;
-    uint64_t h, e, T, heads, bsh, wsb;
-    double Td, hd, f_ln, f_qkv, f_attn, f_proj, f_up, f_act, f_down, f_add;
-    uint32_t l, x_next, g;
-    int flash;
-
+/* The options both transformer models share.  0 or -EINVAL with a message. */
+static int synth_check(const struct hoff__trace *t, const struct hoff__synth_opts *o) {
     if (!t || !o || o->layers == 0 || o->hidden == 0 || o->seq == 0 || o->batch == 0 || o->elem_bytes == 0)
         return hoff__error(-EINVAL, "synth: layers, hidden, seq, batch and elem_bytes must be positive");
     if (!(o->tflops >= HOFF__SYNTH_TFLOPS_MIN && o->tflops <= HOFF__SYNTH_TFLOPS_MAX))
@@ -214,15 +206,156 @@ int hoff__synth_transformer(struct hoff__trace *t, const struct hoff__synth_opts
     if (o->layers > 100000 || o->hidden > (1u << 20) || o->seq > (1u << 24) || o->batch > (1u << 20))
         return hoff__error(-EINVAL, "synth: shape out of range (layers <= 100000, hidden <= 2^20, seq <= 2^24, "
                            "batch <= 2^20)");
+    return 0;
+}
+
+struct saved {
+    uint32_t x, ln1_st, ln1_out, qkv, probs, lse, ctx, ln2_in, ln2_st, ln2_out, up, act;
+};
+
+/* The coarse transformer's shape: sizes in bytes (bsh = b*s*h*e, wsb the
+ * softmax statistics), whether attention is flash, each op's FLOPs. */
+struct tf {
+    uint64_t h, e, T, heads, bsh, wsb;
+    int flash;
+    double f_ln, f_qkv, f_attn, f_proj, f_up, f_act, f_down, f_add;
+};
+
+/* Layer l's forward: its saved tensors into v; *x_next is its input, then its output. */
+static void tf_layer_fwd(struct sb *s, const struct tf *c, uint32_t l, struct saved *v, uint32_t *x_next) {
+    uint32_t tmp;
+
+    v->x = *x_next;
+    v->probs = v->lse = UINT32_MAX;
+    sb_op(s, l, "ln1", c->f_ln);
+    v->ln1_st = sb_alloc(s, c->T * 8);
+    v->ln1_out = sb_alloc(s, c->bsh);
+    sb_mark(s, v->ln1_st);
+    sb_op(s, l, "qkv", c->f_qkv);
+    v->qkv = sb_alloc(s, 3 * c->bsh);
+    sb_mark(s, v->ln1_out);
+    sb_op(s, l, "attn", c->f_attn);
+    tmp = sb_alloc(s, c->wsb); /* workspace */
+    if (c->flash) {
+        v->lse = sb_alloc(s, c->wsb);
+    } else {
+        v->probs = sb_alloc(s, s->o->batch * c->heads * s->o->seq * s->o->seq * c->e);
+    }
+    v->ctx = sb_alloc(s, c->bsh);
+    sb_free(s, tmp);
+    sb_mark(s, v->qkv);
+    sb_mark(s, c->flash ? v->lse : v->probs);
+    sb_op(s, l, "proj", c->f_proj);
+    tmp = sb_alloc(s, c->bsh);
+    sb_mark(s, v->ctx);
+    sb_op(s, l, "add1", c->f_add);
+    v->ln2_in = sb_alloc(s, c->bsh);
+    sb_mark(s, v->x);
+    sb_free(s, tmp);
+    sb_op(s, l, "ln2", c->f_ln);
+    v->ln2_st = sb_alloc(s, c->T * 8);
+    v->ln2_out = sb_alloc(s, c->bsh);
+    sb_mark(s, v->ln2_st);
+    sb_op(s, l, "mlp_up", c->f_up);
+    v->up = sb_alloc(s, 4 * c->bsh);
+    sb_mark(s, v->ln2_out);
+    sb_op(s, l, "act", c->f_act);
+    v->act = sb_alloc(s, 4 * c->bsh);
+    sb_mark(s, v->up);
+    sb_op(s, l, "mlp_down", c->f_down);
+    tmp = sb_alloc(s, c->bsh);
+    sb_mark(s, v->act);
+    sb_op(s, l, "add2", c->f_add);
+    *x_next = sb_alloc(s, c->bsh);
+    sb_mark(s, v->ln2_in);
+    sb_free(s, tmp);
+}
+
+/* Layer l's backward: g is the gradient of its output; returns its input's. */
+static uint32_t tf_layer_bwd(struct sb *s, const struct tf *c, uint32_t l, struct saved *v, uint32_t g) {
+    uint32_t g_act, g_up, g_ln2out, g_mid, g_ctx, g_qkv, g_ln1out, g_in, tmp;
+
+    sb_op(s, l, "mlp_down.bwd", 2 * c->f_down);
+    sb_mark(s, v->act);
+    sb_alloc_pool(s, 4 * c->h * c->h * c->e, 0); /* dW_down, retained */
+    g_act = sb_alloc(s, 4 * c->bsh);
+    sb_free(s, v->act);
+    sb_op(s, l, "act.bwd", 2 * c->f_act);
+    sb_mark(s, v->up);
+    g_up = sb_alloc(s, 4 * c->bsh);
+    sb_free(s, g_act);
+    sb_free(s, v->up);
+    sb_op(s, l, "mlp_up.bwd", 2 * c->f_up);
+    sb_mark(s, v->ln2_out);
+    sb_alloc_pool(s, 4 * c->h * c->h * c->e, 0); /* dW_up */
+    g_ln2out = sb_alloc(s, c->bsh);
+    sb_free(s, g_up);
+    sb_free(s, v->ln2_out);
+    sb_op(s, l, "ln2.bwd", 2 * c->f_ln);
+    sb_mark(s, v->ln2_in);
+    sb_mark(s, v->ln2_st);
+    sb_alloc_pool(s, 13 * c->h * c->e, 0); /* biases and LayerNorm weights */
+    g_mid = sb_alloc(s, c->bsh);        /* g + LN2'(g_ln2out): the residual */
+    sb_free(s, g_ln2out);
+    sb_free(s, g);
+    sb_free(s, v->ln2_st);
+    sb_free(s, v->ln2_in);
+    sb_op(s, l, "proj.bwd", 2 * c->f_proj);
+    sb_mark(s, v->ctx);
+    sb_alloc_pool(s, c->h * c->h * c->e, 0); /* dW_o */
+    g_ctx = sb_alloc(s, c->bsh);
+    sb_free(s, v->ctx);
+    sb_op(s, l, "attn.bwd", 2 * c->f_attn);
+    sb_mark(s, v->qkv);
+    sb_mark(s, c->flash ? v->lse : v->probs);
+    tmp = sb_alloc(s, c->wsb); /* workspace (softmax-gradient row sums) */
+    g_qkv = sb_alloc(s, 3 * c->bsh);
+    sb_free(s, tmp);
+    sb_free(s, g_ctx);
+    sb_free(s, c->flash ? v->lse : v->probs);
+    sb_free(s, v->qkv);
+    sb_op(s, l, "qkv.bwd", 2 * c->f_qkv);
+    sb_mark(s, v->ln1_out);
+    sb_alloc_pool(s, 3 * c->h * c->h * c->e, 0); /* dW_qkv */
+    g_ln1out = sb_alloc(s, c->bsh);
+    sb_free(s, g_qkv);
+    sb_free(s, v->ln1_out);
+    sb_op(s, l, "ln1.bwd", 2 * c->f_ln);
+    sb_mark(s, v->x);
+    sb_mark(s, v->ln1_st);
+    g_in = sb_alloc(s, c->bsh);
+    sb_free(s, g_ln1out);
+    sb_free(s, g_mid);
+    sb_free(s, v->ln1_st);
+    sb_free(s, v->x);
+    return g_in;
+}
+
+int hoff__synth_transformer(struct hoff__trace *t, const struct hoff__synth_opts *o) {
+    struct sb s;
+    struct tf c;
+    struct saved *sv;
+    uint64_t h, e, T, bsh;
+    double Td, hd;
+    uint32_t l, x_next, g;
+    int rc;
+
+    if ((rc = synth_check(t, o)) != 0)
+        return rc;
     h = o->hidden;
     e = o->elem_bytes;
     T = o->batch * o->seq;
-    heads = h >= 64 ? h / 64 : 1;
-    bsh = T * h * e;
+    memset(&c, 0, sizeof c);
+    c.h = h;
+    c.e = e;
+    c.T = T;
+    c.heads = o->heads ? o->heads : h >= 64 ? h / 64 : 1;
+    bsh = c.bsh = T * h * e;
     if (bsh / e / h != T || bsh > ((uint64_t)1 << 44))
         return hoff__error(-EINVAL, "synth: b*s*h*elem_bytes is too large");
-    flash = o->seq > SYNTH_FLASH_FROM_SEQ;
-    wsb = o->batch * heads * o->seq * 4; /* log-sum-exp / softmax statistics, float32 */
+    c.flash = o->attention == HOFF__SYNTH_ATTN_FLASH ||
+            (o->attention == HOFF__SYNTH_ATTN_AUTO && o->seq > SYNTH_FLASH_FROM_SEQ);
+    c.wsb = o->batch * c.heads * o->seq * 4; /* log-sum-exp / softmax statistics, float32 */
     sv = calloc(o->layers, sizeof *sv);
     if (!sv)
         return hoff__error(-ENOMEM, "synth: out of memory");
@@ -234,138 +367,369 @@ int hoff__synth_transformer(struct hoff__trace *t, const struct hoff__synth_opts
 
     Td = (double)T;
     hd = (double)h;
-    f_ln = 8.0 * Td * hd;
-    f_qkv = 2.0 * 3.0 * hd * hd * Td;
-    f_attn = 4.0 * (double)o->batch * (double)o->seq * (double)o->seq * hd;
-    f_proj = 2.0 * hd * hd * Td;
-    f_up = 2.0 * 4.0 * hd * hd * Td;
-    f_act = 8.0 * Td * 4.0 * hd;
-    f_down = f_up;
-    f_add = Td * hd;
+    c.f_ln = 8.0 * Td * hd;
+    c.f_qkv = 2.0 * 3.0 * hd * hd * Td;
+    c.f_attn = 4.0 * (double)o->batch * (double)o->seq * (double)o->seq * hd;
+    c.f_proj = 2.0 * hd * hd * Td;
+    c.f_up = 2.0 * 4.0 * hd * hd * Td;
+    c.f_act = 8.0 * Td * 4.0 * hd;
+    c.f_down = c.f_up;
+    c.f_add = Td * hd;
 
     /* --- forward --- */
-    sb_op_ns(&s, "embed", flops_ns(&s, f_add));
+    sb_op_ns(&s, "embed", flops_ns(&s, c.f_add));
     x_next = sb_alloc(&s, bsh);
-    for (l = 0; l < o->layers; l++) {
-        struct saved *v = &sv[l];
-        uint32_t tmp;
-
-        v->x = x_next;
-        v->probs = v->lse = UINT32_MAX;
-        sb_op(&s, l, "ln1", f_ln);
-        v->ln1_st = sb_alloc(&s, T * 8);
-        v->ln1_out = sb_alloc(&s, bsh);
-        sb_mark(&s, v->ln1_st);
-        sb_op(&s, l, "qkv", f_qkv);
-        v->qkv = sb_alloc(&s, 3 * bsh);
-        sb_mark(&s, v->ln1_out);
-        sb_op(&s, l, "attn", f_attn);
-        tmp = sb_alloc(&s, wsb); /* workspace */
-        if (flash) {
-            v->lse = sb_alloc(&s, wsb);
-        } else {
-            v->probs = sb_alloc(&s, o->batch * heads * o->seq * o->seq * e);
-        }
-        v->ctx = sb_alloc(&s, bsh);
-        sb_free(&s, tmp);
-        sb_mark(&s, v->qkv);
-        sb_mark(&s, flash ? v->lse : v->probs);
-        sb_op(&s, l, "proj", f_proj);
-        tmp = sb_alloc(&s, bsh);
-        sb_mark(&s, v->ctx);
-        sb_op(&s, l, "add1", f_add);
-        v->ln2_in = sb_alloc(&s, bsh);
-        sb_mark(&s, v->x);
-        sb_free(&s, tmp);
-        sb_op(&s, l, "ln2", f_ln);
-        v->ln2_st = sb_alloc(&s, T * 8);
-        v->ln2_out = sb_alloc(&s, bsh);
-        sb_mark(&s, v->ln2_st);
-        sb_op(&s, l, "mlp_up", f_up);
-        v->up = sb_alloc(&s, 4 * bsh);
-        sb_mark(&s, v->ln2_out);
-        sb_op(&s, l, "act", f_act);
-        v->act = sb_alloc(&s, 4 * bsh);
-        sb_mark(&s, v->up);
-        sb_op(&s, l, "mlp_down", f_down);
-        tmp = sb_alloc(&s, bsh);
-        sb_mark(&s, v->act);
-        sb_op(&s, l, "add2", f_add);
-        x_next = sb_alloc(&s, bsh);
-        sb_mark(&s, v->ln2_in);
-        sb_free(&s, tmp);
-    }
-    sb_op_ns(&s, "loss", flops_ns(&s, f_ln));
+    for (l = 0; l < o->layers; l++)
+        tf_layer_fwd(&s, &c, l, &sv[l], &x_next);
+    sb_op_ns(&s, "loss", flops_ns(&s, c.f_ln));
     sb_mark(&s, x_next);
 
     /* --- backward --- */
-    sb_op_ns(&s, "loss.bwd", flops_ns(&s, 2 * f_ln));
+    sb_op_ns(&s, "loss.bwd", flops_ns(&s, 2 * c.f_ln));
     sb_mark(&s, x_next);
     g = sb_alloc(&s, bsh);
     sb_free(&s, x_next);
-    for (l = o->layers; l-- > 0;) {
-        struct saved *v = &sv[l];
-        uint32_t g_act, g_up, g_ln2out, g_mid, g_ctx, g_qkv, g_ln1out, g_in, tmp;
-
-        sb_op(&s, l, "mlp_down.bwd", 2 * f_down);
-        sb_mark(&s, v->act);
-        sb_alloc_pool(&s, 4 * h * h * e, 0); /* dW_down, retained */
-        g_act = sb_alloc(&s, 4 * bsh);
-        sb_free(&s, v->act);
-        sb_op(&s, l, "act.bwd", 2 * f_act);
-        sb_mark(&s, v->up);
-        g_up = sb_alloc(&s, 4 * bsh);
-        sb_free(&s, g_act);
-        sb_free(&s, v->up);
-        sb_op(&s, l, "mlp_up.bwd", 2 * f_up);
-        sb_mark(&s, v->ln2_out);
-        sb_alloc_pool(&s, 4 * h * h * e, 0); /* dW_up */
-        g_ln2out = sb_alloc(&s, bsh);
-        sb_free(&s, g_up);
-        sb_free(&s, v->ln2_out);
-        sb_op(&s, l, "ln2.bwd", 2 * f_ln);
-        sb_mark(&s, v->ln2_in);
-        sb_mark(&s, v->ln2_st);
-        sb_alloc_pool(&s, 13 * h * e, 0); /* biases and LayerNorm weights */
-        g_mid = sb_alloc(&s, bsh);        /* g + LN2'(g_ln2out): the residual */
-        sb_free(&s, g_ln2out);
-        sb_free(&s, g);
-        sb_free(&s, v->ln2_st);
-        sb_free(&s, v->ln2_in);
-        sb_op(&s, l, "proj.bwd", 2 * f_proj);
-        sb_mark(&s, v->ctx);
-        sb_alloc_pool(&s, h * h * e, 0); /* dW_o */
-        g_ctx = sb_alloc(&s, bsh);
-        sb_free(&s, v->ctx);
-        sb_op(&s, l, "attn.bwd", 2 * f_attn);
-        sb_mark(&s, v->qkv);
-        sb_mark(&s, flash ? v->lse : v->probs);
-        tmp = sb_alloc(&s, wsb); /* workspace (softmax-gradient row sums) */
-        g_qkv = sb_alloc(&s, 3 * bsh);
-        sb_free(&s, tmp);
-        sb_free(&s, g_ctx);
-        sb_free(&s, flash ? v->lse : v->probs);
-        sb_free(&s, v->qkv);
-        sb_op(&s, l, "qkv.bwd", 2 * f_qkv);
-        sb_mark(&s, v->ln1_out);
-        sb_alloc_pool(&s, 3 * h * h * e, 0); /* dW_qkv */
-        g_ln1out = sb_alloc(&s, bsh);
-        sb_free(&s, g_qkv);
-        sb_free(&s, v->ln1_out);
-        sb_op(&s, l, "ln1.bwd", 2 * f_ln);
-        sb_mark(&s, v->x);
-        sb_mark(&s, v->ln1_st);
-        g_in = sb_alloc(&s, bsh);
-        sb_free(&s, g_ln1out);
-        sb_free(&s, g_mid);
-        sb_free(&s, v->ln1_st);
-        sb_free(&s, v->x);
-        g = g_in;
-    }
-    sb_op_ns(&s, "embed.bwd", flops_ns(&s, 2 * f_add));
+    for (l = o->layers; l-- > 0;)
+        g = tf_layer_bwd(&s, &c, l, &sv[l], g);
+    sb_op_ns(&s, "embed.bwd", flops_ns(&s, 2 * c.f_add));
     sb_free(&s, g);
     sb_advance(&s);
     free(sv);
+    if (s.rc)
+        return s.rc;
+    t->step_ns = s.now;
+    t->step_gpu_ns = s.now;
+    return hoff__trace_finish(t);
+}
+
+/* --- a GPT step as eager PyTorch runs it ----------------------------------------
+ *
+ * bench/models/gpt.py's decoder (pre-LayerNorm blocks, causal attention, GELU
+ * MLP, an LM head with log-softmax and a loss inside a region) traced op by op
+ * as PyTorch's eager autograd allocates it; checked against a recorded CPU
+ * step of the same shape (tests/synth_gpt.sh).  T = b*s tokens, "w" a T*w
+ * tensor, S = b*heads*s*s the attention scores, M = s*s bytes a boolean mask.
+ *
+ * Forward, per layer: ln1 (h), qkv (3h); materialised ("math") attention:
+ * q@k^T (S), the scaling (S), the causal mask (ones, tril, ~mask: M each, the
+ * last saved), masked_fill (S), softmax (S, saved), probs@v (h) and its
+ * contiguous copy (h, saved); flash attention instead: the output (h, saved)
+ * and its log-sum-exp (b*heads*s float32, saved).  Then the projection (h),
+ * the residual (h, saved), ln2 (h), fc (4h), GELU (4h), out (h), the residual
+ * (h: the next layer's input).  Head: ln_f (h), logits (T*vocab: the model's
+ * output, which the training loop holds past the step's end) and, inside the
+ * loss region, log-softmax (T*vocab).
+ * Backward mirrors it: every saved tensor is read (unpacked) at its backward
+ * op and freed after it; each op allocates its input gradients (the q/k/v
+ * gradients are concatenated into one 3h gradient) and its weight gradient
+ * (retained); the position embedding's gradient is first summed over the
+ * batch.  The optimizer (foreach AdamW) then makes two temporaries the size of
+ * each weight gradient, parameter by parameter.  Tensors under managed_min (LayerNorm
+ * statistics, biases) go to the device pool; GPU-side workspaces are not
+ * modelled.  Times are FLOPs at tflops, backward twice forward. */
+
+struct gpt_saved {
+    uint32_t x, ln1, qkv, notmask, probs, lse, ctx, x1, ln2, fc, gl;
+};
+
+struct gpt_shape {
+    uint64_t h, e, T, heads, S, M, V, lse; /* sizes in bytes: S scores, M mask, V logits, lse */
+    int flash;
+    double f_ln, f_qkv, f_attn, f_proj, f_mlp, f_elem, f_head;
+};
+
+static void gpt_layer_fwd(struct sb *s, const struct gpt_shape *g, uint32_t l, struct gpt_saved *v,
+                          uint32_t *x_next) {
+    uint64_t h = g->h * g->e * g->T;
+    uint32_t a, b, c, d;
+
+    v->x = *x_next;
+    v->notmask = v->probs = v->lse = UINT32_MAX;
+    sb_op(s, l, "ln1", g->f_ln);
+    sb_mark(s, v->x);
+    v->ln1 = sb_alloc(s, h);
+    sb_op(s, l, "qkv", g->f_qkv);
+    sb_mark(s, v->ln1);
+    v->qkv = sb_alloc(s, 3 * h);
+    sb_mark(s, v->qkv);
+    if (g->flash) {
+        sb_op(s, l, "attn", g->f_attn);
+        v->ctx = sb_alloc(s, h);
+        v->lse = sb_alloc(s, g->lse);
+    } else {
+        sb_op(s, l, "scores", g->f_attn / 2);
+        a = sb_alloc(s, g->S);
+        sb_op(s, l, "scale", g->f_elem * (double)g->S / (double)g->e);
+        b = sb_alloc(s, g->S);
+        sb_free(s, a);
+        sb_op(s, l, "mask", 1);
+        a = sb_alloc(s, g->M);
+        c = sb_alloc(s, g->M); /* tril */
+        sb_free(s, a);
+        v->notmask = sb_alloc(s, g->M);
+        sb_op(s, l, "masked_fill", g->f_elem * (double)g->S / (double)g->e);
+        sb_mark(s, v->notmask);
+        a = sb_alloc(s, g->S);
+        sb_free(s, b);
+        sb_op(s, l, "softmax", g->f_elem * (double)g->S / (double)g->e);
+        v->probs = sb_alloc(s, g->S);
+        sb_free(s, a);
+        sb_op(s, l, "pv", g->f_attn / 2);
+        sb_mark(s, v->probs);
+        a = sb_alloc(s, h);
+        sb_op(s, l, "contiguous", g->f_elem * (double)g->T * (double)g->h);
+        v->ctx = sb_alloc(s, h);
+        sb_free(s, a);
+        sb_free(s, c);
+    }
+    sb_op(s, l, "proj", g->f_proj);
+    sb_mark(s, v->ctx);
+    d = sb_alloc(s, h);
+    sb_op(s, l, "add1", g->f_elem * (double)g->T * (double)g->h);
+    v->x1 = sb_alloc(s, h);
+    sb_free(s, d);
+    sb_op(s, l, "ln2", g->f_ln);
+    sb_mark(s, v->x1);
+    v->ln2 = sb_alloc(s, h);
+    sb_op(s, l, "fc", g->f_mlp);
+    sb_mark(s, v->ln2);
+    v->fc = sb_alloc(s, 4 * h);
+    sb_op(s, l, "gelu", 4 * g->f_elem * (double)g->T * (double)g->h);
+    sb_mark(s, v->fc);
+    v->gl = sb_alloc(s, 4 * h);
+    sb_op(s, l, "out", g->f_mlp);
+    sb_mark(s, v->gl);
+    d = sb_alloc(s, h);
+    sb_op(s, l, "add2", g->f_elem * (double)g->T * (double)g->h);
+    *x_next = sb_alloc(s, h);
+    sb_free(s, d);
+}
+
+/* A weight gradient of bytes: retained (the optimizer reads it after the step's backward). */
+static void gpt_dw(struct sb *s, uint64_t bytes) {
+    sb_alloc(s, bytes);
+}
+
+/* Layer l's backward: g is the gradient of its output, replaced by its input's. */
+static void gpt_layer_bwd(struct sb *s, const struct gpt_shape *g, uint32_t l, struct gpt_saved *v,
+                          uint32_t *grad) {
+    uint64_t h = g->h * g->e * g->T, wh = g->h * g->h * g->e;
+    uint32_t a, b, c, q, k, gv, x1g, g1;
+
+    sb_op(s, l, "out.bwd", 2 * g->f_mlp);
+    sb_mark(s, v->gl);
+    a = sb_alloc(s, 4 * h);
+    gpt_dw(s, 4 * wh);
+    sb_free(s, v->gl);
+    sb_op(s, l, "gelu.bwd", 8 * g->f_elem * (double)g->T * (double)g->h);
+    sb_mark(s, v->fc);
+    b = sb_alloc(s, 4 * h);
+    sb_free(s, a);
+    sb_free(s, v->fc);
+    sb_op(s, l, "fc.bwd", 2 * g->f_mlp);
+    sb_mark(s, v->ln2);
+    a = sb_alloc(s, h);
+    gpt_dw(s, 4 * wh);
+    sb_free(s, b);
+    sb_free(s, v->ln2);
+    sb_op(s, l, "ln2.bwd", 2 * g->f_ln);
+    sb_mark(s, v->x1);
+    x1g = sb_alloc(s, h);
+    sb_free(s, a);
+    sb_free(s, v->x1);
+    sb_op(s, l, "add1.bwd", g->f_elem * (double)g->T * (double)g->h);
+    g1 = sb_alloc(s, h);
+    sb_free(s, *grad);
+    sb_free(s, x1g);
+    sb_op(s, l, "proj.bwd", 2 * g->f_proj);
+    sb_mark(s, v->ctx);
+    a = sb_alloc(s, h);
+    gpt_dw(s, wh);
+    sb_free(s, v->ctx);
+    sb_mark(s, v->qkv);
+    if (g->flash) {
+        sb_op(s, l, "attn.bwd", 2.5 * g->f_attn);
+        sb_mark(s, v->lse);
+        c = sb_alloc(s, 3 * h);
+        sb_free(s, a);
+        sb_free(s, v->lse);
+        sb_free(s, v->qkv);
+    } else {
+        sb_op(s, l, "pv.bwd", g->f_attn);
+        sb_mark(s, v->probs);
+        gv = sb_alloc(s, h);
+        b = sb_alloc(s, g->S);
+        sb_free(s, a);
+        sb_op(s, l, "softmax.bwd", 2 * g->f_elem * (double)g->S / (double)g->e);
+        a = sb_alloc(s, g->S);
+        sb_free(s, b);
+        sb_free(s, v->probs);
+        sb_op(s, l, "masked_fill.bwd", g->f_elem * (double)g->S / (double)g->e);
+        sb_mark(s, v->notmask);
+        b = sb_alloc(s, g->S);
+        sb_free(s, a);
+        sb_free(s, v->notmask);
+        sb_op(s, l, "scale.bwd", g->f_elem * (double)g->S / (double)g->e);
+        a = sb_alloc(s, g->S);
+        sb_free(s, b);
+        sb_op(s, l, "scores.bwd", g->f_attn);
+        q = sb_alloc(s, h);
+        k = sb_alloc(s, h);
+        sb_free(s, a);
+        sb_free(s, v->qkv);
+        sb_op(s, l, "qkv.cat", g->f_elem * 3.0 * (double)g->T * (double)g->h);
+        a = sb_alloc(s, h);
+        sb_free(s, gv);
+        b = sb_alloc(s, h);
+        sb_free(s, k);
+        c = sb_alloc(s, 3 * h);
+        sb_free(s, b);
+        sb_free(s, q);
+        sb_free(s, a);
+    }
+    sb_op(s, l, "qkv.bwd", 2 * g->f_qkv);
+    sb_mark(s, v->ln1);
+    a = sb_alloc(s, h);
+    gpt_dw(s, 3 * wh);
+    sb_free(s, c);
+    sb_free(s, v->ln1);
+    sb_op(s, l, "ln1.bwd", 2 * g->f_ln);
+    sb_mark(s, v->x);
+    b = sb_alloc(s, h);
+    sb_free(s, a);
+    sb_free(s, v->x);
+    sb_op(s, l, "add0.bwd", g->f_elem * (double)g->T * (double)g->h);
+    *grad = sb_alloc(s, h);
+    sb_free(s, g1);
+    sb_free(s, b);
+}
+
+static int gpt_shape(const struct hoff__synth_opts *o, struct gpt_shape *g) {
+    uint64_t T = o->batch * o->seq;
+
+    memset(g, 0, sizeof *g);
+    g->h = o->hidden;
+    g->e = o->elem_bytes;
+    g->T = T;
+    g->heads = o->heads ? o->heads : (o->hidden >= 64 ? o->hidden / 64 : 1);
+    if (o->hidden % g->heads)
+        return hoff__error(-EINVAL, "synth: --heads %" PRIu64 " does not divide --hidden %" PRIu64, g->heads,
+                           o->hidden);
+    g->flash = o->attention == HOFF__SYNTH_ATTN_FLASH ||
+               (o->attention == HOFF__SYNTH_ATTN_AUTO && o->seq > SYNTH_FLASH_FROM_SEQ);
+    if (T * o->hidden * g->e > ((uint64_t)1 << 44) / 4 || T * o->vocab * g->e > ((uint64_t)1 << 44) ||
+        (!g->flash && o->batch * g->heads * o->seq * o->seq * g->e > ((uint64_t)1 << 44)))
+        return hoff__error(-EINVAL, "synth: a tensor of this shape passes 2^44 bytes (16 TiB); use flash attention "
+                           "(--attention flash) or a smaller shape");
+    g->S = o->batch * g->heads * o->seq * o->seq * g->e;
+    g->M = o->seq * o->seq;
+    g->V = T * o->vocab * g->e;
+    g->lse = o->batch * g->heads * o->seq * 4;
+    g->f_ln = 8.0 * (double)T * (double)g->h;
+    g->f_qkv = 6.0 * (double)g->h * (double)g->h * (double)T;
+    g->f_attn = 4.0 * (double)o->batch * (double)o->seq * (double)o->seq * (double)g->h;
+    g->f_proj = 2.0 * (double)g->h * (double)g->h * (double)T;
+    g->f_mlp = 8.0 * (double)g->h * (double)g->h * (double)T;
+    g->f_elem = 1.0;
+    g->f_head = 2.0 * (double)g->h * (double)o->vocab * (double)T;
+    return 0;
+}
+
+int hoff__synth_gpt(struct hoff__trace *t, const struct hoff__synth_opts *o) {
+    struct sb s;
+    struct gpt_shape g;
+    struct gpt_saved *sv;
+    uint64_t *dw, h, dw_bytes = 0;
+    uint32_t ndw = 0, l, x, lnf, logits, lsm, grad, a, i;
+    int rc;
+
+    if ((rc = synth_check(t, o)) != 0 || (rc = gpt_shape(o, &g)) != 0)
+        return rc;
+    h = g.T * g.h * g.e;
+    sv = calloc(o->layers, sizeof *sv);
+    dw = calloc((size_t)o->layers * 4 + 3, sizeof *dw);
+    if (!sv || !dw) {
+        free(sv);
+        free(dw);
+        return hoff__error(-ENOMEM, "synth: out of memory");
+    }
+    memset(&s, 0, sizeof s);
+    s.t = t;
+    s.o = o;
+    if (!t->backend[0])
+        snprintf(t->backend, sizeof t->backend, "synth");
+    /* Forward: token and position embeddings, their sum. */
+    sb_op_ns(&s, "embed", flops_ns(&s, (double)g.T * (double)g.h));
+    a = sb_alloc(&s, h);
+    x = sb_alloc(&s, o->seq * g.h * g.e);
+    sb_op_ns(&s, "embed.add", flops_ns(&s, (double)g.T * (double)g.h));
+    i = sb_alloc(&s, h);
+    sb_free(&s, a);
+    sb_free(&s, x);
+    x = i;
+    for (l = 0; l < o->layers; l++)
+        gpt_layer_fwd(&s, &g, l, &sv[l], &x);
+    sb_op_ns(&s, "ln_f", flops_ns(&s, g.f_ln));
+    sb_mark(&s, x);
+    lnf = sb_alloc(&s, h);
+    sb_op_ns(&s, "head", flops_ns(&s, g.f_head));
+    sb_mark(&s, lnf);
+    logits = sb_alloc(&s, g.V);
+    sb_region(&s, 1); /* the loss: never offloaded (gpt.py's skip_offload) */
+    sb_op_ns(&s, "log_softmax", flops_ns(&s, 4.0 * (double)g.V / (double)g.e));
+    lsm = sb_alloc(&s, g.V);
+    sb_op_ns(&s, "loss", flops_ns(&s, (double)g.T));
+    sb_region(&s, 0);
+    /* Backward: the loss and the head. */
+    sb_op_ns(&s, "loss.bwd", flops_ns(&s, 4.0 * (double)g.V / (double)g.e));
+    a = sb_alloc(&s, g.V);
+    i = sb_alloc(&s, g.V);
+    sb_free(&s, a);
+    sb_free(&s, lsm);
+    (void)logits; /* the model's output: the caller holds it past the step's end */
+    sb_op_ns(&s, "head.bwd", flops_ns(&s, 2 * g.f_head));
+    sb_mark(&s, lnf);
+    gpt_dw(&s, o->vocab * g.h * g.e);
+    a = sb_alloc(&s, h);
+    sb_free(&s, i);
+    sb_free(&s, lnf);
+    sb_op_ns(&s, "ln_f.bwd", flops_ns(&s, 2 * g.f_ln));
+    sb_mark(&s, x);
+    grad = sb_alloc(&s, h);
+    sb_free(&s, a);
+    sb_free(&s, x);
+    for (l = o->layers; l-- > 0;)
+        gpt_layer_bwd(&s, &g, l, &sv[l], &grad);
+    /* The embeddings: the position gradient summed over the batch, dW_pos, dW_tok. */
+    sb_op_ns(&s, "embed.bwd", flops_ns(&s, 2.0 * (double)g.T * (double)g.h));
+    a = sb_alloc(&s, o->seq * g.h * g.e);
+    gpt_dw(&s, o->seq * g.h * g.e);
+    sb_free(&s, a);
+    gpt_dw(&s, o->vocab * g.h * g.e);
+    sb_free(&s, grad);
+    /* The optimizer (foreach AdamW): two temporaries the size of each weight
+     * gradient, parameter by parameter in the model's order. */
+    dw[ndw++] = o->vocab * g.h * g.e;
+    dw[ndw++] = o->seq * g.h * g.e;
+    for (l = 0; l < o->layers; l++) {
+        dw[ndw++] = 3 * g.h * g.h * g.e;
+        dw[ndw++] = g.h * g.h * g.e;
+        dw[ndw++] = 4 * g.h * g.h * g.e;
+        dw[ndw++] = 4 * g.h * g.h * g.e;
+    }
+    dw[ndw++] = o->vocab * g.h * g.e;
+    for (i = 0; i < ndw; i++)
+        dw_bytes += dw[i] / g.e;
+    sb_op_ns(&s, "adamw", flops_ns(&s, 10.0 * (double)dw_bytes));
+    for (i = 0; i < ndw; i++) {
+        a = sb_alloc(&s, dw[i]);
+        x = sb_alloc(&s, dw[i]);
+        sb_free(&s, a);
+        sb_free(&s, x);
+    }
+    sb_advance(&s);
+    free(sv);
+    free(dw);
     if (s.rc)
         return s.rc;
     t->step_ns = s.now;

@@ -21,9 +21,20 @@ struct hoff__synth_opts {
     int access_marks;       /* emit HOFF__TEV_ACCESS events (saved-tensor pack/unpack) */
     double tflops;          /* compute rate for the event times (e.g. 400) */
     uint64_t managed_min;   /* in-step allocations of at least this go to the managed pool */
+    /* hoff__synth_gpt only: */
+    uint32_t heads;         /* attention heads (0: hidden / 64) */
+    int attention;          /* HOFF__SYNTH_ATTN_* */
+    uint64_t vocab;         /* the LM head's vocabulary (default 8192) */
 };
 
-/* Defaults: 8 layers, h 1024, s 2048, b 1, bf16, access marks on, 400 TFLOP/s, 1 MiB. */
+enum {
+    HOFF__SYNTH_ATTN_AUTO = 0, /* materialised for seq <= 1024, flash above */
+    HOFF__SYNTH_ATTN_MATH,     /* scores, mask and softmax materialised (PyTorch's math path) */
+    HOFF__SYNTH_ATTN_FLASH     /* flash attention: output and log-sum-exp saved */
+};
+
+/* Defaults: 8 layers, h 1024, s 2048, b 1, bf16, access marks on, 400 TFLOP/s, 1 MiB; heads 0 (h/64),
+ * attention auto, vocab 8192. */
 void hoff__synth_defaults(struct hoff__synth_opts *o);
 
 /* One step of a decoder-only transformer: per layer in forward, the saved
@@ -33,6 +44,14 @@ void hoff__synth_defaults(struct hoff__synth_opts *o);
  * activations and allocating its parameter gradients (retained at step end).
  * Times from FLOPs at tflops.  The trace is finished.  0 or -errno. */
 int hoff__synth_transformer(struct hoff__trace *t, const struct hoff__synth_opts *o);
+
+/* One step of bench/models/gpt.py's decoder as eager PyTorch allocates it,
+ * op by op (synth.c says which tensors, in which order, saved or freed when),
+ * with the LM head, the loss in a region and foreach AdamW's temporaries;
+ * layers, hidden, seq, batch, heads, elem_bytes (the dtype), attention,
+ * vocab, tflops, managed_min, access_marks apply.  0 or -errno (-EINVAL
+ * with a message for a bad shape). */
+int hoff__synth_gpt(struct hoff__trace *t, const struct hoff__synth_opts *o);
 
 /* A training-shaped trace of about nev events (forward allocations freed in
  * reverse, interleaved temporaries and accesses), deterministic in seed; for

@@ -407,9 +407,9 @@ int hoff__trace_finish(struct hoff__trace *t) {
 
 /* A block counts from its alloc event through its free event (inclusive), so
  * the peak can only rise at an allocation; *at_ev is the first event where it
- * is reached (0 when there are no candidate bytes). */
-uint64_t hoff__trace_offload_peak(const struct hoff__trace *t, uint64_t (*bytes)(int pool, uint64_t size),
-                                  size_t *at_ev) {
+ * is reached (0 when there are no counted bytes). */
+uint64_t hoff__trace_peak(const struct hoff__trace *t, uint64_t (*bytes)(int pool, uint64_t size), unsigned pools,
+                          size_t *at_ev) {
     uint64_t cur = 0, peak = 0;
     size_t i, at = 0;
 
@@ -417,8 +417,8 @@ uint64_t hoff__trace_offload_peak(const struct hoff__trace *t, uint64_t (*bytes)
         const struct hoff__tev *e = &t->ev[i];
 
         if (e->kind == HOFF__TEV_ALLOC) {
-            if (e->pool == 1) {
-                cur += bytes ? bytes(1, e->size) : e->size;
+            if (pools & (1u << e->pool)) {
+                cur += bytes ? bytes(e->pool, e->size) : e->size;
                 if (cur > peak) {
                     peak = cur;
                     at = i;
@@ -427,11 +427,54 @@ uint64_t hoff__trace_offload_peak(const struct hoff__trace *t, uint64_t (*bytes)
         } else if (e->kind == HOFF__TEV_FREE && e->block < t->nblocks) {
             const struct hoff__tev *a = &t->ev[t->blocks[e->block].alloc_ev];
 
-            if (a->pool == 1)
-                cur -= bytes ? bytes(1, a->size) : a->size;
+            if (pools & (1u << a->pool))
+                cur -= bytes ? bytes(a->pool, a->size) : a->size;
         }
     }
     if (at_ev)
         *at_ev = at;
     return peak;
+}
+
+uint64_t hoff__trace_offload_peak(const struct hoff__trace *t, uint64_t (*bytes)(int pool, uint64_t size),
+                                  size_t *at_ev) {
+    return hoff__trace_peak(t, bytes, HOFF__POOLS_MANAGED, at_ev);
+}
+
+/* --- names and copies ------------------------------------------------------ */
+
+const char *hoff__tev_kind_name(const struct hoff__tev *e) {
+    static const char *const names[HOFF__TEV_KIND_COUNT] = {
+        [HOFF__TEV_ALLOC] = "alloc", [HOFF__TEV_FREE] = "free", [HOFF__TEV_ACCESS] = "read",
+        [HOFF__TEV_OP] = "op", [HOFF__TEV_REGION_BEGIN] = "region_begin", [HOFF__TEV_REGION_END] = "region_end",
+    };
+
+    if (e->kind == HOFF__TEV_ACCESS && (e->flags & HOFF__TEV_WRITE))
+        return "write";
+    return e->kind < HOFF__TEV_KIND_COUNT ? names[e->kind] : "?";
+}
+
+const char *hoff__tev_op_name(const struct hoff__trace *t, const struct hoff__tev *e) {
+    return e->name != UINT32_MAX && e->name < t->nnames ? t->names[e->name] : "";
+}
+
+int hoff__trace_copy(struct hoff__trace *dst, const struct hoff__trace *src) {
+    size_t i;
+    int rc;
+
+    hoff__trace_init(dst);
+    for (i = 0; i < src->nnames; i++)
+        if (hoff__trace_name(dst, src->names[i]) == UINT32_MAX)
+            return -ENOMEM;
+    for (i = 0; i < src->nev; i++)
+        if ((rc = hoff__trace_append(dst, &src->ev[i])) != 0)
+            return rc;
+    dst->budget_bytes = src->budget_bytes;
+    dst->host_cap_bytes = src->host_cap_bytes;
+    dst->h2d_gbps = src->h2d_gbps;
+    dst->d2h_gbps = src->d2h_gbps;
+    dst->step_ns = src->step_ns;
+    dst->step_gpu_ns = src->step_gpu_ns;
+    memcpy(dst->backend, src->backend, sizeof dst->backend);
+    return hoff__trace_finish(dst);
 }

@@ -101,13 +101,33 @@ uint32_t hoff__trace_name(struct hoff__trace *t, const char *name);
  * -EINVAL with a message if the trace is inconsistent (unbalanced regions). */
 int hoff__trace_finish(struct hoff__trace *t);
 
-/* Peak of the bytes of live managed blocks over the trace (the no-offload
- * peak of resident offload bytes, pinned ones included, as the budget counts
- * them), and the event where it is.  bytes(pool, size) gives what a block
- * holds (hoff__pool_block_bytes for hoff's size classes); NULL counts the
- * size asked for. */
+/* The pools hoff__trace_peak counts (bit pool). */
+#define HOFF__POOLS_DEVICE 1u
+#define HOFF__POOLS_MANAGED 2u
+#define HOFF__POOLS_ALL 3u
+
+/* The one walk of live bytes over a trace without a schedule: the peak of
+ * the bytes of the live blocks of the given pools, and the first event where
+ * it is reached.  A block counts from its alloc through its free event.
+ * bytes(pool, size) gives what a block holds (hoff__pool_block_bytes for
+ * hoff's size classes and the 2 MiB managed grain: what the runtime and the
+ * budget count); NULL counts the size asked for. */
+uint64_t hoff__trace_peak(const struct hoff__trace *t, uint64_t (*bytes)(int pool, uint64_t size), unsigned pools,
+                          size_t *at_ev);
+/* The managed pool's peak (the no-offload peak of resident offload bytes,
+ * pinned ones included, as the budget counts them). */
 uint64_t hoff__trace_offload_peak(const struct hoff__trace *t, uint64_t (*bytes)(int pool, uint64_t size),
                                   size_t *at_ev);
+
+/* An event kind's name as tools print it: alloc, free, read, write, op,
+ * region_begin, region_end ("?" for anything else). */
+const char *hoff__tev_kind_name(const struct hoff__tev *e);
+/* An op event's name, "" when it has none. */
+const char *hoff__tev_op_name(const struct hoff__trace *t, const struct hoff__tev *e);
+/* dst = a finished copy of the finished trace src (events, names, header).
+ * dst is initialised here; on failure it holds what was copied (destroy it).
+ * 0 or -ENOMEM, -EINVAL. */
+int hoff__trace_copy(struct hoff__trace *dst, const struct hoff__trace *src);
 
 /* Text format (doc/trace-format.md).  write: 0 or -errno.  read: 0, or
  * -EINVAL with "LINE:COL: expected ..." in err (and hoff_last_error), -EIO,
