@@ -788,7 +788,7 @@ static int sim_prefetch(struct hoff__backend *be, void *p, size_t size,
     }
     s->c.bytes_h2d += moved;
     used_add(s, size, 1);
-    schedule(s, &s->c.h2d_busy_until, hoff__copy_ns(moved, s->h2d_gbps), 1, after, done, HOFF__XF_PREFETCH, p, size);
+    schedule(s, &s->c.h2d_busy_until, hoff__copy_ns(moved, s->h2d_gbps), 1, after, done, HOFF__XF_PREFETCH, p, moved);
 out:
     pthread_mutex_unlock(&s->lock);
     return rc;

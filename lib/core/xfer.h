@@ -78,7 +78,7 @@ struct hoff__xfer_obs {
     const void *p;        /* the range moved (sim; NULL for the NVMe tier's and for waits) */
     uint32_t block;       /* the trace's block (prediction; UINT32_MAX where none) */
     uint32_t group;       /* the prediction: the schedule's group moved with one call (0: one block) */
-    uint64_t bytes;       /* the bytes the call covers (a discard: its range) */
+    uint64_t bytes;       /* the bytes the call moves (a discard: its range; a prefetch of released pages: 0) */
     uint64_t issued;      /* when compute made the call (the issuing thread's turn for copies) */
     uint64_t start, end;  /* on the engine: latency and copy inside; a fault or a wait: the stall */
 };

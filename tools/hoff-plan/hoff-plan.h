@@ -167,11 +167,7 @@ struct recorder {
     size_t nsp, cap_sp;
     int step;                     /* the step being driven (under lock) */
     int oom;
-    pthread_mutex_t lock;         /* sp, nsp, cap_sp, step, oom: the issuing thread adds spans */
-    struct hoff__backend_ops ops; /* the sim's, with the transfers wrapped */
-    const struct hoff__backend_ops *orig;
-    double h2d_gbps, d2h_gbps, nvme_w_gbps, nvme_r_gbps;
-    uint64_t latency_ns;
+    pthread_mutex_t lock;         /* sp, nsp, cap_sp, step, oom: the sim's observer adds spans */
 };
 
 /* What the picture commands share: the trace, the budget, the run. */

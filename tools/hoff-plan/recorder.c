@@ -1,7 +1,7 @@
 /* recorder.c — the replay recorder of hoff-plan timeline and export: a replay on sim with the backend's
  * transfer functions wrapped to log every copy, fault and wait, and the statistics sampled after every event.
- * Threading: the driving thread samples; the library's issuing thread adds spans, under the recorder's lock.
- * The wrapped backend functions find the recorder through one global (g_rec): one replay at a time. */
+ * Threading: the driving thread samples; the sim's observer (hoff__sim_observe) adds spans from the driving and the
+ * issuing threads, under the recorder's lock. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -10,8 +10,6 @@
 #include "backend/backend.h"
 #include "hoff-plan.h"
 #include "mem/pool.h"
-
-static struct recorder *g_rec; /* the backend ops have no argument of their own */
 
 static void span_add(struct recorder *r, int kind, uint64_t t0, uint64_t t1, uint64_t bytes) {
     pthread_mutex_lock(&r->lock);
@@ -31,82 +29,35 @@ static void span_add(struct recorder *r, int kind, uint64_t t0, uint64_t t1, uin
     pthread_mutex_unlock(&r->lock);
 }
 
-/* A copy that ended at `until` on an engine after taking dur. */
-static void copy_span(int kind, uint64_t until, uint64_t dur, uint64_t bytes) {
-    span_add(g_rec, kind, until > dur ? until - dur : 0, until, bytes);
-}
+/* The sim's report of a copy, page-in or wait (hoff__sim_observe; under the
+ * sim's lock, from the driving or the issuing thread): one span.  A discard
+ * moves nothing and a prefetch of released pages copies nothing: no span. */
+static void rec_observe(void *arg, const struct hoff__xfer_obs *x) {
+    struct recorder *r = arg;
 
-static int rec_evict(struct hoff__backend *be, void *p, size_t size, hoff__event *after, hoff__event *done) {
-    struct hoff__sim_counters c;
-    int rc = g_rec->orig->evict(be, p, size, after, done);
-
-    if (rc == 0 && hoff__sim_counters(be, &c) == 0)
-        copy_span(REC_D2H, c.d2h_busy_until, g_rec->latency_ns + hoff__copy_ns(size, g_rec->d2h_gbps), size);
-    return rc;
-}
-
-static int rec_evict_node(struct hoff__backend *be, void *p, size_t size, int node, hoff__event *after,
-                          hoff__event *done) {
-    struct hoff__sim_counters c;
-    int rc = g_rec->orig->evict_node(be, p, size, node, after, done);
-
-    if (rc == 0 && hoff__sim_counters(be, &c) == 0)
-        copy_span(REC_D2H, c.d2h_busy_until, g_rec->latency_ns + hoff__copy_ns(size, g_rec->d2h_gbps), size);
-    return rc;
-}
-
-/* The simulated NVMe device: one queue for writes (spills) and reads (restores). */
-static int rec_nvme_model(struct hoff__backend *be, uint64_t bytes, int write, hoff__event *after,
-                          hoff__event *done) {
-    struct hoff__sim_counters c;
-    int rc = g_rec->orig->nvme_model(be, bytes, write, after, done);
-    uint64_t dur = g_rec->latency_ns + hoff__copy_ns(bytes, write ? g_rec->nvme_w_gbps : g_rec->nvme_r_gbps);
-
-    if (rc == 0 && hoff__sim_counters(be, &c) == 0)
-        copy_span(write ? REC_NVME_W : REC_NVME_R, c.nvme_busy_until, dur, bytes);
-    return rc;
-}
-
-static int rec_prefetch(struct hoff__backend *be, void *p, size_t size, hoff__event *after, hoff__event *done) {
-    struct hoff__sim_counters c0, c;
-    int rc, have0 = hoff__sim_counters(be, &c0) == 0;
-
-    rc = g_rec->orig->prefetch(be, p, size, after, done);
-    /* A prefetch of a released block moves nothing: not a copy. */
-    if (rc == 0 && have0 && hoff__sim_counters(be, &c) == 0 && c.bytes_h2d > c0.bytes_h2d)
-        copy_span(REC_H2D, c.h2d_busy_until, g_rec->latency_ns + hoff__copy_ns(size, g_rec->h2d_gbps), size);
-    return rc;
-}
-
-static int rec_fault(struct hoff__backend *be, void *p, size_t size, hoff_stream s, uint64_t *stall_ns) {
-    uint64_t t0 = g_rec->orig->clock_ns(be), stall = 0;
-    int rc = g_rec->orig->fault(be, p, size, s, &stall);
-
-    if (stall_ns)
-        *stall_ns = stall;
-    if (rc == 0 && stall)
-        span_add(g_rec, REC_FAULT, t0, t0 + stall, size);
-    return rc;
-}
-
-static int rec_event_sync(struct hoff__backend *be, hoff__event *ev) {
-    uint64_t t0 = g_rec->orig->clock_ns(be), t1;
-    int rc = g_rec->orig->event_sync(be, ev);
-
-    t1 = g_rec->orig->clock_ns(be);
-    if (t1 > t0)
-        span_add(g_rec, REC_WAIT, t0, t1, 0);
-    return rc;
-}
-
-static int rec_stream_wait(struct hoff__backend *be, hoff_stream s, hoff__event *ev) {
-    uint64_t t0 = g_rec->orig->clock_ns(be), t1;
-    int rc = g_rec->orig->stream_wait(be, s, ev);
-
-    t1 = g_rec->orig->clock_ns(be);
-    if (t1 > t0)
-        span_add(g_rec, REC_WAIT, t0, t1, 0);
-    return rc;
+    switch (x->kind) {
+    case HOFF__XF_EVICT:
+        span_add(r, REC_D2H, x->start, x->end, x->bytes);
+        break;
+    case HOFF__XF_PREFETCH:
+        if (x->bytes)
+            span_add(r, REC_H2D, x->start, x->end, x->bytes);
+        break;
+    case HOFF__XF_FAULT:
+        span_add(r, REC_FAULT, x->start, x->end, x->bytes);
+        break;
+    case HOFF__XF_WAIT:
+        span_add(r, REC_WAIT, x->start, x->end, 0);
+        break;
+    case HOFF__XF_SPILL:
+        span_add(r, REC_NVME_W, x->start, x->end, x->bytes);
+        break;
+    case HOFF__XF_RESTORE:
+        span_add(r, REC_NVME_R, x->start, x->end, x->bytes);
+        break;
+    default:
+        break;
+    }
 }
 
 /* The driver's callback: the counters as they are (no poll: sampling must not
@@ -142,26 +93,6 @@ void pic_free(struct pic *p) {
     hoff__schedule_destroy(&p->sched);
     hoff__trace_destroy(&p->planned);
     hoff__trace_destroy(&p->ht.t);
-}
-
-/* Put the recorder between ctx and its sim backend. */
-static void wrap(struct recorder *r, hoff_ctx *ctx) {
-    r->orig = ctx->be->ops;
-    r->ops = *r->orig;
-    r->ops.evict = rec_evict;
-    r->ops.prefetch = rec_prefetch;
-    r->ops.fault = rec_fault;
-    r->ops.event_sync = rec_event_sync;
-    r->ops.stream_wait = rec_stream_wait;
-    if (r->orig->evict_node)
-        r->ops.evict_node = rec_evict_node;
-    if (r->orig->nvme_model)
-        r->ops.nvme_model = rec_nvme_model;
-    r->nvme_w_gbps = ctx->cfg.sim_nvme_write_gbps;
-    r->nvme_r_gbps = ctx->cfg.sim_nvme_read_gbps;
-    r->latency_ns = ctx->cfg.sim_latency_ns;
-    g_rec = r;
-    ctx->be->ops = &r->ops;
 }
 
 /* Keep the plan the context replayed and the trace it was planned on. */
@@ -212,9 +143,11 @@ static int run(struct pic *p) {
         fprintf(stderr, "%s %s: out of memory\n", hp_cmd, sub);
         return -1;
     }
-    r->h2d_gbps = p->a.bandwidth;
-    r->d2h_gbps = p->a.bandwidth;
-    wrap(r, ctx);
+    if ((rc = hoff__sim_observe(ctx->be, rec_observe, r)) != 0) {
+        hoff_shutdown(ctx);
+        fprintf(stderr, "%s %s: cannot observe the sim: %s\n", hp_cmd, sub, hoff_strerror(rc));
+        return -1;
+    }
 
     memset(&o, 0, sizeof o);
     o.steps = r->steps;
@@ -231,8 +164,7 @@ static int run(struct pic *p) {
         fprintf(stderr, "%s %s: %s: %s\n", hp_cmd, sub, p->a.trace_path, hoff_last_error());
     else
         keep_plan(p, ctx, sub);
-    ctx->be->ops = r->orig;
-    g_rec = NULL;
+    hoff__sim_observe(ctx->be, NULL, NULL); /* shutdown's own waits are not the replay's */
     hoff_shutdown(ctx);
     if (r->oom) {
         fprintf(stderr, "%s %s: out of memory recording the replay\n", hp_cmd, sub);
