@@ -118,6 +118,17 @@ ddp_check() { # ddp_check LABEL N PLAIN-PREFIX SIM-PREFIX STATS-PREFIX: every ra
     got=$("$py" -c 'import json, sys; print(sorted(json.load(open(f))["rank"] for f in sys.argv[1:]))' $files)
     want=$("$py" -c 'import sys; print(list(range(int(sys.argv[1]))))' "$2")
     [ "$got" = "$want" ] || { echo "FAIL: $1: statistics files are of ranks $got, want $want"; fail=1; }
+    # hoff-stat, from outside, saw the ranks as one job (sim_ddp.py ran it from rank 0 with every rank alive).
+    "$py" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+n = int(sys.argv[2])
+jobs = [j for j in d["hoff_stat"].get("jobs", []) if j["job"] == d["job"]]
+assert len(jobs) == 1, "hoff-stat lists no job %r (jobs: %r)" % (d["job"], d["hoff_stat"].get("jobs"))
+j = jobs[0]
+assert j["world_size"] == n and sorted(j["ranks"]) == list(range(n)) and len(set(j["pids"])) == n, j
+print("%s: hoff-stat lists job %s with ranks %s" % (sys.argv[3], j["job"], sorted(j["ranks"])))
+' "$5.hoffstat.json" "$2" "$1" || { echo "FAIL: $1: hoff-stat does not show the $2 ranks as one job"; fail=1; }
 }
 ddp=${SIM_DDP:-1}
 if [ "$ddp" != 0 ] && ! "$py" -c 'import torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null; then
@@ -142,7 +153,8 @@ case $ddp in
     }
     if ! ranks "$tmp.ddpp" timeout 300 "$py" "$top/tests/sim_ddp.py" "$tmp.ddp.plain"; then
         echo "FAIL: plain DDP run:"; cat "$tmp.ddpp".*.out; fail=1
-    elif ! ranks "$tmp.ddps" timeout 300 "$py" -m hoff --sim --budget 50% --stats-json "$tmp.ddp.%r.json" \
+    elif ! ranks "$tmp.ddps" env SIM_DDP_HOFF_STAT="$(pwd)/hoff-stat" SIM_DDP_HOFF_STAT_OUT="$tmp.ddp.hoffstat.json" \
+            timeout 300 "$py" -m hoff --sim --budget 50% --stats-json "$tmp.ddp.%r.json" \
             "$top/tests/sim_ddp.py" "$tmp.ddp.sim"; then
         echo "FAIL: DDP under --sim:"; cat "$tmp.ddps".*.out; fail=1
     else
@@ -156,8 +168,10 @@ torchrun)
         run() { timeout 300 "$py" -m torch.distributed.run --standalone --nproc-per-node "$n" "$@"; }
         if ! run "$top/tests/sim_ddp.py" "$tmp.tr$n.plain" >"$tmp.out" 2>&1; then
             echo "FAIL: plain DDP under torchrun, $n ranks:"; cat "$tmp.out"; fail=1
-        elif ! run -m hoff --sim --budget 50% --stats-json "$tmp.tr$n.%r.json" "$top/tests/sim_ddp.py" \
-                "$tmp.tr$n.sim" >"$tmp.out" 2>&1; then
+        elif ! env SIM_DDP_HOFF_STAT="$(pwd)/hoff-stat" SIM_DDP_HOFF_STAT_OUT="$tmp.tr$n.hoffstat.json" \
+                timeout 300 "$py" -m torch.distributed.run --standalone --nproc-per-node "$n" -m hoff --sim \
+                --budget 50% --stats-json "$tmp.tr$n.%r.json" "$top/tests/sim_ddp.py" "$tmp.tr$n.sim" \
+                >"$tmp.out" 2>&1; then
             echo "FAIL: DDP under torchrun and --sim, $n ranks:"; cat "$tmp.out"; fail=1
         else
             ddp_check "torchrun-$n" "$n" "$tmp.tr$n.plain" "$tmp.tr$n.sim" "$tmp.tr$n"
