@@ -923,74 +923,355 @@ static int by_key_seq(const void *pa, const void *pb) {
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* --- the model's state ----------------------------------------------------- */
+
+/* Set p up to replay s over t with o's rates and costs (the sim's defaults
+ * where o leaves them 0).  0 or -ENOMEM (pr_close frees what was made). */
+static int pr_open(struct pr *p, const struct hoff__trace *t, const struct hoff__plan_opts *o,
+                   const struct hoff__schedule *s, struct hoff__prediction *out) {
+    size_t n = t->nblocks ? t->nblocks : 1;
+    uint32_t i;
+
+    memset(out, 0, sizeof *out);
+    memset(p, 0, sizeof *p);
+    p->t = t;
+    p->s = s;
+    p->out = out;
+    p->budget = o->budget_bytes;
+    if (p->budget && s->floor_bytes > p->budget)
+        p->budget = s->floor_bytes; /* residency.c's room_budget: nothing forced below the floor */
+    p->h2d = o->h2d_gbps > 0 ? o->h2d_gbps : 50.0;
+    p->d2h = o->d2h_gbps > 0 ? o->d2h_gbps : 50.0;
+    p->lat = o->latency_ns ? o->latency_ns : DEF_LAT_NS;
+    p->obs = o->observe;
+    p->obs_arg = o->observe_arg;
+    p->call = o->call_ns;
+    p->fault_ns = o->fault_ns ? o->fault_ns : DEF_FAULT_NS;
+    p->fault_gbps = o->fault_gbps > 0 ? o->fault_gbps : DEF_FAULT_GBPS;
+    p->cap = o->host_cap_bytes;
+    p->nvme = o->nvme;
+    p->nvme_r = o->nvme_read_gbps > 0 ? o->nvme_read_gbps : DEF_NVME_READ_GBPS;
+    p->nvme_w = o->nvme_write_gbps > 0 ? o->nvme_write_gbps : DEF_NVME_WRITE_GBPS;
+    p->bytes = malloc(n * sizeof *p->bytes);
+    p->st = calloc(n, 1);
+    p->pland = calloc(n, sizeof *p->pland);
+    p->dland = calloc(n, sizeof *p->dland);
+    p->busy = calloc(n, sizeof *p->busy);
+    p->carry = calloc(n, sizeof *p->carry);
+    p->lru.prev = malloc(n * sizeof *p->lru.prev);
+    p->lru.next = malloc(n * sizeof *p->lru.next);
+    p->hl.prev = malloc(n * sizeof *p->hl.prev);
+    p->hl.next = malloc(n * sizeof *p->hl.next);
+    p->nland = calloc(n, sizeof *p->nland);
+    p->sa = calloc(n, 1);
+    p->hold = calloc(n, 1);
+    if (s->ngroups && !(p->gst = calloc(2 * s->ngroups, 1)))
+        return -ENOMEM;
+    if (!p->bytes || !p->st || !p->pland || !p->dland || !p->busy || !p->carry || !p->lru.prev || !p->lru.next ||
+        !p->hl.prev || !p->hl.next || !p->nland || !p->sa || !p->hold)
+        return -ENOMEM;
+    for (i = 0; i < t->nblocks; i++)
+        p->bytes[i] = hoff__plan_bytes(o->block_bytes, &t->blocks[i]);
+    bl_reset(&p->lru, t->nblocks);
+    bl_reset(&p->hl, t->nblocks);
+    return 0;
+}
+
+static void pr_close(struct pr *p) {
+    free(p->q);
+    free(p->hq);
+    free(p->nq);
+    free(p->gst);
+    free(p->lru.prev);
+    free(p->lru.next);
+    free(p->hl.prev);
+    free(p->hl.next);
+    free(p->nland);
+    free(p->sa);
+    free(p->hold);
+    free(p->pland);
+    free(p->dland);
+    free(p->busy);
+    free(p->carry);
+    free(p->st);
+    free(p->bytes);
+}
+
+/* The step ended `tail` after its last event: the next one starts.  What is
+ * still in flight goes on, on the new step's clock, holding the engines, the
+ * budget and the host tier; its blocks are gone (freed, or retained past
+ * the step), and every block starts the step unallocated. */
+static void next_step(struct pr *p, uint64_t tail) {
+    uint64_t end = p->now + tail, q0 = p->qh, n;
+    uint32_t nb = p->t->nblocks, i;
+
+    /* the D2H FIFO: evictions hold the budget and the host until they land */
+    for (n = 0; q0 < p->qt; q0++)
+        if (p->q[q0].land > end) {
+            p->q[n] = p->q[q0];
+            p->q[n].land -= end;
+            p->q[n].block = NIL;
+            if (p->q[n].kind != Q_RELEASE)
+                p->q[n].kind = Q_VICTIM;
+            n++;
+        }
+    p->qh = 0;
+    p->qt = n;
+    p->resident = p->evicting = p->host = p->to_host = p->spilling = p->from_host = 0;
+    for (q0 = 0; q0 < n; q0++) {
+        p->resident += p->q[q0].bytes, p->evicting += p->q[q0].bytes;
+        if (p->q[q0].kind != Q_RELEASE)
+            p->to_host += p->q[q0].bytes;
+    }
+    /* the NVMe device's queue likewise: a spill holds the host until it
+     * lands, a restore is on its way there */
+    for (n = 0, q0 = p->nh; q0 < p->nt; q0++)
+        if (p->nq[q0].land > end) {
+            p->nq[n] = p->nq[q0];
+            p->nq[n].land -= end;
+            p->nq[n].block = NIL;
+            if (p->nq[n].kind == Q_SPILL)
+                p->host += p->nq[n].bytes, p->spilling += p->nq[n].bytes;
+            else
+                p->to_host += p->nq[n].bytes;
+            n++;
+        }
+    p->nh = 0;
+    p->nt = n;
+    p->nvme_busy = p->nvme_busy > end ? p->nvme_busy - end : 0;
+    /* prefetches still in flight: their blocks are freed (at the free,
+     * or after the step for retained ones), their bytes count until
+     * they land */
+    for (n = 0, q0 = p->hh; q0 < p->ht; q0++)
+        if (p->hq[q0].land > end && (p->st[p->hq[q0].block] == P_PRE || p->st[p->hq[q0].block] == P_FREED_PRE)) {
+            p->hq[n] = p->hq[q0];
+            p->hq[n].land -= end;
+            p->hq[n].block = NIL;
+            p->host += p->hq[n].bytes; /* counted on the host until it lands */
+            p->from_host += p->hq[n].bytes;
+            p->resident += p->hq[n++].bytes;
+        }
+    p->hh = 0;
+    p->ht = n;
+    for (i = 0; i < nb; i++) {
+        p->carry[i] = p->busy[i] > end ? p->busy[i] - end : 0;
+        p->busy[i] = p->dland[i] = p->nland[i] = 0;
+    }
+    p->d2h_busy = p->d2h_busy > end ? p->d2h_busy - end : 0;
+    p->h2d_busy = p->h2d_busy > end ? p->h2d_busy - end : 0;
+    p->issuer = p->issuer > end ? p->issuer - end : 0;
+    p->now = 0;
+    memset(p->st, 0, nb ? nb : 1);
+    memset(p->sa, 0, nb ? nb : 1);
+    bl_reset(&p->lru, nb);
+    bl_reset(&p->hl, nb);
+    if (p->gst)
+        memset(p->gst, 0, 2 * p->s->ngroups);
+    memset(p->out, 0, sizeof *p->out);
+}
+
+/* Compute after the last event, to the step's end (the next step's first
+ * event comes T[0] after that). */
+static uint64_t step_tail(const struct hoff__trace *t, const uint64_t *T) {
+    uint32_t nev = (uint32_t)t->nev;
+    uint64_t send;
+
+    if (!nev)
+        return 0;
+    send = t->step_gpu_ns != HOFF__TIME_UNKNOWN && T[nev - 1] == t->ev[nev - 1].t_gpu_ns ? t->step_gpu_ns
+                                                                                         : t->step_ns;
+    return send != HOFF__TIME_UNKNOWN && send > T[nev - 1] ? send - T[nev - 1] : 0;
+}
+
+/* --- placing prefetches early (HOFF__PLACE_EARLY*) ------------------------- */
+
+struct place {
+    int on;
+    uint32_t *pf_of;        /* per action: an eviction's prefetch (the action after it), else UINT32_MAX */
+    uint32_t *newev;        /* per action: the event it is placed at */
+    uint8_t *issued;        /* per action: a prefetch already issued, earlier */
+    struct heapent *heap;   /* the prefetches whose eviction has fired, earliest deadline first */
+    size_t nheap;
+    uint32_t blk_act, blk_ev; /* that prefetch cannot go before event blk_ev */
+    int64_t *inst;          /* the schedule's instant-transfer resident bytes per event */
+    struct hoff__seg sg;    /* inst plus the early prefetches */
+};
+
+/* Link each prefetch to the eviction before it (blocks with a tier action
+ * keep their prefetches where they are: their restore must come first).
+ * 0 or -ENOMEM (place_close frees what was made). */
+static int place_open(struct place *pl, const struct pr *p, int place) {
+    const struct hoff__schedule *s = p->s;
+    uint32_t nb = p->t->nblocks, nev = (uint32_t)p->t->nev, i, *last_ev;
+    uint8_t *tiered;
+    size_t na = s->nact ? s->nact : 1, j;
+
+    memset(pl, 0, sizeof *pl);
+    pl->on = place == HOFF__PLACE_EARLY || place == HOFF__PLACE_EARLY_HEADROOM;
+    pl->blk_act = UINT32_MAX;
+    if (!pl->on)
+        return 0;
+    tiered = calloc(nb ? nb : 1, 1);
+    last_ev = malloc((nb ? nb : 1) * sizeof *last_ev);
+    pl->pf_of = malloc(na * sizeof *pl->pf_of);
+    pl->newev = malloc(na * sizeof *pl->newev);
+    pl->issued = calloc(na, 1);
+    pl->heap = malloc(na * sizeof *pl->heap);
+    pl->inst = instant_resident(p->t, s, p->bytes, place == HOFF__PLACE_EARLY_HEADROOM);
+    if (!tiered || !last_ev || !pl->pf_of || !pl->newev || !pl->issued || !pl->heap || !pl->inst) {
+        free(tiered);
+        free(last_ev);
+        return -ENOMEM;
+    }
+    for (j = 0; j < s->nact; j++)
+        if (s->act[j].kind == HOFF__ACT_SPILL || s->act[j].kind == HOFF__ACT_RESTORE)
+            tiered[s->act[j].block] = 1;
+    for (i = 0; i < nb; i++)
+        last_ev[i] = UINT32_MAX;
+    for (j = 0; j < s->nact; j++) {
+        const struct hoff__action *a = &s->act[j];
+
+        pl->pf_of[j] = UINT32_MAX;
+        pl->newev[j] = a->ev;
+        if (a->kind == HOFF__ACT_EVICT)
+            last_ev[a->block] = (uint32_t)j;
+        else if (a->kind == HOFF__ACT_PREFETCH && last_ev[a->block] != UINT32_MAX) {
+            if (!tiered[a->block] && !a->group && a->when == HOFF__ACT_BEFORE)
+                pl->pf_of[last_ev[a->block]] = (uint32_t)j;
+            last_ev[a->block] = UINT32_MAX;
+        }
+    }
+    free(tiered);
+    free(last_ev);
+    return nev ? hoff__seg_init(&pl->sg, pl->inst, nev) : 0;
+}
+
+/* A new step places afresh.  0 or -ENOMEM. */
+static int place_reset(struct place *pl, const struct pr *p) {
+    const struct hoff__schedule *s = p->s;
+    size_t j;
+
+    if (!pl->on)
+        return 0;
+    memset(pl->issued, 0, s->nact ? s->nact : 1);
+    for (j = 0; j < s->nact; j++)
+        pl->newev[j] = s->act[j].ev;
+    pl->nheap = 0;
+    pl->blk_act = UINT32_MAX;
+    if (pl->sg.mx)
+        hoff__seg_destroy(&pl->sg);
+    memset(&pl->sg, 0, sizeof pl->sg);
+    return p->t->nev ? hoff__seg_init(&pl->sg, pl->inst, (uint32_t)p->t->nev) : 0;
+}
+
+/* Action k (an eviction) has fired: its prefetch may now go early. */
+static void place_evicted(struct place *pl, const struct hoff__schedule *s, size_t k) {
+    if (pl->on && s->act[k].kind == HOFF__ACT_EVICT && pl->pf_of[k] != UINT32_MAX)
+        heap_push(pl->heap, &pl->nheap, (struct heapent){s->act[pl->pf_of[k]].ev, pl->pf_of[k]});
+}
+
+/* At event i, after the schedule's BEFORE actions: issue the early
+ * prefetches that can go now, earliest deadline first; each gets the next
+ * issue number in seq.  0 or -ENOMEM. */
+static int place_early(struct place *pl, struct pr *p, uint32_t i, uint64_t *seq, uint64_t *nseq) {
+    const struct hoff__schedule *s = p->s;
+
+    while (pl->on && pl->nheap) {
+        struct heapent h = pl->heap[0];
+        uint32_t x = s->act[h.act].block;
+        int rc;
+
+        if (pl->issued[h.act]) {
+            heap_pop(pl->heap, &pl->nheap);
+            continue;
+        }
+        if (h.p0 <= i)
+            break; /* cannot happen: fired in the schedule's place */
+        poll(p);
+        if (p->st[x] != P_HOST || (p->budget && p->resident + p->bytes[x] > p->budget))
+            break;
+        if (p->budget) {
+            /* The plan's resident bytes only grow while placing (each
+             * early prefetch adds), so a prefetch that would pass the
+             * budget at event e cannot go before e + 1: no need to ask
+             * the tree again until then (at 10^6 events, asking at every
+             * event was most of the placement's time). */
+            uint32_t e;
+
+            if (h.act == pl->blk_act && i < pl->blk_ev)
+                break;
+            if (hoff__seg_last_above(&pl->sg, i, h.p0 - 1, (int64_t)p->budget - (int64_t)p->bytes[x], &e)) {
+                pl->blk_act = h.act;
+                pl->blk_ev = e + 1;
+                break;
+            }
+        }
+        heap_pop(pl->heap, &pl->nheap);
+        hoff__seg_add(&pl->sg, i, h.p0 - 1, (int64_t)p->bytes[x]);
+        pl->issued[h.act] = 1;
+        pl->newev[h.act] = i;
+        seq[h.act] = (*nseq)++;
+        if ((rc = do_prefetch(p, x)) != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* Rewrite s with the prefetches where they were placed, each action at its
+ * event in the order it was issued.  0 or -ENOMEM. */
+static int place_finish(const struct place *pl, struct hoff__schedule *s, const uint64_t *seq) {
+    struct seqact *v;
+    size_t j;
+
+    if (!pl->on)
+        return 0;
+    if (!(v = malloc((s->nact ? s->nact : 1) * sizeof *v)))
+        return -ENOMEM;
+    for (j = 0; j < s->nact; j++) {
+        v[j].a = s->act[j];
+        v[j].a.ev = pl->newev[j];
+        v[j].seq = seq[j];
+    }
+    qsort(v, s->nact, sizeof *v, by_key_seq);
+    for (j = 0; j < s->nact; j++)
+        s->act[j] = v[j].a;
+    free(v);
+    hoff__schedule_sort(s); /* a no-op unless a kind rank needs it */
+    return 0;
+}
+
+static void place_close(struct place *pl) {
+    if (pl->sg.mx)
+        hoff__seg_destroy(&pl->sg);
+    free(pl->inst);
+    free(pl->heap);
+    free(pl->issued);
+    free(pl->newev);
+    free(pl->pf_of);
+}
+
+/* --- the event loop --------------------------------------------------------- */
+
 int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts *o, const uint64_t *T,
                        struct hoff__schedule *s, int place, struct hoff__prediction *out) {
     uint32_t nev = (uint32_t)t->nev, nb = t->nblocks, i;
     struct pr p;
-    uint32_t *pf_of = NULL, *last_ev = NULL, *newev = NULL;
-    uint64_t *seq = NULL, nseq = 0, tprev = 0;
-    uint8_t *issued = NULL;
-    struct heapent *heap = NULL;
-    size_t nheap = 0, k = 0, j;
-    uint32_t blk_act = UINT32_MAX, blk_ev = 0; /* placing early: that prefetch waits for event blk_ev */
-    int64_t *inst = NULL;
-    struct hoff__seg sg = {0};
-    int rc = 0, early = place == HOFF__PLACE_EARLY || place == HOFF__PLACE_EARLY_HEADROOM, pass;
-    uint64_t tail = 0, send;
+    struct place pl;
+    uint64_t *seq = NULL, nseq = 0, tprev = 0, tail;
+    size_t k = 0, j;
+    int rc, pass;
 
-    memset(out, 0, sizeof *out);
-    memset(&p, 0, sizeof p);
-    p.t = t;
-    p.s = s;
-    p.out = out;
-    p.budget = o->budget_bytes;
-    if (p.budget && s->floor_bytes > p.budget)
-        p.budget = s->floor_bytes; /* residency.c's room_budget: nothing forced below the floor */
-    p.h2d = o->h2d_gbps > 0 ? o->h2d_gbps : 50.0;
-    p.d2h = o->d2h_gbps > 0 ? o->d2h_gbps : 50.0;
-    p.lat = o->latency_ns ? o->latency_ns : DEF_LAT_NS;
-    p.obs = o->observe;
-    p.obs_arg = o->observe_arg;
-    p.call = o->call_ns;
-    p.fault_ns = o->fault_ns ? o->fault_ns : DEF_FAULT_NS;
-    p.fault_gbps = o->fault_gbps > 0 ? o->fault_gbps : DEF_FAULT_GBPS;
-    p.bytes = malloc((nb ? nb : 1) * sizeof *p.bytes);
-    p.st = calloc(nb ? nb : 1, 1);
-    p.pland = calloc(nb ? nb : 1, sizeof *p.pland);
-    p.dland = calloc(nb ? nb : 1, sizeof *p.dland);
-    p.busy = calloc(nb ? nb : 1, sizeof *p.busy);
-    p.carry = calloc(nb ? nb : 1, sizeof *p.carry);
-    p.lru.prev = malloc((nb ? nb : 1) * sizeof *p.lru.prev);
-    p.lru.next = malloc((nb ? nb : 1) * sizeof *p.lru.next);
-    p.hl.prev = malloc((nb ? nb : 1) * sizeof *p.hl.prev);
-    p.hl.next = malloc((nb ? nb : 1) * sizeof *p.hl.next);
-    p.nland = calloc(nb ? nb : 1, sizeof *p.nland);
-    p.sa = calloc(nb ? nb : 1, 1);
-    p.hold = calloc(nb ? nb : 1, 1);
-    p.cap = o->host_cap_bytes;
-    p.nvme = o->nvme;
-    p.nvme_r = o->nvme_read_gbps > 0 ? o->nvme_read_gbps : DEF_NVME_READ_GBPS;
-    p.nvme_w = o->nvme_write_gbps > 0 ? o->nvme_write_gbps : DEF_NVME_WRITE_GBPS;
-    if (s->ngroups && !(p.gst = calloc(2 * s->ngroups, 1))) {
-        rc = -ENOMEM;
-        goto done;
-    }
+    rc = pr_open(&p, t, o, s, out);
+    if (!rc)
+        rc = place_open(&pl, &p, place);
+    else
+        memset(&pl, 0, sizeof pl);
     seq = malloc((s->nact ? s->nact : 1) * sizeof *seq);
-    if (!p.bytes || !p.st || !p.pland || !p.dland || !p.busy || !p.carry || !p.lru.prev || !p.lru.next ||
-        !p.hl.prev || !p.hl.next || !p.nland || !p.sa || !p.hold || !seq) {
+    if (!rc && !seq)
         rc = -ENOMEM;
+    if (rc)
         goto done;
-    }
-    for (i = 0; i < nb; i++)
-        p.bytes[i] = hoff__plan_bytes(o->block_bytes, &t->blocks[i]);
-    bl_reset(&p.lru, nb);
-    bl_reset(&p.hl, nb);
-    /* compute after the last event, to the step's end (the next step's
-     * first event comes T[0] after that) */
-    send = nev && t->step_gpu_ns != HOFF__TIME_UNKNOWN && T[nev - 1] == t->ev[nev - 1].t_gpu_ns ? t->step_gpu_ns
-                                                                                              : t->step_ns;
-    if (nev && send != HOFF__TIME_UNKNOWN && send > T[nev - 1])
-        tail = send - T[nev - 1];
+    tail = step_tail(t, T);
     for (j = 0; j < s->nact; j++)
         if (s->act[j].ev >= nev || s->act[j].block >= nb || (j && s->act[j].ev < s->act[j - 1].ev)) {
             rc = hoff__error(-EINVAL, "predict: the schedule is unsorted or names an event or block the trace "
@@ -998,208 +1279,55 @@ int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts
             goto done;
         }
 
-    if (early) {
-        /* Each prefetch is linked to the eviction before it; blocks with a
-         * tier action keep their prefetches where they are (their restore
-         * must come first). */
-        uint8_t *tiered = calloc(nb ? nb : 1, 1);
-
-        pf_of = malloc((s->nact ? s->nact : 1) * sizeof *pf_of);
-        last_ev = malloc((nb ? nb : 1) * sizeof *last_ev);
-        newev = malloc((s->nact ? s->nact : 1) * sizeof *newev);
-        issued = calloc(s->nact ? s->nact : 1, 1);
-        heap = malloc((s->nact ? s->nact : 1) * sizeof *heap);
-        inst = instant_resident(t, s, p.bytes, place == HOFF__PLACE_EARLY_HEADROOM);
-        if (!tiered || !pf_of || !last_ev || !newev || !issued || !heap || !inst) {
-            free(tiered);
-            rc = -ENOMEM;
-            goto done;
-        }
-        for (j = 0; j < s->nact; j++)
-            if (s->act[j].kind == HOFF__ACT_SPILL || s->act[j].kind == HOFF__ACT_RESTORE)
-                tiered[s->act[j].block] = 1;
-        for (i = 0; i < nb; i++)
-            last_ev[i] = UINT32_MAX;
-        for (j = 0; j < s->nact; j++) {
-            const struct hoff__action *a = &s->act[j];
-
-            pf_of[j] = UINT32_MAX;
-            newev[j] = a->ev;
-            if (a->kind == HOFF__ACT_EVICT)
-                last_ev[a->block] = (uint32_t)j;
-            else if (a->kind == HOFF__ACT_PREFETCH && last_ev[a->block] != UINT32_MAX) {
-                if (!tiered[a->block] && !a->group && a->when == HOFF__ACT_BEFORE)
-                    pf_of[last_ev[a->block]] = (uint32_t)j;
-                last_ev[a->block] = UINT32_MAX;
-            }
-        }
-        free(tiered);
-        rc = nev ? hoff__seg_init(&sg, inst, nev) : 0;
-        if (rc)
-            goto done;
-    }
-
     /* Two steps back to back: the copies still in flight when a step ends
      * (its last evictions, of retained blocks too) hold the engines and the
      * budget into the next one, as they do in a replayed run.  The second
      * step is the prediction (and, placing early, the placement). */
     for (pass = 0; pass < 2; pass++) {
-    p.pass = pass;
-    if (pass) {
-        uint64_t end = p.now + tail, q0 = p.qh, n;
-
-        /* what is still in flight, on the new step's clock; the blocks are gone */
-        for (n = 0; q0 < p.qt; q0++)
-            if (p.q[q0].land > end) {
-                p.q[n] = p.q[q0];
-                p.q[n].land -= end;
-                p.q[n].block = NIL;
-                if (p.q[n].kind != Q_RELEASE)
-                    p.q[n].kind = Q_VICTIM;
-                n++;
-            }
-        p.qh = 0;
-        p.qt = n;
-        p.resident = p.evicting = p.host = p.to_host = p.spilling = p.from_host = 0;
-        for (q0 = 0; q0 < n; q0++) {
-            p.resident += p.q[q0].bytes, p.evicting += p.q[q0].bytes;
-            if (p.q[q0].kind != Q_RELEASE)
-                p.to_host += p.q[q0].bytes;
-        }
-        /* the NVMe device's queue likewise: a spill holds the host until it
-         * lands, a restore is on its way there */
-        for (n = 0, q0 = p.nh; q0 < p.nt; q0++)
-            if (p.nq[q0].land > end) {
-                p.nq[n] = p.nq[q0];
-                p.nq[n].land -= end;
-                p.nq[n].block = NIL;
-                if (p.nq[n].kind == Q_SPILL)
-                    p.host += p.nq[n].bytes, p.spilling += p.nq[n].bytes;
-                else
-                    p.to_host += p.nq[n].bytes;
-                n++;
-            }
-        p.nh = 0;
-        p.nt = n;
-        p.nvme_busy = p.nvme_busy > end ? p.nvme_busy - end : 0;
-        /* prefetches still in flight: their blocks are freed (at the free,
-         * or after the step for retained ones), their bytes count until
-         * they land */
-        for (n = 0, q0 = p.hh; q0 < p.ht; q0++)
-            if (p.hq[q0].land > end && (p.st[p.hq[q0].block] == P_PRE || p.st[p.hq[q0].block] == P_FREED_PRE)) {
-                p.hq[n] = p.hq[q0];
-                p.hq[n].land -= end;
-                p.hq[n].block = NIL;
-                p.host += p.hq[n].bytes; /* counted on the host until it lands */
-                p.from_host += p.hq[n].bytes;
-                p.resident += p.hq[n++].bytes;
-            }
-        p.hh = 0;
-        p.ht = n;
-        for (i = 0; i < nb; i++) {
-            p.carry[i] = p.busy[i] > end ? p.busy[i] - end : 0;
-            p.busy[i] = p.dland[i] = p.nland[i] = 0;
-        }
-        p.d2h_busy = p.d2h_busy > end ? p.d2h_busy - end : 0;
-        p.h2d_busy = p.h2d_busy > end ? p.h2d_busy - end : 0;
-        p.issuer = p.issuer > end ? p.issuer - end : 0;
-        p.now = 0;
-        memset(p.st, 0, nb ? nb : 1);
-        memset(p.sa, 0, nb ? nb : 1);
-        bl_reset(&p.lru, nb);
-        bl_reset(&p.hl, nb);
-        if (p.gst)
-            memset(p.gst, 0, 2 * s->ngroups);
-        memset(out, 0, sizeof *out);
-        k = 0;
-        nseq = 0;
-        tprev = 0;
-        if (early) {
-            memset(issued, 0, s->nact ? s->nact : 1);
-            for (j = 0; j < s->nact; j++)
-                newev[j] = s->act[j].ev;
-            nheap = 0;
-            blk_act = UINT32_MAX;
-            hoff__seg_destroy(&sg);
-            memset(&sg, 0, sizeof sg);
-            if (nev && (rc = hoff__seg_init(&sg, inst, nev)) != 0)
+        p.pass = pass;
+        if (pass) {
+            next_step(&p, tail);
+            k = 0;
+            nseq = 0;
+            tprev = 0;
+            if ((rc = place_reset(&pl, &p)) != 0)
                 goto done;
         }
-    }
-    for (i = 0; i <= nev; i++) {
-        p.ev = i;
-        /* compute up to event i, then what has landed */
-        if (i < nev) {
-            p.now += T[i] - tprev;
-            tprev = T[i];
-        }
-        poll(&p);
-        /* the AFTER actions of i - 1 */
-        for (; k < s->nact && i > 0 && s->act[k].ev == i - 1; k++) {
-            const struct hoff__action *a = &s->act[k];
-
-            seq[k] = nseq++;
-            rc = fire(&p, a);
-            if (!rc && early && a->kind == HOFF__ACT_EVICT && pf_of[k] != UINT32_MAX)
-                heap_push(heap, &nheap, (struct heapent){s->act[pf_of[k]].ev, pf_of[k]});
-            if (rc)
-                goto done;
-        }
-        if (i == nev)
-            break;
-        /* the BEFORE actions of i: what the schedule has there first (in
-         * its order), then the early ones, earliest deadline first */
-        for (; k < s->nact && s->act[k].ev == i && s->act[k].when == HOFF__ACT_BEFORE; k++) {
-            const struct hoff__action *a = &s->act[k];
-
-            if (early && issued[k])
-                continue; /* already issued, earlier: its seq is set */
-            seq[k] = nseq++;
-            if (early && a->kind == HOFF__ACT_PREFETCH)
-                issued[k] = 1;
-            if ((rc = fire(&p, a)) != 0)
-                goto done;
-        }
-        while (early && nheap) {
-            struct heapent h = heap[0];
-            uint32_t x = s->act[h.act].block;
-
-            if (issued[h.act]) {
-                heap_pop(heap, &nheap);
-                continue;
+        for (i = 0; i <= nev; i++) {
+            p.ev = i;
+            /* compute up to event i, then what has landed */
+            if (i < nev) {
+                p.now += T[i] - tprev;
+                tprev = T[i];
             }
-            if (h.p0 <= i)
-                break; /* cannot happen: fired above */
             poll(&p);
-            if (p.st[x] != P_HOST || (p.budget && p.resident + p.bytes[x] > p.budget))
-                break;
-            if (p.budget) {
-                /* The plan's resident bytes only grow while placing (each
-                 * early prefetch adds), so a prefetch that would pass the
-                 * budget at event e cannot go before e + 1: no need to ask
-                 * the tree again until then (at 10^6 events, asking at every
-                 * event was most of the placement's time). */
-                uint32_t e;
-
-                if (h.act == blk_act && i < blk_ev)
-                    break;
-                if (hoff__seg_last_above(&sg, i, h.p0 - 1, (int64_t)p.budget - (int64_t)p.bytes[x], &e)) {
-                    blk_act = h.act;
-                    blk_ev = e + 1;
-                    break;
-                }
+            /* the AFTER actions of i - 1 */
+            for (; k < s->nact && i > 0 && s->act[k].ev == i - 1; k++) {
+                seq[k] = nseq++;
+                if ((rc = fire(&p, &s->act[k])) != 0)
+                    goto done;
+                place_evicted(&pl, s, k);
             }
-            heap_pop(heap, &nheap);
-            hoff__seg_add(&sg, i, h.p0 - 1, (int64_t)p.bytes[x]);
-            issued[h.act] = 1;
-            newev[h.act] = i;
-            seq[h.act] = nseq++;
-            if ((rc = do_prefetch(&p, x)) != 0)
+            if (i == nev)
+                break;
+            /* the BEFORE actions of i: what the schedule has there first (in
+             * its order), then the early ones, earliest deadline first */
+            for (; k < s->nact && s->act[k].ev == i && s->act[k].when == HOFF__ACT_BEFORE; k++) {
+                const struct hoff__action *a = &s->act[k];
+
+                if (pl.on && pl.issued[k])
+                    continue; /* already issued, earlier: its seq is set */
+                seq[k] = nseq++;
+                if (pl.on && a->kind == HOFF__ACT_PREFETCH)
+                    pl.issued[k] = 1;
+                if ((rc = fire(&p, a)) != 0)
+                    goto done;
+            }
+            if ((rc = place_early(&pl, &p, i, seq, &nseq)) != 0)
+                goto done;
+            if ((rc = do_event(&p, &t->ev[i])) != 0)
                 goto done;
         }
-        if ((rc = do_event(&p, &t->ev[i])) != 0)
-            goto done;
-    }
     }
     if (p.err) {
         rc = p.err;
@@ -1208,52 +1336,11 @@ int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts
     out->stall_ns = out->room_ns + out->late_ns + out->fault_ns + out->tier_ns;
     s->stall_ns = out->stall_ns;
     s->overruns = out->overruns;
-
-    if (early) {
-        struct seqact *v = malloc((s->nact ? s->nact : 1) * sizeof *v);
-
-        if (!v) {
-            rc = -ENOMEM;
-            goto done;
-        }
-        for (j = 0; j < s->nact; j++) {
-            v[j].a = s->act[j];
-            v[j].a.ev = newev[j];
-            v[j].seq = seq[j];
-        }
-        qsort(v, s->nact, sizeof *v, by_key_seq);
-        for (j = 0; j < s->nact; j++)
-            s->act[j] = v[j].a;
-        free(v);
-        hoff__schedule_sort(s); /* a no-op unless a kind rank needs it */
-    }
+    rc = place_finish(&pl, s, seq);
 
 done:
-    if (sg.mx)
-        hoff__seg_destroy(&sg);
-    free(inst);
-    free(heap);
-    free(issued);
-    free(newev);
-    free(last_ev);
-    free(pf_of);
+    place_close(&pl);
     free(seq);
-    free(p.q);
-    free(p.hq);
-    free(p.gst);
-    free(p.lru.prev);
-    free(p.lru.next);
-    free(p.hl.prev);
-    free(p.hl.next);
-    free(p.nland);
-    free(p.sa);
-    free(p.hold);
-    free(p.nq);
-    free(p.pland);
-    free(p.dland);
-    free(p.busy);
-    free(p.carry);
-    free(p.st);
-    free(p.bytes);
+    pr_close(&p);
     return rc;
 }
