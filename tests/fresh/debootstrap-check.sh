@@ -158,6 +158,18 @@ in_root() { chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
 say "apt-get install sudo git ca-certificates; user $user (sudo without password)"
 in_root apt-get update -q >/dev/null
 in_root apt-get install -y -q --no-install-recommends sudo git ca-certificates >/dev/null
+# pip's trust in this workplace's network: a machine here reaches PyPI through a TLS proxy whose CA its pip
+# configuration names (`cert` in /etc/pip.conf); the chroot gets that configuration and a copy of the bundle, as it
+# gets resolv.conf.  Where the host has none, nothing changes: pip uses Debian's CA bundle.
+if [ -f /etc/pip.conf ]; then
+    cert=$(sed -n 's/^[[:space:]]*cert[[:space:]]*=[[:space:]]*//p' /etc/pip.conf | tail -n 1)
+    if [ -n "$cert" ] && [ -f "$cert" ]; then
+        cp -L "$cert" "$root/etc/pip-host-ca.pem"
+        sed 's|^\([[:space:]]*cert[[:space:]]*=\).*|\1 /etc/pip-host-ca.pem|' /etc/pip.conf >"$root/etc/pip.conf"
+    else
+        cp -L /etc/pip.conf "$root/etc/pip.conf"
+    fi
+fi
 in_root useradd -m -s /bin/bash "$user"
 printf '%s ALL=(ALL) NOPASSWD: ALL\n' "$user" >"$root/etc/sudoers.d/$user"
 chmod 0440 "$root/etc/sudoers.d/$user"
