@@ -351,6 +351,14 @@ HOFF_API int hoff_group_info(hoff_group *g, struct hoff_group_info *out);
  * records and plans again. */
 HOFF_API int hoff_step_begin(hoff_ctx *ctx);
 HOFF_API int hoff_step_end(hoff_ctx *ctx);
+/* The step's compute stream: once named, an allocation inside a step on any
+ * other stream goes to the device pool and is never an offload candidate
+ * (counted in side_stream_allocs).  Collective buffers live there: FSDP
+ * allocates its all-gather and reduce-scatter outputs on its communication
+ * streams, and NCCL does not work on managed memory.  Unnamed (the default),
+ * every stream's allocations may be candidates.  Any time; 0, or -EINVAL
+ * for a NULL context. */
+HOFF_API int hoff_step_stream(hoff_ctx *ctx, hoff_stream stream);
 /* End the open step without using it: for a step that failed (an exception
  * in the framework).  Waits for every queued transfer and closes open
  * regions.  A warmup's recording is dropped (the next step records again);
@@ -504,7 +512,8 @@ HOFF_API int hoff_sim_touch(hoff_ctx *ctx, void *ptr, int write);
     X(graph_private_bytes, "device-pool bytes held for captured CUDA graphs (never reused outside a capture)") \
     X(deferred_frees, "device-pool frees held until the whole device passed them (HOFF_FREE_FENCE=device)") \
     X(deferred_bytes, "device-pool bytes freed and waiting for the device to pass the free") \
-    X(free_fence_syncs, "device-wide synchronisations that released deferred frees")
+    X(free_fence_syncs, "device-wide synchronisations that released deferred frees") \
+    X(side_stream_allocs, "allocations inside steps on another stream than the step's (hoff_step_stream): device pool")
 
 struct hoff_stats {
     uint32_t version; /* HOFF_STATS_VERSION */

@@ -121,6 +121,38 @@ static void test_candidate_flag(void) {
     hoff_shutdown(ctx);
 }
 
+/* hoff_step_stream: once the step's stream is named, a step's allocation on another stream (FSDP's and NCCL's
+ * collective buffers) is device memory, counted; on the step's stream it is a candidate as before; unnamed, any
+ * stream's is. */
+static void test_step_stream(void) {
+    hoff_stream side = (hoff_stream)(uintptr_t)0x5151;
+    struct hoff_stats st;
+    void *a, *b, *c;
+
+    open_ctx();
+    CU_ASSERT_EQUAL(hoff_step_stream(NULL, S), -EINVAL);
+    CU_ASSERT_EQUAL(hoff_step_begin(ctx), 0);
+    a = hoff_malloc(ctx, 4 * MiB, side); /* no stream named yet: a candidate */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_EQUAL(hoff_evict(ctx, a, side), 0);
+    CU_ASSERT_EQUAL(hoff_step_stream(ctx, S), 0);
+    b = hoff_malloc(ctx, 4 * MiB, side); /* the side stream's: device pool */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT_EQUAL(hoff_stats_get(ctx, &st), 0);
+    CU_ASSERT_EQUAL(st.managed_in_use_bytes, 4 * MiB); /* a's only */
+    c = hoff_malloc(ctx, 4 * MiB, S); /* the step's: a candidate */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_EQUAL(hoff_evict(ctx, c, S), 0);
+    CU_ASSERT_EQUAL(hoff_stats_get(ctx, &st), 0);
+    CU_ASSERT_EQUAL(st.side_stream_allocs, 1);
+    CU_ASSERT_EQUAL(st.managed_in_use_bytes, 8 * MiB);
+    CU_ASSERT_EQUAL(hoff_free(ctx, a, side), 0);
+    CU_ASSERT_EQUAL(hoff_free(ctx, b, side), 0);
+    CU_ASSERT_EQUAL(hoff_free(ctx, c, S), 0);
+    CU_ASSERT_EQUAL(hoff_step_end(ctx), 0);
+    hoff_shutdown(ctx);
+}
+
 /* hoff_sim_touch pages an evicted block in with its bytes (a touch fault); a released block's touch, and a read
  * mark of it, are counted in discard_touches; a write mark is not. */
 static void test_sim_touch(void) {
@@ -385,6 +417,7 @@ int main(void) {
         {"init_from_env", test_init_from_env},
         {"pool_choice", test_pool_choice},
         {"candidate_flag", test_candidate_flag},
+        {"step_stream", test_step_stream},
         {"sim_touch", test_sim_touch},
         {"malloc_free_errors", test_malloc_free_errors},
         {"zero_size", test_zero_size},

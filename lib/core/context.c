@@ -323,13 +323,21 @@ HOFF_API const char *hoff_plan_state_name(int state) {
 
 /* --- allocation ------------------------------------------------------------ */
 
-static int choose_pool(const struct hoff_ctx *ctx, size_t size, unsigned flags) {
+/* The offload-candidate rule (doc/design.md, "Two pools"): inside a step,
+ * outside every region, at least managed_min bytes, and on the step's
+ * stream when hoff_step_stream named one. */
+static int choose_pool(struct hoff_ctx *ctx, size_t size, hoff_stream stream, unsigned flags) {
     if (flags & HOFF_ALLOC_DEVICE)
         return HOFF__POOL_DEVICE;
     if (flags & HOFF_ALLOC_MANAGED)
         return HOFF__POOL_MANAGED;
-    if (ctx->in_step && !ctx->region_depth && size >= ctx->cfg.managed_min_bytes)
+    if (ctx->in_step && !ctx->region_depth && size >= ctx->cfg.managed_min_bytes) {
+        if (ctx->step_stream_set && stream != ctx->step_stream) {
+            ctx->st.side_stream_allocs++;
+            return HOFF__POOL_DEVICE;
+        }
         return HOFF__POOL_MANAGED;
+    }
     return HOFF__POOL_DEVICE;
 }
 
@@ -445,7 +453,7 @@ HOFF_API void *hoff_malloc_flags(hoff_ctx *ctx, size_t size, hoff_stream stream,
         return capture_alloc(ctx, size, stream, flags);
     if (ctx->ncapfree)
         drain_capfree(ctx);
-    kind = choose_pool(ctx, size, flags & 3u);
+    kind = choose_pool(ctx, size, stream, flags & 3u);
     if ((flags & HOFF_ALLOC_CANDIDATE) && kind != HOFF__POOL_MANAGED) {
         UNLOCK(ctx); /* not an offload candidate: the caller's other allocator takes it */
         errno = EAGAIN;
@@ -745,6 +753,16 @@ HOFF_API int hoff_sync(hoff_ctx *ctx) {
 }
 
 /* --- marks ----------------------------------------------------------------- */
+
+HOFF_API int hoff_step_stream(hoff_ctx *ctx, hoff_stream stream) {
+    if (!ctx)
+        return hoff__error(-EINVAL, "hoff_step_stream: NULL context");
+    LOCK(ctx);
+    ctx->step_stream = stream;
+    ctx->step_stream_set = 1;
+    UNLOCK(ctx);
+    return 0;
+}
 
 HOFF_API int hoff_step_begin(hoff_ctx *ctx) {
     int rc;

@@ -51,6 +51,8 @@ struct hoff_ctx {
     uint64_t alloc_seq;
     int in_step;
     int region_depth;
+    int step_stream_set;             /* hoff_step_stream named the step's stream */
+    hoff_stream step_stream;
     uint64_t step_start_ns;
     int shutting_down;
     struct hoff_group *groups;       /* manual swap groups (mem/swapgroup.c) */

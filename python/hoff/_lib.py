@@ -142,6 +142,7 @@ _PROTOS = {
     "hoff_step_begin": (_c.c_int, [_c.c_void_p]),
     "hoff_step_end": (_c.c_int, [_c.c_void_p]),
     "hoff_step_abort": (_c.c_int, [_c.c_void_p]),
+    "hoff_step_stream": (_c.c_int, [_c.c_void_p, _c.c_void_p]),
     "hoff_mark_op": (_c.c_int, [_c.c_void_p, _c.c_char_p]),
     "hoff_region_begin": (_c.c_int, [_c.c_void_p]),
     "hoff_region_end": (_c.c_int, [_c.c_void_p]),

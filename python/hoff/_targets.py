@@ -149,7 +149,19 @@ class AllocatorTarget:
             raise ValueError("hoff: %s" % msg)
 
     def step_begin(self):
+        self._name_step_stream()
         self._call("hoff_step_begin")
+
+    def _name_step_stream(self):
+        """On a CUDA context, the current stream is the step's (hoff_step_stream): allocations on other
+        streams inside the step, such as FSDP's and NCCL's collective buffers, stay device memory."""
+        lib = _lib.load()
+        name = lib.hoff_backend_name(self.ctx)
+        if name != b"cuda":
+            return
+        import torch
+
+        self._call("hoff_step_stream", ctypes.c_void_p(torch.cuda.current_stream(self.device).cuda_stream))
 
     def step_end(self):
         self._call("hoff_step_end")
