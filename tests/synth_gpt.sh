@@ -23,7 +23,10 @@ fail=0
 # The shape: d_model 256, 2 layers, 4 heads, sequence 512, batch 1, vocab 1024; every tensor of 256 KiB or more
 # (the mask, s*s bytes, is the smallest kind) is recorded and is an offload candidate in the synthetic step.
 shape="--layers 2 --heads 4 --seq 512 --batch 1"
-PYTHONPATH=$srcdir/python${PYTHONPATH:+:$PYTHONPATH} ./hoff-record -q -t 256K -o "$tmp.real" -- \
+# One BLAS thread: a threaded OpenBLAS (Debian's libblas.so.3 alternative once python3-scipy is installed, as on a
+# fresh machine) mallocs a scratch buffer per thread in every GEMM, which hoff-record sees as 75 more 512 KiB blocks
+# of the step; the synthetic step models PyTorch's tensors, not a BLAS library's scratch.
+OPENBLAS_NUM_THREADS=1 PYTHONPATH=$srcdir/python${PYTHONPATH:+:$PYTHONPATH} ./hoff-record -q -t 256K -o "$tmp.real" -- \
     "$py" "$srcdir/bench/models/gpt.py" --d-model 256 --vocab 1024 $shape >"$tmp.out" 2>&1 ||
     { echo "FAIL: hoff-record of bench/models/gpt.py failed:"; cat "$tmp.out"; exit 1; }
 ./hoff-plan synth --model gpt --hidden 256 --vocab 1024 $shape --dtype fp32 --attention math --managed-min 256K \
