@@ -357,6 +357,35 @@ static int page_hide(struct sim *s, const struct range *r, size_t i) {
     return 0;
 }
 
+/* Evict page i of r: its bytes to the shadow, then the page inaccessible.
+ * In PROTECT mode the page is made read-only before the copy and
+ * inaccessible after it, with no poison written in between: a write from
+ * another thread (a communication or OpenMP thread the training thread does
+ * not know of) either lands before the copy or faults and waits for the page
+ * to come back; it can never land after the copy and be lost, nor can a
+ * reader see poison while the page comes back (what stays behind the
+ * protection is the shadow's bytes).  In POISON mode (no protection, one
+ * thread) the page is poisoned after the copy. */
+static int page_evict(struct sim *s, const struct range *r, size_t i) {
+    unsigned char *pp = page_at(r, i);
+
+    if (s->protect != HOFF_SIM_PROTECT) {
+        memcpy(shadow_at(r, i), pp, HOFF__MANAGED_GRAIN);
+        memset(pp, SIM_POISON, HOFF__MANAGED_GRAIN);
+        return 0;
+    }
+    if (mprotect(pp, HOFF__MANAGED_GRAIN, PROT_READ) != 0)
+        return hoff__error(-errno, "sim: mprotect(PROT_READ) of %zu bytes failed", HOFF__MANAGED_GRAIN);
+    memcpy(shadow_at(r, i), pp, HOFF__MANAGED_GRAIN);
+    if (mprotect(pp, HOFF__MANAGED_GRAIN, PROT_NONE) != 0) {
+        int e = errno;
+
+        mprotect(pp, HOFF__MANAGED_GRAIN, PROT_READ | PROT_WRITE);
+        return hoff__error(-e, "sim: mprotect(PROT_NONE) of %zu bytes failed", HOFF__MANAGED_GRAIN);
+    }
+    return 0;
+}
+
 static int page_show(struct sim *s, const struct range *r, size_t i) {
     if (s->protect == HOFF_SIM_PROTECT &&
         mprotect(page_at(r, i), HOFF__MANAGED_GRAIN, PROT_READ | PROT_WRITE) != 0)
@@ -732,10 +761,8 @@ static int sim_evict(struct hoff__backend *be, void *p, size_t size,
         goto out;
     }
     for (i = 0; i < r.n; i++) {
-        memcpy(shadow_at(&r, i), page_at(&r, i), HOFF__MANAGED_GRAIN);
-        rc = page_hide(s, &r, i);
-        if (rc) { /* keep the data where it was */
-            memcpy(page_at(&r, i), shadow_at(&r, i), HOFF__MANAGED_GRAIN);
+        rc = page_evict(s, &r, i);
+        if (rc) { /* keep the data where it was (page i is as it was: page_evict undoes itself) */
             while (i-- > 0) {
                 page_show(s, &r, i);
                 memcpy(page_at(&r, i), shadow_at(&r, i), HOFF__MANAGED_GRAIN);
@@ -811,11 +838,18 @@ static int sim_discard(struct hoff__backend *be, void *p, size_t size,
     }
     window_check(s, &r, after, "discard");
     for (i = 0; i < r.n; i++) {
-        if ((r.m->pg[r.first + i] & PG_STATE) == PG_RESIDENT) {
+        uint8_t st = r.m->pg[r.first + i] & PG_STATE;
+
+        /* resident pages, and in PROTECT mode evicted ones (page_evict left
+         * their bytes behind the protection): poisoned and hidden */
+        if (st == PG_RESIDENT || (st == PG_EVICTED && s->protect == HOFF_SIM_PROTECT)) {
+            if (st == PG_EVICTED && (rc = page_show(s, &r, i)) != 0)
+                goto out;
             rc = page_hide(s, &r, i);
             if (rc)
                 goto out;
-            s->c.device_used -= HOFF__MANAGED_GRAIN;
+            if (st == PG_RESIDENT)
+                s->c.device_used -= HOFF__MANAGED_GRAIN;
         }
         r.m->pg[r.first + i] = PG_DISCARDED;
     }
