@@ -17,6 +17,8 @@
 #include "trace/synth.h"
 #include "trace/trace.h"
 
+#include "lpbound.h"
+
 #define GBPS 50.0
 
 /* --- the lower bound ---------------------------------------------------------
@@ -223,77 +225,7 @@ static int json;
  * --hoff-plan ./hoff-plan on the same trace, budgets, clock and bandwidth,
  * and reported as lp_bound_ns beside bound_ns.  Not with --host-cap (the LP
  * has no host tier). */
-static const char *lp_cmd;
-static const char *lp_hoff_plan = "./hoff-plan";
-
-struct lp {
-    int pct;
-    int have;               /* lp_bound_ns is a number */
-    uint64_t ns;
-    char status[128];       /* bound.py's lp_status, or why there is none */
-};
-
-/* A string field "key": "value" of one JSON line, into out ("" if absent). */
-static void json_str(const char *line, const char *key, char *out, size_t len) {
-    const char *p = strstr(line, key);
-    size_t n = 0;
-
-    out[0] = 0;
-    if (!p || !(p = strchr(p + strlen(key), '"')))
-        return;
-    for (p++; *p && *p != '"' && n + 1 < len; p++)
-        out[n++] = *p;
-    out[n] = 0;
-}
-
-/* bound.py on trace path for the budgets pct[0..n-1]; each lp[i] gets its
- * bound or the reason it has none. */
-static void lp_bounds(const char *path, double gpu_step_ms, const int *pct, int n, struct lp *lp) {
-    char cmd[8192], line[8192], clock[64] = "";
-    FILE *f;
-    int i;
-
-    for (i = 0; i < n; i++) {
-        lp[i].pct = pct[i];
-        lp[i].have = 0;
-        snprintf(lp[i].status, sizeof lp[i].status, "%s", lp_cmd ? "bound.py gave no line" : "not run (--lp)");
-    }
-    if (!lp_cmd)
-        return;
-    if (host_cap_pct) {
-        for (i = 0; i < n; i++)
-            snprintf(lp[i].status, sizeof lp[i].status, "not run: the LP has no host tier (--host-cap)");
-        return;
-    }
-    if (gpu_step_ms > 0)
-        snprintf(clock, sizeof clock, " --gpu-step %.6g", gpu_step_ms);
-    snprintf(cmd, sizeof cmd, "%s --hoff-plan '%s' '%s' --budget %d,%d,%d%s --bandwidth %g --milp-max-gaps 0",
-             lp_cmd, lp_hoff_plan, path, pct[0], n > 1 ? pct[1] : pct[0], n > 2 ? pct[2] : pct[0], clock, GBPS);
-    f = popen(cmd, "r");
-    if (!f) {
-        for (i = 0; i < n; i++)
-            snprintf(lp[i].status, sizeof lp[i].status, "cannot run bound.py: %s", strerror(errno));
-        return;
-    }
-    while (fgets(line, sizeof line, f)) {
-        const char *p = strstr(line, "\"budget_pct\": "), *q = strstr(line, "\"lp_bound_ns\": ");
-        double bp = p ? atof(p + 14) : -1;
-
-        for (i = 0; i < n; i++) {
-            if (bp != (double)pct[i])
-                continue;
-            json_str(line, "\"lp_status\":", lp[i].status, sizeof lp[i].status);
-            if (q && strncmp(q + 15, "null", 4) != 0) {
-                lp[i].have = 1;
-                lp[i].ns = strtoull(q + 15, NULL, 10);
-            }
-        }
-    }
-    if (pclose(f) != 0)
-        for (i = 0; i < n; i++)
-            if (!lp[i].have && strcmp(lp[i].status, "bound.py gave no line") == 0)
-                snprintf(lp[i].status, sizeof lp[i].status, "bound.py failed (run it by hand: %s)", lp_cmd);
-}
+static struct hoff_bench_lp_run lp_run = {NULL, "./hoff-plan", GBPS, 0};
 
 /* --anytime MS[,MS...]: timed is run again under each of these time
  * budgets (HOFF_PLAN_TIME), to show what a budget costs in stall. */
@@ -306,33 +238,18 @@ static int bench_trace(const char *name, const struct hoff__trace *t, const char
     static const char *const planners[] = {"greedy", "timed"};
     uint64_t peak = hoff__trace_offload_peak(t, hoff__pool_block_bytes, NULL);
     double cend, *C = compute_times(t, gpu_step_ns, &cend);
-    struct lp lp[3];
-    char tmp[4096] = "";
+    struct hoff_bench_lp lp[3];
     size_t i, j;
 
     if (!C)
         return -ENOMEM;
-    if (lp_cmd && !path && !host_cap_pct) { /* a synthetic step: bound.py reads a file */
-        const char *td = getenv("TMPDIR");
-        int rc;
-
-        snprintf(tmp, sizeof tmp, "%s/hoff-planners-lp.%d.%s.trace", td && *td ? td : "/tmp", (int)getpid(), name);
-        rc = hoff__trace_save(t, tmp);
-        if (rc) {
-            fprintf(stderr, "planners: cannot write %s for bound.py: %s\n", tmp, hoff_last_error());
-            tmp[0] = 0;
-        }
-        path = tmp[0] ? tmp : NULL;
-    }
-    if (path || !lp_cmd)
-        lp_bounds(path ? path : "", gpu_step_ns / 1e6, pct, 3, lp);
-    else
-        for (i = 0; i < 3; i++) {
-            lp[i].have = 0;
-            snprintf(lp[i].status, sizeof lp[i].status, "not run: the trace could not be written");
-        }
-    if (tmp[0])
-        unlink(tmp);
+    lp_run.gpu_step_ms = gpu_step_ns / 1e6;
+    if (lp_run.cmd && host_cap_pct)
+        hoff_bench_lp_none(lp, pct, 3, "not run: the LP has no host tier (--host-cap)");
+    else if (path)
+        hoff_bench_lp_file(&lp_run, path, pct, 3, lp);
+    else /* a synthetic step: bound.py reads a file */
+        hoff_bench_lp_trace(&lp_run, t, name, pct, 3, lp);
     for (i = 0; i < sizeof pct / sizeof pct[0]; i++) {
         uint64_t budget = peak * (uint64_t)pct[i] / 100, cap = peak * (uint64_t)host_cap_pct / 100;
         uint64_t bound = bound_ns(t, budget, cap, C, cend);
@@ -484,9 +401,9 @@ int main(int argc, char **argv) {
                 return 2;
             }
             if (argv[a][2] == 'l')
-                lp_cmd = argv[a + 1];
+                lp_run.cmd = argv[a + 1];
             else
-                lp_hoff_plan = argv[a + 1];
+                lp_run.hoff_plan = argv[a + 1];
             a++;
         }
         else if (strcmp(argv[a], "--anytime") == 0) {
