@@ -17,16 +17,14 @@ static hoff_ctx *ctx;
 
 static struct hoff_config sim_cfg(void) {
     struct hoff_config cfg;
-    hoff_config_init(&cfg);
-    cfg.backend = HOFF_BACKEND_SIM;
-    cfg.sim_device_bytes = 1ull << 30;
+    hoff_test_sim_config(&cfg, 1ull << 30);
     cfg.log_level = HOFF_LOG_OFF;
     return cfg;
 }
 
 static void open_ctx(void) {
     struct hoff_config cfg = sim_cfg();
-    CU_ASSERT_EQUAL_FATAL(hoff_init(&ctx, &cfg), 0);
+    ctx = hoff_test_open(&cfg);
 }
 
 static void test_init_errors(void) {

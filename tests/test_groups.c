@@ -304,17 +304,13 @@ static void drive(const struct hoff__trace *t, const char *planner, uint64_t bud
     int k;
 
     memset(out, 0, sizeof *out);
-    hoff_config_init(&cfg);
+    hoff_test_sim_config(&cfg, 16ull << 30);
     cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
-    cfg.backend = HOFF_BACKEND_SIM;
-    cfg.sim_device_bytes = 16ull << 30;
-    cfg.oversub_margin_bytes = 0;
     cfg.sim_protect = HOFF_SIM_PROTECT; /* a non-resident byte touched crashes */
     cfg.budget_bytes = budget;
     cfg.groups = groups;
-    cfg.log_level = HOFF_LOG_ERROR;
     CU_ASSERT_EQUAL_FATAL(hoff_config_set(&cfg, "planner", planner, NULL, 0), 0);
-    CU_ASSERT_EQUAL_FATAL(hoff_init(&ctx, &cfg), 0);
+    ctx = hoff_test_open(&cfg);
     memset(&o, 0, sizeof o);
     o.verify = 1;
     o.compute_scale = 1.0;
@@ -389,17 +385,13 @@ static void test_diverge(void) {
     int step, i;
     size_t j;
 
-    hoff_config_init(&cfg);
+    hoff_test_sim_config(&cfg, 1ull << 30);
     cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
-    cfg.backend = HOFF_BACKEND_SIM;
-    cfg.sim_device_bytes = 1ull << 30;
-    cfg.oversub_margin_bytes = 0;
     cfg.sim_protect = HOFF_SIM_PROTECT;
     cfg.budget_bytes = 24 * MiB;
     cfg.replan_after = 0; /* keep the plan */
-    cfg.log_level = HOFF_LOG_ERROR;
     CU_ASSERT_EQUAL_FATAL(hoff_config_set(&cfg, "planner", "greedy", NULL, 0), 0);
-    CU_ASSERT_EQUAL_FATAL(hoff_init(&ctx, &cfg), 0);
+    ctx = hoff_test_open(&cfg);
     for (step = 0; step < 6; step++) {
         CU_ASSERT_EQUAL_FATAL(hoff_step_begin(ctx), 0);
         for (i = 0; i < 8; i++) {

@@ -16,20 +16,12 @@ static hoff_ctx *ctx;
 static int open_dev(uint64_t capacity, uint64_t margin, int oversub, uint64_t budget) {
     struct hoff_config cfg;
 
-    hoff_config_init(&cfg);
-    cfg.backend = HOFF_BACKEND_SIM;
-    cfg.sim_device_bytes = capacity;
+    hoff_test_sim_config(&cfg, capacity);
     cfg.oversub_margin_bytes = margin;
     cfg.oversubscribe = oversub;
     cfg.budget_bytes = budget;
     cfg.log_level = HOFF_LOG_OFF;
     return hoff_init(&ctx, &cfg);
-}
-
-static struct hoff_stats stats(void) {
-    struct hoff_stats st;
-    hoff_stats_get(ctx, &st);
-    return st;
 }
 
 static void test_refuses_past_free_minus_margin(void) {
@@ -43,8 +35,8 @@ static void test_refuses_past_free_minus_margin(void) {
     CU_ASSERT_PTR_NULL(b);
     CU_ASSERT_EQUAL(errno, EOVERFLOW);
     CU_ASSERT_PTR_NOT_NULL(strstr(hoff_last_error(), "HOFF_OVERSUBSCRIBE"));
-    CU_ASSERT_EQUAL(stats().oversub_refusals, 2); /* the try and the retry after the flush */
-    CU_ASSERT_EQUAL(stats().alloc_failures, 1);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).oversub_refusals, 2); /* the try and the retry after the flush */
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).alloc_failures, 1);
     b = hoff_malloc_flags(ctx, 8 * MiB, S, HOFF_ALLOC_MANAGED);
     CU_ASSERT_PTR_NOT_NULL(b);
     hoff_free(ctx, a, S);
@@ -91,7 +83,7 @@ static void test_opt_in(void) {
     b = hoff_malloc_flags(ctx, 20 * MiB, S, HOFF_ALLOC_MANAGED);
     CU_ASSERT_PTR_NOT_NULL(a);
     CU_ASSERT_PTR_NOT_NULL(b); /* inside the margin: allowed when opted in */
-    CU_ASSERT_EQUAL(stats().oversub_refusals, 0);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).oversub_refusals, 0);
     hoff_free(ctx, a, S);
     hoff_free(ctx, b, S);
     hoff_shutdown(ctx);
@@ -106,8 +98,8 @@ static void test_cache_flushed_before_refusal(void) {
     hoff_free(ctx, a, S); /* cached, still mapped */
     b = hoff_malloc_flags(ctx, 50 * MiB, S, HOFF_ALLOC_MANAGED);
     CU_ASSERT_PTR_NOT_NULL(b); /* the cache was released to make room */
-    CU_ASSERT(stats().cache_flushes >= 1);
-    CU_ASSERT_EQUAL(stats().managed_pool_bytes, hoff_block_size(ctx, b));
+    CU_ASSERT(hoff_test_stats(ctx).cache_flushes >= 1);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).managed_pool_bytes, hoff_block_size(ctx, b));
     hoff_free(ctx, b, S);
     hoff_shutdown(ctx);
 }

@@ -160,14 +160,11 @@ static void *run_worker(void *arg) {
 
 static void open_ctx(uint64_t budget) {
     struct hoff_config cfg;
-    hoff_config_init(&cfg);
-    cfg.backend = HOFF_BACKEND_SIM;
-    cfg.sim_device_bytes = 4ull << 30;
+    hoff_test_sim_config(&cfg, 4ull << 30);
     cfg.sim_protect = HOFF_SIM_PROTECT; /* a missing transfer crashes */
     cfg.budget_bytes = budget;
     cfg.issue_queue_depth = 16; /* small: the full-queue path runs too */
-    cfg.log_level = HOFF_LOG_ERROR;
-    CU_ASSERT_EQUAL_FATAL(hoff_init(&ctx, &cfg), 0);
+    ctx = hoff_test_open(&cfg);
 }
 
 static void report(struct worker *ws, int n) {

@@ -39,23 +39,19 @@ static hoff_ctx *open_ctx_planner(uint64_t budget, uint64_t host_cap, const char
     hoff_ctx *ctx = NULL;
     char err[256];
 
-    hoff_config_init(&cfg);
+    hoff_test_sim_config(&cfg, 16 * GiB);
     cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
-    cfg.backend = HOFF_BACKEND_SIM;
-    cfg.sim_device_bytes = 16 * GiB; /* capacity is a limit, not an allocation */
-    cfg.oversub_margin_bytes = 0;
     cfg.sim_h2d_gbps = 50;
     cfg.sim_d2h_gbps = 50;
     cfg.sim_protect = HOFF_SIM_POISON; /* a stray touch of a non-resident page crashes */
     cfg.budget_bytes = budget;
-    cfg.log_level = HOFF_LOG_ERROR;
     if (host_cap) {
         cfg.host_cap_bytes = host_cap;
         CU_ASSERT_EQUAL(hoff_config_set(&cfg, "spill_dir", get_spill_dir(), err, sizeof err), 0);
     }
     if (planner)
         CU_ASSERT_EQUAL(hoff_config_set(&cfg, "planner", planner, err, sizeof err), 0);
-    CU_ASSERT_EQUAL(hoff_init(&ctx, &cfg), 0);
+    ctx = hoff_test_open(&cfg);
     return ctx;
 }
 

@@ -35,22 +35,11 @@ static uint64_t now_ns(void) {
 static void open_ctx(int thread, uint32_t replan_after) {
     struct hoff_config cfg;
 
-    hoff_config_init(&cfg);
-    cfg.backend = HOFF_BACKEND_SIM;
-    cfg.sim_device_bytes = 4ull << 30;
-    cfg.oversub_margin_bytes = 0;
+    hoff_test_sim_config(&cfg, 4ull << 30);
     cfg.budget_bytes = (uint64_t)LAYERS * BLOCKS * 2 * MiB / 2; /* half the activations */
     cfg.replan_after = replan_after;
     cfg.plan_thread = thread;
-    cfg.log_level = HOFF_LOG_ERROR;
-    CU_ASSERT_EQUAL_FATAL(hoff_init(&ctx, &cfg), 0);
-}
-
-static struct hoff_stats stats(void) {
-    struct hoff_stats st;
-
-    CU_ASSERT_EQUAL(hoff_stats_get(ctx, &st), 0);
-    return st;
+    ctx = hoff_test_open(&cfg);
 }
 
 static void stamp(void *p, uint64_t v) {
@@ -135,7 +124,7 @@ static void test_sync(void) {
     open_ctx(0, 2);
     bad_stamps = 0;
     step(LAYERS, 1, &m);
-    st = stats();
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.plans, 1);
     CU_ASSERT_EQUAL(st.plan_pending, 0);
     CU_ASSERT(st.plan_wait_ns >= st.plan_ns);
@@ -145,7 +134,7 @@ static void test_sync(void) {
     printf("\n    planning on the training thread: %.1f ms (step end waited %.1f ms)\n", (double)st.plan_ns / 1e6,
            (double)m.end_ns / 1e6);
     step(LAYERS, 2, &m);
-    st = stats();
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.plan_state, HOFF_PLAN_REPLAY);
     CU_ASSERT_EQUAL(st.actions_fired, st.plan_actions);
     CU_ASSERT_EQUAL(bad_stamps, 0);
@@ -156,13 +145,13 @@ static void test_sync(void) {
  * and checks each: online (warmup state, nothing fired) and no step mark
  * held the training thread for long. */
 static int until_replay(int layers, uint64_t k0, uint64_t *worst_mark_ns) {
-    struct hoff_stats st, before = stats();
+    struct hoff_stats st, before = hoff_test_stats(ctx);
     struct marks m;
     int n = 0;
 
     for (;;) {
         step(layers, k0 + (uint64_t)n, &m);
-        st = stats();
+        st = hoff_test_stats(ctx);
         *worst_mark_ns = m.begin_ns > *worst_mark_ns ? m.begin_ns : *worst_mark_ns;
         *worst_mark_ns = m.end_ns > *worst_mark_ns ? m.end_ns : *worst_mark_ns;
         if (st.plans > before.plans)
@@ -190,10 +179,10 @@ static void test_no_wait(void) {
     bad_stamps = 0;
     step(LAYERS, 1, &m);
     worst = m.end_ns;
-    st = stats();
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.plans, 0); /* handed to the planning thread */
     online = until_replay(LAYERS, 2, &worst);
-    st = stats();
+    st = hoff_test_stats(ctx);
     printf("\n    planning thread: %.1f ms planning, ready %.1f ms after the recording, %d steps online, "
            "longest step mark %.3f ms\n", (double)st.plan_ns / 1e6, (double)st.plan_lag_ns / 1e6, online,
            (double)worst / 1e6);
@@ -211,9 +200,9 @@ static void test_no_wait(void) {
     /* The replay fires the whole plan, step after step. */
     CU_ASSERT_EQUAL(st.actions_fired, st.plan_actions);
     CU_ASSERT_EQUAL(st.divergent_steps, 0);
-    before = stats();
+    before = hoff_test_stats(ctx);
     step(LAYERS, 1000, &m);
-    st = stats();
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.plan_state, HOFF_PLAN_REPLAY);
     CU_ASSERT_EQUAL(st.actions_fired - before.actions_fired, st.plan_actions);
     CU_ASSERT(st.peak_resident_bytes <= st.budget_bytes);
@@ -234,20 +223,20 @@ static void test_replan(void) {
     bad_stamps = 0;
     step(LAYERS, 1, &m);
     until_replay(LAYERS, 2, &worst);
-    CU_ASSERT_EQUAL(stats().plans, 1);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).plans, 1);
     /* a longer step: diverges twice, then the next one records again */
     step(LAYERS + LAYERS / 2, 500, &m);
     step(LAYERS + LAYERS / 2, 501, &m);
-    st = stats();
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.divergent_steps, 2);
     worst = 0;
     step(LAYERS + LAYERS / 2, 502, &m); /* recorded */
     worst = m.end_ns;
-    st = stats();
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.replans, 1);
     CU_ASSERT_EQUAL(st.plan_pending, 1);
     online = until_replay(LAYERS + LAYERS / 2, 503, &worst);
-    st = stats();
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.plans, 2);
     CU_ASSERT_EQUAL(st.plan_state, HOFF_PLAN_REPLAY);
     CU_ASSERT_EQUAL(st.plan_lag_steps, (uint64_t)online);
@@ -267,7 +256,7 @@ static void test_shutdown_while_planning(void) {
 
     open_ctx(1, 2);
     step(LAYERS, 1, &m);
-    CU_ASSERT_EQUAL(stats().plan_pending, 1);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).plan_pending, 1);
     t0 = now_ns();
     CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
     took = now_ns() - t0;
@@ -290,17 +279,17 @@ static void test_live_change_drops_plan(void) {
     ctx = hoff_torch_context(9);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
     step(LAYERS, 1, &m); /* recorded: planned for 128M */
-    CU_ASSERT_EQUAL(stats().plan_pending, 1);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).plan_pending, 1);
     CU_ASSERT_EQUAL_FATAL(hoff_torch_configure(9, "budget", "96M", err, sizeof err), 0);
-    for (n = 0; n < MAX_STEPS && stats().plans_dropped == 0; n++)
+    for (n = 0; n < MAX_STEPS && hoff_test_stats(ctx).plans_dropped == 0; n++)
         step(LAYERS, 2 + (uint64_t)n, &m);
-    st = stats();
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.plans_dropped, 1);
     CU_ASSERT_EQUAL(st.plans, 0);
     CU_ASSERT_EQUAL(st.plan_pending, 1); /* the step that dropped it recorded again */
     CU_ASSERT_EQUAL(st.budget_bytes, 96 * MiB);
     n = until_replay(LAYERS, 100, &(uint64_t){0});
-    st = stats();
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.plans, 1);
     CU_ASSERT_EQUAL(st.plans_dropped, 1);
     CU_ASSERT_EQUAL(st.plan_state, HOFF_PLAN_REPLAY);

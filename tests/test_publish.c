@@ -272,14 +272,13 @@ static void test_publish_off(void) {
     CU_ASSERT(!shm_exists(name));
     hoff_shutdown(ctx);
     /* HOFF_STATS=0 in the environment. */
-    hoff_config_init(&cfg);
+    hoff_test_sim_config(&cfg, 0);
     setenv("HOFF_STATS", "0", 1);
     CU_ASSERT_EQUAL(hoff_config_from_env(&cfg, err, sizeof err), 0);
     unsetenv("HOFF_STATS");
     CU_ASSERT_EQUAL(cfg.stats_publish, 0);
-    cfg.backend = HOFF_BACKEND_SIM;
     cfg.log_level = HOFF_LOG_OFF;
-    CU_ASSERT_EQUAL_FATAL(hoff_init(&ctx, &cfg), 0);
+    ctx = hoff_test_open(&cfg);
     CU_ASSERT(!shm_exists(name));
     hoff_shutdown(ctx);
 }

@@ -21,22 +21,12 @@ static hoff_ctx *ctx;
 static void open_ctx(uint64_t budget, uint32_t replan_after) {
     struct hoff_config cfg;
 
-    hoff_config_init(&cfg);
+    hoff_test_sim_config(&cfg, 1ull << 30);
     cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
-    cfg.backend = HOFF_BACKEND_SIM;
-    cfg.sim_device_bytes = 1ull << 30;
-    cfg.oversub_margin_bytes = 0;
     cfg.sim_protect = HOFF_SIM_PROTECT;
     cfg.budget_bytes = budget;
     cfg.replan_after = replan_after;
-    cfg.log_level = HOFF_LOG_ERROR;
-    CU_ASSERT_EQUAL_FATAL(hoff_init(&ctx, &cfg), 0);
-}
-
-static struct hoff_stats stats(void) {
-    struct hoff_stats st;
-    hoff_stats_get(ctx, &st);
-    return st;
+    ctx = hoff_test_open(&cfg);
 }
 
 static void stamp(void *p, size_t n, uint64_t v) {
@@ -91,9 +81,9 @@ static void test_warmup_evicts_earliest_allocated(void) {
     int i;
 
     open_ctx(6 * MiB, 2);
-    CU_ASSERT_EQUAL(stats().plan_state, HOFF_PLAN_NONE);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).plan_state, HOFF_PLAN_NONE);
     CU_ASSERT_EQUAL(hoff_step_begin(ctx), 0);
-    CU_ASSERT_EQUAL(stats().plan_state, HOFF_PLAN_WARMUP);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).plan_state, HOFF_PLAN_WARMUP);
     for (i = 0; i < 3; i++) {
         a[i] = hoff_malloc(ctx, 2 * MiB, S);
         hoff_access(ctx, a[i], 1, S);
@@ -105,7 +95,7 @@ static void test_warmup_evicts_earliest_allocated(void) {
     /* the allocation waited for the copy to land: the budget is hard */
     CU_ASSERT_EQUAL(hoff_residency(ctx, a[0]), HOFF_RES_HOST);
     CU_ASSERT_EQUAL(hoff_residency(ctx, a[1]), HOFF_RES_DEVICE);
-    CU_ASSERT(stats().peak_resident_bytes <= 6 * MiB);
+    CU_ASSERT(hoff_test_stats(ctx).peak_resident_bytes <= 6 * MiB);
     for (i = 0; i < 4; i++)
         hoff_free(ctx, a[i], S);
     CU_ASSERT_EQUAL(hoff_step_end(ctx), 0);
@@ -119,16 +109,16 @@ static void test_plan_then_replay(void) {
     bad_stamps = 0;
     open_ctx(6 * MiB, 2); /* 8 layers x 2 MiB, a budget of 3 */
     step(2 * MiB, 0);
-    st = stats();
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.plans, 1);
     CU_ASSERT_EQUAL(st.plan_state, HOFF_PLAN_REPLAY);
     CU_ASSERT(st.plan_actions > 0);
     CU_ASSERT_EQUAL(st.plan_feasible, 1);
     CU_ASSERT(st.plan_peak_bytes <= 6 * MiB);
     for (k = 0; k < 3; k++) {
-        before = stats();
+        before = hoff_test_stats(ctx);
         step(2 * MiB, 0);
-        st = stats();
+        st = hoff_test_stats(ctx);
         CU_ASSERT_EQUAL(st.actions_fired - before.actions_fired, st.plan_actions);
         CU_ASSERT_EQUAL(st.actions_skipped, 0);
         CU_ASSERT_EQUAL(st.divergent_steps, 0);
@@ -149,15 +139,15 @@ static void test_changed_step_falls_back(void) {
     open_ctx(6 * MiB, 0); /* never re-plan */
     step(2 * MiB, 0);
     step(2 * MiB, 1); /* layer 3 is bigger: the plan no longer fits */
-    st = stats();
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.divergent_steps, 1);
     CU_ASSERT(st.actions_skipped > 0);
     CU_ASSERT_EQUAL(st.plans, 1);
     CU_ASSERT_EQUAL(bad_stamps, 0); /* nothing lost */
     CU_ASSERT(st.peak_resident_bytes <= 6 * MiB); /* the budget still holds, online */
     step(2 * MiB, 0); /* back to the recorded shape: replays again */
-    CU_ASSERT_EQUAL(stats().divergent_steps, 1);
-    CU_ASSERT_EQUAL(stats().plan_state, HOFF_PLAN_REPLAY);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).divergent_steps, 1);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).plan_state, HOFF_PLAN_REPLAY);
     CU_ASSERT_EQUAL(bad_stamps, 0);
     hoff_shutdown(ctx);
 }
@@ -170,15 +160,15 @@ static void test_replan_after_divergence(void) {
     step(2 * MiB, 0);
     step(2 * MiB, 1);
     step(2 * MiB, 1); /* two in a row: the next step records */
-    st = stats();
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.divergent_steps, 2);
     CU_ASSERT_EQUAL(st.replans, 0);
     step(2 * MiB, 1); /* recorded again */
-    CU_ASSERT_EQUAL(stats().replans, 1);
-    CU_ASSERT_EQUAL(stats().plans, 2);
-    before = stats();
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).replans, 1);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).plans, 2);
+    before = hoff_test_stats(ctx);
     step(2 * MiB, 1); /* the new shape replays */
-    st = stats();
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.replans, 1);
     CU_ASSERT_EQUAL(st.divergent_steps - before.divergent_steps, 0);
     CU_ASSERT_EQUAL(st.actions_fired - before.actions_fired, st.plan_actions);
@@ -238,7 +228,7 @@ static void test_region_blocks_stay(void) {
         hoff_free(ctx, r, S);
         hoff_step_end(ctx);
     }
-    st = stats();
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.divergent_steps, 0);
     CU_ASSERT(st.peak_resident_bytes <= 8 * MiB);
     hoff_shutdown(ctx);
@@ -249,7 +239,7 @@ static void test_infeasible_reported(void) {
 
     open_ctx(1 * MiB, 2); /* less than one block: cannot be met */
     step(2 * MiB, 0);
-    st = stats();
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.plans, 1);
     CU_ASSERT_EQUAL(st.plan_feasible, 0);
     CU_ASSERT(st.plan_peak_bytes > 1 * MiB);

@@ -80,10 +80,7 @@ static uint64_t host_cap;
 static void open_sim(uint64_t budget) {
     struct hoff_config cfg;
 
-    hoff_config_init(&cfg);
-    cfg.backend = HOFF_BACKEND_SIM;
-    cfg.sim_device_bytes = 1ull << 30;
-    cfg.oversub_margin_bytes = 0;
+    hoff_test_sim_config(&cfg, 1ull << 30);
     cfg.sim_h2d_gbps = 1.0; /* 1 byte per ns: easy figures */
     cfg.sim_d2h_gbps = 1.0;
     cfg.sim_latency_ns = 0;
@@ -92,13 +89,8 @@ static void open_sim(uint64_t budget) {
     cfg.sim_fault_ns = 1000;
     cfg.budget_bytes = budget;
     cfg.host_cap_bytes = host_cap;
-    CU_ASSERT_EQUAL_FATAL(hoff_init(&ctx, &cfg), 0);
-}
-
-static struct hoff_stats stats(void) {
-    struct hoff_stats st;
-    CU_ASSERT_EQUAL(hoff_stats_get(ctx, &st), 0);
-    return st;
+    cfg.log_level = HOFF_LOG_WARN; /* host_cap_below_block reads the warning */
+    ctx = hoff_test_open(&cfg);
 }
 
 /* A managed block, filled; the op that fills it ends (its use window closes). */
@@ -127,33 +119,33 @@ static void test_evict_prefetch_round_trip(void) {
     open_sim(0);
     p = managed(4 * MiB, 0x5A);
     CU_ASSERT_EQUAL(hoff_residency(ctx, p), HOFF_RES_DEVICE);
-    CU_ASSERT_EQUAL(stats().resident_bytes, 4 * MiB);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).resident_bytes, 4 * MiB);
     CU_ASSERT_EQUAL(hoff_evict(ctx, p, S), 0);
     CU_ASSERT_EQUAL(hoff_evict(ctx, p, S), -EALREADY);
     CU_ASSERT_EQUAL(hoff_prefetch(ctx, p, S), -EBUSY);
     /* The copy takes 4 MiB / 1 GB/s of virtual time: still in flight. */
     CU_ASSERT_EQUAL(hoff_residency(ctx, p), HOFF_RES_EVICTING);
-    CU_ASSERT_EQUAL(stats().resident_bytes, 4 * MiB); /* until the copy completes */
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).resident_bytes, 4 * MiB); /* until the copy completes */
     CU_ASSERT_EQUAL(hoff_sim_compute(ctx, S, 10 * MiB), 0);
     CU_ASSERT_EQUAL(hoff_residency(ctx, p), HOFF_RES_HOST);
-    st = stats();
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.resident_bytes, 0);
     CU_ASSERT_EQUAL(st.host_bytes, 4 * MiB);
     CU_ASSERT_EQUAL(st.evictions, 1);
     CU_ASSERT_EQUAL(st.bytes_evicted, 4 * MiB);
     CU_ASSERT(all_bytes(p, 4 * MiB, 0xDB)); /* the device copy is gone */
     CU_ASSERT_EQUAL(hoff_prefetch(ctx, p, S), 0);
-    CU_ASSERT_EQUAL(stats().resident_bytes, 4 * MiB); /* from the start of the copy */
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).resident_bytes, 4 * MiB); /* from the start of the copy */
     CU_ASSERT_EQUAL(hoff_sim_compute(ctx, S, 10 * MiB), 0);
     CU_ASSERT_EQUAL(hoff_residency(ctx, p), HOFF_RES_DEVICE);
     CU_ASSERT(all_bytes(p, 4 * MiB, 0x5A));
-    st = stats();
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.prefetches, 1);
     CU_ASSERT_EQUAL(st.host_bytes, 0);
     CU_ASSERT_EQUAL(st.faults, 0);
     CU_ASSERT_EQUAL(st.stall_ns, 0);
     CU_ASSERT_EQUAL(hoff_free(ctx, p, S), 0);
-    CU_ASSERT_EQUAL(stats().resident_bytes, 0);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).resident_bytes, 0);
     CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
 }
 
@@ -169,7 +161,7 @@ static void test_fault_on_access(void) {
     CU_ASSERT_EQUAL(hoff_access(ctx, p, 0, S), 0);
     CU_ASSERT_EQUAL(hoff_residency(ctx, p), HOFF_RES_DEVICE);
     CU_ASSERT(all_bytes(p, 2 * MiB, 0x11));
-    st = stats();
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.faults, 1);
     CU_ASSERT_EQUAL(st.bytes_faulted, 2 * MiB);
     /* 1000 ns per fault + 2 MiB at 0.5 GB/s */
@@ -190,7 +182,7 @@ static void test_access_while_evicting_waits(void) {
     CU_ASSERT_EQUAL(hoff_access(ctx, p, 1, S), 0);
     CU_ASSERT_EQUAL(hoff_residency(ctx, p), HOFF_RES_DEVICE);
     CU_ASSERT(all_bytes(p, 2 * MiB, 0x22));
-    st = stats();
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.evictions, 1);
     CU_ASSERT_EQUAL(st.faults, 1);
     CU_ASSERT(st.stall_ns >= 2 * MiB); /* the eviction's copy time at least */
@@ -209,7 +201,7 @@ static void test_late_prefetch(void) {
     CU_ASSERT_EQUAL(hoff_prefetch(ctx, p, S), 0);
     hoff_sim_compute(ctx, S, 1 * MiB); /* not long enough for 8 MiB at 1 GB/s */
     CU_ASSERT_EQUAL(hoff_access(ctx, p, 0, S), 0);
-    st = stats();
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.late_prefetches, 1);
     CU_ASSERT_EQUAL(st.faults, 0);
     CU_ASSERT_EQUAL(st.stall_ns, 7 * MiB);
@@ -228,7 +220,7 @@ static void test_discard(void) {
     /* In flight on the copy engine like an eviction, and counted until it
      * lands (with this config's zero latency it may land at once). */
     if (hoff_residency(ctx, p) == HOFF_RES_EVICTING) {
-        CU_ASSERT_EQUAL(stats().resident_bytes, 2 * MiB);
+        CU_ASSERT_EQUAL(hoff_test_stats(ctx).resident_bytes, 2 * MiB);
         CU_ASSERT_EQUAL(hoff_discard(ctx, p, S), -EBUSY);
     } else {
         CU_ASSERT_EQUAL(hoff_residency(ctx, p), HOFF_RES_DISCARDED);
@@ -236,7 +228,7 @@ static void test_discard(void) {
     CU_ASSERT_EQUAL(hoff_sync(ctx), 0);
     CU_ASSERT_EQUAL(hoff_residency(ctx, p), HOFF_RES_DISCARDED);
     CU_ASSERT_EQUAL(hoff_discard(ctx, p, S), -EALREADY);
-    st = stats();
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.resident_bytes, 0);
     CU_ASSERT_EQUAL(st.host_bytes, 0);
     CU_ASSERT_EQUAL(st.discards, 1);
@@ -275,10 +267,10 @@ static void test_budget_lru(void) {
     open_sim(8 * MiB);
     for (i = 0; i < 4; i++)
         p[i] = managed(2 * MiB, (unsigned char)(0x60 + i));
-    CU_ASSERT_EQUAL(stats().resident_bytes, 8 * MiB);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).resident_bytes, 8 * MiB);
     hoff_access(ctx, p[0], 0, S); /* p[0] is now the most recent */
     p[4] = managed(2 * MiB, 0x64);
-    st = stats();
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.resident_bytes, 8 * MiB);
     CU_ASSERT(st.peak_resident_bytes <= 8 * MiB);
     CU_ASSERT_EQUAL(st.budget_evictions, 1);
@@ -289,7 +281,7 @@ static void test_budget_lru(void) {
     CU_ASSERT_EQUAL(hoff_access(ctx, p[1], 0, S), 0);
     CU_ASSERT(all_bytes(p[1], 2 * MiB, 0x61));
     CU_ASSERT_EQUAL(hoff_residency(ctx, p[2]), HOFF_RES_HOST);
-    st = stats();
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.budget_overruns, 0);
     CU_ASSERT(st.peak_resident_bytes <= 8 * MiB);
     for (i = 0; i < 5; i++) {
@@ -297,7 +289,7 @@ static void test_budget_lru(void) {
         CU_ASSERT(all_bytes(p[i], 2 * MiB, (unsigned char)(0x60 + i)));
         hoff_free(ctx, p[i], S);
     }
-    st = stats();
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.resident_bytes, 0);
     CU_ASSERT_EQUAL(st.host_bytes, 0);
     CU_ASSERT(st.peak_resident_bytes <= 8 * MiB);
@@ -314,7 +306,7 @@ static void test_budget_overrun_counted(void) {
     hoff_region_end(ctx);
     b = hoff_malloc_flags(ctx, 2 * MiB, S, HOFF_ALLOC_MANAGED);
     CU_ASSERT_PTR_NOT_NULL(b); /* nothing lost: allocated, and the overrun counted */
-    st = stats();
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.resident_bytes, 6 * MiB);
     CU_ASSERT(st.budget_overruns >= 1);
     CU_ASSERT_EQUAL(hoff_prefetch(ctx, b, S), -EALREADY);
@@ -351,7 +343,7 @@ static void test_free_in_flight(void) {
     CU_ASSERT_EQUAL(hoff_free(ctx, p, S), 0); /* returns at once */
     CU_ASSERT_EQUAL(hoff_residency(ctx, p), -EINVAL);
     hoff_sync(ctx);
-    st = stats();
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.resident_bytes, 0);
     CU_ASSERT_EQUAL(st.host_bytes, 0);
     CU_ASSERT_EQUAL(st.live_blocks, 0);
@@ -360,7 +352,7 @@ static void test_free_in_flight(void) {
     CU_ASSERT_PTR_EQUAL(q, p);
     CU_ASSERT_EQUAL(hoff_residency(ctx, q), HOFF_RES_DEVICE);
     memset(q, 1, 2 * MiB); /* writable: would crash or be poisoned otherwise */
-    CU_ASSERT_EQUAL(stats().resident_bytes, 2 * MiB);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).resident_bytes, 2 * MiB);
     hoff_free(ctx, q, S);
     hoff_shutdown(ctx);
 }
@@ -381,7 +373,7 @@ static void test_host_cap(void) {
     CU_ASSERT_EQUAL(hoff_evict(ctx, p[2], S), -HOFF_EHOSTCAP);
     CU_ASSERT_EQUAL(hoff_residency(ctx, p[2]), HOFF_RES_DEVICE);
     hoff_sync(ctx);
-    st = stats();
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.host_bytes, 4 * MiB);
     CU_ASSERT(st.peak_host_bytes <= 4 * MiB);
     CU_ASSERT_EQUAL(st.host_cap_waits, 1);
@@ -424,7 +416,7 @@ static void test_host_cap_below_block(void) {
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
-    st = stats();
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.budget_overruns, 0);
     CU_ASSERT(st.peak_resident_bytes <= 10 * MiB);
     CU_ASSERT_EQUAL(hoff_residency(ctx, a), HOFF_RES_DEVICE);
@@ -443,7 +435,7 @@ static void test_host_cap_below_block(void) {
     hoff_mark_op(ctx, NULL); /* b's op is enqueued: it may go for c */
     hoff_access(ctx, c, 0, S);
     CU_ASSERT(all_bytes(c, 2 * MiB, 0x33));
-    CU_ASSERT_EQUAL(stats().budget_overruns, 0);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).budget_overruns, 0);
     hoff_free(ctx, a, S);
     hoff_free(ctx, b, S);
     hoff_free(ctx, c, S);

@@ -19,24 +19,14 @@ static hoff_ctx *ctx;
 static void open_sim(uint64_t budget, uint64_t host_cap) {
     struct hoff_config cfg;
 
-    hoff_config_init(&cfg);
-    cfg.backend = HOFF_BACKEND_SIM;
+    hoff_test_sim_config(&cfg, 1ull << 30);
     cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
-    cfg.sim_device_bytes = 1ull << 30;
-    cfg.oversub_margin_bytes = 0;
     cfg.sim_latency_ns = 0;
     cfg.sim_call_ns = 0;
     cfg.budget_bytes = budget;
     cfg.host_cap_bytes = host_cap;
     cfg.log_level = HOFF_LOG_OFF;
-    CU_ASSERT_EQUAL_FATAL(hoff_init(&ctx, &cfg), 0);
-}
-
-static struct hoff_stats stats(void) {
-    struct hoff_stats st;
-
-    CU_ASSERT_EQUAL(hoff_stats_get(ctx, &st), 0);
-    return st;
+    ctx = hoff_test_open(&cfg);
 }
 
 static struct hoff_group_info info(hoff_group *g) {
@@ -100,9 +90,9 @@ static void test_one_copy_per_block(void) {
     CU_ASSERT_EQUAL(in.blocks, 2);
     CU_ASSERT_EQUAL(in.duplicates, 3);
     CU_ASSERT_EQUAL(in.bytes, 6 * MiB);
-    CU_ASSERT_EQUAL(stats().manual_blocks, 2);
-    CU_ASSERT_EQUAL(stats().manual_groups, 1);
-    a = stats();
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).manual_blocks, 2);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).manual_groups, 1);
+    a = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(hoff_group_evict(g, S), 0);
     CU_ASSERT_EQUAL(hoff_group_wait(g, S, HOFF_GROUP_WAIT_HOST), 0);
     CU_ASSERT_EQUAL(hoff_residency(ctx, p), HOFF_RES_HOST);
@@ -110,7 +100,7 @@ static void test_one_copy_per_block(void) {
     CU_ASSERT_EQUAL(hoff_group_prefetch(g, S), 0);
     CU_ASSERT_EQUAL(hoff_group_wait(g, S, HOFF_GROUP_WAIT_STREAM), 0);
     CU_ASSERT_EQUAL(hoff_sync(ctx), 0);
-    b = stats();
+    b = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(b.evictions - a.evictions, 2);
     CU_ASSERT_EQUAL(b.bytes_evicted - a.bytes_evicted, 6 * MiB);
     CU_ASSERT_EQUAL(b.prefetches - a.prefetches, 2);
@@ -123,14 +113,14 @@ static void test_one_copy_per_block(void) {
     CU_ASSERT_EQUAL(in.on_device, 2);
     CU_ASSERT(intact(p, 4 * MiB, 1));
     CU_ASSERT(intact(q, 2 * MiB, 2));
-    CU_ASSERT_EQUAL(stats().faults - a.faults, 0); /* it was back before the reads */
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).faults - a.faults, 0); /* it was back before the reads */
     /* release on the device drops nothing */
     CU_ASSERT_EQUAL(hoff_group_release(g), 0);
     CU_ASSERT_EQUAL(info(g).blocks, 0);
-    CU_ASSERT_EQUAL(stats().manual_blocks, 0);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).manual_blocks, 0);
     CU_ASSERT(intact(p, 4 * MiB, 1));
     CU_ASSERT_EQUAL(hoff_group_destroy(g), 0);
-    CU_ASSERT_EQUAL(stats().manual_groups, 0);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).manual_groups, 0);
     hoff_free(ctx, p, S);
     hoff_free(ctx, q, S);
     CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
@@ -157,12 +147,12 @@ static void test_budget_refusal(void) {
     other = hoff_malloc_flags(ctx, 8 * MiB, S, HOFF_ALLOC_MANAGED); /* pinned: never evicted */
     CU_ASSERT_EQUAL(hoff_region_end(ctx), 0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(other);
-    a = stats();
+    a = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(hoff_group_prefetch(g, S), -HOFF_EBUDGET);
     CU_ASSERT(strstr(hoff_last_error(), "'g'") != NULL);
     CU_ASSERT(strstr(hoff_last_error(), "budget") != NULL);
     CU_ASSERT(strstr(hoff_last_error(), "nothing moved") != NULL);
-    b = stats();
+    b = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(b.manual_refusals - a.manual_refusals, 1);
     CU_ASSERT_EQUAL(b.prefetches + b.prefetch_calls, a.prefetches + a.prefetch_calls);
     CU_ASSERT_EQUAL(b.resident_bytes, 8 * MiB);
@@ -177,8 +167,8 @@ static void test_budget_refusal(void) {
     CU_ASSERT_EQUAL(hoff_group_prefetch(g, S), 0);
     CU_ASSERT_EQUAL(hoff_group_wait(g, S, HOFF_GROUP_WAIT_HOST), 0);
     CU_ASSERT_EQUAL(hoff_residency(ctx, other), HOFF_RES_HOST);
-    CU_ASSERT(stats().peak_resident_bytes <= 12 * MiB);
-    CU_ASSERT_EQUAL(stats().budget_overruns, 0);
+    CU_ASSERT(hoff_test_stats(ctx).peak_resident_bytes <= 12 * MiB);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).budget_overruns, 0);
     for (i = 0; i < 3; i++)
         CU_ASSERT(intact(m[i], 4 * MiB, (unsigned)(10 + i)));
     CU_ASSERT(intact(other, 4 * MiB, 99));
@@ -199,8 +189,8 @@ static void test_host_cap_refusal(void) {
     }
     CU_ASSERT_EQUAL(hoff_group_evict(g, S), -HOFF_EHOSTCAP);
     CU_ASSERT(strstr(hoff_last_error(), "nothing moved") != NULL);
-    CU_ASSERT_EQUAL(stats().manual_refusals, 1);
-    CU_ASSERT_EQUAL(stats().evictions, 0);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).manual_refusals, 1);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).evictions, 0);
     CU_ASSERT_EQUAL(hoff_sync(ctx), 0);
     for (i = 0; i < 3; i++) {
         CU_ASSERT_EQUAL(hoff_residency(ctx, m[i]), HOFF_RES_DEVICE);
@@ -218,14 +208,11 @@ static void test_abort_mid_transfer(void) {
     struct hoff_group_info in;
     int i, away = 0;
 
-    hoff_config_init(&cfg);
-    cfg.backend = HOFF_BACKEND_SIM;
+    hoff_test_sim_config(&cfg, 1ull << 30);
     cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
-    cfg.sim_device_bytes = 1ull << 30;
-    cfg.oversub_margin_bytes = 0;
     cfg.sim_d2h_gbps = 0.001; /* 4 MiB take 4 ms of virtual time */
     cfg.log_level = HOFF_LOG_OFF;
-    CU_ASSERT_EQUAL_FATAL(hoff_init(&ctx, &cfg), 0);
+    ctx = hoff_test_open(&cfg);
     CU_ASSERT_EQUAL_FATAL(hoff_group_create(ctx, "abort", 0, &g), 0);
     for (i = 0; i < 4; i++) {
         m[i] = managed(4 * MiB, (unsigned)(30 + i));
@@ -238,8 +225,8 @@ static void test_abort_mid_transfer(void) {
     in = info(g);
     CU_ASSERT_EQUAL(in.blocks, 0);
     CU_ASSERT_EQUAL(in.launched, 0);
-    CU_ASSERT_EQUAL(stats().manual_aborts, 1);
-    CU_ASSERT_EQUAL(stats().manual_blocks, 0);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).manual_aborts, 1);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).manual_blocks, 0);
     for (i = 0; i < 4; i++) {
         int r = hoff_residency(ctx, m[i]);
 
@@ -249,11 +236,11 @@ static void test_abort_mid_transfer(void) {
     CU_ASSERT_EQUAL(away, 4); /* the copies landed */
     for (i = 0; i < 4; i++)
         CU_ASSERT(intact(m[i], 4 * MiB, (unsigned)(30 + i)));
-    CU_ASSERT_EQUAL(stats().transfer_errors, 0);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).transfer_errors, 0);
     /* the group is usable again, in the same step */
     CU_ASSERT_EQUAL(hoff_group_add(g, m[0]), 0);
     CU_ASSERT_EQUAL(hoff_group_destroy(g), 0);
-    CU_ASSERT_EQUAL(stats().manual_blocks, 0);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).manual_blocks, 0);
     CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
 }
 
@@ -336,12 +323,12 @@ static void test_misuse(void) {
     /* nothing lost */
     CU_ASSERT(intact(p, 2 * MiB, 40));
     CU_ASSERT(intact(q, 2 * MiB, 41));
-    CU_ASSERT_EQUAL(stats().transfer_errors, 0);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).transfer_errors, 0);
     /* a freed member leaves its group */
     CU_ASSERT_EQUAL(info(h).blocks, 1);
     hoff_free(ctx, p, S);
     CU_ASSERT_EQUAL(info(h).blocks, 0);
-    CU_ASSERT_EQUAL(stats().manual_blocks, 0);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).manual_blocks, 0);
     hoff_free(ctx, q, S);
     hoff_free(ctx, dev, S);
     CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
@@ -381,13 +368,13 @@ static void test_outside_the_plan(void) {
         }
         CU_ASSERT_EQUAL(info(g).blocks, 0); /* freed members left */
         CU_ASSERT_EQUAL(hoff_step_end(ctx), 0);
-        st = stats();
+        st = hoff_test_stats(ctx);
         if (step == 0) { /* the plan: the members' 8 MiB are not its candidates */
             CU_ASSERT_EQUAL(st.plans, 1);
             CU_ASSERT(st.plan_actions > 0);
         }
     }
-    st = stats();
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(moved_members, 0);
     CU_ASSERT(moved_others > 0);
     /* the budget counts the members: with their 8 MiB the others had 4 MiB, never more */
@@ -411,16 +398,13 @@ static void run_colocated(unsigned flags) {
     void *p[8];
     int step, i;
 
-    hoff_config_init(&cfg);
-    cfg.backend = HOFF_BACKEND_SIM;
+    hoff_test_sim_config(&cfg, 1ull << 30);
     cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
-    cfg.sim_device_bytes = 1ull << 30;
-    cfg.oversub_margin_bytes = 0;
     cfg.budget_bytes = 24 * MiB;
     cfg.replan_after = 0;
     cfg.log_level = HOFF_LOG_OFF;
     CU_ASSERT_EQUAL_FATAL(hoff_config_set(&cfg, "planner", "greedy", NULL, 0), 0);
-    CU_ASSERT_EQUAL_FATAL(hoff_init(&ctx, &cfg), 0);
+    ctx = hoff_test_open(&cfg);
     CU_ASSERT_EQUAL_FATAL(hoff_group_create(ctx, "colocated", flags, &g), 0);
     for (step = 0; step < 2; step++) {
         CU_ASSERT_EQUAL_FATAL(hoff_step_begin(ctx), 0);
@@ -434,7 +418,7 @@ static void run_colocated(unsigned flags) {
             hoff_sim_compute(ctx, S, 100000);
         }
         if (step == 1) {
-            a = stats();
+            a = hoff_test_stats(ctx);
             /* the plan's own evictions of them were skipped: all on the device */
             CU_ASSERT_EQUAL(info(g).on_device, 8);
             CU_ASSERT_EQUAL(hoff_group_evict(g, S), 0);
@@ -451,7 +435,7 @@ static void run_colocated(unsigned flags) {
             CU_ASSERT_EQUAL(hoff_group_prefetch(g, S), -HOFF_EBUDGET); /* 32 MiB > 24 MiB: refused whole */
             CU_ASSERT_EQUAL(info(g).on_host, 8);
             CU_ASSERT_EQUAL(hoff_group_abort(g), 0); /* they leave the group, on the host */
-            b = stats();
+            b = hoff_test_stats(ctx);
             CU_ASSERT_EQUAL(b.group_calls_saved > a.group_calls_saved, !flags);
             CU_ASSERT_EQUAL(b.evict_calls - a.evict_calls, in.calls);
             CU_ASSERT_EQUAL(b.evictions - a.evictions, 8);
@@ -484,8 +468,8 @@ static void test_clear(void) {
     CU_ASSERT_EQUAL(hoff_group_clear(g), 0);
     CU_ASSERT_EQUAL(info(g).blocks, 0);
     CU_ASSERT_EQUAL(info(g).launched, 0);
-    CU_ASSERT_EQUAL(stats().manual_blocks, 0);
-    CU_ASSERT_EQUAL(stats().discards, 0);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).manual_blocks, 0);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).discards, 0);
     CU_ASSERT(intact(p, 4 * MiB, 80));
     CU_ASSERT(intact(q, 4 * MiB, 81));
     CU_ASSERT_EQUAL(hoff_group_clear(NULL), -EINVAL);
@@ -513,9 +497,9 @@ static void test_release(void) {
     CU_ASSERT_EQUAL(hoff_group_add(g, q), -EBUSY);
     CU_ASSERT_EQUAL(hoff_group_wait(g, S, HOFF_GROUP_WAIT_STREAM), 0);
     CU_ASSERT_EQUAL(hoff_group_add(g, q), 0);
-    a = stats();
+    a = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(hoff_group_release(g), 0);
-    b = stats();
+    b = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(b.discards - a.discards, 1);
     CU_ASSERT_EQUAL(hoff_residency(ctx, p), HOFF_RES_DISCARDED);
     CU_ASSERT_EQUAL(b.host_bytes, 0);

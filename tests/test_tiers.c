@@ -44,26 +44,16 @@ static hoff_ctx *open_ctx(uint64_t budget, uint64_t host_cap, int nvme) {
     struct hoff_config cfg;
     hoff_ctx *ctx = NULL;
 
-    hoff_config_init(&cfg);
+    hoff_test_sim_config(&cfg, 16 * GiB);
     cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
-    cfg.backend = HOFF_BACKEND_SIM;
-    cfg.sim_device_bytes = 16 * GiB;
-    cfg.oversub_margin_bytes = 0;
     cfg.sim_protect = HOFF_SIM_PROTECT;
     cfg.budget_bytes = budget;
     cfg.host_cap_bytes = host_cap;
     cfg.spill_chunk_bytes = 1 * MiB;
-    cfg.log_level = HOFF_LOG_ERROR;
     if (nvme)
         snprintf(cfg.spill_dir, sizeof cfg.spill_dir, "%s", dir);
-    CU_ASSERT_EQUAL(hoff_init(&ctx, &cfg), 0);
+    ctx = hoff_test_open(&cfg);
     return ctx;
-}
-
-static struct hoff_stats stats(hoff_ctx *ctx) {
-    struct hoff_stats st;
-    hoff_stats_get(ctx, &st);
-    return st;
 }
 
 /* Planned: budget 25% and a host cap of 25% of the offload peak, so half
@@ -94,7 +84,7 @@ static void test_planned_spills(void) {
     o.compute_scale = 1;
     memset(&r, 0, sizeof r);
     CU_ASSERT_EQUAL(hoff__trace_drive(ctx, &t, &o, &r), 0);
-    st = stats(ctx);
+    st = hoff_test_stats(ctx);
     printf("\n    peak %.1f MiB, budget %.1f, host cap %.1f: resident peak %.1f, host peak %.1f, nvme peak %.1f, "
            "spilled %.1f, restored %.1f, crc errors %llu, integrity errors %llu\n",
            (double)peak / MiB, (double)budget / MiB, (double)cap / MiB, (double)st.peak_resident_bytes / MiB,
@@ -132,7 +122,7 @@ static void test_online(void) {
     for (i = 0; i < 4; i++)
         CU_ASSERT_EQUAL(hoff_evict(ctx, p[i], NULL), 0);
     CU_ASSERT_EQUAL(hoff_sync(ctx), 0);
-    st = stats(ctx);
+    st = hoff_test_stats(ctx);
     CU_ASSERT(st.peak_host_bytes <= 4 * MiB);
     CU_ASSERT_EQUAL(st.nvme_bytes, 4 * MiB);
     CU_ASSERT_EQUAL(hoff_residency(ctx, p[0]), HOFF_RES_NVME);
@@ -150,13 +140,13 @@ static void test_online(void) {
         if (p[1][k] != 0x31)
             break;
     CU_ASSERT_EQUAL(k, 2 * MiB);
-    st = stats(ctx);
+    st = hoff_test_stats(ctx);
     CU_ASSERT(st.peak_host_bytes <= 4 * MiB);
     CU_ASSERT(st.restores >= 2);
     for (i = 0; i < 4; i++)
         CU_ASSERT_EQUAL(hoff_free(ctx, p[i], NULL), 0);
     hoff_sync(ctx);
-    st = stats(ctx);
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.nvme_bytes, 0);
     CU_ASSERT_EQUAL(st.host_bytes, 0);
     CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
@@ -180,7 +170,7 @@ static void test_discard_on_nvme(void) {
     CU_ASSERT_EQUAL_FATAL(hoff_residency(ctx, p[0]), HOFF_RES_NVME);
     CU_ASSERT_EQUAL(hoff_discard(ctx, p[0], NULL), 0);
     CU_ASSERT_EQUAL(hoff_residency(ctx, p[0]), HOFF_RES_DISCARDED);
-    CU_ASSERT_EQUAL(stats(ctx).nvme_bytes, 0);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).nvme_bytes, 0);
     CU_ASSERT_EQUAL(hoff_access(ctx, p[0], 1, NULL), 0); /* was -EIO: no copy anywhere */
     CU_ASSERT_EQUAL(hoff_residency(ctx, p[0]), HOFF_RES_DEVICE);
     memset(p[0], 0x5a, 2 * MiB);
@@ -198,7 +188,7 @@ static void test_discard_on_nvme(void) {
     CU_ASSERT_EQUAL(k, 2 * MiB);
     for (i = 0; i < 2; i++)
         CU_ASSERT_EQUAL(hoff_free(ctx, p[i], NULL), 0);
-    CU_ASSERT_EQUAL(stats(ctx).transfer_errors, 0);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).transfer_errors, 0);
     CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
 }
 
@@ -229,7 +219,7 @@ static void test_discarded_prefetch_no_host(void) {
     CU_ASSERT_EQUAL_FATAL(hoff_residency(ctx, a), HOFF_RES_HOST);
     CU_ASSERT_EQUAL_FATAL(hoff_residency(ctx, d), HOFF_RES_DISCARDED);
     CU_ASSERT_EQUAL(hoff_prefetch(ctx, d, NULL), 0);
-    st = stats(ctx);
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.host_bytes, 2 * MiB); /* A only */
     CU_ASSERT_EQUAL(hoff_residency(ctx, a), HOFF_RES_HOST);
     CU_ASSERT_EQUAL(hoff_sync(ctx), 0);
@@ -241,7 +231,7 @@ static void test_discarded_prefetch_no_host(void) {
     CU_ASSERT_EQUAL(hoff_prefetch(ctx, d, NULL), 0);
     CU_ASSERT_EQUAL(hoff_evict(ctx, e, NULL), 0);
     CU_ASSERT_EQUAL(hoff_sync(ctx), 0);
-    st = stats(ctx);
+    st = hoff_test_stats(ctx);
     CU_ASSERT(st.peak_host_bytes <= 2 * MiB);
     CU_ASSERT_EQUAL(st.host_cap_overruns, 0);
     CU_ASSERT_EQUAL(st.host_bytes, 2 * MiB); /* E */
@@ -262,7 +252,7 @@ static void test_discarded_prefetch_no_host(void) {
     CU_ASSERT_EQUAL(hoff_free(ctx, d, NULL), 0);
     CU_ASSERT_EQUAL(hoff_free(ctx, e, NULL), 0);
     CU_ASSERT_EQUAL(hoff_sync(ctx), 0);
-    st = stats(ctx);
+    st = hoff_test_stats(ctx);
     CU_ASSERT(st.peak_host_bytes <= 2 * MiB);
     CU_ASSERT_EQUAL(st.host_bytes, 0);
     CU_ASSERT_EQUAL(st.nvme_bytes, 0);
@@ -297,7 +287,7 @@ static void test_returning_block_not_spilled(void) {
         if (a[k] != 0x41)
             break;
     CU_ASSERT_EQUAL(k, 2 * MiB);
-    st = stats(ctx);
+    st = hoff_test_stats(ctx);
     CU_ASSERT(st.peak_host_bytes <= 2 * MiB);
     CU_ASSERT_EQUAL(st.spills, 0);
     CU_ASSERT(st.budget_overruns > 0);
@@ -390,13 +380,13 @@ static void test_full_disk(void) {
     /* Refused again without another write: the disk said no. */
     CU_ASSERT(hoff_evict(ctx, p[4], NULL) < 0);
     CU_ASSERT_EQUAL(hoff_sync(ctx), 0);
-    st = stats(ctx);
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.spill_failures, 1);
     CU_ASSERT(st.peak_host_bytes <= 4 * MiB);
     CU_ASSERT_EQUAL(hoff_residency(ctx, p[1]), HOFF_RES_HOST);
     /* A use of p[0] needs host room that cannot be made: over the cap. */
     CU_ASSERT_EQUAL(hoff_access(ctx, p[0], 0, NULL), 0);
-    st = stats(ctx);
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.host_cap_overruns, 1);
     for (i = 0; i < 5; i++) {
         CU_ASSERT_EQUAL(hoff_access(ctx, p[i], 0, NULL), 0);
@@ -411,7 +401,7 @@ static void test_full_disk(void) {
     for (i = 0; i < 4; i++)
         CU_ASSERT_EQUAL(hoff_evict(ctx, p[i], NULL), 0);
     CU_ASSERT_EQUAL(hoff_sync(ctx), 0);
-    st = stats(ctx);
+    st = hoff_test_stats(ctx);
     CU_ASSERT(st.spills >= 2);
     CU_ASSERT_EQUAL(st.spill_failures, 1);
     for (i = 0; i < 5; i++) {
@@ -429,9 +419,8 @@ static void test_bad_spill_dir(void) {
     struct hoff_config cfg;
     hoff_ctx *ctx = NULL;
 
-    hoff_config_init(&cfg);
+    hoff_test_sim_config(&cfg, 0);
     cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
-    cfg.backend = HOFF_BACKEND_SIM;
     cfg.log_level = HOFF_LOG_OFF;
     snprintf(cfg.spill_dir, sizeof cfg.spill_dir, "%.200s/does-not-exist", dir);
     CU_ASSERT(hoff_init(&ctx, &cfg) < 0);

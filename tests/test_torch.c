@@ -176,13 +176,11 @@ static void test_step_abort(void) {
     hoff_ctx *ctx;
     void *a, *b;
 
-    hoff_config_init(&cfg);
+    hoff_test_sim_config(&cfg, (uint64_t)1 << 30);
     cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
-    cfg.backend = HOFF_BACKEND_SIM;
-    cfg.sim_device_bytes = (uint64_t)1 << 30;
     cfg.budget_bytes = 2 * MiB;
     cfg.log_level = HOFF_LOG_OFF;
-    CU_ASSERT_EQUAL_FATAL(hoff_init(&ctx, &cfg), 0);
+    ctx = hoff_test_open(&cfg);
     CU_ASSERT_EQUAL(hoff_step_abort(ctx), -EINVAL); /* no step */
     /* Warmup aborted: nothing planned, the next step records. */
     CU_ASSERT_EQUAL(hoff_step_begin(ctx), 0);

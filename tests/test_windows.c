@@ -138,16 +138,13 @@ static void run(const char *planner, int pct, int marks) {
     char err[256];
     uint64_t k;
 
-    hoff_config_init(&cfg);
+    hoff_test_sim_config(&cfg, 1ull << 30);
     cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
-    cfg.backend = HOFF_BACKEND_SIM;
-    cfg.sim_device_bytes = 1ull << 30;
-    cfg.oversub_margin_bytes = 0;
     cfg.sim_protect = HOFF_SIM_PROTECT;
     cfg.budget_bytes = pct ? peak * (uint64_t)pct / 100 : 0;
     cfg.log_level = HOFF_LOG_OFF;
     CU_ASSERT_EQUAL_FATAL(hoff_config_set(&cfg, "planner", planner, err, sizeof err), 0);
-    CU_ASSERT_EQUAL_FATAL(hoff_init(&ctx, &cfg), 0);
+    ctx = hoff_test_open(&cfg);
     memset(&t, 0, sizeof t);
     for (k = 0; k < STEPS; k++)
         step(marks, k + 1, &t);
@@ -185,15 +182,12 @@ static void test_autograd_order(void) {
 static void open_plain(uint64_t budget) {
     struct hoff_config cfg;
 
-    hoff_config_init(&cfg);
+    hoff_test_sim_config(&cfg, 1ull << 30);
     cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
-    cfg.backend = HOFF_BACKEND_SIM;
-    cfg.sim_device_bytes = 1ull << 30;
-    cfg.oversub_margin_bytes = 0;
     cfg.sim_protect = HOFF_SIM_PROTECT;
     cfg.budget_bytes = budget;
     cfg.log_level = HOFF_LOG_OFF;
-    CU_ASSERT_EQUAL_FATAL(hoff_init(&ctx, &cfg), 0);
+    ctx = hoff_test_open(&cfg);
 }
 
 /* The online policy never picks a block in its use window: with every

@@ -1,4 +1,5 @@
-/* testutil.c — the CUnit runner every suite uses.
+/* testutil.c — the CUnit runner every suite uses, and its random numbers.  The sim helpers of testutil.h are in
+ * testsim.c: a program that does not link hoff (tests/cudart/test_double) links this file alone.
  * Threading: main thread only. */
 #include <CUnit/Basic.h>
 #include <stdio.h>

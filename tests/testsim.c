@@ -1,0 +1,56 @@
+/* testsim.c — the sim helpers of testutil.h: the configuration and context a suite on the sim starts from, its
+ * statistics, a spill directory removed at exit.  Its own object in libtestutil, so that only the programs that
+ * use hoff pull it in.
+ * Threading: main thread only (hoff_test_stats: any thread the context allows). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+void hoff_test_sim_config(struct hoff_config *cfg, uint64_t device_bytes) {
+    hoff_config_init(cfg);
+    cfg->backend = HOFF_BACKEND_SIM;
+    if (device_bytes)
+        cfg->sim_device_bytes = device_bytes;
+    cfg->oversub_margin_bytes = 0;
+    cfg->log_level = HOFF_LOG_ERROR;
+}
+
+hoff_ctx *hoff_test_open(const struct hoff_config *cfg) {
+    hoff_ctx *ctx = NULL;
+    int rc = hoff_init(&ctx, cfg);
+
+    if (rc)
+        fprintf(stderr, "\n  hoff_init: %s (%d)\n", hoff_last_error(), rc);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    return ctx;
+}
+
+struct hoff_stats hoff_test_stats(hoff_ctx *ctx) {
+    struct hoff_stats st;
+
+    memset(&st, 0, sizeof st);
+    CU_ASSERT_EQUAL(hoff_stats_get(ctx, &st), 0);
+    return st;
+}
+
+static char spill_dir[256];
+
+static void spill_dir_remove(void) {
+    if (spill_dir[0])
+        rmdir(spill_dir);
+}
+
+const char *hoff_test_spill_dir(const char *tag) {
+    if (!spill_dir[0]) {
+        snprintf(spill_dir, sizeof spill_dir, "./hoff-%.64s-XXXXXX", tag);
+        if (!mkdtemp(spill_dir)) {
+            perror("mkdtemp");
+            exit(99);
+        }
+        atexit(spill_dir_remove);
+    }
+    return spill_dir;
+}
