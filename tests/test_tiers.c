@@ -23,22 +23,7 @@
 #define MiB ((uint64_t)1 << 20)
 #define GiB ((uint64_t)1 << 30)
 
-static char dir[256];
-
-/* A directory on a real disk when there is one (the tier also works on tmpfs). */
-static void make_dir(void) {
-    const char *bases[] = {getenv("TMPDIR"), "/var/tmp", ".", "/tmp"};
-    size_t i;
-
-    for (i = 0; i < sizeof bases / sizeof bases[0]; i++) {
-        if (!bases[i])
-            continue;
-        snprintf(dir, sizeof dir, "%s/hoff-tiers-XXXXXX", bases[i]);
-        if (mkdtemp(dir))
-            return;
-    }
-    CU_FAIL_FATAL("no temporary directory");
-}
+static const char *dir; /* the spill directory (hoff_test_spill_dir) */
 
 static hoff_ctx *open_ctx(uint64_t budget, uint64_t host_cap, int nvme) {
     struct hoff_config cfg;
@@ -442,9 +427,8 @@ int main(void) {
     };
     int rc;
 
-    make_dir();
+    dir = hoff_test_spill_dir("tiers");
     alarm(120); /* a hang (a full disk spinning) fails the suite rather than stalling make check */
     rc = hoff_test_run("tiers", tests);
-    rmdir(dir);
     return rc;
 }

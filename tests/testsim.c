@@ -44,13 +44,21 @@ static void spill_dir_remove(void) {
 }
 
 const char *hoff_test_spill_dir(const char *tag) {
+    const char *bases[] = {getenv("TMPDIR"), "/var/tmp", ".", "/tmp"};
+    size_t i;
+
+    for (i = 0; !spill_dir[0] && i < sizeof bases / sizeof bases[0]; i++) {
+        if (!bases[i] || !*bases[i])
+            continue;
+        snprintf(spill_dir, sizeof spill_dir, "%.200s/hoff-%.32s-XXXXXX", bases[i], tag);
+        if (mkdtemp(spill_dir))
+            atexit(spill_dir_remove);
+        else
+            spill_dir[0] = 0;
+    }
     if (!spill_dir[0]) {
-        snprintf(spill_dir, sizeof spill_dir, "./hoff-%.64s-XXXXXX", tag);
-        if (!mkdtemp(spill_dir)) {
-            perror("mkdtemp");
-            exit(99);
-        }
-        atexit(spill_dir_remove);
+        fprintf(stderr, "hoff_test_spill_dir: no temporary directory could be made (TMPDIR, /var/tmp, ., /tmp)\n");
+        exit(99);
     }
     return spill_dir;
 }

@@ -33,9 +33,9 @@ hoff_ctx *hoff_test_open(const struct hoff_config *cfg);
 /* The context's statistics (hoff_stats_get); a failure fails the running test. */
 struct hoff_stats hoff_test_stats(hoff_ctx *ctx);
 
-/* A directory for spill files, made on the first call in the current directory as "./hoff-TAG-XXXXXX" and
- * removed at exit (when the suite left it empty, as every context does at shutdown).  Exits 99 when it cannot
- * be made. */
+/* A directory for spill files, made on the first call as hoff-TAG-XXXXXX on a real disk when there is one (the
+ * first of $TMPDIR, /var/tmp, the current directory and /tmp where it can be made) and removed at exit (when the
+ * suite left it empty, as every context does at shutdown).  Exits 99 when none can be made. */
 const char *hoff_test_spill_dir(const char *tag);
 
 #endif
