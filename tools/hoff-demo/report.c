@@ -1,0 +1,158 @@
+/* report.c — what the demo prints: sizes and times in words, a step's line, the plan's line and the whole run
+ * as one JSON object.  Threading: single-threaded. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "hoff-demo.h"
+
+const char *fmt_size(uint64_t bytes, char *buf, size_t len) {
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    double v = (double)bytes;
+    int u = 0;
+
+    while (v >= 1024.0 && u < 5) {
+        v /= 1024.0;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, len, "%" PRIu64 " B", bytes);
+    else
+        snprintf(buf, len, "%.1f %s", v, units[u]);
+    return buf;
+}
+
+const char *fmt_time(uint64_t ns, char *buf, size_t len) {
+    if (ns < 1000)
+        snprintf(buf, len, "%" PRIu64 " ns", ns);
+    else if (ns < 1000000)
+        snprintf(buf, len, "%.1f us", (double)ns / 1e3);
+    else if (ns < 1000000000)
+        snprintf(buf, len, "%.2f ms", (double)ns / 1e6);
+    else
+        snprintf(buf, len, "%.2f s", (double)ns / 1e9);
+    return buf;
+}
+
+const char *res_name(int r) {
+    switch (r) {
+    case HOFF_RES_DEVICE: return "device";
+    case HOFF_RES_EVICTING: return "evicting";
+    case HOFF_RES_HOST: return "host";
+    case HOFF_RES_PREFETCHING: return "prefetching";
+    case HOFF_RES_DISCARDED: return "discarded";
+    case HOFF_RES_SPILLING: return "spilling";
+    case HOFF_RES_NVME: return "nvme";
+    case HOFF_RES_RESTORING: return "restoring";
+    default: return "?";
+    }
+}
+
+const char *mode_name(int m) {
+    return m == MODE_MANUAL ? "manual" : "plan";
+}
+
+/* MB/s (the stats' unit) as GB/s. */
+static double gbps(uint64_t mbps) {
+    return (double)mbps / 1000.0;
+}
+
+void print_plan(const struct demo *d, const struct hoff_stats *st, const char *planner) {
+    printf("plan: %s, %" PRIu64 " actions, ", planner, st->plan_actions);
+    if (st->plan_feasible)
+        printf("feasible (peak %s, working-set floor %s)", SZ(st->plan_peak_bytes), SZ(st->plan_floor_bytes));
+    else if (d->budget && d->budget < st->plan_floor_bytes)
+        printf("NOT feasible (the budget %s is below the working-set floor %s: the bytes one op uses; "
+               "planned for the floor)", SZ(d->budget), SZ(st->plan_floor_bytes));
+    else
+        printf("NOT feasible (lowest peak %s, over the budget %s)", SZ(st->plan_peak_bytes),
+               SZ(d->budget));
+    printf(", planned in %s, bandwidths %g GB/s H2D and %g GB/s D2H\n", TM(st->plan_ns),
+           gbps(st->h2d_mbps), gbps(st->d2h_mbps));
+}
+
+void print_json(struct demo *d, const struct hoff_stats *st, int within_budget,
+                       int params_ok, const char *planner) {
+    char *stats_json = NULL;
+    int n = hoff_stats_json(d->ctx, NULL, 0);
+
+    if (n > 0 && (stats_json = malloc((size_t)n + 1)) != NULL &&
+        hoff_stats_json(d->ctx, stats_json, (size_t)n + 1) < 0) {
+        free(stats_json);
+        stats_json = NULL;
+    }
+    printf("{\"backend\":\"%s\",\"mode\":\"%s\",\"layers\":%u,\"hidden\":%u,\"seq\":%u,"
+           "\"batch\":%u,\"steps\":%u,\"lookahead\":%u,\"tflops\":%g,",
+           hoff_backend_name(d->ctx), mode_name(d->mode), d->layers, d->hidden, d->seq, d->batch,
+           d->steps, d->lookahead, d->tflops);
+    printf("\"param_bytes\":%" PRIu64 ",\"activation_bytes_per_step\":%" PRIu64
+           ",\"activation_peak_bytes\":%" PRIu64 ",\"budget_bytes\":%" PRIu64 ",",
+           d->param_bytes, d->act_bytes_layer * d->layers, d->act_peak, d->budget);
+    if (d->budget_pct >= 0)
+        printf("\"budget_percent\":%.4g,", d->budget_pct);
+    printf("\"compute_modelled\":%s,\"step_reports\":[", d->compute_modelled ? "true" : "false");
+    for (unsigned s = 0; s < d->steps; s++) {
+        const struct step_report *r = &d->rep[s];
+        printf("%s{\"step\":%u,\"state\":\"%s\",\"planning\":%s,\"planned\":%s,\"time_ns\":%" PRIu64
+               ",\"host_ns\":%" PRIu64 ",\"plan_wait_ns\":%" PRIu64
+               ",\"compute_ns\":%" PRIu64
+               ",\"stall_ns\":%" PRIu64 ",\"bytes_evicted\":%" PRIu64
+               ",\"bytes_prefetched\":%" PRIu64 ",\"faults\":%" PRIu64
+               ",\"bytes_faulted\":%" PRIu64 ",\"late_prefetches\":%" PRIu64
+               ",\"prefetches_issued\":%" PRIu64 ",\"prefetches_already_resident\":%" PRIu64
+               ",\"prefetches_no_space\":%" PRIu64 ",\"actions_fired\":%" PRIu64
+               ",\"actions_skipped\":%" PRIu64 ",\"step_peak_resident_bytes\":%" PRIu64 "}",
+               s ? "," : "", s, hoff_plan_state_name((int)r->state), r->planning ? "true" : "false",
+               r->planned ? "true" : "false", r->time_ns, r->host_ns, r->plan_wait_ns,
+               r->compute_ns, r->stall_ns, r->evicted, r->prefetched, r->faults, r->bytes_faulted,
+               r->late, r->prefetch_issued, r->prefetch_resident, r->prefetch_nospace, r->fired,
+               r->skipped, r->peak_resident);
+    }
+    printf("],\"peak_resident_bytes\":%" PRIu64 ",\"within_budget\":%s,"
+           "\"bytes_evicted\":%" PRIu64 ",\"bytes_prefetched\":%" PRIu64
+           ",\"faults\":%" PRIu64 ",\"bytes_faulted\":%" PRIu64 ",\"stall_ns\":%" PRIu64
+           ",\"late_prefetches\":%" PRIu64 ",\"params_on_device\":%s,",
+           st->peak_resident_bytes, within_budget ? "true" : "false", st->bytes_evicted,
+           st->bytes_prefetched, st->faults, st->bytes_faulted, st->stall_ns,
+           st->late_prefetches, params_ok ? "true" : "false");
+    printf("\"plan\":{\"planner\":\"%s\",\"plans\":%" PRIu64 ",\"actions\":%" PRIu64
+           ",\"feasible\":%s,\"peak_bytes\":%" PRIu64 ",\"floor_bytes\":%" PRIu64 ",\"plan_ns\":%" PRIu64
+           ",\"h2d_mbps\":%" PRIu64 ",\"d2h_mbps\":%" PRIu64 ",\"thread\":%s,\"lag_steps\":%" PRIu64
+           ",\"lag_ns\":%" PRIu64 ",\"wait_ns\":%" PRIu64 ",\"pending\":%s},",
+           planner, st->plans, st->plan_actions, st->plan_feasible ? "true" : "false",
+           st->plan_peak_bytes, st->plan_floor_bytes, st->plan_ns, st->h2d_mbps, st->d2h_mbps,
+           d->plan_thread ? "true" : "false", st->plan_lag_steps, st->plan_lag_ns, st->plan_wait_ns,
+           st->plan_pending ? "true" : "false");
+    printf("\"divergent_steps\":%" PRIu64 ",\"replans\":%" PRIu64 ",\"actions_fired\":%" PRIu64
+           ",\"actions_skipped\":%" PRIu64 ",",
+           st->divergent_steps, st->replans, st->actions_fired, st->actions_skipped);
+    printf("\"integrity\":{\"ok\":%s,\"blocks\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"first_bad\":",
+           d->bad.found ? "false" : "true", d->verified_blocks, d->verified_bytes);
+    if (d->bad.found)
+        printf("{\"step\":%d,\"layer\":%d,\"block\":\"%s\",\"offset\":%zu,\"expected\":%u,"
+               "\"got\":%u,\"residency\":\"%s\"}}",
+               d->bad.step, d->bad.layer, d->bad.name, d->bad.offset, d->bad.expected,
+               d->bad.got, res_name(d->bad.residency));
+    else
+        printf("null}");
+    printf(",\"stats\":%s}\n", stats_json ? stats_json : "null");
+    free(stats_json);
+}
+
+void print_step(struct demo *d, unsigned s) {
+    const struct step_report *r = &d->rep[s];
+
+    printf("step %u (%s%s): %s", s, hoff_plan_state_name((int)r->state), r->planning ? ", planning" : "",
+           TM(r->time_ns));
+    if (d->compute_modelled)
+        printf(" (compute %s, stall %s)", TM(r->compute_ns), TM(r->stall_ns));
+    else
+        printf(" (stall %s)", TM(r->stall_ns));
+    printf(", evicted %s, prefetched %s, faults %" PRIu64, SZ(r->evicted), SZ(r->prefetched),
+           r->faults);
+    if (r->faults)
+        printf(" (%s)", SZ(r->bytes_faulted));
+    printf(", late prefetches %" PRIu64 ", actions fired %" PRIu64 " skipped %" PRIu64
+           ", peak resident %s\n",
+           r->late, r->fired, r->skipped, SZ(r->peak_resident));
+}
