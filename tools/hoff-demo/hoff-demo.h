@@ -111,6 +111,9 @@ int fail_call(const char *what, int rc);
 /* Forward and backward of step `step`, counted in r.  0, or 1 (reported). */
 int forward(struct demo *d, int step, struct step_report *r);
 int backward(struct demo *d, int step, struct step_report *r);
+/* Step s: begin, forward, backward, end; d->rep[s] from the counters before
+ * it (*st0, advanced to its end), printed unless --json.  0 or 1 (reported). */
+int run_step(struct demo *d, unsigned s, struct hoff_stats *st0, const char *planner);
 
 /* --- the report (report.c) ------------------------------------------------------ */
 
@@ -122,6 +125,8 @@ const char *res_name(int r);
 const char *mode_name(int m);
 void print_step(struct demo *d, unsigned s);
 void print_plan(const struct demo *d, const struct hoff_stats *st, const char *planner);
+void print_intro(const struct demo *d, const struct hoff_config *cfg);
+void print_summary(const struct demo *d, const struct hoff_stats *st, int within_budget, int params_ok);
 void print_json(struct demo *d, const struct hoff_stats *st, int within_budget, int params_ok, const char *planner);
 
 #endif

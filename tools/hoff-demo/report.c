@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "hoff-demo.h"
 
@@ -155,4 +156,69 @@ void print_step(struct demo *d, unsigned s) {
     printf(", late prefetches %" PRIu64 ", actions fired %" PRIu64 " skipped %" PRIu64
            ", peak resident %s\n",
            r->late, r->fired, r->skipped, SZ(r->peak_resident));
+}
+
+/* The run's first lines: the model, the backend and the workload. */
+void print_intro(const struct demo *d, const struct hoff_config *cfg) {
+    unsigned ncand = 0;
+
+    printf("hoff-demo: %u layers, hidden %u, seq %u, batch %u, %u steps, mode %s\n",
+           d->layers, d->hidden, d->seq, d->batch, d->steps, mode_name(d->mode));
+    printf("backend: %s\n", hoff_backend_name(d->ctx));
+    if (d->compute_modelled && strcmp(hoff_backend_name(d->ctx), "sim") == 0)
+        printf("sim model: compute at %g TFLOP/s (forward %s, backward %s per layer), "
+               "copy engines %g GB/s H2D and %g GB/s D2H\n",
+               d->tflops, TM(d->fwd_ns), TM(d->bwd_ns), cfg->sim_h2d_gbps, cfg->sim_d2h_gbps);
+    printf("parameters: %s in %" PRIu64 " blocks (device pool, never offloaded)\n",
+           SZ(d->param_bytes), d->nparams);
+    for (int j = 0; j < d->nspec; j++)
+        ncand += (unsigned)d->spec[j].candidate;
+    printf("activations per step: %s in %u blocks (%u offload candidates of >= %s)\n",
+           SZ(d->act_bytes_layer * d->layers), d->layers * (unsigned)d->nspec,
+           d->layers * ncand, SZ(cfg->managed_min_bytes));
+}
+
+/* The run's last lines: the budget, the traffic, the plans and the integrity. */
+void print_summary(const struct demo *d, const struct hoff_stats *st, int within_budget, int params_ok) {
+    printf("activation peak without offload: %s\n", SZ(d->act_peak));
+    if (d->budget == 0)
+        printf("budget: none (no limit)\n");
+    else if (d->budget_pct >= 0)
+        printf("budget: %s (%.4g%% of the peak)\n", SZ(d->budget), d->budget_pct);
+    else
+        printf("budget: %s\n", SZ(d->budget));
+    printf("peak resident offload bytes: %s (%s)\n", SZ(st->peak_resident_bytes),
+           within_budget ? "within budget" : "OVER BUDGET");
+    printf("evicted: %s in %" PRIu64 " evictions (%" PRIu64 " forced by the budget)\n",
+           SZ(st->bytes_evicted), st->evictions, st->budget_evictions);
+    printf("prefetched: %s in %" PRIu64 " prefetches\n", SZ(st->bytes_prefetched),
+           st->prefetches);
+    printf("faults: %" PRIu64 " (%s paged in on demand)\n", st->faults, SZ(st->bytes_faulted));
+    if (d->compute_modelled) {
+        uint64_t comp = 0;
+        for (unsigned s = 0; s < d->steps; s++)
+            comp += d->rep[s].compute_ns;
+        printf("stall: %s (on %s of modelled compute, %.1f%%)\n", TM(st->stall_ns), TM(comp),
+               comp ? 100.0 * (double)st->stall_ns / (double)comp : 0.0);
+    } else {
+        printf("stall: %s\n", TM(st->stall_ns));
+    }
+    printf("late prefetches: %" PRIu64 "\n", st->late_prefetches);
+    printf("plans: %" PRIu64 " (%" PRIu64 " replans), divergent steps: %" PRIu64 "\n",
+           st->plans, st->replans, st->divergent_steps);
+    printf("planning: %s; steps run under the online policy while planning: %" PRIu64
+           " (the last plan: %" PRIu64 ", ready %s after its recording); the training thread waited %s for it\n",
+           d->plan_thread ? "on the planning thread" : "on the training thread (HOFF_PLAN_THREAD=0)",
+           st->plan_online_steps, st->plan_lag_steps, TM(st->plan_lag_ns), TM(st->plan_wait_ns));
+    printf("actions: %" PRIu64 " fired, %" PRIu64 " skipped\n", st->actions_fired,
+           st->actions_skipped);
+    printf("parameters: %s\n", params_ok ? "stayed on the device" : "MOVED (unexpected)");
+    if (d->bad.found)
+        printf("integrity: FAILED (step %d, layer %d, block %s, byte %zu: expected 0x%02x, "
+               "got 0x%02x, residency %s)\n",
+               d->bad.step, d->bad.layer, d->bad.name, d->bad.offset, d->bad.expected, d->bad.got,
+               res_name(d->bad.residency));
+    else
+        printf("integrity: OK (%" PRIu64 " blocks, %s verified)\n", d->verified_blocks,
+               SZ(d->verified_bytes));
 }

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "hoff-demo.h"
 
@@ -191,6 +192,72 @@ int backward(struct demo *d, int step, struct step_report *r) {
         /* ...and what did not fit before now that this layer is gone. */
         if (d->mode == MODE_MANUAL && l > 0)
             prefetch_layer(d, (unsigned)l - 1, r, 0);
+    }
+    return 0;
+}
+
+static uint64_t mono_ns(void) {
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Step s: begin, forward, backward, end; its report in d->rep[s] from the
+ * counters before it (*st0, then advanced to the step's end), printed unless
+ * --json.  0 or 1 (reported). */
+int run_step(struct demo *d, unsigned s, struct hoff_stats *st0, const char *planner) {
+    struct step_report *r = &d->rep[s];
+    struct hoff_stats st, sb;
+    int rc;
+
+    uint64_t h0 = mono_ns();
+
+    if ((rc = hoff_step_begin(d->ctx)) != 0)
+        return fail_call("hoff_step_begin", rc);
+    /* Where the pipeline is: warmup (recording) or replay. */
+    if ((rc = hoff_stats_get(d->ctx, &sb)) != 0)
+        return fail_call("hoff_stats_get", rc);
+    r->state = (int)sb.plan_state;
+    r->planning = sb.plan_pending != 0;
+    if (forward(d, (int)s, r) || backward(d, (int)s, r))
+        return 1;
+    /* A replay that diverged is in fallback by now. */
+    if ((rc = hoff_stats_get(d->ctx, &sb)) != 0)
+        return fail_call("hoff_stats_get", rc);
+    if (sb.plan_state == HOFF_PLAN_FALLBACK)
+        r->state = HOFF_PLAN_FALLBACK;
+    if ((rc = hoff_step_end(d->ctx)) != 0)
+        return fail_call("hoff_step_end", rc);
+    r->host_ns = mono_ns() - h0;
+    if ((rc = hoff_stats_get(d->ctx, &st)) != 0)
+        return fail_call("hoff_stats_get", rc);
+    r->plan_after = st.plan_pending && !r->planning;
+    r->plan_wait_ns = st.plan_wait_ns - st0->plan_wait_ns;
+    /* ...or diverged at its end (fewer events than the recorded step). */
+    if (st.divergent_steps > st0->divergent_steps)
+        r->state = HOFF_PLAN_FALLBACK;
+    r->planned = st.plans > st0->plans;
+    r->fired = st.actions_fired - st0->actions_fired;
+    r->skipped = st.actions_skipped - st0->actions_skipped;
+    r->peak_resident = st.step_peak_resident_bytes;
+    r->time_ns = st.last_step_ns;
+    r->stall_ns = st.stall_ns - st0->stall_ns;
+    r->evicted = st.bytes_evicted - st0->bytes_evicted;
+    r->prefetched = st.bytes_prefetched - st0->bytes_prefetched;
+    r->faults = st.faults - st0->faults;
+    r->bytes_faulted = st.bytes_faulted - st0->bytes_faulted;
+    r->late = st.late_prefetches - st0->late_prefetches;
+    *st0 = st;
+    if (!d->json) {
+        print_step(d, s);
+        if (r->planned)
+            print_plan(d, &st, planner);
+        else if (r->plan_after)
+            printf("plan: being made on the planning thread; the next steps keep the budget online "
+                   "until it is ready\n");
+        else if (r->state == HOFF_PLAN_WARMUP && !r->planning)
+            printf("plan: none (the planner did not produce a schedule; recording again)\n");
     }
     return 0;
 }
