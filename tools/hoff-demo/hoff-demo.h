@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/core.h" /* hoff__fmt_size, hoff__fmt_time */
 #include "hoff.h"
 #include "trace/synth.h" /* the compute-rate range */
 #include "trace/trace.h" /* the longest step hoff models */
@@ -117,10 +118,8 @@ int run_step(struct demo *d, unsigned s, struct hoff_stats *st0, const char *pla
 
 /* --- the report (report.c) ------------------------------------------------------ */
 
-const char *fmt_size(uint64_t bytes, char *buf, size_t len);
-const char *fmt_time(uint64_t ns, char *buf, size_t len);
-#define SZ(x) fmt_size((x), (char[32]){0}, 32)
-#define TM(x) fmt_time((x), (char[32]){0}, 32)
+#define SZ(x) hoff__fmt_size((x), (char[32]){0}, 32)
+#define TM(x) hoff__fmt_time((x), (char[32]){0}, 32)
 const char *res_name(int r);
 const char *mode_name(int m);
 void print_step(struct demo *d, unsigned s);

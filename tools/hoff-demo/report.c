@@ -1,39 +1,12 @@
-/* report.c — what the demo prints: sizes and times in words, a step's line, the plan's line and the whole run
- * as one JSON object.  Threading: single-threaded. */
+/* report.c — what the demo prints: the run's first lines, a step's line, the plan's line, the summary, or the
+ * whole run as one JSON object (sizes and times in words by lib/core's hoff__fmt_size and hoff__fmt_time).
+ * Threading: single-threaded. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hoff-demo.h"
-
-const char *fmt_size(uint64_t bytes, char *buf, size_t len) {
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-    double v = (double)bytes;
-    int u = 0;
-
-    while (v >= 1024.0 && u < 5) {
-        v /= 1024.0;
-        u++;
-    }
-    if (u == 0)
-        snprintf(buf, len, "%" PRIu64 " B", bytes);
-    else
-        snprintf(buf, len, "%.1f %s", v, units[u]);
-    return buf;
-}
-
-const char *fmt_time(uint64_t ns, char *buf, size_t len) {
-    if (ns < 1000)
-        snprintf(buf, len, "%" PRIu64 " ns", ns);
-    else if (ns < 1000000)
-        snprintf(buf, len, "%.1f us", (double)ns / 1e3);
-    else if (ns < 1000000000)
-        snprintf(buf, len, "%.2f ms", (double)ns / 1e6);
-    else
-        snprintf(buf, len, "%.2f s", (double)ns / 1e9);
-    return buf;
-}
 
 const char *res_name(int r) {
     switch (r) {
