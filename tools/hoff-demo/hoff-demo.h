@@ -12,6 +12,7 @@
 
 #include "core/core.h" /* hoff__fmt_size, hoff__fmt_time */
 #include "hoff.h"
+#include "trace/drive.h" /* a step's counters */
 #include "trace/synth.h" /* the compute-rate range */
 #include "trace/trace.h" /* the longest step hoff models */
 
@@ -44,9 +45,8 @@ struct step_report {
     int plan_after;               /* a plan is being made once the step is over (recorded) */
     uint64_t host_ns;             /* host time of the training thread from step begin to end */
     uint64_t plan_wait_ns;        /* ...of which it waited for planning */
-    uint64_t time_ns, compute_ns, stall_ns;
-    uint64_t evicted, prefetched, faults, bytes_faulted, late;
-    uint64_t fired, skipped, peak_resident;
+    struct hoff__drive_step c;    /* time, compute, stall, traffic and peak (hoff__drive_step_counters) */
+    uint64_t bytes_faulted, fired, skipped;
     uint64_t prefetch_issued, prefetch_resident, prefetch_nospace;
 };
 

@@ -77,10 +77,10 @@ void print_json(struct demo *d, const struct hoff_stats *st, int within_budget,
                ",\"prefetches_no_space\":%" PRIu64 ",\"actions_fired\":%" PRIu64
                ",\"actions_skipped\":%" PRIu64 ",\"step_peak_resident_bytes\":%" PRIu64 "}",
                s ? "," : "", s, hoff_plan_state_name((int)r->state), r->planning ? "true" : "false",
-               r->planned ? "true" : "false", r->time_ns, r->host_ns, r->plan_wait_ns,
-               r->compute_ns, r->stall_ns, r->evicted, r->prefetched, r->faults, r->bytes_faulted,
-               r->late, r->prefetch_issued, r->prefetch_resident, r->prefetch_nospace, r->fired,
-               r->skipped, r->peak_resident);
+               r->planned ? "true" : "false", r->c.step_ns, r->host_ns, r->plan_wait_ns,
+               r->c.compute_ns, r->c.stall_ns, r->c.bytes_d2h, r->c.bytes_h2d, r->c.faults, r->bytes_faulted,
+               r->c.late_prefetches, r->prefetch_issued, r->prefetch_resident, r->prefetch_nospace, r->fired,
+               r->skipped, r->c.peak_resident_bytes);
     }
     printf("],\"peak_resident_bytes\":%" PRIu64 ",\"within_budget\":%s,"
            "\"bytes_evicted\":%" PRIu64 ",\"bytes_prefetched\":%" PRIu64
@@ -117,18 +117,18 @@ void print_step(struct demo *d, unsigned s) {
     const struct step_report *r = &d->rep[s];
 
     printf("step %u (%s%s): %s", s, hoff_plan_state_name((int)r->state), r->planning ? ", planning" : "",
-           TM(r->time_ns));
+           TM(r->c.step_ns));
     if (d->compute_modelled)
-        printf(" (compute %s, stall %s)", TM(r->compute_ns), TM(r->stall_ns));
+        printf(" (compute %s, stall %s)", TM(r->c.compute_ns), TM(r->c.stall_ns));
     else
-        printf(" (stall %s)", TM(r->stall_ns));
-    printf(", evicted %s, prefetched %s, faults %" PRIu64, SZ(r->evicted), SZ(r->prefetched),
-           r->faults);
-    if (r->faults)
+        printf(" (stall %s)", TM(r->c.stall_ns));
+    printf(", evicted %s, prefetched %s, faults %" PRIu64, SZ(r->c.bytes_d2h), SZ(r->c.bytes_h2d),
+           r->c.faults);
+    if (r->c.faults)
         printf(" (%s)", SZ(r->bytes_faulted));
     printf(", late prefetches %" PRIu64 ", actions fired %" PRIu64 " skipped %" PRIu64
            ", peak resident %s\n",
-           r->late, r->fired, r->skipped, SZ(r->peak_resident));
+           r->c.late_prefetches, r->fired, r->skipped, SZ(r->c.peak_resident_bytes));
 }
 
 /* The run's first lines: the model, the backend and the workload. */
@@ -170,7 +170,7 @@ void print_summary(const struct demo *d, const struct hoff_stats *st, int within
     if (d->compute_modelled) {
         uint64_t comp = 0;
         for (unsigned s = 0; s < d->steps; s++)
-            comp += d->rep[s].compute_ns;
+            comp += d->rep[s].c.compute_ns;
         printf("stall: %s (on %s of modelled compute, %.1f%%)\n", TM(st->stall_ns), TM(comp),
                comp ? 100.0 * (double)st->stall_ns / (double)comp : 0.0);
     } else {

@@ -71,7 +71,7 @@ int forward(struct demo *d, int step, struct step_report *r) {
             fill(a->p, d->spec[j].bytes, a->seed);
             if (d->corrupt && step == (int)d->steps - 1 && l == d->layers / 2 && j == 1)
                 ((unsigned char *)a->p)[d->spec[j].bytes / 3] ^= 0x5a;
-            compute(d, op_ns(d, d->fwd_ns, j), &r->compute_ns);
+            compute(d, op_ns(d, d->fwd_ns, j), &r->c.compute_ns);
         }
     }
     return 0;
@@ -183,7 +183,7 @@ int backward(struct demo *d, int step, struct step_report *r) {
                     prefetch_layer(d, (unsigned)k, r, 1);
                 }
             }
-            compute(d, op_ns(d, d->bwd_ns, j), &r->compute_ns);
+            compute(d, op_ns(d, d->bwd_ns, j), &r->c.compute_ns);
             rc = hoff_free(d->ctx, a->p, d->stream);
             if (rc)
                 return fail_call("hoff_free", rc);
@@ -240,14 +240,8 @@ int run_step(struct demo *d, unsigned s, struct hoff_stats *st0, const char *pla
     r->planned = st.plans > st0->plans;
     r->fired = st.actions_fired - st0->actions_fired;
     r->skipped = st.actions_skipped - st0->actions_skipped;
-    r->peak_resident = st.step_peak_resident_bytes;
-    r->time_ns = st.last_step_ns;
-    r->stall_ns = st.stall_ns - st0->stall_ns;
-    r->evicted = st.bytes_evicted - st0->bytes_evicted;
-    r->prefetched = st.bytes_prefetched - st0->bytes_prefetched;
-    r->faults = st.faults - st0->faults;
+    hoff__drive_step_counters(st0, &st, &r->c);
     r->bytes_faulted = st.bytes_faulted - st0->bytes_faulted;
-    r->late = st.late_prefetches - st0->late_prefetches;
     *st0 = st;
     if (!d->json) {
         print_step(d, s);
