@@ -18,6 +18,7 @@
 
 #include "core/core.h"
 #include "core/rank.h"
+#include "preload.h"
 #include "trace/trace.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -313,14 +314,10 @@ EXPORT void *realloc(void *old, size_t size) {
     return p;
 }
 
-static int pow2(size_t a) {
-    return a && !(a & (a - 1));
-}
-
 EXPORT int posix_memalign(void **out, size_t align, size_t size) {
     void *p;
 
-    if (!pow2(align) || align % sizeof(void *))
+    if (!hoff_preload_memalign_ok(align))
         return EINVAL;
     p = __libc_memalign(align, size);
     if (!p)
@@ -333,7 +330,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size) {
 EXPORT void *aligned_alloc(size_t align, size_t size) {
     void *p;
 
-    if (!pow2(align)) {
+    if (!hoff_preload_align_ok(align)) {
         errno = EINVAL;
         return NULL;
     }
