@@ -474,7 +474,9 @@ EXPORT int hoff_record_step_begin(void) {
     return rc;
 }
 
-EXPORT int hoff_record_step_end(void) {
+/* Close the open step: it ended (a step being recorded is written), or it failed (aborted: a step being
+ * recorded is dropped, and the next one is recorded instead).  0, -EINVAL outside a step, -ENODEV when off. */
+static int close_step(int aborted) {
     int rc = 0;
 
     MARK_BEGIN();
@@ -483,27 +485,11 @@ EXPORT int hoff_record_step_end(void) {
     } else {
         R.in_step = 0;
         R.steps_ended++;
-        if (R.recording) {
+        if (R.recording && !aborted) {
             char what[64];
             snprintf(what, sizeof what, "step %ld recorded", R.steps_begun - 1);
             finish_recording(what);
-        }
-    }
-    MARK_END();
-    return rc;
-}
-
-/* The open step failed: if it was being recorded, record the next one instead. */
-EXPORT int hoff_record_step_abort(void) {
-    int rc = 0;
-
-    MARK_BEGIN();
-    if (!R.in_step) {
-        rc = -EINVAL;
-    } else {
-        R.in_step = 0;
-        R.steps_ended++;
-        if (R.recording) {
+        } else if (R.recording) {
             R.recording = 0;
             R.regions = 0;
             hoff__trace_destroy(&R.trace);
@@ -515,6 +501,15 @@ EXPORT int hoff_record_step_abort(void) {
     }
     MARK_END();
     return rc;
+}
+
+EXPORT int hoff_record_step_end(void) {
+    return close_step(0);
+}
+
+/* The open step failed: if it was being recorded, record the next one instead. */
+EXPORT int hoff_record_step_abort(void) {
+    return close_step(1);
 }
 
 EXPORT int hoff_record_mark_op(const char *name) {
