@@ -18,6 +18,7 @@
 
 #include "core/core.h"
 #include "core/rank.h"
+#include "preload.h"
 #include "trace/trace.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -313,14 +314,10 @@ EXPORT void *realloc(void *old, size_t size) {
     return p;
 }
 
-static int pow2(size_t a) {
-    return a && !(a & (a - 1));
-}
-
 EXPORT int posix_memalign(void **out, size_t align, size_t size) {
     void *p;
 
-    if (!pow2(align) || align % sizeof(void *))
+    if (!hoff_preload_memalign_ok(align))
         return EINVAL;
     p = __libc_memalign(align, size);
     if (!p)
@@ -333,7 +330,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size) {
 EXPORT void *aligned_alloc(size_t align, size_t size) {
     void *p;
 
-    if (!pow2(align)) {
+    if (!hoff_preload_align_ok(align)) {
         errno = EINVAL;
         return NULL;
     }
@@ -477,7 +474,9 @@ EXPORT int hoff_record_step_begin(void) {
     return rc;
 }
 
-EXPORT int hoff_record_step_end(void) {
+/* Close the open step: it ended (a step being recorded is written), or it failed (aborted: a step being
+ * recorded is dropped, and the next one is recorded instead).  0, -EINVAL outside a step, -ENODEV when off. */
+static int close_step(int aborted) {
     int rc = 0;
 
     MARK_BEGIN();
@@ -486,27 +485,11 @@ EXPORT int hoff_record_step_end(void) {
     } else {
         R.in_step = 0;
         R.steps_ended++;
-        if (R.recording) {
+        if (R.recording && !aborted) {
             char what[64];
             snprintf(what, sizeof what, "step %ld recorded", R.steps_begun - 1);
             finish_recording(what);
-        }
-    }
-    MARK_END();
-    return rc;
-}
-
-/* The open step failed: if it was being recorded, record the next one instead. */
-EXPORT int hoff_record_step_abort(void) {
-    int rc = 0;
-
-    MARK_BEGIN();
-    if (!R.in_step) {
-        rc = -EINVAL;
-    } else {
-        R.in_step = 0;
-        R.steps_ended++;
-        if (R.recording) {
+        } else if (R.recording) {
             R.recording = 0;
             R.regions = 0;
             hoff__trace_destroy(&R.trace);
@@ -518,6 +501,15 @@ EXPORT int hoff_record_step_abort(void) {
     }
     MARK_END();
     return rc;
+}
+
+EXPORT int hoff_record_step_end(void) {
+    return close_step(0);
+}
+
+/* The open step failed: if it was being recorded, record the next one instead. */
+EXPORT int hoff_record_step_abort(void) {
+    return close_step(1);
 }
 
 EXPORT int hoff_record_mark_op(const char *name) {

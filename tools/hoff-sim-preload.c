@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "hoff.h"
+#include "preload.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -255,14 +256,10 @@ EXPORT int hoff_simload_stats_json(char *buf, size_t len) {
 
 /* --- the allocator ----------------------------------------------------------------------------- */
 
-static int pow2(size_t a) {
-    return a && !(a & (a - 1));
-}
-
 EXPORT int posix_memalign(void **out, size_t align, size_t size) {
     void *p;
 
-    if (!pow2(align) || align % sizeof(void *))
+    if (!hoff_preload_memalign_ok(align))
         return EINVAL;
     if (size && align <= GRAIN && routing()) {
         inside = 1;

@@ -397,6 +397,21 @@ static void unwind(struct drv *d) {
     free_live(d, 0);
 }
 
+void hoff__drive_step_counters(const struct hoff_stats *s0, const struct hoff_stats *s1,
+                               struct hoff__drive_step *out) {
+    out->step_ns = s1->last_step_ns;
+    out->stall_ns = s1->stall_ns - s0->stall_ns;
+    out->bytes_d2h = s1->bytes_evicted - s0->bytes_evicted;
+    out->bytes_h2d = s1->bytes_prefetched - s0->bytes_prefetched;
+    out->evictions = s1->evictions - s0->evictions;
+    out->prefetches = s1->prefetches - s0->prefetches;
+    out->faults = s1->faults - s0->faults;
+    out->late_prefetches = s1->late_prefetches - s0->late_prefetches;
+    out->evict_calls = s1->evict_calls - s0->evict_calls;
+    out->prefetch_calls = s1->prefetch_calls - s0->prefetch_calls;
+    out->peak_resident_bytes = s1->step_peak_resident_bytes;
+}
+
 static int run_step(struct drv *d, struct hoff__drive_step *out) {
     struct hoff_stats s0, s1, mid;
     size_t i;
@@ -436,18 +451,8 @@ static int run_step(struct drv *d, struct hoff__drive_step *out) {
         d->o->on_event(d->o->on_event_arg, d->step, d->t->nev);
     if ((rc = hoff_stats_get(d->ctx, &s1)) != 0)
         return rc;
-    out->step_ns = s1.last_step_ns;
+    hoff__drive_step_counters(&s0, &s1, out);
     out->compute_ns = d->compute_ns;
-    out->stall_ns = s1.stall_ns - s0.stall_ns;
-    out->bytes_d2h = s1.bytes_evicted - s0.bytes_evicted;
-    out->bytes_h2d = s1.bytes_prefetched - s0.bytes_prefetched;
-    out->evictions = s1.evictions - s0.evictions;
-    out->prefetches = s1.prefetches - s0.prefetches;
-    out->faults = s1.faults - s0.faults;
-    out->late_prefetches = s1.late_prefetches - s0.late_prefetches;
-    out->evict_calls = s1.evict_calls - s0.evict_calls;
-    out->prefetch_calls = s1.prefetch_calls - s0.prefetch_calls;
-    out->peak_resident_bytes = s1.step_peak_resident_bytes;
     /* Retained blocks (gradients) would stay across steps in training; here
      * they go now so that every step has the same shape. */
     rc = free_live(d, 1);

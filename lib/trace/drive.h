@@ -58,6 +58,13 @@ int hoff__trace_drive(hoff_ctx *ctx, const struct hoff__trace *t, const struct h
                       struct hoff__drive_result *r);
 void hoff__drive_result_free(struct hoff__drive_result *r);
 
+/* What one step did, from the counters before it (s0) and after its
+ * hoff_step_end (s1): the step's time and peak, its stall and its transfers.
+ * Sets every field of out but compute_ns and plan_state, the driver's own
+ * (hoff__trace_drive, hoff-demo). */
+void hoff__drive_step_counters(const struct hoff_stats *s0, const struct hoff_stats *s1,
+                               struct hoff__drive_step *out);
+
 /* 0 when o's compute_scale (if > 0; 0 means 1) or gpu_step_ns (if nonzero)
  * is in range and the step it models for t ends within HOFF__STEP_NS_MAX;
  * else -ERANGE with the reason in why.  hoff__trace_drive and

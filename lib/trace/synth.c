@@ -64,6 +64,25 @@ struct sb {
     int rc;
 };
 
+/* Start building the step's trace t under options o (t's backend "synth" unless it names one). */
+static void sb_init(struct sb *s, struct hoff__trace *t, const struct hoff__synth_opts *o) {
+    memset(s, 0, sizeof *s);
+    s->t = t;
+    s->o = o;
+    if (!t->backend[0])
+        snprintf(t->backend, sizeof t->backend, "synth");
+}
+
+/* The step's time (the clock where the builder stands) into t, which is finished.  0 or -errno (the builder's
+ * first error, or hoff__trace_finish's). */
+static int sb_finish(struct sb *s) {
+    if (s->rc)
+        return s->rc;
+    s->t->step_ns = s->now;
+    s->t->step_gpu_ns = s->now;
+    return hoff__trace_finish(s->t);
+}
+
 static void sb_append(struct sb *s, struct hoff__tev *e) {
     int rc;
 
@@ -180,6 +199,30 @@ static void sb_op(struct sb *s, uint32_t layer, const char *what, double flops) 
     sb_op_ns(s, name, flops_ns(s, flops));
 }
 
+/* Where a model's backward puts a weight gradient (retained: the optimizer reads it after the step's
+ * backward): before the input's gradient in the device pool (the coarse transformer), or after it in the pool
+ * managed_min picks, as PyTorch's eager autograd does (the GPT step). */
+enum sb_dw { SB_DW_AFTER = 0, SB_DW_DEVICE_FIRST = 1 };
+
+/* The backward of an op of layer l that saved `saved`: it reads it, makes its input's gradient of bytes (the id
+ * returned) and its weight gradient of dw bytes (0: no weight) where `order` says, then frees its output's
+ * gradient gout (UINT32_MAX: the residual stream's, which a later op frees) and the saved tensor. */
+static uint32_t sb_bwd(struct sb *s, uint32_t l, const char *name, double flops, uint32_t saved, uint64_t bytes,
+                       uint64_t dw, enum sb_dw order, uint32_t gout) {
+    uint32_t gin;
+
+    sb_op(s, l, name, flops);
+    sb_mark(s, saved);
+    if (dw && order == SB_DW_DEVICE_FIRST)
+        sb_alloc_pool(s, dw, 0);
+    gin = sb_alloc(s, bytes);
+    if (dw && order == SB_DW_AFTER)
+        sb_alloc(s, dw);
+    sb_free(s, gout);
+    sb_free(s, saved);
+    return gin;
+}
+
 void hoff__synth_defaults(struct hoff__synth_opts *o) {
     memset(o, 0, sizeof *o);
     o->layers = 8;
@@ -221,19 +264,35 @@ struct tf {
     double f_ln, f_qkv, f_attn, f_proj, f_up, f_act, f_down, f_add;
 };
 
+/* An op of layer l making a tensor of bytes (its id), then the mark of its input's read. */
+static uint32_t tf_fwd(struct sb *s, uint32_t l, const char *name, double flops, uint64_t bytes, uint32_t in) {
+    uint32_t out;
+
+    sb_op(s, l, name, flops);
+    out = sb_alloc(s, bytes);
+    sb_mark(s, in);
+    return out;
+}
+
+/* A LayerNorm of layer l: its statistics (*st, saved) and its output (the id returned), the statistics read. */
+static uint32_t tf_ln(struct sb *s, const struct tf *c, uint32_t l, const char *name, uint32_t *st) {
+    uint32_t out;
+
+    sb_op(s, l, name, c->f_ln);
+    *st = sb_alloc(s, c->T * 8);
+    out = sb_alloc(s, c->bsh);
+    sb_mark(s, *st);
+    return out;
+}
+
 /* Layer l's forward: its saved tensors into v; *x_next is its input, then its output. */
 static void tf_layer_fwd(struct sb *s, const struct tf *c, uint32_t l, struct saved *v, uint32_t *x_next) {
     uint32_t tmp;
 
     v->x = *x_next;
     v->probs = v->lse = UINT32_MAX;
-    sb_op(s, l, "ln1", c->f_ln);
-    v->ln1_st = sb_alloc(s, c->T * 8);
-    v->ln1_out = sb_alloc(s, c->bsh);
-    sb_mark(s, v->ln1_st);
-    sb_op(s, l, "qkv", c->f_qkv);
-    v->qkv = sb_alloc(s, 3 * c->bsh);
-    sb_mark(s, v->ln1_out);
+    v->ln1_out = tf_ln(s, c, l, "ln1", &v->ln1_st);
+    v->qkv = tf_fwd(s, l, "qkv", c->f_qkv, 3 * c->bsh, v->ln1_out);
     sb_op(s, l, "attn", c->f_attn);
     tmp = sb_alloc(s, c->wsb); /* workspace */
     if (c->flash) {
@@ -245,52 +304,27 @@ static void tf_layer_fwd(struct sb *s, const struct tf *c, uint32_t l, struct sa
     sb_free(s, tmp);
     sb_mark(s, v->qkv);
     sb_mark(s, c->flash ? v->lse : v->probs);
-    sb_op(s, l, "proj", c->f_proj);
-    tmp = sb_alloc(s, c->bsh);
-    sb_mark(s, v->ctx);
-    sb_op(s, l, "add1", c->f_add);
-    v->ln2_in = sb_alloc(s, c->bsh);
-    sb_mark(s, v->x);
+    tmp = tf_fwd(s, l, "proj", c->f_proj, c->bsh, v->ctx);
+    v->ln2_in = tf_fwd(s, l, "add1", c->f_add, c->bsh, v->x);
     sb_free(s, tmp);
-    sb_op(s, l, "ln2", c->f_ln);
-    v->ln2_st = sb_alloc(s, c->T * 8);
-    v->ln2_out = sb_alloc(s, c->bsh);
-    sb_mark(s, v->ln2_st);
-    sb_op(s, l, "mlp_up", c->f_up);
-    v->up = sb_alloc(s, 4 * c->bsh);
-    sb_mark(s, v->ln2_out);
-    sb_op(s, l, "act", c->f_act);
-    v->act = sb_alloc(s, 4 * c->bsh);
-    sb_mark(s, v->up);
-    sb_op(s, l, "mlp_down", c->f_down);
-    tmp = sb_alloc(s, c->bsh);
-    sb_mark(s, v->act);
-    sb_op(s, l, "add2", c->f_add);
-    *x_next = sb_alloc(s, c->bsh);
-    sb_mark(s, v->ln2_in);
+    v->ln2_out = tf_ln(s, c, l, "ln2", &v->ln2_st);
+    v->up = tf_fwd(s, l, "mlp_up", c->f_up, 4 * c->bsh, v->ln2_out);
+    v->act = tf_fwd(s, l, "act", c->f_act, 4 * c->bsh, v->up);
+    tmp = tf_fwd(s, l, "mlp_down", c->f_down, c->bsh, v->act);
+    *x_next = tf_fwd(s, l, "add2", c->f_add, c->bsh, v->ln2_in);
     sb_free(s, tmp);
 }
 
 /* Layer l's backward: g is the gradient of its output; returns its input's. */
 static uint32_t tf_layer_bwd(struct sb *s, const struct tf *c, uint32_t l, struct saved *v, uint32_t g) {
+    uint64_t wh = c->h * c->h * c->e;
     uint32_t g_act, g_up, g_ln2out, g_mid, g_ctx, g_qkv, g_ln1out, g_in, tmp;
 
-    sb_op(s, l, "mlp_down.bwd", 2 * c->f_down);
-    sb_mark(s, v->act);
-    sb_alloc_pool(s, 4 * c->h * c->h * c->e, 0); /* dW_down, retained */
-    g_act = sb_alloc(s, 4 * c->bsh);
-    sb_free(s, v->act);
-    sb_op(s, l, "act.bwd", 2 * c->f_act);
-    sb_mark(s, v->up);
-    g_up = sb_alloc(s, 4 * c->bsh);
-    sb_free(s, g_act);
-    sb_free(s, v->up);
-    sb_op(s, l, "mlp_up.bwd", 2 * c->f_up);
-    sb_mark(s, v->ln2_out);
-    sb_alloc_pool(s, 4 * c->h * c->h * c->e, 0); /* dW_up */
-    g_ln2out = sb_alloc(s, c->bsh);
-    sb_free(s, g_up);
-    sb_free(s, v->ln2_out);
+    /* dW_down, dW_up, dW_o and dW_qkv: weight gradients (retained) */
+    g_act = sb_bwd(s, l, "mlp_down.bwd", 2 * c->f_down, v->act, 4 * c->bsh, 4 * wh, SB_DW_DEVICE_FIRST,
+                   UINT32_MAX);
+    g_up = sb_bwd(s, l, "act.bwd", 2 * c->f_act, v->up, 4 * c->bsh, 0, SB_DW_DEVICE_FIRST, g_act);
+    g_ln2out = sb_bwd(s, l, "mlp_up.bwd", 2 * c->f_up, v->ln2_out, c->bsh, 4 * wh, SB_DW_DEVICE_FIRST, g_up);
     sb_op(s, l, "ln2.bwd", 2 * c->f_ln);
     sb_mark(s, v->ln2_in);
     sb_mark(s, v->ln2_st);
@@ -300,11 +334,7 @@ static uint32_t tf_layer_bwd(struct sb *s, const struct tf *c, uint32_t l, struc
     sb_free(s, g);
     sb_free(s, v->ln2_st);
     sb_free(s, v->ln2_in);
-    sb_op(s, l, "proj.bwd", 2 * c->f_proj);
-    sb_mark(s, v->ctx);
-    sb_alloc_pool(s, c->h * c->h * c->e, 0); /* dW_o */
-    g_ctx = sb_alloc(s, c->bsh);
-    sb_free(s, v->ctx);
+    g_ctx = sb_bwd(s, l, "proj.bwd", 2 * c->f_proj, v->ctx, c->bsh, wh, SB_DW_DEVICE_FIRST, UINT32_MAX);
     sb_op(s, l, "attn.bwd", 2 * c->f_attn);
     sb_mark(s, v->qkv);
     sb_mark(s, c->flash ? v->lse : v->probs);
@@ -314,12 +344,8 @@ static uint32_t tf_layer_bwd(struct sb *s, const struct tf *c, uint32_t l, struc
     sb_free(s, g_ctx);
     sb_free(s, c->flash ? v->lse : v->probs);
     sb_free(s, v->qkv);
-    sb_op(s, l, "qkv.bwd", 2 * c->f_qkv);
-    sb_mark(s, v->ln1_out);
-    sb_alloc_pool(s, 3 * c->h * c->h * c->e, 0); /* dW_qkv */
-    g_ln1out = sb_alloc(s, c->bsh);
-    sb_free(s, g_qkv);
-    sb_free(s, v->ln1_out);
+    g_ln1out = sb_bwd(s, l, "qkv.bwd", 2 * c->f_qkv, v->ln1_out, c->bsh, 3 * wh, SB_DW_DEVICE_FIRST,
+                      g_qkv);
     sb_op(s, l, "ln1.bwd", 2 * c->f_ln);
     sb_mark(s, v->x);
     sb_mark(s, v->ln1_st);
@@ -359,11 +385,7 @@ int hoff__synth_transformer(struct hoff__trace *t, const struct hoff__synth_opts
     sv = calloc(o->layers, sizeof *sv);
     if (!sv)
         return hoff__error(-ENOMEM, "synth: out of memory");
-    memset(&s, 0, sizeof s);
-    s.t = t;
-    s.o = o;
-    if (!t->backend[0])
-        snprintf(t->backend, sizeof t->backend, "synth");
+    sb_init(&s, t, o);
 
     Td = (double)T;
     hd = (double)h;
@@ -395,11 +417,7 @@ int hoff__synth_transformer(struct hoff__trace *t, const struct hoff__synth_opts
     sb_free(&s, g);
     sb_advance(&s);
     free(sv);
-    if (s.rc)
-        return s.rc;
-    t->step_ns = s.now;
-    t->step_gpu_ns = s.now;
-    return hoff__trace_finish(t);
+    return sb_finish(&s);
 }
 
 /* --- a GPT step as eager PyTorch runs it ----------------------------------------
@@ -438,19 +456,41 @@ struct gpt_shape {
     double f_ln, f_qkv, f_attn, f_proj, f_mlp, f_elem, f_head;
 };
 
+/* An op of layer l that reads `in` (its access mark) and makes a tensor of bytes: the tensor's id. */
+static uint32_t gpt_fwd(struct sb *s, uint32_t l, const char *name, double flops, uint32_t in, uint64_t bytes) {
+    sb_op(s, l, name, flops);
+    sb_mark(s, in);
+    return sb_alloc(s, bytes);
+}
+
+/* A residual add of layer l (forward, or its backward summing two gradients): the sum of bytes (its id), then a
+ * and b freed (UINT32_MAX: one that lives on). */
+static uint32_t gpt_add(struct sb *s, uint32_t l, const char *name, double flops, uint64_t bytes, uint32_t a,
+                        uint32_t b) {
+    uint32_t sum;
+
+    sb_op(s, l, name, flops);
+    sum = sb_alloc(s, bytes);
+    sb_free(s, a);
+    sb_free(s, b);
+    return sum;
+}
+
+/* A weight gradient of bytes: retained (the optimizer reads it after the step's backward). */
+static void gpt_dw(struct sb *s, uint64_t bytes) {
+    sb_alloc(s, bytes);
+}
+
 static void gpt_layer_fwd(struct sb *s, const struct gpt_shape *g, uint32_t l, struct gpt_saved *v,
                           uint32_t *x_next) {
     uint64_t h = g->h * g->e * g->T;
+    double add = g->f_elem * (double)g->T * (double)g->h;
     uint32_t a, b, c, d;
 
     v->x = *x_next;
     v->notmask = v->probs = v->lse = UINT32_MAX;
-    sb_op(s, l, "ln1", g->f_ln);
-    sb_mark(s, v->x);
-    v->ln1 = sb_alloc(s, h);
-    sb_op(s, l, "qkv", g->f_qkv);
-    sb_mark(s, v->ln1);
-    v->qkv = sb_alloc(s, 3 * h);
+    v->ln1 = gpt_fwd(s, l, "ln1", g->f_ln, v->x, h);
+    v->qkv = gpt_fwd(s, l, "qkv", g->f_qkv, v->ln1, 3 * h);
     sb_mark(s, v->qkv);
     if (g->flash) {
         sb_op(s, l, "attn", g->f_attn);
@@ -467,85 +507,39 @@ static void gpt_layer_fwd(struct sb *s, const struct gpt_shape *g, uint32_t l, s
         c = sb_alloc(s, g->M); /* tril */
         sb_free(s, a);
         v->notmask = sb_alloc(s, g->M);
-        sb_op(s, l, "masked_fill", g->f_elem * (double)g->S / (double)g->e);
-        sb_mark(s, v->notmask);
-        a = sb_alloc(s, g->S);
+        a = gpt_fwd(s, l, "masked_fill", g->f_elem * (double)g->S / (double)g->e, v->notmask, g->S);
         sb_free(s, b);
         sb_op(s, l, "softmax", g->f_elem * (double)g->S / (double)g->e);
         v->probs = sb_alloc(s, g->S);
         sb_free(s, a);
-        sb_op(s, l, "pv", g->f_attn / 2);
-        sb_mark(s, v->probs);
-        a = sb_alloc(s, h);
-        sb_op(s, l, "contiguous", g->f_elem * (double)g->T * (double)g->h);
+        a = gpt_fwd(s, l, "pv", g->f_attn / 2, v->probs, h);
+        sb_op(s, l, "contiguous", add);
         v->ctx = sb_alloc(s, h);
         sb_free(s, a);
         sb_free(s, c);
     }
-    sb_op(s, l, "proj", g->f_proj);
-    sb_mark(s, v->ctx);
-    d = sb_alloc(s, h);
-    sb_op(s, l, "add1", g->f_elem * (double)g->T * (double)g->h);
-    v->x1 = sb_alloc(s, h);
-    sb_free(s, d);
-    sb_op(s, l, "ln2", g->f_ln);
-    sb_mark(s, v->x1);
-    v->ln2 = sb_alloc(s, h);
-    sb_op(s, l, "fc", g->f_mlp);
-    sb_mark(s, v->ln2);
-    v->fc = sb_alloc(s, 4 * h);
-    sb_op(s, l, "gelu", 4 * g->f_elem * (double)g->T * (double)g->h);
-    sb_mark(s, v->fc);
-    v->gl = sb_alloc(s, 4 * h);
-    sb_op(s, l, "out", g->f_mlp);
-    sb_mark(s, v->gl);
-    d = sb_alloc(s, h);
-    sb_op(s, l, "add2", g->f_elem * (double)g->T * (double)g->h);
-    *x_next = sb_alloc(s, h);
-    sb_free(s, d);
-}
-
-/* A weight gradient of bytes: retained (the optimizer reads it after the step's backward). */
-static void gpt_dw(struct sb *s, uint64_t bytes) {
-    sb_alloc(s, bytes);
+    d = gpt_fwd(s, l, "proj", g->f_proj, v->ctx, h);
+    v->x1 = gpt_add(s, l, "add1", add, h, d, UINT32_MAX);
+    v->ln2 = gpt_fwd(s, l, "ln2", g->f_ln, v->x1, h);
+    v->fc = gpt_fwd(s, l, "fc", g->f_mlp, v->ln2, 4 * h);
+    v->gl = gpt_fwd(s, l, "gelu", 4 * g->f_elem * (double)g->T * (double)g->h, v->fc, 4 * h);
+    d = gpt_fwd(s, l, "out", g->f_mlp, v->gl, h);
+    *x_next = gpt_add(s, l, "add2", add, h, d, UINT32_MAX);
 }
 
 /* Layer l's backward: g is the gradient of its output, replaced by its input's. */
 static void gpt_layer_bwd(struct sb *s, const struct gpt_shape *g, uint32_t l, struct gpt_saved *v,
                           uint32_t *grad) {
     uint64_t h = g->h * g->e * g->T, wh = g->h * g->h * g->e;
-    uint32_t a, b, c, q, k, gv, x1g, g1;
+    double add = g->f_elem * (double)g->T * (double)g->h;
+    uint32_t a, b, c, q, k, gv, g1;
 
-    sb_op(s, l, "out.bwd", 2 * g->f_mlp);
-    sb_mark(s, v->gl);
-    a = sb_alloc(s, 4 * h);
-    gpt_dw(s, 4 * wh);
-    sb_free(s, v->gl);
-    sb_op(s, l, "gelu.bwd", 8 * g->f_elem * (double)g->T * (double)g->h);
-    sb_mark(s, v->fc);
-    b = sb_alloc(s, 4 * h);
-    sb_free(s, a);
-    sb_free(s, v->fc);
-    sb_op(s, l, "fc.bwd", 2 * g->f_mlp);
-    sb_mark(s, v->ln2);
-    a = sb_alloc(s, h);
-    gpt_dw(s, 4 * wh);
-    sb_free(s, b);
-    sb_free(s, v->ln2);
-    sb_op(s, l, "ln2.bwd", 2 * g->f_ln);
-    sb_mark(s, v->x1);
-    x1g = sb_alloc(s, h);
-    sb_free(s, a);
-    sb_free(s, v->x1);
-    sb_op(s, l, "add1.bwd", g->f_elem * (double)g->T * (double)g->h);
-    g1 = sb_alloc(s, h);
-    sb_free(s, *grad);
-    sb_free(s, x1g);
-    sb_op(s, l, "proj.bwd", 2 * g->f_proj);
-    sb_mark(s, v->ctx);
-    a = sb_alloc(s, h);
-    gpt_dw(s, wh);
-    sb_free(s, v->ctx);
+    a = sb_bwd(s, l, "out.bwd", 2 * g->f_mlp, v->gl, 4 * h, 4 * wh, SB_DW_AFTER, UINT32_MAX);
+    b = sb_bwd(s, l, "gelu.bwd", 8 * g->f_elem * (double)g->T * (double)g->h, v->fc, 4 * h, 0, SB_DW_AFTER, a);
+    a = sb_bwd(s, l, "fc.bwd", 2 * g->f_mlp, v->ln2, h, 4 * wh, SB_DW_AFTER, b);
+    b = sb_bwd(s, l, "ln2.bwd", 2 * g->f_ln, v->x1, h, 0, SB_DW_AFTER, a);
+    g1 = gpt_add(s, l, "add1.bwd", add, h, *grad, b);
+    a = sb_bwd(s, l, "proj.bwd", 2 * g->f_proj, v->ctx, h, wh, SB_DW_AFTER, UINT32_MAX);
     sb_mark(s, v->qkv);
     if (g->flash) {
         sb_op(s, l, "attn.bwd", 2.5 * g->f_attn);
@@ -564,11 +558,8 @@ static void gpt_layer_bwd(struct sb *s, const struct gpt_shape *g, uint32_t l, s
         a = sb_alloc(s, g->S);
         sb_free(s, b);
         sb_free(s, v->probs);
-        sb_op(s, l, "masked_fill.bwd", g->f_elem * (double)g->S / (double)g->e);
-        sb_mark(s, v->notmask);
-        b = sb_alloc(s, g->S);
-        sb_free(s, a);
-        sb_free(s, v->notmask);
+        b = sb_bwd(s, l, "masked_fill.bwd", g->f_elem * (double)g->S / (double)g->e, v->notmask, g->S, 0,
+                   SB_DW_AFTER, a);
         sb_op(s, l, "scale.bwd", g->f_elem * (double)g->S / (double)g->e);
         a = sb_alloc(s, g->S);
         sb_free(s, b);
@@ -587,21 +578,9 @@ static void gpt_layer_bwd(struct sb *s, const struct gpt_shape *g, uint32_t l, s
         sb_free(s, q);
         sb_free(s, a);
     }
-    sb_op(s, l, "qkv.bwd", 2 * g->f_qkv);
-    sb_mark(s, v->ln1);
-    a = sb_alloc(s, h);
-    gpt_dw(s, 3 * wh);
-    sb_free(s, c);
-    sb_free(s, v->ln1);
-    sb_op(s, l, "ln1.bwd", 2 * g->f_ln);
-    sb_mark(s, v->x);
-    b = sb_alloc(s, h);
-    sb_free(s, a);
-    sb_free(s, v->x);
-    sb_op(s, l, "add0.bwd", g->f_elem * (double)g->T * (double)g->h);
-    *grad = sb_alloc(s, h);
-    sb_free(s, g1);
-    sb_free(s, b);
+    a = sb_bwd(s, l, "qkv.bwd", 2 * g->f_qkv, v->ln1, h, 3 * wh, SB_DW_AFTER, c);
+    b = sb_bwd(s, l, "ln1.bwd", 2 * g->f_ln, v->x, h, 0, SB_DW_AFTER, a);
+    *grad = gpt_add(s, l, "add0.bwd", add, h, g1, b);
 }
 
 static int gpt_shape(const struct hoff__synth_opts *o, struct gpt_shape *g) {
@@ -653,11 +632,7 @@ int hoff__synth_gpt(struct hoff__trace *t, const struct hoff__synth_opts *o) {
         free(dw);
         return hoff__error(-ENOMEM, "synth: out of memory");
     }
-    memset(&s, 0, sizeof s);
-    s.t = t;
-    s.o = o;
-    if (!t->backend[0])
-        snprintf(t->backend, sizeof t->backend, "synth");
+    sb_init(&s, t, o);
     /* Forward: token and position embeddings, their sum. */
     sb_op_ns(&s, "embed", flops_ns(&s, (double)g.T * (double)g.h));
     a = sb_alloc(&s, h);
@@ -730,11 +705,7 @@ int hoff__synth_gpt(struct hoff__trace *t, const struct hoff__synth_opts *o) {
     sb_advance(&s);
     free(sv);
     free(dw);
-    if (s.rc)
-        return s.rc;
-    t->step_ns = s.now;
-    t->step_gpu_ns = s.now;
-    return hoff__trace_finish(t);
+    return sb_finish(&s);
 }
 
 /* --- random training-shaped traces ----------------------------------------- */
@@ -820,11 +791,7 @@ int hoff__synth_events(struct hoff__trace *t, size_t nev, uint64_t seed) {
     }
     hoff__synth_defaults(&o);
     o.access_marks = 1;
-    memset(&s, 0, sizeof s);
-    s.t = t;
-    s.o = &o;
-    if (!t->backend[0])
-        snprintf(t->backend, sizeof t->backend, "synth");
+    sb_init(&s, t, &o);
     /* forward: each layer allocates its saved tensors (a few below 1 MiB,
      * which go to the device pool), uses temporaries, and marks the saved
      * tensors of the layer before as packed (their last forward use). */
@@ -871,9 +838,5 @@ int hoff__synth_events(struct hoff__trace *t, size_t nev, uint64_t seed) {
     }
     s.now += s.pending;
     free(L);
-    if (s.rc)
-        return s.rc;
-    t->step_ns = s.now;
-    t->step_gpu_ns = s.now;
-    return hoff__trace_finish(t);
+    return sb_finish(&s);
 }

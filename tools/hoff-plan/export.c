@@ -19,15 +19,7 @@ static void usage(FILE *f) {
             "NVMe tier.  Times are the sim's virtual clock; every step is exported.\n"
             "\n"
             "  --perfetto FILE      the JSON to write (required)\n"
-            "  --budget SIZE|PCT%%   resident offload bytes allowed (as in simulate)\n"
-            "  --host-cap SIZE      host-tier bytes (default: no limit)\n"
-            "  --spill-dir DIR      NVMe tier: spill what passes the host cap to files in DIR\n"
-            "  --bandwidth GBPS     the sim's copy engines and the planner's figure (default 50)\n"
-            "  --planner NAME       planner (default timed)\n"
-            "  --steps N            steps to simulate, the first the warmup (default 3, >= 2)\n"
-            "  --compute-scale X    divide the trace's compute gaps by X (default 1)\n"
-            "  --gpu-step MS        scale the compute gaps so a step computes for MS ms\n"
-            "  --no-memory-check    run even when available memory looks too small for the sim\n"
+            PIC_FLAGS_HELP
             "  -h, --help           this text\n"
             "\n"
             "Exit status: 0 ok, 1 unreadable trace, runtime error or unwritable file, 2 bad usage.\n");

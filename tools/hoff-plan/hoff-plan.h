@@ -183,6 +183,19 @@ struct pic {
     struct hoff_stats last;
 };
 
+/* The --help lines of the simulated replay's flags (HP_SIM_FLAGS) as timeline
+ * and export describe them: a piece of their usage's format string. */
+#define PIC_FLAGS_HELP                                                                                        \
+    "  --budget SIZE|PCT%%   resident offload bytes allowed (as in simulate)\n"                         \
+    "  --host-cap SIZE      host-tier bytes (default: no limit)\n"                                      \
+    "  --spill-dir DIR      NVMe tier: spill what passes the host cap to files in DIR\n"                \
+    "  --bandwidth GBPS     the sim's copy engines and the planner's figure (default 50)\n"             \
+    "  --planner NAME       planner (default timed)\n"                                                  \
+    "  --steps N            steps to simulate, the first the warmup (default 3, >= 2)\n"                \
+    "  --compute-scale X    divide the trace's compute gaps by X (default 1)\n"                         \
+    "  --gpu-step MS        scale the compute gaps so a step computes for MS ms\n"                      \
+    "  --no-memory-check    run even when available memory looks too small for the sim\n"
+
 /* Parse (the simulated replay's flags and `extra`; `required` must be given,
  * else `missing` is the usage error), load and run with the recorder in
  * place.  0 (pic_free after), HP_HELP_SHOWN, or the exit code. */
