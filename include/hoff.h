@@ -567,8 +567,9 @@ HOFF_API hoff_ctx *hoff_torch_context(int device);
 /* Set an option (hoff_config_set's names and forms) for device, or every
  * device if -1: it applies to the device's context when it is created (-1:
  * every context created later) and, for budget, host_cap, planner and
- * log_level, to a live context at once (the next step then records and
- * plans again).  Other options: -EBUSY once the context exists.
+ * log_level, to a live context at once (after a change of budget, host_cap
+ * or planner the next step records and plans again).  Other options: -EBUSY
+ * once the context exists.
  * -EINVAL/-ENOENT with the message in err as hoff_config_set. */
 HOFF_API int hoff_torch_configure(int device, const char *name,
                                   const char *value, char *err, size_t errlen);

@@ -281,6 +281,68 @@ static void test_roundtrip(void) {
     }
 }
 
+/* The live and replan columns: what hoff_torch_configure(3) may change on a
+ * running context, and which of those changes need a new plan. */
+#define LIVE_NAMES "budget, host_cap, log_level and planner"
+
+static int listed(const char *list, const char *name) {
+    size_t n = strlen(name);
+    const char *p;
+
+    for (p = strstr(list, name); p; p = strstr(p + 1, name))
+        if ((p == list || p[-1] == ' ') && (p[n] == ',' || p[n] == ' ' || p[n] == '\0'))
+            return 1;
+    return 0;
+}
+
+static void test_live(void) {
+    struct hoff_config cur, next, before;
+    char live[256], small[8];
+    const char *fixed;
+    int j, replan, seen = 0;
+
+    CU_ASSERT_EQUAL(hoff__config_live_names(live, sizeof live), (int)strlen(LIVE_NAMES));
+    CU_ASSERT_STRING_EQUAL(live, LIVE_NAMES);
+    CU_ASSERT_EQUAL(hoff__config_live_names(small, sizeof small), (int)strlen(LIVE_NAMES));
+    CU_ASSERT_STRING_EQUAL(small, "budget,");
+    CU_ASSERT_EQUAL(hoff__config_live_names(NULL, 0), (int)strlen(LIVE_NAMES));
+    for (j = 0; j < NRT; j++) {
+        const char *name = roundtrips[j].name;
+
+        hoff_config_init(&cur);
+        next = cur;
+        CU_ASSERT_EQUAL_FATAL(set(&next, name, roundtrips[j].in), 0);
+        if (memcmp(&cur, &next, sizeof cur) == 0)
+            continue; /* the default itself */
+        before = cur;
+        fixed = NULL;
+        replan = -1;
+        if (listed(LIVE_NAMES, name)) {
+            seen++;
+            CU_ASSERT_EQUAL(hoff__config_live_update(&cur, &next, &fixed, &replan), 0);
+            CU_ASSERT_EQUAL(memcmp(&cur, &next, sizeof cur), 0);
+            CU_ASSERT_EQUAL(replan, strcmp(name, "log_level") != 0); /* the log level needs no new plan */
+            CU_ASSERT_PTR_NULL(fixed);
+            /* ...and with an option that is not live changed too, nothing changes */
+            cur = before;
+            CU_ASSERT_EQUAL(set(&next, "io_depth", "4096"), 0);
+            CU_ASSERT_EQUAL(hoff__config_live_update(&cur, &next, &fixed, &replan), -EBUSY);
+            CU_ASSERT_STRING_EQUAL(fixed, "io_depth");
+        } else {
+            CU_ASSERT_EQUAL(hoff__config_live_update(&cur, &next, &fixed, &replan), -EBUSY);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(fixed);
+            CU_ASSERT_STRING_EQUAL(fixed, name);
+        }
+        CU_ASSERT_EQUAL(memcmp(&cur, &before, sizeof cur), 0);
+    }
+    CU_ASSERT_EQUAL(seen, 4);
+    /* nothing changed: nothing to do, no new plan */
+    hoff_config_init(&cur);
+    next = cur;
+    CU_ASSERT_EQUAL(hoff__config_live_update(&cur, &next, NULL, &replan), 0);
+    CU_ASSERT_EQUAL(replan, 0);
+}
+
 static void test_set_fields(void) {
     struct hoff_config c;
 
@@ -1552,6 +1614,7 @@ int main(void) {
         {"default_texts", test_default_texts},
         {"table", test_table},
         {"roundtrip", test_roundtrip},
+        {"live", test_live},
         {"set_fields", test_set_fields},
         {"parse_size", test_parse_size},
         {"parse_bool", test_parse_bool},

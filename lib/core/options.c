@@ -114,135 +114,139 @@ static int numa_check(const char *s, size_t n, char *why, size_t whylen) {
 
 /* The table, in the order of struct hoff_config.  doc/man/hoff-config.7
  * documents each entry; keep the two in step. */
-static const struct hoff__opt opts[] = {
-    {.name = "backend", .env = "HOFF_BACKEND", .type = HOFF__OPT_ENUM,
+static const struct hoff__opt opts[HOFF__OPTION_COUNT] = {
+    [HOFF__OPTION_BACKEND] = {.name = "backend", .env = "HOFF_BACKEND", .type = HOFF__OPT_ENUM,
      .offset = OFF(backend, int), .def = "auto", .names = backend_names,
      .help = "backend: auto (cuda where a GPU is present, else sim), sim or cuda"},
-    {.name = "device", .env = "HOFF_DEVICE", .type = HOFF__OPT_INT,
+    [HOFF__OPTION_DEVICE] = {.name = "device", .env = "HOFF_DEVICE", .type = HOFF__OPT_INT,
      .offset = OFF(device, int), .def = "-1", .min = -1, .max = 1023,
      .help = "CUDA device ordinal to allocate on; -1 = LOCAL_RANK when set, else the calling thread's current device"},
-    {.name = "budget", .env = "HOFF_BUDGET", .type = HOFF__OPT_SIZE,
+    [HOFF__OPTION_BUDGET] = {.name = "budget", .env = "HOFF_BUDGET", .type = HOFF__OPT_SIZE,
      .offset = OFF(budget_bytes, uint64_t), .def = "0", .min = 0, .max = SIZE_TOP,
+     .live = 1, .replan = 1,
      .help = "device budget for resident offload bytes; 0 = no limit"},
-    {.name = "host_cap", .env = "HOFF_HOST_CAP", .type = HOFF__OPT_SIZE,
+    [HOFF__OPTION_HOST_CAP] = {.name = "host_cap", .env = "HOFF_HOST_CAP", .type = HOFF__OPT_SIZE,
      .offset = OFF(host_cap_bytes, uint64_t), .def = "0", .min = 0, .max = SIZE_TOP,
+     .live = 1, .replan = 1,
      .help = "most bytes the host tier may hold; 0 = no limit"},
-    {.name = "managed_min", .env = "HOFF_MANAGED_MIN", .type = HOFF__OPT_SIZE,
+    [HOFF__OPTION_MANAGED_MIN] = {.name = "managed_min", .env = "HOFF_MANAGED_MIN", .type = HOFF__OPT_SIZE,
      .offset = OFF(managed_min_bytes, uint64_t), .def = "1M", .min = 0, .max = SIZE_TOP,
      .help = "in-step allocations of at least this size are offload candidates"},
-    {.name = "oversub_margin", .env = "HOFF_OVERSUB_MARGIN", .type = HOFF__OPT_SIZE,
+    [HOFF__OPTION_OVERSUB_MARGIN] = {.name = "oversub_margin", .env = "HOFF_OVERSUB_MARGIN", .type = HOFF__OPT_SIZE,
      .offset = OFF(oversub_margin_bytes, uint64_t), .def = "256M", .min = 0,
      .max = SIZE_TOP,
      .help = "device bytes kept free when mapping managed memory"},
-    {.name = "oversubscribe", .env = "HOFF_OVERSUBSCRIBE", .type = HOFF__OPT_BOOL,
+    [HOFF__OPTION_OVERSUBSCRIBE] = {.name = "oversubscribe", .env = "HOFF_OVERSUBSCRIBE", .type = HOFF__OPT_BOOL,
      .offset = OFF(oversubscribe, int), .def = "0",
      .help = "allow mapping more managed memory than the device has free (can hang the GPU)"},
-    {.name = "log_level", .env = "HOFF_LOG_LEVEL", .type = HOFF__OPT_ENUM,
+    [HOFF__OPTION_LOG_LEVEL] = {.name = "log_level", .env = "HOFF_LOG_LEVEL", .type = HOFF__OPT_ENUM,
      .offset = OFF(log_level, int), .def = "warn", .names = log_names,
      .aliases = log_aliases,
+     .live = 1,
      .help = "log on stderr up to this level: off, error, warn, info or debug"},
-    {.name = "sim_device", .env = "HOFF_SIM_DEVICE", .type = HOFF__OPT_SIZE,
+    [HOFF__OPTION_SIM_DEVICE] = {.name = "sim_device", .env = "HOFF_SIM_DEVICE", .type = HOFF__OPT_SIZE,
      .offset = OFF(sim_device_bytes, uint64_t), .def = "80G", .min = 4096,
      .max = SIZE_TOP,
      .help = "memory of the simulated device"},
-    {.name = "sim_h2d_gbps", .env = "HOFF_SIM_H2D_GBPS", .type = HOFF__OPT_DOUBLE,
+    [HOFF__OPTION_SIM_H2D_GBPS] = {.name = "sim_h2d_gbps", .env = "HOFF_SIM_H2D_GBPS", .type = HOFF__OPT_DOUBLE,
      .offset = OFF(sim_h2d_gbps, double), .def = "50", .min = HOFF__GBPS_MIN,
      .max = HOFF__GBPS_MAX, .unit = "GB/s",
      .help = "bandwidth of the simulated host-to-device copy engine, GB/s"},
-    {.name = "sim_d2h_gbps", .env = "HOFF_SIM_D2H_GBPS", .type = HOFF__OPT_DOUBLE,
+    [HOFF__OPTION_SIM_D2H_GBPS] = {.name = "sim_d2h_gbps", .env = "HOFF_SIM_D2H_GBPS", .type = HOFF__OPT_DOUBLE,
      .offset = OFF(sim_d2h_gbps, double), .def = "50", .min = HOFF__GBPS_MIN,
      .max = HOFF__GBPS_MAX, .unit = "GB/s",
      .help = "bandwidth of the simulated device-to-host copy engine, GB/s"},
-    {.name = "sim_latency", .env = "HOFF_SIM_LATENCY", .type = HOFF__OPT_DURATION,
+    [HOFF__OPTION_SIM_LATENCY] = {.name = "sim_latency", .env = "HOFF_SIM_LATENCY", .type = HOFF__OPT_DURATION,
      .offset = OFF(sim_latency_ns, uint64_t), .def = "10us", .min = 0,
      .max = 60 * NS_PER_S,
      .help = "fixed cost of each simulated transfer call"},
-    {.name = "sim_fault_gbps", .env = "HOFF_SIM_FAULT_GBPS", .type = HOFF__OPT_DOUBLE,
+    [HOFF__OPTION_SIM_FAULT_GBPS] = {.name = "sim_fault_gbps", .env = "HOFF_SIM_FAULT_GBPS", .type = HOFF__OPT_DOUBLE,
      .offset = OFF(sim_fault_gbps, double), .def = "8", .min = HOFF__GBPS_MIN,
      .max = HOFF__GBPS_MAX, .unit = "GB/s",
      .help = "rate at which the simulated device pages in a block on demand, GB/s"},
-    {.name = "sim_fault_ns", .env = "HOFF_SIM_FAULT_NS", .type = HOFF__OPT_DURATION,
+    [HOFF__OPTION_SIM_FAULT_NS] = {.name = "sim_fault_ns", .env = "HOFF_SIM_FAULT_NS", .type = HOFF__OPT_DURATION,
      .offset = OFF(sim_fault_ns, uint64_t), .def = "20us", .min = 0,
      .max = 60 * NS_PER_S,
      .help = "fixed cost of one simulated page fault"},
-    {.name = "sim_protect", .env = "HOFF_SIM_PROTECT", .type = HOFF__OPT_ENUM,
+    [HOFF__OPTION_SIM_PROTECT] = {.name = "sim_protect", .env = "HOFF_SIM_PROTECT", .type = HOFF__OPT_ENUM,
      .offset = OFF(sim_protect, int), .def = "poison", .names = protect_names,
      .help = "non-resident sim bytes: poison (overwrite with 0xDB) or protect (also mprotect)"},
-    {.name = "queue_depth", .env = "HOFF_QUEUE_DEPTH", .type = HOFF__OPT_INT,
+    [HOFF__OPTION_QUEUE_DEPTH] = {.name = "queue_depth", .env = "HOFF_QUEUE_DEPTH", .type = HOFF__OPT_INT,
      .offset = OFF(issue_queue_depth, int), .def = "1024", .min = 1, .max = 1 << 20,
      .help = "slots in the issuing thread's command queue"},
-    {.name = "planner", .env = "HOFF_PLANNER", .type = HOFF__OPT_STRING,
+    [HOFF__OPTION_PLANNER] = {.name = "planner", .env = "HOFF_PLANNER", .type = HOFF__OPT_STRING,
      .offset = OFF_STR(planner), .size = FIELD_SIZE(planner), .def = "timed",
      .unit = "planner", .choice_at = planner_at, .known = planner_known,
+     .live = 1, .replan = 1,
      .help = "planner that turns the recorded step into a residency schedule"},
-    {.name = "guard_after_alloc", .env = "HOFF_GUARD_AFTER_ALLOC", .type = HOFF__OPT_UINT32,
+    [HOFF__OPTION_GUARD_AFTER_ALLOC] = {.name = "guard_after_alloc", .env = "HOFF_GUARD_AFTER_ALLOC", .type = HOFF__OPT_UINT32,
      .offset = OFF(guard_after_alloc, uint32_t), .def = "1", .min = 0, .max = 1000000,
      .help = "blocks without access marks: events after the alloc before they may be evicted"},
-    {.name = "guard_before_free", .env = "HOFF_GUARD_BEFORE_FREE", .type = HOFF__OPT_UINT32,
+    [HOFF__OPTION_GUARD_BEFORE_FREE] = {.name = "guard_before_free", .env = "HOFF_GUARD_BEFORE_FREE", .type = HOFF__OPT_UINT32,
      .offset = OFF(guard_before_free, uint32_t), .def = "1", .min = 0, .max = 1000000,
      .help = "blocks without access marks: events before the free by which they are back"},
-    {.name = "replan_after", .env = "HOFF_REPLAN_AFTER", .type = HOFF__OPT_UINT32,
+    [HOFF__OPTION_REPLAN_AFTER] = {.name = "replan_after", .env = "HOFF_REPLAN_AFTER", .type = HOFF__OPT_UINT32,
      .offset = OFF(replan_after, uint32_t), .def = "2", .min = 0, .max = 1000000,
      .help = "divergent steps in a row before hoff records and plans again; 0 = never"},
-    {.name = "bandwidth_gbps", .env = "HOFF_BANDWIDTH_GBPS", .type = HOFF__OPT_DOUBLE,
+    [HOFF__OPTION_BANDWIDTH_GBPS] = {.name = "bandwidth_gbps", .env = "HOFF_BANDWIDTH_GBPS", .type = HOFF__OPT_DOUBLE,
      .offset = OFF(bandwidth_gbps, double), .def = "16", .min = HOFF__GBPS_MIN,
      .max = HOFF__GBPS_MAX, .unit = "GB/s",
      .help = "H2D and D2H bandwidth the planner assumes where the backend cannot measure it, GB/s"},
-    {.name = "trace", .env = "HOFF_TRACE", .type = HOFF__OPT_STRING,
+    [HOFF__OPTION_TRACE] = {.name = "trace", .env = "HOFF_TRACE", .type = HOFF__OPT_STRING,
      .offset = OFF_STR(trace_path), .size = FIELD_SIZE(trace_path), .def = "",
      .unit = "path",
      .help = "write each recorded step's trace to this file; empty = don't"},
-    {.name = "stats", .env = "HOFF_STATS", .type = HOFF__OPT_BOOL,
+    [HOFF__OPTION_STATS] = {.name = "stats", .env = "HOFF_STATS", .type = HOFF__OPT_BOOL,
      .offset = OFF(stats_publish, int), .def = "1",
      .help = "publish the statistics in shared memory for hoff-stat"},
-    {.name = "numa", .env = "HOFF_NUMA", .type = HOFF__OPT_STRING,
+    [HOFF__OPTION_NUMA] = {.name = "numa", .env = "HOFF_NUMA", .type = HOFF__OPT_STRING,
      .offset = OFF_STR(numa), .size = FIELD_SIZE(numa), .def = "nearest",
      .unit = "placement", .choice_at = numa_at, .check = numa_check,
      .expect = NUMA_EXPECT,
      .help = "host-tier placement: nearest (the GPU's NUMA node), interleave, or a node list like 0,2"},
-    {.name = "spill_dir", .env = "HOFF_SPILL_DIR", .type = HOFF__OPT_STRING,
+    [HOFF__OPTION_SPILL_DIR] = {.name = "spill_dir", .env = "HOFF_SPILL_DIR", .type = HOFF__OPT_STRING,
      .offset = OFF_STR(spill_dir), .size = FIELD_SIZE(spill_dir), .def = "",
      .unit = "path",
      .help = "directory for NVMe spill files (created unlinked); empty = no NVMe tier"},
-    {.name = "spill_chunk", .env = "HOFF_SPILL_CHUNK", .type = HOFF__OPT_SIZE,
+    [HOFF__OPTION_SPILL_CHUNK] = {.name = "spill_chunk", .env = "HOFF_SPILL_CHUNK", .type = HOFF__OPT_SIZE,
      .offset = OFF(spill_chunk_bytes, uint64_t), .def = "4M", .min = 65536,
      .max = (uint64_t)1 << 30, .multiple = 4096,
      .help = "size of one NVMe I/O (a multiple of 4 KiB)"},
-    {.name = "io_depth", .env = "HOFF_IO_DEPTH", .type = HOFF__OPT_INT,
+    [HOFF__OPTION_IO_DEPTH] = {.name = "io_depth", .env = "HOFF_IO_DEPTH", .type = HOFF__OPT_INT,
      .offset = OFF(io_queue_depth, int), .def = "32", .min = 8, .max = 4096,
      .help = "io_uring queue depth of the NVMe tier"},
-    {.name = "sim_nvme_read_gbps", .env = "HOFF_SIM_NVME_READ_GBPS", .type = HOFF__OPT_DOUBLE,
+    [HOFF__OPTION_SIM_NVME_READ_GBPS] = {.name = "sim_nvme_read_gbps", .env = "HOFF_SIM_NVME_READ_GBPS", .type = HOFF__OPT_DOUBLE,
      .offset = OFF(sim_nvme_read_gbps, double), .def = "6.5", .min = HOFF__GBPS_MIN,
      .max = HOFF__GBPS_MAX, .unit = "GB/s",
      .help = "read rate of the simulated NVMe tier, GB/s"},
-    {.name = "sim_nvme_write_gbps", .env = "HOFF_SIM_NVME_WRITE_GBPS", .type = HOFF__OPT_DOUBLE,
+    [HOFF__OPTION_SIM_NVME_WRITE_GBPS] = {.name = "sim_nvme_write_gbps", .env = "HOFF_SIM_NVME_WRITE_GBPS", .type = HOFF__OPT_DOUBLE,
      .offset = OFF(sim_nvme_write_gbps, double), .def = "3.5", .min = HOFF__GBPS_MIN,
      .max = HOFF__GBPS_MAX, .unit = "GB/s",
      .help = "write rate of the simulated NVMe tier, GB/s"},
-    {.name = "sim_call_ns", .env = "HOFF_SIM_CALL_NS", .type = HOFF__OPT_DURATION,
+    [HOFF__OPTION_SIM_CALL_NS] = {.name = "sim_call_ns", .env = "HOFF_SIM_CALL_NS", .type = HOFF__OPT_DURATION,
      .offset = OFF(sim_call_ns, uint64_t), .def = "5us", .min = 0,
      .max = 60 * NS_PER_S,
      .help = "the issuing thread's own cost per simulated transfer call (serial across calls)"},
-    {.name = "groups", .env = "HOFF_GROUPS", .type = HOFF__OPT_BOOL,
+    [HOFF__OPTION_GROUPS] = {.name = "groups", .env = "HOFF_GROUPS", .type = HOFF__OPT_BOOL,
      .offset = OFF(groups, int), .def = "1",
      .help = "lay out blocks the plan moves together in one mapping and move them with one call"},
-    {.name = "plan_thread", .env = "HOFF_PLAN_THREAD", .type = HOFF__OPT_BOOL,
+    [HOFF__OPTION_PLAN_THREAD] = {.name = "plan_thread", .env = "HOFF_PLAN_THREAD", .type = HOFF__OPT_BOOL,
      .offset = OFF(plan_thread, int), .def = "1",
      .help = "plan on a background thread while the next steps run under the online policy; "
              "0 = plan at the recorded step's end, the training thread waiting"},
-    {.name = "plan_time", .env = "HOFF_PLAN_TIME", .type = HOFF__OPT_DURATION,
+    [HOFF__OPTION_PLAN_TIME] = {.name = "plan_time", .env = "HOFF_PLAN_TIME", .type = HOFF__OPT_DURATION,
      .offset = OFF(plan_time_ns, uint64_t), .def = "0", .min = 0, .max = 3600 * NS_PER_S,
      .help = "time budget of one planning (the planner answers with the best schedule found by then); "
              "0 = no limit"},
-    {.name = "budget_pct", .env = "HOFF_BUDGET_PCT", .type = HOFF__OPT_DOUBLE,
+    [HOFF__OPTION_BUDGET_PCT] = {.name = "budget_pct", .env = "HOFF_BUDGET_PCT", .type = HOFF__OPT_DOUBLE,
      .offset = OFF(budget_pct, double), .def = "0", .min = 0, .max = 100, .unit = "percent",
      .help = "the budget as a percentage of the device's memory (per rank: its own GPU); 0 = HOFF_BUDGET applies"},
-    {.name = "free_fence", .env = "HOFF_FREE_FENCE", .type = HOFF__OPT_ENUM,
+    [HOFF__OPTION_FREE_FENCE] = {.name = "free_fence", .env = "HOFF_FREE_FENCE", .type = HOFF__OPT_ENUM,
      .offset = OFF(free_fence, int), .def = "stream", .names = fence_names,
      .help = "a freed device-pool block is reused once its stream (stream) or the whole device (device) passed the free"},
 };
 
-#define NOPTS ((int)(sizeof opts / sizeof opts[0]))
+#define NOPTS HOFF__OPTION_COUNT
 
 /* Variables other parts of hoff read; hoff_config_from_env lets them pass. */
 static const char *const reserved[] = {
@@ -464,6 +468,65 @@ HOFF_API int hoff_config_get(const struct hoff_config *cfg, const char *name,
                     "hoff_config_get: the value of %s needs %d bytes; the buffer has %zu",
                     o->name, n + 1, len);
     return 0;
+}
+
+/* ---- a running context ------------------------------------------------------ */
+
+/* The bytes of o's field in struct hoff_config. */
+static size_t field_size(const struct hoff__opt *o) {
+    switch (o->type) {
+    case HOFF__OPT_SIZE:
+    case HOFF__OPT_DURATION: return sizeof(uint64_t);
+    case HOFF__OPT_UINT32: return sizeof(uint32_t);
+    case HOFF__OPT_DOUBLE: return sizeof(double);
+    case HOFF__OPT_STRING: return o->size;
+    default: return sizeof(int);
+    }
+}
+
+int hoff__config_live_update(struct hoff_config *cur, const struct hoff_config *next, const char **fixed,
+                             int *replan) {
+    int i, changed = 0;
+
+    for (i = 0; i < NOPTS; i++) {
+        const struct hoff__opt *o = &opts[i];
+
+        if (!o->live && memcmp((const char *)cur + o->offset, (const char *)next + o->offset, field_size(o))) {
+            if (fixed)
+                *fixed = o->name;
+            return -EBUSY;
+        }
+    }
+    for (i = 0; i < NOPTS; i++) {
+        const struct hoff__opt *o = &opts[i];
+        char *to = (char *)cur + o->offset;
+        const char *from = (const char *)next + o->offset;
+
+        if (!o->live || !memcmp(to, from, field_size(o)))
+            continue;
+        changed |= o->replan;
+        memcpy(to, from, field_size(o));
+    }
+    *replan = changed;
+    return 0;
+}
+
+int hoff__config_live_names(char *buf, size_t len) {
+    int i, k = 0, last = -1;
+
+    for (i = 0; i < NOPTS; i++)
+        if (opts[i].live)
+            last = i;
+    if (len)
+        buf[0] = '\0';
+    for (i = 0; i <= last; i++) {
+        size_t at = (size_t)k < len ? (size_t)k : len;
+
+        if (opts[i].live)
+            k += snprintf(buf ? buf + at : NULL, len - at, "%s%s", k == 0 ? "" : i == last ? " and " : ", ",
+                          opts[i].name);
+    }
+    return k;
 }
 
 HOFF_API int hoff_config_count(void) {

@@ -49,6 +49,8 @@ struct hoff__opt {
     int (*check)(const char *s, size_t n, char *why, size_t whylen);
     const char *expect; /* the accepted forms, to follow "expected " (else derived) */
     uint64_t multiple;  /* HOFF__OPT_SIZE: the value must be a multiple of this (0: any) */
+    unsigned live : 1;   /* may change on a running context (hoff_torch_configure(3)) */
+    unsigned replan : 1; /* ...and a change needs a new plan: the next step records and plans again */
     const char *help;
 };
 
