@@ -470,6 +470,10 @@ HOFF_API int hoff_config_get(const struct hoff_config *cfg, const char *name,
     return 0;
 }
 
+const struct hoff__opt *hoff__option_at(int i) {
+    return i >= 0 && i < NOPTS ? &opts[i] : NULL;
+}
+
 /* ---- a running context ------------------------------------------------------ */
 
 /* The bytes of o's field in struct hoff_config. */

@@ -23,6 +23,10 @@ enum hoff__option {
     HOFF__OPTION_COUNT
 };
 
+/* Entry i (an enum hoff__option) of the table, NULL out of range: for the
+ * tests that walk it (struct hoff__opt is in core/optvalue.h). */
+const struct hoff__opt *hoff__option_at(int i);
+
 /* Every GB/s rate hoff takes (the HOFF_*_GBPS options, the tools' --bandwidth):
  * 1 MB/s to 100 TB/s.  Slower would take the virtual clock past the longest
  * step hoff models on ordinary blocks; faster is surely a typo. */
