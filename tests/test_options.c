@@ -360,6 +360,44 @@ static void test_live(void) {
     CU_ASSERT_EQUAL(replan, 0);
 }
 
+/* hoff_config_check: hoff_config_set's verdict and messages on a struct of
+ * defaults, and the value as hoff_config_get prints it. */
+static void test_check(void) {
+    char buf[64], small[4];
+    struct hoff_config a;
+    int j;
+
+    for (j = 0; j < NRT; j++) {
+        char e2[512];
+
+        err[0] = '\0';
+        CU_ASSERT_EQUAL(hoff_config_check(roundtrips[j].name, roundtrips[j].in, buf, sizeof buf, err, sizeof err),
+                        strlen(roundtrips[j].out) < sizeof buf ? 0 : -ERANGE);
+        if (strlen(roundtrips[j].out) < sizeof buf)
+            CU_ASSERT_STRING_EQUAL(buf, roundtrips[j].out);
+        CU_ASSERT_EQUAL(hoff_config_check(roundtrips[j].name, roundtrips[j].in, NULL, 0, e2, sizeof e2), 0);
+    }
+    CU_ASSERT_EQUAL(hoff_config_check("numa", " Interleave ", buf, sizeof buf, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(buf, "interleave");
+    CU_ASSERT_EQUAL(hoff_config_check("HOFF_HOST_CAP", "1.5G", buf, sizeof buf, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(buf, "1536M");
+    /* a bad value: exactly hoff_config_set's message */
+    hoff_config_init(&a);
+    CU_ASSERT_EQUAL(hoff_config_check("numa", "1,1", buf, sizeof buf, err, sizeof err), -EINVAL);
+    {
+        char want[512];
+
+        CU_ASSERT_EQUAL(hoff_config_set(&a, "numa", "1,1", want, sizeof want), -EINVAL);
+        CU_ASSERT_STRING_EQUAL(err, want);
+    }
+    CU_ASSERT_EQUAL(hoff_config_check("budgte", "1G", NULL, 0, err, sizeof err), -ENOENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "did you mean 'budget'"));
+    CU_ASSERT_EQUAL(hoff_config_check(NULL, "1G", NULL, 0, err, sizeof err), -EINVAL);
+    CU_ASSERT_EQUAL(hoff_config_check("budget", "1.5G", small, sizeof small, err, sizeof err), -ERANGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "needs"));
+    CU_ASSERT_STRING_EQUAL(err, hoff_last_error());
+}
+
 static void test_set_fields(void) {
     struct hoff_config c;
 
@@ -1637,6 +1675,7 @@ int main(void) {
         {"table", test_table},
         {"roundtrip", test_roundtrip},
         {"live", test_live},
+        {"check", test_check},
         {"set_fields", test_set_fields},
         {"parse_size", test_parse_size},
         {"parse_bool", test_parse_bool},

@@ -533,6 +533,21 @@ int hoff__config_live_names(char *buf, size_t len) {
     return k;
 }
 
+HOFF_API int hoff_config_check(const char *name, const char *value, char *buf, size_t len, char *err,
+                               size_t errlen) {
+    struct hoff_config cfg;
+    int rc;
+
+    hoff_config_init(&cfg);
+    rc = hoff_config_set(&cfg, name, value, err, errlen);
+    if (rc || !buf)
+        return rc;
+    rc = hoff_config_get(&cfg, name, buf, len);
+    if (rc && err && errlen)
+        snprintf(err, errlen, "%s", hoff_last_error());
+    return rc;
+}
+
 HOFF_API int hoff_config_count(void) {
     return NOPTS;
 }

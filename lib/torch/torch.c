@@ -237,10 +237,7 @@ HOFF_API void hoff_torch_set_memory_fraction(double fraction, int device) {
 /* --- configuration ------------------------------------------------------------- */
 
 HOFF_API int hoff_torch_config_check(const char *name, const char *value, char *err, size_t errlen) {
-    struct hoff_config cfg;
-
-    hoff_config_init(&cfg);
-    return hoff_config_set(&cfg, name, value, err, errlen);
+    return hoff_config_check(name, value, NULL, 0, err, errlen);
 }
 
 /* Apply name=value to a live context: only the options of the table's live
