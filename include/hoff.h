@@ -131,6 +131,15 @@ HOFF_API int hoff_config_from_env(struct hoff_config *cfg, char *err,
 HOFF_API int hoff_config_get(const struct hoff_config *cfg, const char *name,
                              char *buf, size_t len);
 
+/* Check name=value the way hoff_config_set would, on a struct of defaults,
+ * changing nothing; if buf is non-NULL, write the value there as
+ * hoff_config_get prints it (" Interleave " gives "interleave", "1.5G" gives
+ * "1536M").  Returns 0, hoff_config_set's errors with the message in err, or
+ * -ERANGE when buf is too small.  Bindings (the Python package) check their
+ * values with it, so that a bad one gets hoff's own message. */
+HOFF_API int hoff_config_check(const char *name, const char *value, char *buf,
+                               size_t len, char *err, size_t errlen);
+
 /* Number of options and the name/description of option i (for tools). */
 HOFF_API int hoff_config_count(void);
 HOFF_API const char *hoff_config_name(int i);
@@ -567,8 +576,9 @@ HOFF_API hoff_ctx *hoff_torch_context(int device);
 /* Set an option (hoff_config_set's names and forms) for device, or every
  * device if -1: it applies to the device's context when it is created (-1:
  * every context created later) and, for budget, host_cap, planner and
- * log_level, to a live context at once (the next step then records and
- * plans again).  Other options: -EBUSY once the context exists.
+ * log_level, to a live context at once (after a change of budget, host_cap
+ * or planner the next step records and plans again).  Other options: -EBUSY
+ * once the context exists.
  * -EINVAL/-ENOENT with the message in err as hoff_config_set. */
 HOFF_API int hoff_torch_configure(int device, const char *name,
                                   const char *value, char *err, size_t errlen);

@@ -14,6 +14,19 @@ for v in $(sed -n 's/.*\.env = "\(HOFF_[A-Z0-9_]*\)".*/\1/p' "$srcdir/lib/core/o
     grep -q "$v" "$man/hoff-config.7" || bad "hoff-config.7 does not document $v"
 done
 grep -q '^\.so man7/hoff-config\.7' "$man/hoff.7" || bad "hoff.7 is not an alias of hoff-config.7"
+# ...and the options the table marks live (.live = 1) are the ones hoff_torch(3) says may change on a live context.
+live=$(awk '/\.name = "/ { s = $0; sub(/.*\.name = "/, "", s); sub(/".*/, "", s); name = s }
+    /\.live = 1/ { print name }' "$srcdir/lib/core/options.c")
+[ -n "$live" ] || bad "no .live = 1 option found in lib/core/options.c"
+doc=$(sed -n '/context created afterwards; and, for$/,/^to a live context at once/p' "$man/hoff_torch.3" |
+    sed -n 's/^\.BR* \([a-z_]*\).*/\1/p')
+[ -n "$doc" ] || bad "hoff_torch.3 lists no options a live context takes (after 'context created afterwards; and, for')"
+for o in $live; do
+    echo " $doc " | tr '\n' ' ' | grep -q " $o " || bad "hoff_torch.3 does not list $o among the options a live context takes"
+done
+for o in $doc; do
+    echo " $live " | tr '\n' ' ' | grep -q " $o " || bad "hoff_torch.3 lists $o as live; the option table does not mark it .live"
+done
 
 # 2. Counters: each HOFF_STATS_FIELDS name in hoff_stats.3 and in the schema.
 fields=$(sed -n '/#define HOFF_STATS_FIELDS/,/^$/p' "$srcdir/include/hoff.h" |

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/optdefs.h"
 #include "mem/hostcap.h"
 #include "plan/plan.h"
 #include "plan/segtree.h"
@@ -70,11 +71,11 @@
  * runtime may wait on any transfer; this waits on the copy engines').
  */
 
-#define DEF_LAT_NS 10000u
-#define DEF_FAULT_NS 20000u
-#define DEF_FAULT_GBPS 8.0
-#define DEF_NVME_READ_GBPS 6.5 /* the sim's defaults */
-#define DEF_NVME_WRITE_GBPS 3.5
+#define DEF_LAT_NS HOFF__DEF_SIM_LATENCY_NS /* the sim's defaults, named once: core/optdefs.h */
+#define DEF_FAULT_NS HOFF__DEF_SIM_FAULT_NS
+#define DEF_FAULT_GBPS HOFF__DEF_SIM_FAULT_GBPS
+#define DEF_NVME_READ_GBPS HOFF__DEF_SIM_NVME_READ_GBPS
+#define DEF_NVME_WRITE_GBPS HOFF__DEF_SIM_NVME_WRITE_GBPS
 
 enum {
     P_NONE = 0, P_DEV, P_EVI, P_HOST, P_PRE, P_DEAD, P_FREED_PRE /* freed with its prefetch in flight */,

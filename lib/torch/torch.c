@@ -237,18 +237,17 @@ HOFF_API void hoff_torch_set_memory_fraction(double fraction, int device) {
 /* --- configuration ------------------------------------------------------------- */
 
 HOFF_API int hoff_torch_config_check(const char *name, const char *value, char *err, size_t errlen) {
-    struct hoff_config cfg;
-
-    hoff_config_init(&cfg);
-    return hoff_config_set(&cfg, name, value, err, errlen);
+    return hoff_config_check(name, value, NULL, 0, err, errlen);
 }
 
-/* Apply name=value to a live context: only the budget, host cap, planner and
- * log level may change once it exists.  Caller holds nothing. */
+/* Apply name=value to a live context: only the options of the table's live
+ * column (budget, host cap, planner, log level) may change once it exists.
+ * Caller holds nothing. */
 static int configure_live(struct hoff_ctx *ctx, int device, const char *name, const char *value, char *err,
                           size_t errlen) {
     struct hoff_config c, d;
-    int rc;
+    char live[128];
+    int rc, replan = 0;
 
     pthread_mutex_lock(&ctx->lock);
     c = ctx->cfg;
@@ -260,24 +259,19 @@ static int configure_live(struct hoff_ctx *ctx, int device, const char *name, co
         return rc;
     }
     d = ctx->cfg;
-    d.budget_bytes = c.budget_bytes;
-    d.host_cap_bytes = c.host_cap_bytes;
-    memcpy(d.planner, c.planner, sizeof d.planner);
-    d.log_level = c.log_level;
-    if (memcmp(&c, &d, sizeof c) != 0) {
+    if (hoff__config_live_update(&d, &c, NULL, &replan) != 0) {
         pthread_mutex_unlock(&ctx->lock);
+        hoff__config_live_names(live, sizeof live);
         if (err && errlen)
-            snprintf(err, errlen, "option '%s' cannot change once device %d's context exists (only budget, "
-                     "host_cap, planner and log_level can); set it before the first CUDA allocation "
-                     "(hoff.install(config) or its HOFF_* variable)", name, device);
+            snprintf(err, errlen, "option '%s' cannot change once device %d's context exists (only %s can); "
+                     "set it before the first CUDA allocation (hoff.install(config) or its HOFF_* variable)",
+                     name, device, live);
         return hoff__error(-EBUSY, "%s", err && errlen ? err : "option fixed once the context exists");
     }
     if (memcmp(&d, &ctx->cfg, sizeof d) != 0) {
-        int plan_change = d.budget_bytes != ctx->cfg.budget_bytes || d.host_cap_bytes != ctx->cfg.host_cap_bytes ||
-                          strcmp(d.planner, ctx->cfg.planner) != 0;
         ctx->cfg = d;
         hoff__log_set_level(d.log_level);
-        if (plan_change)
+        if (replan)
             replan_live(ctx);
     }
     pthread_mutex_unlock(&ctx->lock);

@@ -163,6 +163,8 @@ _PROTOS = {
     "hoff_config_init": (None, [_c.c_void_p]),
     "hoff_config_from_env": (_c.c_int, [_c.c_void_p, _c.c_char_p, _c.c_size_t]),
     "hoff_torch_config_check": (_c.c_int, [_c.c_char_p, _c.c_char_p, _c.c_char_p, _c.c_size_t]),
+    "hoff_config_check": (_c.c_int, [_c.c_char_p, _c.c_char_p, _c.c_char_p, _c.c_size_t, _c.c_char_p,
+                                     _c.c_size_t]),
     # manual swap groups (hoff.swap; hoff_group(3))
     "hoff_group_create": (_c.c_int, [_c.c_void_p, _c.c_char_p, _c.c_uint, _c.POINTER(_c.c_void_p)]),
     "hoff_group_destroy": (_c.c_int, [_c.c_void_p]),

@@ -1,5 +1,5 @@
-# config.py — OffloadConfig: the RFC's configuration as a frozen dataclass, checked field by field the way
-# hoff-config(7) checks the options it maps to.  Threading: immutable values; safe anywhere.
+# config.py — OffloadConfig: the RFC's configuration as a frozen dataclass; each field is checked by hoff's own option
+# table (hoff_config_check), so a bad value gets the library's message.  Threading: immutable values; safe anywhere.
 """OffloadConfig.
 
 Every field defaults to ``None``, which leaves the option as hoff already has
@@ -9,38 +9,66 @@ hoff option:
 =============================  ===============  =====================================
 field                          hoff option      accepted
 =============================  ===============  =====================================
-max_resident_activation_mb     budget           a number of MiB, 0 (no limit) to 2**30
-max_offload_activation_mb      host_cap         a number of MiB, 0 (no limit) to 2**30
+max_resident_activation_mb     budget           a number of MiB, 0 (no limit) or more
+max_offload_activation_mb      host_cap         a number of MiB, 0 (no limit) or more
 planner                        planner          a planner name hoff has ("timed", "greedy")
-spill_dir                      spill_dir        an existing directory, at most 255 bytes
+spill_dir                      spill_dir        an existing directory
 numa                           numa             "nearest", "interleave", "0,2" or [0, 2]
 access_marks                   (Python)         True or False (default True)
 op_marks                       (Python)         True or False (default True)
 =============================  ===============  =====================================
+
+Python checks only what is Python's: the type of a field and its conversion
+to the option's text (MiB to bytes, a list of nodes to "0,2").  The value
+itself is checked by libhoff (``hoff_config_check``, hoff-config(7)): its
+range, the planners it has, the NUMA node list; the error says what hoff
+accepts, in hoff's words.  Where libhoff cannot be loaded, a config is still
+made and its values are checked when they are applied
+(``hoff_torch_configure``, which gives the same message).
 """
 
+import ctypes
 import dataclasses
 import math
 import numbers
 import os
-import re
 
 MiB = 1 << 20
-MAX_MB = 1 << 30  # 1024 TiB, hoff's largest size
-NUMA_NODES = 1024
-_PLANNER_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,14}$")
+
+
+def _check(field, option, text, what=None):
+    """The option's text as hoff stores it (hoff_config_check), or ValueError with hoff's message.
+
+    field: the OffloadConfig field, to name in the message; what: how the field's value became text, if it did
+    ("4 MiB is 4194304 bytes").  Without libhoff, text is returned as it is (see the module's doc)."""
+    from . import _lib
+    raw = os.fsencode(text)
+    if b"\0" in raw:
+        raise ValueError("%s: %r holds a NUL character, which no hoff option accepts" % (field, text))
+    if not _lib.available():
+        return text
+    out = ctypes.create_string_buffer(1024)
+    err = ctypes.create_string_buffer(1024)
+    rc = _lib.load().hoff_config_check(option.encode(), raw, out, len(out), err, len(err))
+    if rc != 0:
+        msg = err.value.decode(errors="replace") or _lib.last_error()
+        raise ValueError("%s: %s%s" % (field, what + ": " if what else "", msg))
+    return os.fsdecode(out.value)
+
+
+def _mb_bytes(value):
+    """A number of MiB as the byte count hoff gets."""
+    return int(round(value * MiB))
 
 
 def _mb(name, option, value):
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError("%s (hoff option %s): expected a number of MiB, 0 (no limit) to %d, got %r"
-                         % (name, option, MAX_MB, value))
-    v = float(value)
-    if not math.isfinite(v) or v < 0 or v > MAX_MB:
-        raise ValueError("%s (hoff option %s): expected a number of MiB, 0 (no limit) to %d, got %r"
-                         % (name, option, MAX_MB, value))
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
+        raise ValueError("%s (hoff option %s): expected a number of MiB, 0 (no limit) or more, got %r"
+                         % (name, option, value))
+    n = _mb_bytes(value)
+    _check(name, option, str(n), "%r MiB is %d bytes" % (value, n))
     return value
 
 
@@ -51,19 +79,7 @@ def _planner(value):
         raise ValueError("planner: expected the name of one of hoff's planners (a str such as 'greedy'; "
                          "hoff's planners run in C, so a Python planner object cannot be used), got %r"
                          % (value,))
-    v = value.strip()
-    if not _PLANNER_RE.match(v):
-        raise ValueError("planner: expected a planner name of 1 to 15 letters, digits, '_' or '-' "
-                         "such as 'greedy', got %r" % (value,))
-    # The library knows which planners exist; ask it when it is there.
-    from . import _lib
-    if _lib.available():
-        import ctypes
-        err = ctypes.create_string_buffer(512)
-        rc = _lib.load().hoff_torch_config_check(b"planner", v.encode(), err, len(err))
-        if rc != 0:
-            raise ValueError("planner: %s" % err.value.decode(errors="replace"))
-    return v
+    return _check("planner", "planner", value)
 
 
 def _spill_dir(value):
@@ -74,8 +90,7 @@ def _spill_dir(value):
     v = os.fsdecode(os.fspath(value))
     if not v:
         raise ValueError("spill_dir: expected a directory path, got an empty string (use None for no NVMe tier)")
-    if len(os.fsencode(v)) > 255:
-        raise ValueError("spill_dir: expected a path of at most 255 bytes, got %d bytes" % len(os.fsencode(v)))
+    v = _check("spill_dir", "spill_dir", v)
     if not os.path.isdir(v):
         raise ValueError("spill_dir: %r is not an existing directory" % v)
     return v
@@ -84,25 +99,15 @@ def _spill_dir(value):
 def _numa(value):
     if value is None:
         return None
-    expect = ("numa: expected 'nearest', 'interleave', or NUMA node numbers from 0 to %d without "
-              "repeats ('0,2' or [0, 2]), got %r" % (NUMA_NODES - 1, value))
-    if isinstance(value, str):
-        v = value.strip()
-        if v.lower() in ("nearest", "interleave"):
-            return v.lower()
-        items = v.split(",")
-        if not all(re.fullmatch(r"[0-9]+", i) for i in items):
-            raise ValueError(expect)
-        nodes = [int(i) for i in items]
-    elif isinstance(value, (list, tuple)):
-        if not value or not all(isinstance(i, int) and not isinstance(i, bool) for i in value):
-            raise ValueError(expect)
-        nodes = list(value)
-    else:
-        raise ValueError(expect)
-    if any(n < 0 or n >= NUMA_NODES for n in nodes) or len(set(nodes)) != len(nodes):
-        raise ValueError(expect)
-    return ",".join(str(n) for n in nodes) if not isinstance(value, str) else value.strip()
+    forms = "'nearest', 'interleave', or NUMA node numbers as '0,2' or [0, 2]"
+    if isinstance(value, (list, tuple)):
+        if not all(isinstance(i, int) and not isinstance(i, bool) for i in value):
+            raise ValueError("numa: a list must hold NUMA node numbers (int); expected %s, got %r" % (forms, value))
+        text = ",".join(str(n) for n in value)
+        return _check("numa", "numa", text, "%r is %r" % (value, text))
+    if not isinstance(value, str):
+        raise ValueError("numa: expected %s, got %r" % (forms, value))
+    return _check("numa", "numa", value)
 
 
 @dataclasses.dataclass(frozen=True)
