@@ -228,7 +228,9 @@ HOFF_API int hoff_init(hoff_ctx **out, const struct hoff_config *cfg) {
     hoff__pipe_init(ctx);
     hoff__log(HOFF_LOG_INFO, "context ready: backend %s, budget %llu bytes", ctx->be->ops->name,
               (unsigned long long)ctx->cfg.budget_bytes);
-    hoff__publish_open(ctx); /* stats for hoff-stat; never fails the init */
+    if (ctx->cfg.stats_publish) /* stats for hoff-stat; never fails the init */
+        ctx->pub = hoff__publish_open(ctx->cfg.planner, ctx->be->ops->name, ctx->rank.job);
+    hoff__publish_now(ctx); /* nobody else has ctx yet: no lock needed */
     *out = ctx;
     return 0;
 fail_issuer:
@@ -266,7 +268,8 @@ HOFF_API int hoff_shutdown(hoff_ctx *ctx) {
         return -EINVAL;
     LOCK(ctx);
     ctx->shutting_down = 1;
-    hoff__publish_close(ctx);
+    hoff__publish_close(ctx->pub);
+    ctx->pub = NULL;
     hoff__res_wait_all(ctx);
     UNLOCK(ctx);
     hoff__issuer_stop(ctx->issuer);

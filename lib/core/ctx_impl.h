@@ -8,6 +8,7 @@
 #include <pthread.h>
 
 #include "core/context.h"
+#include "core/publish.h"
 
 #define LOCK(ctx) pthread_mutex_lock(&(ctx)->lock)
 #define UNLOCK(ctx) pthread_mutex_unlock(&(ctx)->lock)
@@ -15,5 +16,23 @@
 /* HOFF_FREE_FENCE=device: wait for the whole device, then the deferred
  * frees are safe to reuse (ctx_alloc.c).  Caller holds the lock. */
 void hoff__ctx_release_deferred(struct hoff_ctx *ctx);
+
+/* The event path's slow half (ctx_stats.c): write the segment if its
+ * interval has passed since the last write. */
+void hoff__publish_event(struct hoff_ctx *ctx);
+
+/* After an allocator event (caller holds ctx->lock).  count is a counter the
+ * event has just incremented anyway (allocs, frees), or NULL for the
+ * publisher's own: every HOFF__PUB_TICK_MASK + 1 events the clock is read
+ * and, HOFF__PUB_INTERVAL_NS after the last write, the segment is written.
+ * The rest of the time this costs an AND and a branch on a hot counter. */
+#define hoff__publish_tick(ctx, count)                                        \
+    do {                                                                       \
+        const uint64_t *c_ = (count);                                          \
+        struct hoff__publisher *pub_ = (ctx)->pub;                             \
+        if (__builtin_expect(c_ ? (*c_ & HOFF__PUB_TICK_MASK) == 0             \
+                                : pub_ && (++pub_->tick & HOFF__PUB_TICK_MASK) == 0, 0) && pub_) \
+            hoff__publish_event(ctx);                                          \
+    } while (0)
 
 #endif

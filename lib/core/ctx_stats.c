@@ -1,6 +1,7 @@
 /* ctx_stats.c — a context's counters: the snapshot that folds in the pools', the issuer's, the backend's and the
- * NVMe tier's own figures, and hoff_stats_get / hoff_stats_json, which also write it to the stats segment.
- * Threading: hoff__stats_snapshot runs under ctx->lock; the entry points take it. */
+ * NVMe tier's own figures, and hoff_stats_get / hoff_stats_json, which also write it to the stats segment; and
+ * the glue that hands snapshots to that segment's writer (publish.c).
+ * Threading: hoff__stats_snapshot and the publishing glue run under ctx->lock; the entry points take it. */
 #include "config.h"
 
 #include <errno.h>
@@ -60,6 +61,20 @@ void hoff__stats_snapshot(struct hoff_ctx *ctx, struct hoff_stats *out) {
     }
 }
 
+void hoff__publish_now(struct hoff_ctx *ctx) {
+    struct hoff_stats st;
+
+    if (!ctx->pub)
+        return;
+    hoff__stats_snapshot(ctx, &st);
+    hoff__publish_write(ctx->pub, &st);
+}
+
+void hoff__publish_event(struct hoff_ctx *ctx) {
+    if (hoff__publish_due(ctx->pub))
+        hoff__publish_now(ctx);
+}
+
 HOFF_API int hoff_stats_get(hoff_ctx *ctx, struct hoff_stats *out) {
     if (!ctx || !out)
         return -EINVAL;
@@ -67,7 +82,7 @@ HOFF_API int hoff_stats_get(hoff_ctx *ctx, struct hoff_stats *out) {
     if (ctx->res.inf_head)
         hoff__res_poll(ctx);
     hoff__stats_snapshot(ctx, out);
-    hoff__publish_write(ctx, out); /* what the caller reads, hoff-stat reads */
+    hoff__publish_write(ctx->pub, out); /* what the caller reads, hoff-stat reads */
     UNLOCK(ctx);
     return 0;
 }
