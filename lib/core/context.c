@@ -276,8 +276,7 @@ HOFF_API int hoff_shutdown(hoff_ctx *ctx) {
     if (ctx->tier_issuer)
         hoff__issuer_drain(ctx->tier_issuer);
     LOCK(ctx);
-    hoff__res_wait_all(ctx);
-    ctx->be->ops->sync(ctx->be);
+    hoff__ctx_settle(ctx);
     hoff__guard_close(ctx);
     hoff__groups_destroy_all(ctx);
     leaked = ctx->table.count;

@@ -53,8 +53,7 @@ void hoff__ctx_release_deferred(struct hoff_ctx *ctx) {
 static void flush_cache(struct hoff_ctx *ctx) {
     int deferred = ctx->pools[HOFF__POOL_DEVICE].deferred != NULL;
 
-    hoff__res_wait_all(ctx);
-    ctx->be->ops->sync(ctx->be);
+    hoff__ctx_settle(ctx);
     hoff__pool_fence_all(&ctx->pools[0]);
     hoff__pool_fence_all(&ctx->pools[1]);
     hoff__pool_trim(&ctx->pools[0]);
@@ -290,15 +289,15 @@ static void free_block(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
 
 HOFF_API int hoff_record_stream(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
     struct hoff__block *b;
+    int rc;
 
     if (!ctx)
         return hoff__error(-EINVAL, "hoff_record_stream: NULL context");
     LOCK(ctx);
-    b = hoff__bt_lookup(&ctx->table, ptr);
-    if (b)
+    if ((rc = hoff__ctx_block(ctx, ptr, "hoff_record_stream", &b)) == 0)
         hoff__res_note_stream(ctx, b, stream);
     UNLOCK(ctx);
-    return b ? 0 : hoff__error(-EINVAL, "hoff_record_stream: %p is not a live hoff block", ptr);
+    return rc;
 }
 
 HOFF_API size_t hoff_block_size(hoff_ctx *ctx, const void *ptr) {

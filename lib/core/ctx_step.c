@@ -24,10 +24,9 @@ static int with_block(hoff_ctx *ctx, const void *ptr, const char *what, res_acti
     if (!ctx)
         return -EINVAL;
     LOCK(ctx);
-    b = hoff__bt_lookup(&ctx->table, ptr);
-    if (!b) {
+    if ((rc = hoff__ctx_block(ctx, ptr, what, &b)) != 0) {
         UNLOCK(ctx);
-        return hoff__error(-EINVAL, "%s: %p is not a live hoff block", what, ptr);
+        return rc;
     }
     rc = fn(ctx, b, s);
 #ifdef HOFF_DEBUG
@@ -116,8 +115,9 @@ HOFF_API int hoff_residency(hoff_ctx *ctx, const void *ptr) {
     LOCK(ctx);
     if (ctx->res.inf_head)
         hoff__res_poll(ctx);
-    b = hoff__bt_lookup(&ctx->table, ptr);
-    st = b ? b->state : hoff__error(-EINVAL, "hoff_residency: %p is not a live hoff block", ptr);
+    st = hoff__ctx_block(ctx, ptr, "hoff_residency", &b);
+    if (st == 0)
+        st = b->state;
     UNLOCK(ctx);
     return st;
 }
@@ -128,8 +128,7 @@ HOFF_API int hoff_sync(hoff_ctx *ctx) {
     if (!ctx)
         return -EINVAL;
     LOCK(ctx);
-    hoff__res_wait_all(ctx);
-    rc = ctx->be->ops->sync(ctx->be);
+    rc = hoff__ctx_settle(ctx);
     UNLOCK(ctx);
     return rc;
 }
@@ -167,23 +166,31 @@ HOFF_API int hoff_step_begin(hoff_ctx *ctx) {
     return rc;
 }
 
-HOFF_API int hoff_step_end(hoff_ctx *ctx) {
-    uint64_t now;
-    int rc;
-
+/* Take the lock for an entry point that ends the open step: 0 with the lock
+ * held, or -EINVAL ("<what>: no step is open") without it. */
+static int lock_open_step(struct hoff_ctx *ctx, const char *what) {
     if (!ctx)
         return -EINVAL;
     LOCK(ctx);
     if (!ctx->in_step) {
         UNLOCK(ctx);
-        return hoff__error(-EINVAL, "hoff_step_end: no step is open");
+        return hoff__error(-EINVAL, "%s: no step is open", what);
     }
+    return 0;
+}
+
+HOFF_API int hoff_step_end(hoff_ctx *ctx) {
+    uint64_t now;
+    int rc;
+
+    if ((rc = lock_open_step(ctx, "hoff_step_end")) != 0)
+        return rc;
     if (ctx->region_depth) {
         UNLOCK(ctx);
         return hoff__error(-EBUSY, "hoff_step_end: %d region(s) still open", ctx->region_depth);
     }
     hoff__res_close_windows(ctx); /* the step's work is enqueued: every window closes */
-    hoff__ctx_release_deferred(ctx);        /* HOFF_FREE_FENCE=device: the step's frees become reusable */
+    hoff__ctx_release_deferred(ctx); /* HOFF_FREE_FENCE=device: the step's frees become reusable */
     ctx->in_step = 0;
     now = ctx->be->ops->clock_ns(ctx->be);
     ctx->st.steps++;
@@ -198,17 +205,11 @@ HOFF_API int hoff_step_end(hoff_ctx *ctx) {
 HOFF_API int hoff_step_abort(hoff_ctx *ctx) {
     int rc;
 
-    if (!ctx)
-        return -EINVAL;
-    LOCK(ctx);
-    if (!ctx->in_step) {
-        UNLOCK(ctx);
-        return hoff__error(-EINVAL, "hoff_step_abort: no step is open");
-    }
+    if ((rc = lock_open_step(ctx, "hoff_step_abort")) != 0)
+        return rc;
     /* Transfers land first, so every block is in a settled state. */
     hoff__res_close_windows(ctx);
-    hoff__res_wait_all(ctx);
-    ctx->be->ops->sync(ctx->be);
+    hoff__ctx_settle(ctx);
     ctx->in_step = 0;
     ctx->region_depth = 0;
     rc = hoff__pipe_step_abort(ctx);
@@ -325,9 +326,8 @@ HOFF_API int hoff_sim_touch(hoff_ctx *ctx, void *ptr, int write) {
         return hoff__error(-ENOTSUP, "hoff_sim_touch: the %s backend pages in by itself; only sim needs it",
                            ctx->be->ops->name);
     LOCK(ctx);
-    b = hoff__bt_lookup(&ctx->table, ptr);
-    rc = b ? touch_block(ctx, b, write)
-           : hoff__error(-EINVAL, "hoff_sim_touch: %p is not a live hoff block", ptr);
+    if ((rc = hoff__ctx_block(ctx, ptr, "hoff_sim_touch", &b)) == 0)
+        rc = touch_block(ctx, b, write);
     hoff__publish_tick(ctx, NULL);
     UNLOCK(ctx);
     return rc;
