@@ -118,6 +118,14 @@ static void spill_free_extents(struct hoff__nvme *n, struct hoff__nvme_spill *h,
 
 /* --- open / close ----------------------------------------------------- */
 
+/* The file system at dir refused O_DIRECT for the new spill file: it is
+ * buffered, counted (odirect_off) and said once. */
+static void odirect_refused(struct hoff__nvme *n, const char *dir) {
+    n->st.odirect_off = 1;
+    HOFF__LOG_ONCE(HOFF_LOG_WARN, "NVMe tier: %s refuses O_DIRECT; spilling through the page cache (buffered I/O)",
+                   dir);
+}
+
 static int open_file(struct hoff__nvme *n, const char *dir) {
     const int flags = O_TMPFILE | O_RDWR | O_CLOEXEC;
     int fd, e;
@@ -134,11 +142,8 @@ static int open_file(struct hoff__nvme *n, const char *dir) {
     n->odirect = fd >= 0;
     if (fd < 0 && errno == EINVAL) {
         fd = open(dir, flags, 0600);
-        if (fd >= 0) {
-            n->st.odirect_off = 1;
-            HOFF__LOG_ONCE(HOFF_LOG_WARN, "NVMe tier: %s refuses O_DIRECT; spilling through the page cache "
-                                          "(buffered I/O)", dir);
-        }
+        if (fd >= 0)
+            odirect_refused(n, dir);
     }
     n->tmpfile = fd >= 0;
     if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
@@ -156,11 +161,8 @@ static int open_file(struct hoff__nvme *n, const char *dir) {
                 int fl = fcntl(fd, F_GETFL);
                 n->odirect = fl >= 0 && fcntl(fd, F_SETFL, fl | O_DIRECT) == 0;
             }
-            if (!n->odirect) {
-                n->st.odirect_off = 1;
-                HOFF__LOG_ONCE(HOFF_LOG_WARN, "NVMe tier: %s refuses O_DIRECT; spilling through the page cache "
-                                              "(buffered I/O)", dir);
-            }
+            if (!n->odirect)
+                odirect_refused(n, dir);
         }
     }
     if (fd < 0) {
