@@ -12,6 +12,8 @@
 #include "core/core.h"
 #include "trace/trace.h"
 
+#define HOFF__TRACE_MAGIC "hoff-trace"  /* the first line: the magic, a space, HOFF__TRACE_VERSION */
+#define HOFF__TRACE_MAGIC_LEN (sizeof HOFF__TRACE_MAGIC - 1)
 #define HOFF__TRACE_MAX_LINE ((size_t)1 << 20) /* longest line accepted (and written), without its newline */
 
 /* Header keys, in the order the writer puts them. */
@@ -20,6 +22,12 @@ enum {
     HOFF__TK_BACKEND, HOFF__TK_NAME, HOFF__TK_COUNT
 };
 extern const char *const hoff__trace_keys[HOFF__TK_COUNT];
+
+/* The one escaping rule of text fields (names, backend): these bytes are
+ * written as \xHH, and the reader stops a field at an unescaped one. */
+static inline int hoff__trace_needs_escape(unsigned char c) {
+    return c <= 0x20 || c == 0x7f || c == '\\';
+}
 
 /* The reader's state: the trace being built, where the errors go, the line and field being read. */
 struct hoff__trace_rd {

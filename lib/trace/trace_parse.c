@@ -237,7 +237,7 @@ static int text(struct hoff__trace_rd *r, const char *what, char **out, size_t *
                 break;
             *o++ = (char)(hi * 16 + lo);
             p += 3;
-        } else if (c <= 0x20 || c == 0x7f) {
+        } else if (hoff__trace_needs_escape(c)) {
             break;
         } else {
             *o++ = (char)c;
@@ -529,7 +529,7 @@ static int line(struct hoff__trace_rd *r, const char *ls, const char *le) {
         te = memchr(ls, ' ', (size_t)(le - ls));
         if (!te)
             te = le;
-        if (te - ls != 10 || memcmp(ls, "hoff-trace", 10) != 0)
+        if ((size_t)(te - ls) != HOFF__TRACE_MAGIC_LEN || memcmp(ls, HOFF__TRACE_MAGIC, HOFF__TRACE_MAGIC_LEN) != 0)
             return expected(r, -EINVAL, ls, "'hoff-trace' (the first line is 'hoff-trace 1')");
         r->p = te;
         if ((e = num(r, "a version number", &v)) < 0)

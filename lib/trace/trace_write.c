@@ -72,15 +72,11 @@ static inline void w_sp_u64(struct wr *w, uint64_t v) {
     w_u64(w, v);
 }
 
-static int needs_escape(unsigned char c) {
-    return c <= 0x20 || c == 0x7f || c == '\\';
-}
-
 static size_t escaped_len(const char *s, size_t n) {
     size_t i, k = n;
 
     for (i = 0; i < n; i++)
-        k += needs_escape((unsigned char)s[i]) ? 3 : 0;
+        k += hoff__trace_needs_escape((unsigned char)s[i]) ? 3 : 0;
     return k;
 }
 
@@ -94,7 +90,7 @@ static void w_text(struct wr *w, const char *s, size_t n) {
 
         w_need(w, 4);
 
-        if (needs_escape(c)) {
+        if (hoff__trace_needs_escape(c)) {
             w->buf[w->n++] = '\\';
             w->buf[w->n++] = 'x';
             w->buf[w->n++] = hex[c >> 4];
@@ -105,14 +101,19 @@ static void w_text(struct wr *w, const char *s, size_t n) {
     }
 }
 
-static void w_key_u64(struct wr *w, const char *key, uint64_t v) {
+/* A header key's name (hoff__trace_keys, the reader's table).  The caller has made room for it. */
+static void w_key(struct wr *w, int key) {
+    w_str(w, hoff__trace_keys[key], strlen(hoff__trace_keys[key]));
+}
+
+static void w_key_u64(struct wr *w, int key, uint64_t v) {
     w_need(w, 64);
-    w_str(w, key, strlen(key));
+    w_key(w, key);
     w_sp_u64(w, v);
     w->buf[w->n++] = '\n';
 }
 
-static void w_key_double(struct wr *w, const char *key, double v, locale_t cloc) {
+static void w_key_double(struct wr *w, int key, double v, locale_t cloc) {
     locale_t old;
     char tmp[48];
     int n;
@@ -121,7 +122,7 @@ static void w_key_double(struct wr *w, const char *key, double v, locale_t cloc)
     n = snprintf(tmp, sizeof tmp, "%.17g", v);
     uselocale(old);
     w_need(w, 96);
-    w_str(w, key, strlen(key));
+    w_key(w, key);
     w->buf[w->n++] = ' ';
     w_str(w, tmp, (size_t)n);
     w->buf[w->n++] = '\n';
@@ -148,17 +149,20 @@ static int write_all(const struct hoff__trace *t, struct wr *w) {
         return hoff__error(-ENOMEM, "trace: out of memory");
     }
     w_need(w, 16);
-    w_str(w, "hoff-trace 1\n", 13);
-    w_key_u64(w, "budget", t->budget_bytes);
-    w_key_u64(w, "host_cap", t->host_cap_bytes);
-    w_key_double(w, "h2d_gbps", t->h2d_gbps, cloc);
-    w_key_double(w, "d2h_gbps", t->d2h_gbps, cloc);
-    w_key_u64(w, "step_ns", t->step_ns);
-    w_key_u64(w, "step_gpu_ns", t->step_gpu_ns);
+    w_str(w, HOFF__TRACE_MAGIC, HOFF__TRACE_MAGIC_LEN);
+    w_sp_u64(w, HOFF__TRACE_VERSION);
+    w->buf[w->n++] = '\n';
+    w_key_u64(w, HOFF__TK_BUDGET, t->budget_bytes);
+    w_key_u64(w, HOFF__TK_HOST_CAP, t->host_cap_bytes);
+    w_key_double(w, HOFF__TK_H2D, t->h2d_gbps, cloc);
+    w_key_double(w, HOFF__TK_D2H, t->d2h_gbps, cloc);
+    w_key_u64(w, HOFF__TK_STEP, t->step_ns);
+    w_key_u64(w, HOFF__TK_STEP_GPU, t->step_gpu_ns);
     freelocale(cloc);
     if (blen) {
         w_need(w, 16);
-        w_str(w, "backend ", 8);
+        w_key(w, HOFF__TK_BACKEND);
+        w->buf[w->n++] = ' ';
         w_text(w, t->backend, blen);
         w->buf[w->n++] = '\n';
     }
@@ -167,7 +171,7 @@ static int write_all(const struct hoff__trace *t, struct wr *w) {
         size_t n = strlen(s);
 
         w_need(w, 32);
-        w_str(w, "name", 4);
+        w_key(w, HOFF__TK_NAME);
         w_sp_u64(w, k);
         if (n) {
             w->buf[w->n++] = ' ';
