@@ -15,32 +15,23 @@
 
 static hoff_ctx *ctx;
 
-static struct hoff_config sim_cfg(void) {
-    struct hoff_config cfg;
-    hoff_config_init(&cfg);
-    cfg.backend = HOFF_BACKEND_SIM;
-    cfg.sim_device_bytes = 1ull << 30;
-    cfg.log_level = HOFF_LOG_OFF;
-    return cfg;
-}
-
 static void open_ctx(void) {
-    struct hoff_config cfg = sim_cfg();
+    struct hoff_config cfg = hoff_test_sim_config();
     CU_ASSERT_EQUAL_FATAL(hoff_init(&ctx, &cfg), 0);
 }
 
 static void test_init_errors(void) {
-    struct hoff_config cfg = sim_cfg();
+    struct hoff_config cfg = hoff_test_sim_config();
 
     CU_ASSERT_EQUAL(hoff_init(NULL, &cfg), -EINVAL);
     cfg.version = 99;
     CU_ASSERT_EQUAL(hoff_init(&ctx, &cfg), -EINVAL);
     CU_ASSERT_PTR_NULL(ctx);
     CU_ASSERT_PTR_NOT_NULL(strstr(hoff_last_error(), "version"));
-    cfg = sim_cfg();
+    cfg = hoff_test_sim_config();
     cfg.sim_h2d_gbps = 0;
     CU_ASSERT_EQUAL(hoff_init(&ctx, &cfg), -EINVAL);
-    cfg = sim_cfg();
+    cfg = hoff_test_sim_config();
     cfg.backend = 7;
     CU_ASSERT_EQUAL(hoff_init(&ctx, &cfg), -EINVAL);
 }
@@ -156,7 +147,7 @@ static void test_step_stream(void) {
 /* hoff_sim_touch pages an evicted block in with its bytes (a touch fault); a released block's touch, and a read
  * mark of it, are counted in discard_touches; a write mark is not. */
 static void test_sim_touch(void) {
-    struct hoff_config cfg = sim_cfg();
+    struct hoff_config cfg = hoff_test_sim_config();
     struct hoff_stats st;
     unsigned char *p;
     size_t i;
@@ -242,7 +233,7 @@ static void test_zero_size(void) {
 /* A device full of cached blocks: the allocation releases the cache and
  * succeeds; only a device full of live blocks returns NULL. */
 static void test_release_on_failure(void) {
-    struct hoff_config cfg = sim_cfg();
+    struct hoff_config cfg = hoff_test_sim_config();
     void *p[8], *big;
     struct hoff_stats st;
     int i;
@@ -277,7 +268,7 @@ static void test_release_on_failure(void) {
  * cudaMalloc behind hoff's books (the sim's dev_alloc fails instead: it
  * evicts nothing by itself), and its books then match the device. */
 static void test_device_pool_squeeze(void) {
-    struct hoff_config cfg = sim_cfg();
+    struct hoff_config cfg = hoff_test_sim_config();
     struct hoff_stats st;
     void *m[6], *d;
     int i;
@@ -387,7 +378,7 @@ static void test_strerror(void) {
 }
 
 static void test_cuda_backend_refuses_cleanly(void) {
-    struct hoff_config cfg = sim_cfg();
+    struct hoff_config cfg = hoff_test_sim_config();
 
     cfg.backend = HOFF_BACKEND_CUDA;
     /* Without a GPU (or without CUDA built in) the cuda backend says so. */
