@@ -5,9 +5,12 @@
 #ifndef HOFF_CTX_IMPL_H
 #define HOFF_CTX_IMPL_H
 
+#include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 
 #include "core/context.h"
+#include "core/core.h"
 #include "core/publish.h"
 
 #define LOCK(ctx) pthread_mutex_lock(&(ctx)->lock)
