@@ -15,30 +15,23 @@
 
 static hoff_ctx *ctx;
 
-static struct hoff_config sim_cfg(void) {
-    struct hoff_config cfg;
-    hoff_test_sim_config(&cfg, 1ull << 30);
-    cfg.log_level = HOFF_LOG_OFF;
-    return cfg;
-}
-
 static void open_ctx(void) {
-    struct hoff_config cfg = sim_cfg();
+    struct hoff_config cfg = hoff_test_sim_config(1ull << 30);
     ctx = hoff_test_open(&cfg);
 }
 
 static void test_init_errors(void) {
-    struct hoff_config cfg = sim_cfg();
+    struct hoff_config cfg = hoff_test_sim_config(1ull << 30);
 
     CU_ASSERT_EQUAL(hoff_init(NULL, &cfg), -EINVAL);
     cfg.version = 99;
     CU_ASSERT_EQUAL(hoff_init(&ctx, &cfg), -EINVAL);
     CU_ASSERT_PTR_NULL(ctx);
     CU_ASSERT_PTR_NOT_NULL(strstr(hoff_last_error(), "version"));
-    cfg = sim_cfg();
+    cfg = hoff_test_sim_config(1ull << 30);
     cfg.sim_h2d_gbps = 0;
     CU_ASSERT_EQUAL(hoff_init(&ctx, &cfg), -EINVAL);
-    cfg = sim_cfg();
+    cfg = hoff_test_sim_config(1ull << 30);
     cfg.backend = 7;
     CU_ASSERT_EQUAL(hoff_init(&ctx, &cfg), -EINVAL);
 }
@@ -154,14 +147,14 @@ static void test_step_stream(void) {
 /* hoff_sim_touch pages an evicted block in with its bytes (a touch fault); a released block's touch, and a read
  * mark of it, are counted in discard_touches; a write mark is not. */
 static void test_sim_touch(void) {
-    struct hoff_config cfg = sim_cfg();
+    struct hoff_config cfg = hoff_test_sim_config(1ull << 30);
     struct hoff_stats st;
     unsigned char *p;
     size_t i;
     int ok = 1;
 
     cfg.sim_protect = HOFF_SIM_PROTECT;
-    CU_ASSERT_EQUAL_FATAL(hoff_init(&ctx, &cfg), 0);
+    ctx = hoff_test_open(&cfg);
     CU_ASSERT_EQUAL(hoff_sim_touch(ctx, (void *)&cfg, 0), -EINVAL);
     CU_ASSERT_EQUAL(hoff_step_begin(ctx), 0);
     p = hoff_malloc(ctx, 4 * MiB, S);
@@ -240,14 +233,14 @@ static void test_zero_size(void) {
 /* A device full of cached blocks: the allocation releases the cache and
  * succeeds; only a device full of live blocks returns NULL. */
 static void test_release_on_failure(void) {
-    struct hoff_config cfg = sim_cfg();
+    struct hoff_config cfg = hoff_test_sim_config(1ull << 30);
     void *p[8], *big;
     struct hoff_stats st;
     int i;
 
     cfg.sim_device_bytes = 64 * MiB;
     cfg.oversub_margin_bytes = 0;
-    CU_ASSERT_EQUAL_FATAL(hoff_init(&ctx, &cfg), 0);
+    ctx = hoff_test_open(&cfg);
     for (i = 0; i < 7; i++) {
         p[i] = hoff_malloc_flags(ctx, 8 * MiB, S, HOFF_ALLOC_DEVICE);
         CU_ASSERT_PTR_NOT_NULL(p[i]);
@@ -275,14 +268,14 @@ static void test_release_on_failure(void) {
  * cudaMalloc behind hoff's books (the sim's dev_alloc fails instead: it
  * evicts nothing by itself), and its books then match the device. */
 static void test_device_pool_squeeze(void) {
-    struct hoff_config cfg = sim_cfg();
+    struct hoff_config cfg = hoff_test_sim_config(1ull << 30);
     struct hoff_stats st;
     void *m[6], *d;
     int i;
 
     cfg.sim_device_bytes = 64 * MiB;
     cfg.oversub_margin_bytes = 0; /* no budget: only the device limits */
-    CU_ASSERT_EQUAL_FATAL(hoff_init(&ctx, &cfg), 0);
+    ctx = hoff_test_open(&cfg);
     CU_ASSERT_EQUAL(hoff_step_begin(ctx), 0);
     for (i = 0; i < 6; i++) { /* 48 MiB of offload blocks, used and done with */
         m[i] = hoff_malloc(ctx, 8 * MiB, S);
@@ -385,7 +378,7 @@ static void test_strerror(void) {
 }
 
 static void test_cuda_backend_refuses_cleanly(void) {
-    struct hoff_config cfg = sim_cfg();
+    struct hoff_config cfg = hoff_test_sim_config(1ull << 30);
 
     cfg.backend = HOFF_BACKEND_CUDA;
     /* Without a GPU (or without CUDA built in) the cuda backend says so. */
@@ -397,7 +390,7 @@ static void test_cuda_backend_refuses_cleanly(void) {
     CU_ASSERT_PTR_NULL(ctx);
     CU_ASSERT_PTR_NOT_NULL(strstr(hoff_last_error(), "cuda"));
     cfg.backend = HOFF_BACKEND_AUTO; /* ...and auto falls back to sim */
-    CU_ASSERT_EQUAL_FATAL(hoff_init(&ctx, &cfg), 0);
+    ctx = hoff_test_open(&cfg);
     CU_ASSERT_STRING_EQUAL(hoff_backend_name(ctx), "sim");
     hoff_shutdown(ctx);
 }

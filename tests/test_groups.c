@@ -304,7 +304,7 @@ static void drive(const struct hoff__trace *t, const char *planner, uint64_t bud
     int k;
 
     memset(out, 0, sizeof *out);
-    hoff_test_sim_config(&cfg, 16ull << 30);
+    cfg = hoff_test_sim_config(16ull << 30);
     cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
     cfg.sim_protect = HOFF_SIM_PROTECT; /* a non-resident byte touched crashes */
     cfg.budget_bytes = budget;
@@ -385,7 +385,7 @@ static void test_diverge(void) {
     int step, i;
     size_t j;
 
-    hoff_test_sim_config(&cfg, 1ull << 30);
+    cfg = hoff_test_sim_config(1ull << 30);
     cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
     cfg.sim_protect = HOFF_SIM_PROTECT;
     cfg.budget_bytes = 24 * MiB;

@@ -16,7 +16,7 @@ static hoff_ctx *ctx;
 static int open_dev(uint64_t capacity, uint64_t margin, int oversub, uint64_t budget) {
     struct hoff_config cfg;
 
-    hoff_test_sim_config(&cfg, capacity);
+    cfg = hoff_test_sim_config(capacity);
     cfg.oversub_margin_bytes = margin;
     cfg.oversubscribe = oversub;
     cfg.budget_bytes = budget;

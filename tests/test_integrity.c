@@ -160,7 +160,7 @@ static void *run_worker(void *arg) {
 
 static void open_ctx(uint64_t budget) {
     struct hoff_config cfg;
-    hoff_test_sim_config(&cfg, 4ull << 30);
+    cfg = hoff_test_sim_config(4ull << 30);
     cfg.sim_protect = HOFF_SIM_PROTECT; /* a missing transfer crashes */
     cfg.budget_bytes = budget;
     cfg.issue_queue_depth = 16; /* small: the full-queue path runs too */

@@ -30,6 +30,7 @@
 
 #include "core/core.h"
 #include "testutil.h"
+#include "tier/crc32c.h"
 #include "tier/nvme.h"
 
 #define KiB ((size_t)1 << 10)

@@ -39,7 +39,7 @@ static hoff_ctx *open_ctx_planner(uint64_t budget, uint64_t host_cap, const char
     hoff_ctx *ctx = NULL;
     char err[256];
 
-    hoff_test_sim_config(&cfg, 16 * GiB);
+    cfg = hoff_test_sim_config(16 * GiB);
     cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
     cfg.sim_h2d_gbps = 50;
     cfg.sim_d2h_gbps = 50;

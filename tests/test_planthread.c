@@ -35,7 +35,7 @@ static uint64_t now_ns(void) {
 static void open_ctx(int thread, uint32_t replan_after) {
     struct hoff_config cfg;
 
-    hoff_test_sim_config(&cfg, 4ull << 30);
+    cfg = hoff_test_sim_config(4ull << 30);
     cfg.budget_bytes = (uint64_t)LAYERS * BLOCKS * 2 * MiB / 2; /* half the activations */
     cfg.replan_after = replan_after;
     cfg.plan_thread = thread;

@@ -39,16 +39,6 @@ static void rm_tmpdir(void) {
         fprintf(stderr, "cannot remove %s\n", tmpdir);
 }
 
-static struct hoff_config sim_cfg(void) {
-    struct hoff_config cfg;
-
-    hoff_config_init(&cfg);
-    cfg.backend = HOFF_BACKEND_SIM;
-    cfg.sim_device_bytes = 1ull << 30;
-    cfg.log_level = HOFF_LOG_OFF;
-    return cfg;
-}
-
 static void fill_stats(struct hoff_stats *st, uint64_t v) {
     uint64_t *w = (uint64_t *)(void *)st;
     size_t i;
@@ -210,7 +200,7 @@ static int shm_exists(const char *name) {
 
 /* A context publishes what hoff_stats_get returns, 0600, and removes it. */
 static void test_publish_live(void) {
-    struct hoff_config cfg = sim_cfg();
+    struct hoff_config cfg = hoff_test_sim_config(1ull << 30);
     struct hoff__pub_reader r;
     struct hoff_stats mine, theirs;
     hoff_ctx *ctx, *ctx2;
@@ -219,7 +209,7 @@ static void test_publish_live(void) {
     void *p;
 
     cfg.budget_bytes = 64 * MiB;
-    CU_ASSERT_EQUAL_FATAL(hoff_init(&ctx, &cfg), 0);
+    ctx = hoff_test_open(&cfg);
     seg_name(name, sizeof name, getpid(), 0);
     snprintf(path, sizeof path, "%s/%s", HOFF__PUB_DIR, name);
     CU_ASSERT_EQUAL_FATAL(lstat(path, &st), 0);
@@ -262,17 +252,17 @@ static void test_publish_live(void) {
 }
 
 static void test_publish_off(void) {
-    struct hoff_config cfg = sim_cfg();
+    struct hoff_config cfg = hoff_test_sim_config(1ull << 30);
     hoff_ctx *ctx;
     char name[64], err[256];
 
     seg_name(name, sizeof name, getpid(), 0);
     cfg.stats_publish = 0;
-    CU_ASSERT_EQUAL_FATAL(hoff_init(&ctx, &cfg), 0);
+    ctx = hoff_test_open(&cfg);
     CU_ASSERT(!shm_exists(name));
     hoff_shutdown(ctx);
     /* HOFF_STATS=0 in the environment. */
-    hoff_test_sim_config(&cfg, 0);
+    cfg = hoff_test_sim_config(0);
     setenv("HOFF_STATS", "0", 1);
     CU_ASSERT_EQUAL(hoff_config_from_env(&cfg, err, sizeof err), 0);
     unsetenv("HOFF_STATS");
@@ -294,7 +284,7 @@ static void test_removed_at_exit(void) {
     pid = fork();
     CU_ASSERT_FATAL(pid >= 0);
     if (pid == 0) {
-        struct hoff_config cfg = sim_cfg();
+        struct hoff_config cfg = hoff_test_sim_config(1ull << 30);
         hoff_ctx *ctx;
 
         _exit(hoff_init(&ctx, &cfg) == 0 ? 0 : 3); /* _exit: no handlers */
@@ -316,7 +306,7 @@ static void test_removed_at_exit(void) {
     pid = fork();
     CU_ASSERT_FATAL(pid >= 0);
     if (pid == 0) {
-        struct hoff_config cfg = sim_cfg();
+        struct hoff_config cfg = hoff_test_sim_config(1ull << 30);
         hoff_ctx *ctx;
         char c = 'x';
 
@@ -389,7 +379,7 @@ static void test_parse_name(void) {
  * injected namespace id): each has its own name, neither takes, replaces or
  * removes the other's segment. */
 static void test_two_namespaces(void) {
-    struct hoff_config cfg = sim_cfg();
+    struct hoff_config cfg = hoff_test_sim_config(1ull << 30);
     hoff_ctx *a, *b;
     char na[80], nb[80];
 
@@ -485,7 +475,7 @@ static void test_alive_other_ns(void) {
  * all 64 of the sequential names taken, the context still publishes, under a
  * random name, and the held files are left alone. */
 static void test_precreated_names(void) {
-    struct hoff_config cfg = sim_cfg();
+    struct hoff_config cfg = hoff_test_sim_config(1ull << 30);
     char name[80], path[256];
     hoff_ctx *ctx;
     int k, fd;
@@ -500,7 +490,7 @@ static void test_precreated_names(void) {
             CU_ASSERT_EQUAL(fchown(fd, 65534, 65534), 0);
         close(fd);
     }
-    CU_ASSERT_EQUAL_FATAL(hoff_init(&ctx, &cfg), 0);
+    ctx = hoff_test_open(&cfg);
     CU_ASSERT_PTR_NOT_NULL(ctx->pub);
     if (ctx->pub) {
         uid_t u;

@@ -21,7 +21,7 @@ static hoff_ctx *ctx;
 static void open_ctx(uint64_t budget, uint32_t replan_after) {
     struct hoff_config cfg;
 
-    hoff_test_sim_config(&cfg, 1ull << 30);
+    cfg = hoff_test_sim_config(1ull << 30);
     cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
     cfg.sim_protect = HOFF_SIM_PROTECT;
     cfg.budget_bytes = budget;

@@ -80,7 +80,7 @@ static uint64_t host_cap;
 static void open_sim(uint64_t budget) {
     struct hoff_config cfg;
 
-    hoff_test_sim_config(&cfg, 1ull << 30);
+    cfg = hoff_test_sim_config(1ull << 30);
     cfg.sim_h2d_gbps = 1.0; /* 1 byte per ns: easy figures */
     cfg.sim_d2h_gbps = 1.0;
     cfg.sim_latency_ns = 0;

@@ -243,7 +243,7 @@ static void one_run(int actions) {
     int i;
 
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    hoff_test_sim_config(&cfg, 4ull << 30);
+    cfg = hoff_test_sim_config(4ull << 30);
     cfg.sim_protect = HOFF_SIM_PROTECT; /* a byte read off the device unannounced crashes */
     cfg.budget_bytes = rnd(3) ? (4 + rnd(12)) * MiB : 0;
     cfg.host_cap_bytes = (4 + rnd(8)) * MiB;

@@ -19,7 +19,7 @@ static hoff_ctx *ctx;
 static void open_sim(uint64_t budget, uint64_t host_cap) {
     struct hoff_config cfg;
 
-    hoff_test_sim_config(&cfg, 1ull << 30);
+    cfg = hoff_test_sim_config(1ull << 30);
     cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
     cfg.sim_latency_ns = 0;
     cfg.sim_call_ns = 0;
@@ -208,7 +208,7 @@ static void test_abort_mid_transfer(void) {
     struct hoff_group_info in;
     int i, away = 0;
 
-    hoff_test_sim_config(&cfg, 1ull << 30);
+    cfg = hoff_test_sim_config(1ull << 30);
     cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
     cfg.sim_d2h_gbps = 0.001; /* 4 MiB take 4 ms of virtual time */
     cfg.log_level = HOFF_LOG_OFF;
@@ -398,7 +398,7 @@ static void run_colocated(unsigned flags) {
     void *p[8];
     int step, i;
 
-    hoff_test_sim_config(&cfg, 1ull << 30);
+    cfg = hoff_test_sim_config(1ull << 30);
     cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
     cfg.budget_bytes = 24 * MiB;
     cfg.replan_after = 0;

@@ -29,7 +29,7 @@ static hoff_ctx *open_ctx(uint64_t budget, uint64_t host_cap, int nvme) {
     struct hoff_config cfg;
     hoff_ctx *ctx = NULL;
 
-    hoff_test_sim_config(&cfg, 16 * GiB);
+    cfg = hoff_test_sim_config(16 * GiB);
     cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
     cfg.sim_protect = HOFF_SIM_PROTECT;
     cfg.budget_bytes = budget;
@@ -404,7 +404,7 @@ static void test_bad_spill_dir(void) {
     struct hoff_config cfg;
     hoff_ctx *ctx = NULL;
 
-    hoff_test_sim_config(&cfg, 0);
+    cfg = hoff_test_sim_config(0);
     cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
     cfg.log_level = HOFF_LOG_OFF;
     snprintf(cfg.spill_dir, sizeof cfg.spill_dir, "%.200s/does-not-exist", dir);

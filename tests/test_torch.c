@@ -176,7 +176,7 @@ static void test_step_abort(void) {
     hoff_ctx *ctx;
     void *a, *b;
 
-    hoff_test_sim_config(&cfg, (uint64_t)1 << 30);
+    cfg = hoff_test_sim_config((uint64_t)1 << 30);
     cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
     cfg.budget_bytes = 2 * MiB;
     cfg.log_level = HOFF_LOG_OFF;

@@ -138,7 +138,7 @@ static void run(const char *planner, int pct, int marks) {
     char err[256];
     uint64_t k;
 
-    hoff_test_sim_config(&cfg, 1ull << 30);
+    cfg = hoff_test_sim_config(1ull << 30);
     cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
     cfg.sim_protect = HOFF_SIM_PROTECT;
     cfg.budget_bytes = pct ? peak * (uint64_t)pct / 100 : 0;
@@ -182,7 +182,7 @@ static void test_autograd_order(void) {
 static void open_plain(uint64_t budget) {
     struct hoff_config cfg;
 
-    hoff_test_sim_config(&cfg, 1ull << 30);
+    cfg = hoff_test_sim_config(1ull << 30);
     cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
     cfg.sim_protect = HOFF_SIM_PROTECT;
     cfg.budget_bytes = budget;

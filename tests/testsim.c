@@ -9,13 +9,16 @@
 
 #include "testutil.h"
 
-void hoff_test_sim_config(struct hoff_config *cfg, uint64_t device_bytes) {
-    hoff_config_init(cfg);
-    cfg->backend = HOFF_BACKEND_SIM;
+struct hoff_config hoff_test_sim_config(uint64_t device_bytes) {
+    struct hoff_config cfg;
+
+    hoff_config_init(&cfg);
+    cfg.backend = HOFF_BACKEND_SIM;
     if (device_bytes)
-        cfg->sim_device_bytes = device_bytes;
-    cfg->oversub_margin_bytes = 0;
-    cfg->log_level = HOFF_LOG_ERROR;
+        cfg.sim_device_bytes = device_bytes;
+    cfg.oversub_margin_bytes = 0;
+    cfg.log_level = HOFF_LOG_ERROR;
+    return cfg;
 }
 
 hoff_ctx *hoff_test_open(const struct hoff_config *cfg) {

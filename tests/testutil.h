@@ -25,7 +25,7 @@ uint64_t hoff_test_rand(uint64_t *state);
 /* The configuration a suite on the sim starts from: hoff's defaults with the sim backend, a device of device_bytes
  * (a capacity, not an allocation; 0 keeps the sim's default), no oversubscription margin, and only errors logged.
  * The suite then sets what it tests. */
-void hoff_test_sim_config(struct hoff_config *cfg, uint64_t device_bytes);
+struct hoff_config hoff_test_sim_config(uint64_t device_bytes);
 
 /* hoff_init on cfg.  When it fails, the running test fails (fatally, with hoff's message) and NULL is returned. */
 hoff_ctx *hoff_test_open(const struct hoff_config *cfg);

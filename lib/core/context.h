@@ -66,5 +66,8 @@ struct hoff_ctx {
 /* The counters with the pool and issuer figures folded in (hoff_stats_get
  * without the lock and the poll).  Caller holds ctx->lock. */
 void hoff__stats_snapshot(struct hoff_ctx *ctx, struct hoff_stats *out);
+/* Snapshot the counters and write them to ctx's stats segment now (nothing
+ * without one).  Caller holds ctx->lock. */
+void hoff__publish_now(struct hoff_ctx *ctx);
 
 #endif

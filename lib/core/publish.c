@@ -1,7 +1,9 @@
 /* publish.c — the writer of the statistics segment: created 0600 with O_EXCL as /dev/shm/hoff.<uid>.<ns>.<pid>,
  * written under a sequence lock at step marks, at hoff_stats_get and (rate-limited) after allocator events, removed
  * at shutdown and at exit (only the file this process created).
- * Threading: writes run with ctx->lock held; the process's list of segments (for atexit) has its own lock. */
+ * It knows no context: the caller hands it the names and each snapshot of the counters.
+ * Threading: the writes of one segment are serialised by the caller (the context's lock); the process's list of
+ * segments (for atexit) has its own lock. */
 #include "config.h"
 
 #include <errno.h>
@@ -15,7 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/context.h"
 #include "core/core.h"
 #include "core/publish.h"
 
@@ -227,19 +228,16 @@ static int create_segment(struct hoff__publisher *p, int *fd_out) {
     return -EEXIST;
 }
 
-void hoff__publish_open(struct hoff_ctx *ctx) {
+struct hoff__publisher *hoff__publish_open(const char *planner, const char *backend, const char *job) {
     struct hoff__publisher *p;
     struct stat st;
     void *m;
     int fd = -1, rc;
 
-    ctx->pub = NULL;
-    if (!ctx->cfg.stats_publish)
-        return;
     p = calloc(1, sizeof *p);
     if (!p) {
         HOFF__LOG_ONCE(HOFF_LOG_WARN, "stats: out of memory; statistics are not published");
-        return;
+        return NULL;
     }
     p->pid = getpid();
     p->interval_ns = HOFF__PUB_INTERVAL_NS;
@@ -249,7 +247,7 @@ void hoff__publish_open(struct hoff_ctx *ctx) {
                                       "(HOFF_STATS=0 turns publishing off)",
                        p->name, HOFF__PUB_DIR, strerror(-rc));
         free(p);
-        return;
+        return NULL;
     }
     /* The umask cannot widen 0600, but a file system might: check. */
     if (fchmod(fd, 0600) != 0 || fstat(fd, &st) != 0 || st.st_uid != getuid() || !S_ISREG(st.st_mode) ||
@@ -259,7 +257,7 @@ void hoff__publish_open(struct hoff_ctx *ctx) {
         close(fd);
         shm_unlink(p->name);
         free(p);
-        return;
+        return NULL;
     }
     p->ino = st.st_ino;
     p->dev = st.st_dev;
@@ -270,26 +268,24 @@ void hoff__publish_open(struct hoff_ctx *ctx) {
                        strerror(errno));
         shm_unlink(p->name);
         free(p);
-        return;
+        return NULL;
     }
     p->seg = m;
-    hoff__pub_header_init(p->seg, ctx->cfg.planner, ctx->be ? ctx->be->ops->name : "none", ctx->rank.job);
+    hoff__pub_header_init(p->seg, planner, backend, job);
     pthread_once(&atexit_once, register_atexit);
     pthread_mutex_lock(&list_lock);
     p->next = list_head;
     list_head = p;
     pthread_mutex_unlock(&list_lock);
-    ctx->pub = p;
-    hoff__publish_now(ctx); /* nobody else has ctx yet: no lock needed */
     hoff__log(HOFF_LOG_INFO, "stats: published in %s%s", HOFF__PUB_DIR, p->name);
+    return p;
 }
 
-void hoff__publish_close(struct hoff_ctx *ctx) {
-    struct hoff__publisher *p = ctx->pub, **pp;
+void hoff__publish_close(struct hoff__publisher *p) {
+    struct hoff__publisher **pp;
 
     if (!p)
         return;
-    ctx->pub = NULL;
     pthread_mutex_lock(&list_lock);
     for (pp = &list_head; *pp; pp = &(*pp)->next) {
         if (*pp == p) {
@@ -303,9 +299,7 @@ void hoff__publish_close(struct hoff_ctx *ctx) {
     free(p);
 }
 
-void hoff__publish_write(struct hoff_ctx *ctx, const struct hoff_stats *st) {
-    struct hoff__publisher *p = ctx->pub;
-
+void hoff__publish_write(struct hoff__publisher *p, const struct hoff_stats *st) {
     if (!p)
         return;
     p->tick = 0;
@@ -313,19 +307,6 @@ void hoff__publish_write(struct hoff_ctx *ctx, const struct hoff_stats *st) {
     hoff__pub_store(p->seg, st, realtime_ns());
 }
 
-void hoff__publish_now(struct hoff_ctx *ctx) {
-    struct hoff_stats st;
-
-    if (!ctx->pub)
-        return;
-    hoff__stats_snapshot(ctx, &st);
-    hoff__publish_write(ctx, &st);
-}
-
-void hoff__publish_event(struct hoff_ctx *ctx) {
-    struct hoff__publisher *p = ctx->pub;
-
-    if (p->interval_ns && coarse_ns() - p->last_ns < p->interval_ns)
-        return;
-    hoff__publish_now(ctx);
+int hoff__publish_due(const struct hoff__publisher *p) {
+    return !p->interval_ns || coarse_ns() - p->last_ns >= p->interval_ns;
 }

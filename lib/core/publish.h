@@ -4,7 +4,8 @@
  * /proc/self/ns/pid), its pid there, its start time and the boot id: processes of different containers sharing
  * /dev/shm never take or remove each other's segments, and a reader never judges a pid of another namespace by
  * its own.
- * Threading: the writer runs with ctx->lock held (one writer per segment); readers never block it. */
+ * It knows no context: the context's counters reach it through hoff__publish_write (ctx_stats.c calls it).
+ * Threading: one writer per segment, serialised by its caller (the context's lock); readers never block it. */
 #ifndef HOFF_PUBLISH_H
 #define HOFF_PUBLISH_H
 
@@ -14,8 +15,6 @@
 #include <sys/types.h>
 
 #include "hoff.h"
-
-struct hoff_ctx;
 
 /* "HOFFSTAT" read as a little-endian uint64_t. */
 #define HOFF__PUB_MAGIC 0x5441545346464f48ull
@@ -80,32 +79,18 @@ struct hoff__publisher {
     struct hoff__publisher *next; /* the process's live segments (for the atexit handler) */
 };
 
-/* Create ctx's segment when ctx->cfg.stats_publish is set.  A failure is
- * logged once and leaves ctx->pub NULL: publishing never fails hoff_init. */
-void hoff__publish_open(struct hoff_ctx *ctx);
-/* Remove the segment (hoff_shutdown; the atexit handler covers processes that
- * never shut down). */
-void hoff__publish_close(struct hoff_ctx *ctx);
-/* Write st (a snapshot of ctx's counters) now.  Caller holds ctx->lock. */
-void hoff__publish_write(struct hoff_ctx *ctx, const struct hoff_stats *st);
-/* Snapshot and write now.  Caller holds ctx->lock. */
-void hoff__publish_now(struct hoff_ctx *ctx);
-/* The event path's slow half: write if interval_ns has passed. */
-void hoff__publish_event(struct hoff_ctx *ctx);
-
-/* After an allocator event (caller holds ctx->lock).  count is a counter the
- * event has just incremented anyway (allocs, frees), or NULL for the
- * publisher's own: every HOFF__PUB_TICK_MASK + 1 events the clock is read
- * and, HOFF__PUB_INTERVAL_NS after the last write, the segment is written.
- * The rest of the time this costs an AND and a branch on a hot counter. */
-#define hoff__publish_tick(ctx, count)                                        \
-    do {                                                                       \
-        const uint64_t *c_ = (count);                                          \
-        struct hoff__publisher *pub_ = (ctx)->pub;                             \
-        if (__builtin_expect(c_ ? (*c_ & HOFF__PUB_TICK_MASK) == 0             \
-                                : pub_ && (++pub_->tick & HOFF__PUB_TICK_MASK) == 0, 0) && pub_) \
-            hoff__publish_event(ctx);                                          \
-    } while (0)
+/* Create this process's segment, its header naming planner, backend and job
+ * (the job id, "" or NULL for none).  NULL when it cannot: the failure is
+ * logged once, and publishing never fails hoff_init. */
+struct hoff__publisher *hoff__publish_open(const char *planner, const char *backend, const char *job);
+/* Remove the segment and free p (NULL: nothing).  hoff_shutdown calls it; the
+ * atexit handler covers processes that never shut down. */
+void hoff__publish_close(struct hoff__publisher *p);
+/* Write st (a snapshot of the context's counters) now (p NULL: nothing).
+ * The caller serialises the writes of one segment. */
+void hoff__publish_write(struct hoff__publisher *p, const struct hoff_stats *st);
+/* The event path's slow half: has interval_ns passed since the last write? */
+int hoff__publish_due(const struct hoff__publisher *p);
 
 /* Write the stats into a segment under its sequence lock (the writer's core;
  * tests drive it on a plain mapping). */

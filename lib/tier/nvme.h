@@ -111,10 +111,4 @@ int hoff__nvme_fd(const struct hoff__nvme *n);
 void hoff__nvme_staging(const struct hoff__nvme *n, void **ptr, size_t *bytes);
 size_t hoff__nvme_chunk_bytes(const struct hoff__nvme *n);
 
-/* CRC32C (Castagnoli), chained: crc32c(crc32c(0, a), b) == crc32c(0, a ++ b); crc32c(0, "123456789") ==
- * 0xE3069283.  The SSE4.2 crc32 instruction where cpuid has it, else slice-by-8 tables. */
-uint32_t hoff__crc32c(uint32_t crc, const void *p, size_t n);
-uint32_t hoff__crc32c_sw(uint32_t crc, const void *p, size_t n);
-int hoff__crc32c_hw(void); /* 1 if the instruction is used */
-
 #endif

@@ -12,7 +12,7 @@
 #define HOFF__TIME_UNKNOWN UINT64_MAX
 /* The longest step a trace may record and a simulation may model: 10^15 ns,
  * about 11.6 days.  A time past it cannot be on a step's clock: the reader
- * refuses it (trace_io.c), and the driver refuses a scale that would model a
+ * refuses it (trace_parse.c), and the driver refuses a scale that would model a
  * step past it (drive.c), so the sim's 64-bit clock never saturates. */
 #define HOFF__STEP_NS_MAX 1000000000000000ull
 #define HOFF__STEP_NS_MAX_TEXT "10^15 ns (11.6 days, the longest step hoff models)"

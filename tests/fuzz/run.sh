@@ -56,8 +56,10 @@ DICT
 
 $CC -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -DHOFF_LIBFUZZER \
     -I"$work" -I"$top/include" -I"$top/lib" \
-    "$here/fuzz_trace.c" "$top/lib/trace/trace.c" "$top/lib/trace/trace_io.c" \
-    "$top/lib/core/error.c" "$top/lib/core/log.c" "$top/lib/core/size.c" $zlib -lm -o "$work/fuzz_trace"
+    "$here/fuzz_trace.c" "$top/lib/trace/trace.c" "$top/lib/trace/trace_parse.c" "$top/lib/trace/trace_read.c" \
+    "$top/lib/trace/trace_write.c" \
+    "$top/lib/core/error.c" "$top/lib/core/log.c" "$top/lib/core/size.c" "$top/lib/core/outfile.c" $zlib -lm \
+    -o "$work/fuzz_trace"
 
 echo "run.sh: fuzzing for $secs s in $work"
 cd "$work"

@@ -1,0 +1,95 @@
+/* ctx_stats.c — a context's counters: the snapshot that folds in the pools', the issuer's, the backend's and the
+ * NVMe tier's own figures, and hoff_stats_get / hoff_stats_json, which also write it to the stats segment; and
+ * the glue that hands snapshots to that segment's writer (publish.c).
+ * Threading: hoff__stats_snapshot and the publishing glue run under ctx->lock; the entry points take it. */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "core/context.h"
+#include "core/core.h"
+#include "core/ctx_impl.h"
+#include "core/publish.h"
+#include "tier/nvme.h"
+
+/* --- statistics ------------------------------------------------------------ */
+
+void hoff__stats_snapshot(struct hoff_ctx *ctx, struct hoff_stats *out) {
+    struct hoff__issuer_stats is;
+    struct hoff__pool *dp, *mp;
+
+    dp = &ctx->pools[HOFF__POOL_DEVICE];
+    mp = &ctx->pools[HOFF__POOL_MANAGED];
+    *out = ctx->st;
+    out->device_pool_bytes = dp->mapped_bytes;
+    out->managed_pool_bytes = mp->mapped_bytes;
+    out->device_in_use_bytes = dp->in_use_bytes;
+    out->managed_in_use_bytes = mp->in_use_bytes;
+    out->cache_hits = dp->hits + mp->hits;
+    out->cache_misses = dp->misses + mp->misses;
+    out->cross_stream_reuses = dp->cross_stream + mp->cross_stream;
+    out->fence_syncs += dp->reuse_syncs + mp->reuse_syncs;
+    out->live_blocks = ctx->table.count;
+    out->deferred_frees = dp->deferred_frees;
+    out->deferred_bytes = dp->deferred_bytes;
+    out->graph_private_bytes = ctx->graph_pool.mapped_bytes;
+    hoff__issuer_stats(ctx->issuer, &is); /* its own lock, taken under ctx->lock as pushes do */
+    out->queue_depth_max = is.depth_max;
+    {
+        struct hoff__sim_counters sc; /* the sim's own check of the use windows */
+
+        if (hoff__sim_counters(ctx->be, &sc) == 0)
+            out->window_violations = sc.window_violations;
+    }
+    if (ctx->be->ops->counters) { /* what the backend gave up on */
+        struct hoff__be_counters bc;
+
+        memset(&bc, 0, sizeof bc);
+        if (ctx->be->ops->counters(ctx->be, &bc) == 0) {
+            out->numa_refusals = bc.numa_refusals;
+            out->discard_fallbacks = bc.discard_fallbacks;
+            out->host_drop_refusals = bc.drop_refusals;
+        }
+    }
+    if (ctx->nvme) { /* the tier's own clocks and checks */
+        struct hoff__nvme_stats ns;
+        hoff__nvme_stats(ctx->nvme, &ns);
+        out->spill_ns = ns.spill_ns;
+        out->restore_ns = ns.restore_ns;
+        out->crc_errors = ns.crc_errors;
+    }
+}
+
+void hoff__publish_now(struct hoff_ctx *ctx) {
+    struct hoff_stats st;
+
+    if (!ctx->pub)
+        return;
+    hoff__stats_snapshot(ctx, &st);
+    hoff__publish_write(ctx->pub, &st);
+}
+
+void hoff__publish_event(struct hoff_ctx *ctx) {
+    if (hoff__publish_due(ctx->pub))
+        hoff__publish_now(ctx);
+}
+
+HOFF_API int hoff_stats_get(hoff_ctx *ctx, struct hoff_stats *out) {
+    if (!ctx || !out)
+        return -EINVAL;
+    LOCK(ctx);
+    if (ctx->res.inf_head)
+        hoff__res_poll(ctx);
+    hoff__stats_snapshot(ctx, out);
+    hoff__publish_write(ctx->pub, out); /* what the caller reads, hoff-stat reads */
+    UNLOCK(ctx);
+    return 0;
+}
+
+HOFF_API int hoff_stats_json(hoff_ctx *ctx, char *buf, size_t len) {
+    struct hoff_stats st;
+    int rc = hoff_stats_get(ctx, &st);
+
+    return rc ? rc : hoff_stats_format_json(&st, buf, len);
+}
