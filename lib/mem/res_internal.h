@@ -69,9 +69,9 @@ void hoff__res_finish(struct hoff_ctx *ctx, struct hoff__block *b, enum hoff__re
 
 /* Why hoff__res_make_room could not make room: the cause the messages name. */
 enum hoff__room_why {
-    HOFF__ROOM_NOTHING,   /* every resident block is in use or pinned */
-    HOFF__ROOM_OVER_CAP,  /* what is left is larger than the host cap */
-    HOFF__ROOM_EVICT_ERR, /* an eviction was refused (hoff_last_error says why) */
+    HOFF__WHY_NOTHING,   /* every resident block is in use or pinned */
+    HOFF__WHY_OVER_CAP,  /* what is left is larger than the host cap */
+    HOFF__WHY_EVICT_ERR, /* an eviction was refused (hoff_last_error says why) */
 };
 
 /* Can the host tier ever take b? */

@@ -10,6 +10,7 @@
 #include "mem/guard.h"
 #include "mem/hostcap.h"
 #include "mem/res_internal.h"
+#include "mem/room.h"
 #include "tier/spill.h"
 
 /* Can the host tier ever take b?  An eviction lands on the host first, so a
@@ -65,36 +66,35 @@ int hoff__res_make_host_room(struct hoff_ctx *ctx, uint64_t bytes, const struct 
     int waited = 0;
 
     while (hoff__res_host_full(ctx, bytes)) {
-        struct hoff__block *v;
+        struct hoff__host_books h = {ctx->cfg.host_cap_bytes, r->host, r->to_host, r->spilling, r->from_host};
+        struct hoff__host_cands c = {.can_spill = spill_ok(ctx)};
+        struct hoff__block *sv, *lv, *av;
+        enum hoff__host_step step;
 
-        /* Not enough on its way off the host? Spill (the oldest first). */
-        if (spill_ok(ctx) &&
-            hoff__host_spill_more(ctx->cfg.host_cap_bytes, r->host, r->to_host, r->spilling, r->from_host, bytes)) {
-            for (v = ctx->res.host_head; v && (v == keep || v->pending || (v->flags & HOFF__BLK_HOLD)); v = v->next)
-                ;
-            if (v && hoff__res_start_spill(ctx, v, s) == 0)
+        /* what room.c decides over: the host block evicted longest ago that may be spilled; the spill or prefetch
+         * issued first (a discarded block's prefetch frees no host bytes); the eviction or restore issued first */
+        for (sv = r->host_head; sv && (sv == keep || sv->pending || (sv->flags & HOFF__BLK_HOLD)); sv = sv->next)
+            ;
+        for (lv = r->inf_head;
+             lv && lv->state != S_SPI && (lv->state != S_PRE || (lv->flags & HOFF__BLK_DISCARDING)); lv = lv->next)
+            ;
+        for (av = r->inf_head;
+             av && av->state != S_RES && (av->state != S_EVI || (av->flags & HOFF__BLK_DISCARDING)); av = av->next)
+            ;
+        c.victim = sv != NULL;
+        c.leaving = lv != NULL;
+        c.arriving = av != NULL;
+        step = hoff__room_host(&h, bytes, &c);
+        if (step == HOFF__HOST_SPILL) {
+            if (hoff__res_start_spill(ctx, sv, s) == 0)
                 continue;
+            c.victim = 0; /* it could not start: wait instead */
+            step = hoff__room_host(&h, bytes, &c);
         }
-        /* Wait for a spill or a prefetch to land (the one issued first); a
-         * prefetch frees its host copy as fast as the link moves it, where a
-         * spill would wait for the disk.  Failing that, with an NVMe tier,
-         * for an eviction or a restore, whose block can then be spilled
-         * (restores in flight can fill the host tier to its cap, and a use
-         * of another block on the NVMe tier must still be served). */
-        for (v = ctx->res.inf_head;
-             v && v->state != S_SPI && (v->state != S_PRE || (v->flags & HOFF__BLK_DISCARDING)); v = v->next)
-            ; /* (a discarded block's prefetch frees no host bytes) */
-        if (!v && !spill_ok(ctx))
-            break;
-        if (!v)
-            for (v = ctx->res.inf_head;
-                 v && v->state != S_RES && (v->state != S_EVI || (v->flags & HOFF__BLK_DISCARDING));
-                 v = v->next)
-                ;
-        if (!v)
+        if (step != HOFF__HOST_WAIT_LEAVING && step != HOFF__HOST_WAIT_ARRIVING)
             break;
         waited = 1;
-        hoff__res_finish(ctx, v, HOFF__WAIT_USE);
+        hoff__res_finish(ctx, step == HOFF__HOST_WAIT_LEAVING ? lv : av, HOFF__WAIT_USE);
     }
     if (waited)
         ctx->st.host_cap_waits++;
@@ -133,11 +133,14 @@ static struct hoff__block *pick_victim(struct hoff_ctx *ctx, const struct hoff__
     int warmup = ctx->in_step && ctx->pipe.state == HOFF_PLAN_WARMUP;
 
     for (v = ctx->res.lru_head; v; v = v->next) {
-        if (v == keep || v->win || v->mgroup) /* a manual group's block moves with its group only */
+        switch (hoff__room_victim(v == keep, v->win, v->mgroup != NULL, ctx->cfg.host_cap_bytes, v->size)) {
+        case HOFF__VICTIM_SKIP:
             continue;
-        if (!hoff__res_fits_host(ctx, v)) { /* never evictable: look further */
+        case HOFF__VICTIM_OVER_CAP: /* never evictable: look further */
             *over_cap = 1;
             continue;
+        default:
+            break;
         }
         if (!warmup)
             return v;
@@ -161,7 +164,7 @@ int hoff__res_make_room(struct hoff_ctx *ctx, uint64_t need, struct hoff__block 
 
     if (keep)
         keep->flags |= HOFF__BLK_HOLD;
-    *why = HOFF__ROOM_NOTHING;
+    *why = HOFF__WHY_NOTHING;
     rc = make_room_once(ctx, need, keep, s, why);
     if (keep && !held)
         keep->flags &= (uint8_t)~HOFF__BLK_HOLD;
@@ -173,11 +176,10 @@ int hoff__res_make_room(struct hoff_ctx *ctx, uint64_t need, struct hoff__block 
  * eviction can take the peak below it, so none is forced beyond it. */
 static uint64_t room_budget(const struct hoff_ctx *ctx, int *squeezed) {
     const struct hoff__pipeline *p = &ctx->pipe;
-    uint64_t budget = ctx->cfg.budget_bytes, cap = hoff__guard_cap(ctx);
+    int replaying = ctx->in_step && p->have_plan && p->state == HOFF_PLAN_REPLAY && !p->diverged;
+    uint64_t budget = hoff__room_budget(ctx->cfg.budget_bytes, replaying ? p->sched.floor_bytes : 0);
+    uint64_t cap = hoff__guard_cap(ctx);
 
-    if (budget && ctx->in_step && p->have_plan && p->state == HOFF_PLAN_REPLAY && !p->diverged &&
-        p->sched.floor_bytes > budget)
-        budget = p->sched.floor_bytes;
     /* The device itself: what its memory leaves beside hoff's device pool
      * (guard.c), below any budget, so that the driver never has to evict
      * hoff's blocks behind its back. */
@@ -194,27 +196,27 @@ static int make_room_once(struct hoff_ctx *ctx, uint64_t need, struct hoff__bloc
     if (!budget)
         return 0;
     for (;;) {
-        uint64_t over;
         struct hoff__block *v;
+        enum hoff__room_step step;
 
         hoff__res_poll(ctx);
-        if (ctx->res.resident + need <= budget)
+        step = hoff__room_device(ctx->res.resident, ctx->res.evicting, need, budget);
+        if (step == HOFF__ROOM_FITS)
             return 0;
         if (squeezed && !counted++)
             ctx->st.device_squeezes++;
-        over = ctx->res.resident + need - budget;
-        if (ctx->res.evicting < over) {
+        if (step == HOFF__ROOM_EVICT) {
             v = pick_victim(ctx, keep, &over_cap);
             if (v) {
                 if (hoff__res_start_evict(ctx, v, s) == 0) {
                     ctx->st.budget_evictions++;
                     continue;
                 }
-                *why = HOFF__ROOM_EVICT_ERR;
+                *why = HOFF__WHY_EVICT_ERR;
                 return -ENOSPC;
             }
             if (over_cap)
-                *why = HOFF__ROOM_OVER_CAP;
+                *why = HOFF__WHY_OVER_CAP;
         }
         /* Wait for the oldest eviction in flight; failing that, for the
          * oldest prefetch, which then becomes evictable. */
@@ -230,7 +232,7 @@ static int make_room_once(struct hoff_ctx *ctx, uint64_t need, struct hoff__bloc
 }
 
 int hoff__res_fit_device(struct hoff_ctx *ctx) {
-    enum hoff__room_why why = HOFF__ROOM_NOTHING;
+    enum hoff__room_why why = HOFF__WHY_NOTHING;
 
     return make_room_once(ctx, 0, NULL, NULL, &why);
 }
@@ -255,13 +257,13 @@ const char *hoff__res_room_cause(const struct hoff_ctx *ctx, enum hoff__room_why
     char c[32];
 
     switch (why) {
-    case HOFF__ROOM_OVER_CAP:
+    case HOFF__WHY_OVER_CAP:
         snprintf(buf, len,
                  "the blocks left to evict are larger than the host cap (HOFF_HOST_CAP %s), so they can never "
                  "be evicted",
                  hoff__fmt_size(ctx->cfg.host_cap_bytes, c, sizeof c));
         break;
-    case HOFF__ROOM_EVICT_ERR:
+    case HOFF__WHY_EVICT_ERR:
         snprintf(buf, len, "an eviction was refused: %s", hoff_last_error());
         break;
     default:
@@ -282,8 +284,8 @@ void hoff__res_overrun(struct hoff_ctx *ctx, uint64_t need, enum hoff__room_why 
     HOFF__LOG_ONCE(HOFF_LOG_WARN, "budget %s exceeded: %s more resident offload bytes; %s; counted in " \
                    "budget_overruns", a, b, cause)
     switch (why) { /* one log line per cause */
-    case HOFF__ROOM_OVER_CAP: OVERRUN_LOG(); break;
-    case HOFF__ROOM_EVICT_ERR: OVERRUN_LOG(); break;
+    case HOFF__WHY_OVER_CAP: OVERRUN_LOG(); break;
+    case HOFF__WHY_EVICT_ERR: OVERRUN_LOG(); break;
     default: OVERRUN_LOG(); break;
     }
 #undef OVERRUN_LOG

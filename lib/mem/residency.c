@@ -310,7 +310,7 @@ int hoff__res_group(struct hoff_ctx *ctx, int op, struct hoff__block *const *m, 
     } else {
         for (i = 0; i < n; i++) /* the members stay on the host while room is made */
             m[i]->flags |= HOFF__BLK_HOLD;
-        rc = hoff__res_make_room(ctx, total, lead, s, &(enum hoff__room_why){HOFF__ROOM_NOTHING});
+        rc = hoff__res_make_room(ctx, total, lead, s, &(enum hoff__room_why){HOFF__WHY_NOTHING});
         for (i = 0; i < n; i++)
             m[i]->flags &= (uint8_t)~HOFF__BLK_HOLD;
         if (rc != 0)

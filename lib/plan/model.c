@@ -9,11 +9,12 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "mem/hostcap.h"
+#include "mem/room.h"
 #include "plan/model.h"
 
 /*
- * The rules are the runtime's (lib/mem/residency.c, lib/exec/replay.c) and
+ * The rules are the runtime's (lib/mem/residency.c and res_*.c, lib/exec/replay.c;
+ * the decisions of making room are the runtime's own functions, lib/mem/room.h) and
  * the sim backend's clock (lib/backend/sim.c), so that a planner can compare
  * schedules by what the replay will cost rather than by a proxy:
  *
@@ -39,7 +40,7 @@
  *    (replay.c does the same); a use waits for its prefetch, or pages the
  *    block in on demand (fault_ns + bytes / fault_gbps);
  *  - the host tier (o->host_cap_bytes) counts as residency.c counts it
- *    (mem/hostcap.h holds the rule for both):
+ *    (mem/hostcap.h and mem/room.h hold the rules for both):
  *    bytes on the host, spilling included, plus bytes on their way there
  *    (evictions and restores in flight); an eviction or a restore that would
  *    take it over the cap first makes room: when what is leaving the host
@@ -63,7 +64,7 @@
  *    at its allocation (pipeline.c).
  * Not modelled: a spill that fails (the predicted disk never fills; the
  * runtime then spills nothing more for host room until the disk has room
- * again: residency.c's spill_ok), the step's end (the runtime does not wait there), the
+ * again: res_room.c's spill_ok), the step's end (the runtime does not wait there), the
  * host-tier bytes of blocks that outlive the step (retained blocks left on
  * the host), and a wait for room on a spill or restore in flight (the
  * runtime may wait on any transfer; this waits on the copy engines').
@@ -270,7 +271,7 @@ static int d2h_push(struct hoff__pm *p, uint64_t bytes, uint32_t block, int kind
     return 0;
 }
 
-/* Would `bytes` more take the host tier over its cap (residency.c's host_full)? */
+/* Would `bytes` more take the host tier over its cap (res_room.c's hoff__res_host_full)? */
 static int host_full(const struct hoff__pm *p, uint64_t bytes) {
     return hoff__host_full(p->cap, p->host, p->to_host, bytes);
 }
@@ -301,7 +302,7 @@ static int nvme_push(struct hoff__pm *p, uint32_t x, int kind) {
     return 0;
 }
 
-/* The runtime's host_room: keep the host tier under its cap for `bytes`
+/* The runtime's host room (res_room.c's hoff__res_make_host_room, room.h's decisions): keep the host tier under its cap for `bytes`
  * more.  When what is leaving the host (spills and prefetches in flight)
  * is not enough, spill the block that reached the host first (never keep,
  * nor a block held while it comes back); then wait for the spill or the
@@ -309,50 +310,49 @@ static int nvme_push(struct hoff__pm *p, uint32_t x, int kind) {
  * issued first.  0 when the bytes fit (at once when the host has room),
  * 1 when they cannot (nothing to spill or wait for), -ENOMEM. */
 static int host_room(struct hoff__pm *p, uint64_t bytes, uint32_t keep) {
-    while (host_full(p, bytes)) {
-        size_t k;
+    for (;;) {
+        struct hoff__host_books h = {p->cap, p->host, p->to_host, p->spilling, p->from_host};
+        struct hoff__host_cands c = {.can_spill = p->nvme};
+        size_t k, e, r;
         uint32_t v;
         int rc;
 
-        if (p->nvme && hoff__host_spill_more(p->cap, p->host, p->to_host, p->spilling, p->from_host, bytes)) {
-            for (v = p->hl.head; v != HOFF__PM_NIL && (v == keep || p->hold[v]); v = p->hl.next[v])
-                ;
-            if (v != HOFF__PM_NIL) {
-                if ((rc = nvme_push(p, v, Q_SPILL)) != 0)
-                    return rc;
-                continue;
-            }
-        }
-        /* the spill or the prefetch issued first, else an eviction */
+        /* what room.c decides over: the host block that got there first (not keep, not one held), the first spill
+         * and the first prefetch, the first eviction and the first restore in flight */
+        for (v = p->hl.head; v != HOFF__PM_NIL && (v == keep || p->hold[v]); v = p->hl.next[v])
+            ;
         for (k = p->nh; k < p->nt && p->nq[k].kind != Q_SPILL; k++)
             ;
-        if (p->hh < p->ht && (k == p->nt || p->hq[p->hh].seq < p->nq[k].seq)) {
-            wait_until(p, p->hq[p->hh].land, &p->out->tier_ns);
-            continue;
-        }
-        if (k < p->nt) {
-            wait_until(p, p->nq[k].land, &p->out->tier_ns);
-            continue;
-        }
-        if (!p->nvme)
+        for (e = p->qh; e < p->qt && p->q[e].kind == Q_RELEASE; e++)
+            ;
+        for (r = p->nh; r < p->nt && p->nq[r].kind != Q_RESTORE; r++)
+            ;
+        c.victim = v != HOFF__PM_NIL;
+        c.leaving = p->hh < p->ht || k < p->nt;
+        c.arriving = e < p->qt || r < p->nt;
+        switch (hoff__room_host(&h, bytes, &c)) {
+        case HOFF__HOST_FITS:
+            return 0;
+        case HOFF__HOST_SPILL:
+            if ((rc = nvme_push(p, v, Q_SPILL)) != 0)
+                return rc;
             break;
-        /* the eviction or restore issued first: its block can then be spilled */
-        {
-            size_t r;
-
-            for (k = p->qh; k < p->qt && p->q[k].kind == Q_RELEASE; k++)
-                ;
-            for (r = p->nh; r < p->nt && p->nq[r].kind != Q_RESTORE; r++)
-                ;
-            if (k == p->qt && r == p->nt)
-                break;
-            if (k < p->qt && (r == p->nt || p->q[k].seq < p->nq[r].seq))
-                wait_until(p, p->q[k].land, &p->out->tier_ns);
+        case HOFF__HOST_WAIT_LEAVING: /* the spill or the prefetch issued first */
+            if (p->hh < p->ht && (k == p->nt || p->hq[p->hh].seq < p->nq[k].seq))
+                wait_until(p, p->hq[p->hh].land, &p->out->tier_ns);
+            else
+                wait_until(p, p->nq[k].land, &p->out->tier_ns);
+            break;
+        case HOFF__HOST_WAIT_ARRIVING: /* the eviction or restore issued first: its block can then be spilled */
+            if (e < p->qt && (r == p->nt || p->q[e].seq < p->nq[r].seq))
+                wait_until(p, p->q[e].land, &p->out->tier_ns);
             else
                 wait_until(p, p->nq[r].land, &p->out->tier_ns);
+            break;
+        default:
+            return 1;
         }
     }
-    return host_full(p, bytes) ? 1 : 0;
 }
 
 /* Start evicting resident block x (planned, or a victim): host room first;
@@ -410,7 +410,7 @@ static int do_restore(struct hoff__pm *p, uint32_t x) {
 
 static int make_room_once(struct hoff__pm *p, uint64_t need, uint32_t keep);
 
-/* The runtime's make_room: victims least recently used first (never keep),
+/* The runtime's make_room (res_room.c, room.h's decisions): victims least recently used first (never keep),
  * else the oldest eviction in flight, else the prefetch that lands first;
  * keep is held on the host meanwhile (never spilled for a victim's room).
  * 0, 1 when there is no room to be made (an allocation or a page-in then
@@ -432,20 +432,21 @@ static int make_room_once(struct hoff__pm *p, uint64_t need, uint32_t keep) {
     if (!p->budget)
         return 0;
     for (;;) {
-        uint64_t over;
+        enum hoff__room_step step;
         uint32_t v;
         int rc;
 
         hoff__pm_poll(p);
-        if (p->resident + need <= p->budget)
+        step = hoff__room_device(p->resident, p->evicting, need, p->budget);
+        if (step == HOFF__ROOM_FITS)
             return 0;
-        over = p->resident + need - p->budget;
-        if (p->evicting < over) {
-            /* residency.c's pick_victim */
+        if (step == HOFF__ROOM_EVICT) {
+            /* res_room.c's pick_victim: never keep, one in its use window, or one the host tier can never take */
             for (v = p->lru.head;
-                 v != HOFF__PM_NIL && (v == keep || hoff__plan_window_open(p->t, v, p->ev) || !hoff__host_takes(p->cap, p->bytes[v]));
+                 v != HOFF__PM_NIL && hoff__room_victim(v == keep, v != keep && hoff__plan_window_open(p->t, v, p->ev),
+                                                        0, p->cap, p->bytes[v]) != HOFF__VICTIM_OK;
                  v = p->lru.next[v])
-                ; /* never keep, one in its use window, or one the host tier can never take */
+                ;
             if (v != HOFF__PM_NIL) {
                 if ((rc = start_evict(p, v, Q_VICTIM)) != 0)
                     return rc; /* 1: the host tier is full, no room */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "mem/room.h"
 #include "plan/model.h"
 #include "plan/place.h"
 #include "plan/plan.h"
@@ -56,9 +57,7 @@ static int pr_open(struct hoff__pm *p, const struct hoff__trace *t, const struct
     p->t = t;
     p->s = s;
     p->out = out;
-    p->budget = o->budget_bytes;
-    if (p->budget && s->floor_bytes > p->budget)
-        p->budget = s->floor_bytes; /* residency.c's room_budget: nothing forced below the floor */
+    p->budget = hoff__room_budget(o->budget_bytes, s->floor_bytes); /* nothing forced below the floor */
     p->h2d = o->h2d_gbps > 0 ? o->h2d_gbps : 50.0;
     p->d2h = o->d2h_gbps > 0 ? o->d2h_gbps : 50.0;
     p->lat = o->latency_ns ? o->latency_ns : DEF_LAT_NS;
