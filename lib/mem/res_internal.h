@@ -55,7 +55,11 @@ enum hoff__res_wait {
     HOFF__WAIT_LATE, /* compute uses a block whose prefetch has not landed */
 };
 
-int hoff__res_ensure_events(struct hoff_ctx *ctx, struct hoff__block *b);
+/* The command that moves m[0..n) (one block, or a group's members tiling (ptr, size)) with op, carried by m[0]:
+ * its events made, fenced (a move away after every stream the blocks were used on, a move back after s), and
+ * filled in.  0 or -errno. */
+int hoff__res_cmd_prepare(struct hoff_ctx *ctx, struct hoff__block *const *m, unsigned n, int op, void *ptr,
+                          size_t size, hoff_stream s, struct hoff__cmd *cmd);
 /* Queue command op for b on the issuing thread (HOFF__CMD_RUN: run() on the tier thread), fenced. */
 int hoff__res_issue_run(struct hoff_ctx *ctx, struct hoff__block *b, int op,
                         int (*run)(void *, const struct hoff__cmd *), hoff_stream s);

@@ -16,7 +16,7 @@
 
 /* --- issuing --------------------------------------------------------------- */
 
-int hoff__res_ensure_events(struct hoff_ctx *ctx, struct hoff__block *b) {
+static int ensure_events(struct hoff_ctx *ctx, struct hoff__block *b) {
     struct hoff__backend *be = ctx->be;
     int rc;
 
@@ -31,31 +31,42 @@ int hoff__res_ensure_events(struct hoff_ctx *ctx, struct hoff__block *b) {
     return 0;
 }
 
+int hoff__res_cmd_prepare(struct hoff_ctx *ctx, struct hoff__block *const *m, unsigned n, int op, void *ptr,
+                          size_t size, hoff_stream s, struct hoff__cmd *cmd) {
+    struct hoff__backend *be = ctx->be;
+    struct hoff__block *lead = m[0];
+    int rc;
+
+    if ((rc = ensure_events(ctx, lead)) != 0)
+        return rc;
+    memset(cmd, 0, sizeof *cmd);
+    /* A move away is fenced after the work queued on every stream that used
+     * the blocks; a move back after the caller's. */
+    if (op == HOFF__CMD_EVICT || op == HOFF__CMD_DISCARD) {
+        if ((rc = hoff__res_fence_move(ctx, m, n, cmd)) != 0)
+            return rc;
+    } else {
+        if ((rc = be->ops->event_record(be, lead->after, s)) != 0)
+            return rc;
+        cmd->after = lead->after;
+    }
+    cmd->op = op;
+    cmd->ptr = ptr;
+    cmd->size = size;
+    cmd->done = lead->ev;
+    cmd->cookie = lead;
+    cmd->node = op == HOFF__CMD_EVICT && ctx->host_tier ? hoff__host_tier_node(ctx->host_tier) : -1;
+    return 0;
+}
+
 int hoff__res_issue_run(struct hoff_ctx *ctx, struct hoff__block *b, int op,
                         int (*run)(void *, const struct hoff__cmd *), hoff_stream s) {
     struct hoff__backend *be = ctx->be;
     struct hoff__cmd cmd;
     int rc;
 
-    if ((rc = hoff__res_ensure_events(ctx, b)) != 0)
+    if ((rc = hoff__res_cmd_prepare(ctx, &b, 1, op, b->ptr, b->size, s, &cmd)) != 0)
         return rc;
-    memset(&cmd, 0, sizeof cmd);
-    /* A move away is fenced after the work queued on every stream that used
-     * the block; a move back after the caller's. */
-    if (op == HOFF__CMD_EVICT || op == HOFF__CMD_DISCARD) {
-        if ((rc = hoff__res_fence_move(ctx, &b, 1, &cmd)) != 0)
-            return rc;
-    } else {
-        if ((rc = be->ops->event_record(be, b->after, s)) != 0)
-            return rc;
-        cmd.after = b->after;
-    }
-    cmd.op = op;
-    cmd.ptr = b->ptr;
-    cmd.size = b->size;
-    cmd.done = b->ev;
-    cmd.cookie = b;
-    cmd.node = op == HOFF__CMD_EVICT && ctx->host_tier ? hoff__host_tier_node(ctx->host_tier) : -1;
     if (op == HOFF__CMD_RUN) { /* the NVMe tier: its own thread */
         cmd.run = run;
         cmd.run_arg = ctx;

@@ -27,7 +27,6 @@
 #include "mem/guard.h"
 #include "mem/res_internal.h"
 #include "mem/swapgroup.h"
-#include "tier/host.h"
 #include "tier/nvme.h"
 #include "tier/spill.h"
 
@@ -321,23 +320,8 @@ int hoff__res_group(struct hoff_ctx *ctx, int op, struct hoff__block *const *m, 
             if (m[i]->state != want || !(m[i]->flags & HOFF__BLK_LIVE))
                 return -EAGAIN;
     }
-    if ((rc = hoff__res_ensure_events(ctx, lead)) != 0)
-        return rc;
-    memset(&cmd, 0, sizeof cmd);
-    if (op == HOFF__CMD_EVICT) { /* after every stream any member was used on */
-        if ((rc = hoff__res_fence_move(ctx, m, n, &cmd)) != 0)
-            return rc;
-    } else {
-        if ((rc = be->ops->event_record(be, lead->after, s)) != 0)
-            return rc;
-        cmd.after = lead->after;
-    }
-    cmd.op = op;
-    cmd.ptr = base;
-    cmd.size = size;
-    cmd.done = lead->ev;
-    cmd.cookie = lead;
-    cmd.node = op == HOFF__CMD_EVICT && ctx->host_tier ? hoff__host_tier_node(ctx->host_tier) : -1;
+    if ((rc = hoff__res_cmd_prepare(ctx, m, n, op, base, size, s, &cmd)) != 0)
+        return rc; /* an eviction: after every stream any member was used on */
     __atomic_store_n(&lead->xfer_rc, 0, __ATOMIC_RELAXED);
     hoff__guard_probe_issue(ctx, lead, -1); /* a group: not measured */
     __atomic_add_fetch(&lead->pending, 1, __ATOMIC_ACQ_REL);
