@@ -1,5 +1,6 @@
 /* test_residency.c — the residency state machine (every legal and illegal transition) and the runtime's
- * accounting on the sim backend: evict, prefetch, discard, faults, late prefetches, budget.  Threading: single-threaded. */
+ * accounting on the sim backend: evict, prefetch, discard, faults, late prefetches, budget; the decisions of making
+ * room (mem/room.h) that the runtime and the prediction share.  Threading: single-threaded. */
 #include "config.h"
 
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include "backend/backend.h"
 #include "hoff.h"
 #include "mem/residency.h"
+#include "mem/room.h"
 #include "testutil.h"
 
 #define MiB ((size_t)1 << 20)
@@ -443,6 +445,75 @@ static void test_host_cap_below_block(void) {
     host_cap = 0;
 }
 
+/* --- the decisions of making room (mem/room.h), each rule by hand ---------- */
+
+static void test_room_device(void) {
+    /* no budget: always fits */
+    CU_ASSERT_EQUAL(hoff__room_device(100, 0, 50, 0), HOFF__ROOM_FITS);
+    /* resident + need within the budget, to the byte */
+    CU_ASSERT_EQUAL(hoff__room_device(60, 0, 40, 100), HOFF__ROOM_FITS);
+    /* one byte over, nothing in flight: evict */
+    CU_ASSERT_EQUAL(hoff__room_device(61, 0, 40, 100), HOFF__ROOM_EVICT);
+    /* over by 30 with 29 evicting: not enough in flight, evict another */
+    CU_ASSERT_EQUAL(hoff__room_device(90, 29, 40, 100), HOFF__ROOM_EVICT);
+    /* over by 30 with 30 evicting: enough once they land, wait */
+    CU_ASSERT_EQUAL(hoff__room_device(90, 30, 40, 100), HOFF__ROOM_WAIT);
+    CU_ASSERT_EQUAL(hoff__room_device(90, 80, 40, 100), HOFF__ROOM_WAIT);
+}
+
+static void test_room_budget_floor(void) {
+    CU_ASSERT_EQUAL(hoff__room_budget(0, 500), 0);     /* no budget stays none */
+    CU_ASSERT_EQUAL(hoff__room_budget(100, 0), 100);   /* no plan replaying */
+    CU_ASSERT_EQUAL(hoff__room_budget(100, 80), 100);  /* a floor below the budget changes nothing */
+    CU_ASSERT_EQUAL(hoff__room_budget(100, 150), 150); /* a plan below its floor: kept at the floor */
+}
+
+static void test_room_victim(void) {
+    CU_ASSERT_EQUAL(hoff__room_victim(0, 0, 0, 0, 4 * MiB), HOFF__VICTIM_OK);
+    CU_ASSERT_EQUAL(hoff__room_victim(1, 0, 0, 0, 4 * MiB), HOFF__VICTIM_SKIP);   /* the block room is for */
+    CU_ASSERT_EQUAL(hoff__room_victim(0, 1, 0, 0, 4 * MiB), HOFF__VICTIM_SKIP);   /* in its use window */
+    CU_ASSERT_EQUAL(hoff__room_victim(0, 0, 1, 0, 4 * MiB), HOFF__VICTIM_SKIP);   /* a manual group's */
+    CU_ASSERT_EQUAL(hoff__room_victim(0, 0, 0, 4 * MiB, 4 * MiB), HOFF__VICTIM_OK);
+    CU_ASSERT_EQUAL(hoff__room_victim(0, 0, 0, 2 * MiB, 4 * MiB), HOFF__VICTIM_OVER_CAP);
+    /* a skipped block is skipped before its size is looked at */
+    CU_ASSERT_EQUAL(hoff__room_victim(0, 1, 0, 2 * MiB, 4 * MiB), HOFF__VICTIM_SKIP);
+}
+
+static void test_room_host(void) {
+    /* cap 100: 60 on the host, 20 arriving */
+    struct hoff__host_books h = {.cap = 100, .host = 60, .to_host = 20};
+    struct hoff__host_cands all = {.can_spill = 1, .victim = 1, .leaving = 1, .arriving = 1};
+    struct hoff__host_cands c;
+
+    CU_ASSERT_EQUAL(hoff__room_host(&h, 20, &all), HOFF__HOST_FITS); /* 100: at the cap, not over */
+    CU_ASSERT_EQUAL(hoff__room_host(&h, 21, &all), HOFF__HOST_SPILL);
+    h.cap = 0; /* no cap: always fits */
+    CU_ASSERT_EQUAL(hoff__room_host(&h, 1000, &(struct hoff__host_cands){0}), HOFF__HOST_FITS);
+    h.cap = 100;
+    /* what is leaving covers it (60 - 15 + 20 + 21 = 86 <= 100): wait, do not spill */
+    h.spilling = 10;
+    h.from_host = 5;
+    CU_ASSERT_EQUAL(hoff__room_host(&h, 21, &all), HOFF__HOST_WAIT_LEAVING);
+    /* it does not (60 - 15 + 20 + 36 = 101): spill */
+    CU_ASSERT_EQUAL(hoff__room_host(&h, 36, &all), HOFF__HOST_SPILL);
+    /* no victim, or no spilling: wait for what leaves */
+    c = all;
+    c.victim = 0;
+    CU_ASSERT_EQUAL(hoff__room_host(&h, 36, &c), HOFF__HOST_WAIT_LEAVING);
+    c = all;
+    c.can_spill = 0;
+    CU_ASSERT_EQUAL(hoff__room_host(&h, 36, &c), HOFF__HOST_WAIT_LEAVING);
+    /* nothing leaving: with an NVMe tier, wait for an arrival (then spill it); without one, stuck */
+    c = all;
+    c.victim = c.leaving = 0;
+    CU_ASSERT_EQUAL(hoff__room_host(&h, 36, &c), HOFF__HOST_WAIT_ARRIVING);
+    c.can_spill = 0;
+    CU_ASSERT_EQUAL(hoff__room_host(&h, 36, &c), HOFF__HOST_STUCK);
+    c.can_spill = 1;
+    c.arriving = 0;
+    CU_ASSERT_EQUAL(hoff__room_host(&h, 36, &c), HOFF__HOST_STUCK);
+}
+
 int main(void) {
     static const struct hoff_test tests[] = {
         {"host_cap", test_host_cap},
@@ -458,6 +529,10 @@ int main(void) {
         {"budget_overrun_counted", test_budget_overrun_counted},
         {"prefetch_no_room", test_prefetch_no_room},
         {"free_in_flight", test_free_in_flight},
+        {"room_device", test_room_device},
+        {"room_budget_floor", test_room_budget_floor},
+        {"room_victim", test_room_victim},
+        {"room_host", test_room_host},
         {NULL, NULL},
     };
     return hoff_test_run("residency", tests);

@@ -1,5 +1,5 @@
-/* hostcap.h — the host tier's cap rule, written once for the runtime (mem/residency.c), its prediction
- * (plan/predict.c) and the planners' candidates (plan/plan.c), which must agree.  Threading: pure functions of the counts they are given. */
+/* hostcap.h — the host tier's cap rule, written once for the runtime (mem/res_room.c), its prediction
+ * (plan/model.c) and the planners' candidates (plan/plan.c), which must agree.  Threading: pure functions of the counts they are given. */
 #ifndef HOFF_HOSTCAP_H
 #define HOFF_HOSTCAP_H
 
@@ -10,7 +10,7 @@
  * off it (spills, prefetches in flight); cap is HOFF_HOST_CAP (0: none). */
 
 /* Can the host tier ever take a block of `bytes`?  An eviction lands on the host first, so a block larger
- * than the cap can never leave the device: no victim (residency.c, predict.c), no candidate (plan.c). */
+ * than the cap can never leave the device: no victim (room.h's hoff__room_victim), no candidate (plan.c). */
 static inline int hoff__host_takes(uint64_t cap, uint64_t bytes) {
     return !cap || bytes <= cap;
 }

@@ -191,8 +191,8 @@ const char *hoff__plan_op_at(const struct hoff__trace *t, uint32_t ev);
 int hoff__plan_in_window(const struct hoff__trace *t, uint32_t block, uint32_t x);
 /* The runtime's view while event x is handled, before its own work: is a
  * window opened by an earlier access still open (it closes after x; an op
- * mark at x has closed it)?  residency.c never picks such a block as a
- * victim, and predict.c follows it. */
+ * mark at x has closed it)?  The runtime never picks such a block as a
+ * victim (mem/room.h), and the prediction (model.c) follows it. */
 int hoff__plan_window_open(const struct hoff__trace *t, uint32_t block, uint32_t x);
 
 /* The grouping pass (groups.c), run on a finished schedule after any planner
@@ -311,8 +311,8 @@ struct hoff__prediction {
  * free enough, evicts an unplanned victim; with nothing to evict or wait
  * for, a prefetch is refused and an allocation or page-in overruns); a use
  * waits for its prefetch, or pages the block in on demand.  The host tier is kept under
- * o->host_cap_bytes as residency.c keeps it, and spills and restores go
- * through one FIFO NVMe device at o's NVMe bandwidths (predict.c says how).
+ * o->host_cap_bytes as the runtime keeps it (mem/room.h), and spills and restores go
+ * through one FIFO NVMe device at o's NVMe bandwidths (model.c says how).
  * With HOFF__PLACE_EARLY the prefetches are re-placed while replaying:
  * earliest deadline first, each prefetch is issued at the first event where
  * its eviction has landed, it fits in the budget now, and the schedule's
