@@ -778,6 +778,58 @@ static void test_threads(void) {
     be->ops->close(be);
 }
 
+/* The tiers' host copies: host_bytes reads an evicted range's shadow, host_drop gives it up (spilled:
+ * the range can then come back neither by prefetch nor by fault, -EIO), host_make gives a place to
+ * restore into, after which it comes back with the restored bytes.  Only evicted ranges have a host
+ * copy (-EINVAL otherwise).  Each error names the op. */
+static void test_host_copy(void) {
+    struct hoff__backend *be = open_default();
+    unsigned char *a = managed(be, 4 * MiB), *save = malloc(4 * MiB);
+    void *host = NULL;
+    uint64_t stall = 99;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(save);
+    fill(a, 4 * MiB, 11);
+    CU_ASSERT_EQUAL(be->ops->host_bytes(be, a, 4 * MiB, &host), -EINVAL); /* resident */
+    CU_ASSERT_EQUAL(be->ops->host_drop(be, a, 4 * MiB), -EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hoff_last_error(), "host_drop: "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hoff_last_error(), "is not evicted"));
+    CU_ASSERT_EQUAL(be->ops->host_make(be, a, 4 * MiB, &host), -EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hoff_last_error(), "host_make: "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hoff_last_error(), "is not evicted"));
+
+    CU_ASSERT_EQUAL(be->ops->evict(be, a, 4 * MiB, NULL, NULL), 0);
+    CU_ASSERT_EQUAL_FATAL(be->ops->host_bytes(be, a, 4 * MiB, &host), 0);
+    CU_ASSERT(check(host, 4 * MiB, 11));
+    memcpy(save, host, 4 * MiB); /* the NVMe tier's copy */
+    /* The second page alone: spilled, so the whole range cannot come back. */
+    CU_ASSERT_EQUAL(be->ops->host_drop(be, a + GRAIN, GRAIN), 0);
+    CU_ASSERT_EQUAL(be->ops->host_bytes(be, a, 4 * MiB, &host), -EINVAL);
+    CU_ASSERT_EQUAL(be->ops->prefetch(be, a, 4 * MiB, NULL, NULL), -EIO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hoff_last_error(), "prefetch: "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hoff_last_error(), "has no host copy"));
+    CU_ASSERT_EQUAL(be->ops->fault(be, a, 4 * MiB, NULL, &stall), -EIO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(hoff_last_error(), "fault: "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hoff_last_error(), "has no host copy"));
+    CU_ASSERT_EQUAL(stall, 0);
+    CU_ASSERT_EQUAL(ctr(be).faults, 0);
+    CU_ASSERT_EQUAL(ctr(be).device_used, 0);
+    /* The first page still has its copy: it comes back alone, by fault. */
+    CU_ASSERT_EQUAL(be->ops->fault(be, a, GRAIN, NULL, &stall), 0);
+    CU_ASSERT(check(a, GRAIN, 11));
+    CU_ASSERT_EQUAL(ctr(be).device_used, GRAIN);
+
+    /* Restored into host_make's place, the second page comes back by prefetch. */
+    CU_ASSERT_EQUAL_FATAL(be->ops->host_make(be, a + GRAIN, GRAIN, &host), 0);
+    memcpy(host, save + GRAIN, GRAIN);
+    CU_ASSERT_EQUAL(be->ops->prefetch(be, a + GRAIN, GRAIN, NULL, NULL), 0);
+    CU_ASSERT(check(a, GRAIN, 11) && memcmp(a + GRAIN, save + GRAIN, GRAIN) == 0);
+    CU_ASSERT_EQUAL(ctr(be).device_used, 2 * GRAIN);
+    CU_ASSERT_EQUAL(ctr(be).bytes_h2d, GRAIN);
+    free(save);
+    be->ops->close(be);
+}
+
 int main(void) {
     static const struct hoff_test tests[] = {
         {"open", test_open},
@@ -788,6 +840,7 @@ int main(void) {
         {"fault", test_fault},
         {"bytes_move", test_bytes_move},
         {"discard", test_discard},
+        {"host_copy", test_host_copy},
         {"protect", test_protect},
         {"capacity", test_capacity},
         {"many", test_many},

@@ -40,6 +40,40 @@ static unsigned char *shadow_at(const struct range *r, size_t i) {
     return r->m->shadow + (r->first + i) * HOFF__MANAGED_GRAIN;
 }
 
+/* -EIO when a page of r has no host copy (spilled to the NVMe tier and not
+ * restored): r cannot come back (prefetch, fault). */
+static int host_copy_check(const struct range *r, const char *op) {
+    size_t nohost = 0;
+
+    range_count(r, PG_EVICTED, &nohost);
+    if (nohost)
+        return hoff__error(-EIO, "sim: %s: (%p, %zu) has no host copy (spilled and not restored)", op,
+                           (void *)r->p, r->size);
+    return 0;
+}
+
+/* -EINVAL unless every page of r is evicted: the tiers' host copies are of
+ * evicted ranges only (host_drop, host_make). */
+static int evicted_check(const struct range *r, const char *op) {
+    if (range_count(r, PG_EVICTED, NULL) != r->n)
+        return hoff__error(-EINVAL, "sim: %s: (%p, %zu) is not evicted", op, (void *)r->p, r->size);
+    return 0;
+}
+
+/* Page i of r, shown, is resident again: an evicted page gets its bytes back
+ * from the shadow (a discarded one keeps its poison: undefined).  The bytes
+ * copied. */
+static uint64_t page_back(const struct range *r, size_t i) {
+    uint64_t moved = 0;
+
+    if ((r->m->pg[r->first + i] & PG_STATE) == PG_EVICTED) {
+        memcpy(page_at(r, i), shadow_at(r, i), HOFF__MANAGED_GRAIN);
+        moved = HOFF__MANAGED_GRAIN;
+    }
+    r->m->pg[r->first + i] = PG_RESIDENT;
+    return moved;
+}
+
 static int shadow_get(struct mapping *m) {
     void *sh;
 
@@ -208,7 +242,7 @@ int hoff__sim_prefetch(struct hoff__backend *be, void *p, size_t size,
     struct sim *s = to_sim(be);
     struct range r;
     uint64_t moved = 0;
-    size_t i, nohost = 0;
+    size_t i;
     int rc;
 
     pthread_mutex_lock(&s->lock);
@@ -219,23 +253,16 @@ int hoff__sim_prefetch(struct hoff__backend *be, void *p, size_t size,
         rc = hoff__error(-EALREADY, "sim: prefetch: (%p, %zu) is already resident", p, size);
         goto out;
     }
-    range_count(&r, PG_EVICTED, &nohost);
-    if (nohost) {
-        rc = hoff__error(-EIO, "sim: prefetch: (%p, %zu) has no host copy (spilled and not restored)", p, size);
+    rc = host_copy_check(&r, "prefetch");
+    if (rc)
         goto out;
-    }
     for (i = 0; i < r.n; i++) {
         rc = page_show(s, &r, i);
         if (rc)
             goto out; /* pages shown so far hold poison or their bytes: nothing is lost */
     }
-    for (i = 0; i < r.n; i++) {
-        if ((r.m->pg[r.first + i] & PG_STATE) == PG_EVICTED) {
-            memcpy(page_at(&r, i), shadow_at(&r, i), HOFF__MANAGED_GRAIN);
-            moved += HOFF__MANAGED_GRAIN;
-        }
-        r.m->pg[r.first + i] = PG_RESIDENT;
-    }
+    for (i = 0; i < r.n; i++)
+        moved += page_back(&r, i);
     s->c.bytes_h2d += moved;
     hoff__sim_used_add(s, size, 1);
     hoff__sim_schedule(s, &s->c.h2d_busy_until, hoff__copy_ns(moved, s->h2d_gbps), 1, after, done, HOFF__XF_PREFETCH, p, moved);
@@ -287,31 +314,23 @@ int hoff__sim_fault(struct hoff__backend *be, void *p, size_t size, hoff_stream 
     struct sim *s = to_sim(be);
     struct range r;
     uint64_t stall = 0, moved = 0, shown = 0;
-    size_t i, nohost = 0;
+    size_t i;
     int rc;
 
     pthread_mutex_lock(&s->lock);
     rc = hoff__sim_find_range(s, p, size, "fault", &r);
     if (rc || range_count(&r, PG_RESIDENT, NULL) == r.n)
         goto out;
-    range_count(&r, PG_EVICTED, &nohost);
-    if (nohost) {
-        rc = hoff__error(-EIO, "sim: fault: (%p, %zu) has no host copy (spilled and not restored)", p, size);
+    rc = host_copy_check(&r, "fault");
+    if (rc)
         goto out;
-    }
     for (i = 0; i < r.n; i++) {
-        uint8_t v = r.m->pg[r.first + i] & PG_STATE;
-
-        if (v == PG_RESIDENT)
+        if ((r.m->pg[r.first + i] & PG_STATE) == PG_RESIDENT)
             continue;
         rc = page_show(s, &r, i);
         if (rc)
             goto out;
-        if (v == PG_EVICTED) {
-            memcpy(page_at(&r, i), shadow_at(&r, i), HOFF__MANAGED_GRAIN);
-            moved += HOFF__MANAGED_GRAIN;
-        }
-        r.m->pg[r.first + i] = PG_RESIDENT;
+        moved += page_back(&r, i);
         shown += HOFF__MANAGED_GRAIN;
     }
     stall = hoff__sat_add(s->fault_ns, hoff__copy_ns(moved, s->fault_gbps));
@@ -382,8 +401,8 @@ int hoff__sim_host_drop(struct hoff__backend *be, void *p, size_t size) {
 
     pthread_mutex_lock(&s->lock);
     rc = hoff__sim_find_range(s, p, size, "host_drop", &r);
-    if (rc == 0 && range_count(&r, PG_EVICTED, NULL) != r.n)
-        rc = hoff__error(-EINVAL, "sim: host_drop: (%p, %zu) is not evicted", p, size);
+    if (rc == 0)
+        rc = evicted_check(&r, "host_drop");
     if (rc == 0) {
         /* the bytes live on the NVMe tier now: give the shadow's pages back */
         if (r.m->shadow)
@@ -403,8 +422,8 @@ int hoff__sim_host_make(struct hoff__backend *be, void *p, size_t size, void **h
 
     pthread_mutex_lock(&s->lock);
     rc = hoff__sim_find_range(s, p, size, "host_make", &r);
-    if (rc == 0 && range_count(&r, PG_EVICTED, NULL) != r.n)
-        rc = hoff__error(-EINVAL, "sim: host_make: (%p, %zu) is not evicted", p, size);
+    if (rc == 0)
+        rc = evicted_check(&r, "host_make");
     if (rc == 0 && shadow_get(r.m) != 0)
         rc = hoff__error(-ENOMEM, "sim: host_make: no host memory for %zu bytes", r.m->size);
     if (rc == 0) {
