@@ -182,8 +182,9 @@ int hoff__sim_nvme_model(struct hoff__backend *be, uint64_t bytes, int write, ho
     now = s->c.now_ns;
     if (after && after->recorded && after->t < now)
         s->c.now_ns = after->t; /* hoff__sim_schedule() starts from now: from the issue instead */
-    hoff__sim_schedule(s, &s->c.nvme_busy_until, hoff__copy_ns(bytes, write ? s->nvme_write_gbps : s->nvme_read_gbps), 0,
-             after, done, write ? HOFF__XF_SPILL : HOFF__XF_RESTORE, NULL, bytes);
+    hoff__sim_schedule(s, &s->c.nvme_busy_until,
+                       hoff__copy_ns(bytes, write ? s->nvme_write_gbps : s->nvme_read_gbps), 0, after, done,
+                       write ? HOFF__XF_SPILL : HOFF__XF_RESTORE, NULL, bytes);
     s->c.now_ns = now;
     if (write)
         s->c.bytes_nvme_written += bytes;

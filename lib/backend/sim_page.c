@@ -231,7 +231,8 @@ int hoff__sim_evict(struct hoff__backend *be, void *p, size_t size,
         r.m->pg[r.first + i] = PG_EVICTED;
     s->c.device_used -= size;
     s->c.bytes_d2h += size;
-    hoff__sim_schedule(s, &s->c.d2h_busy_until, hoff__copy_ns(size, s->d2h_gbps), 1, after, done, HOFF__XF_EVICT, p, size);
+    hoff__sim_schedule(s, &s->c.d2h_busy_until, hoff__copy_ns(size, s->d2h_gbps), 1, after, done, HOFF__XF_EVICT, p,
+                       size);
 out:
     pthread_mutex_unlock(&s->lock);
     return rc;
@@ -265,7 +266,8 @@ int hoff__sim_prefetch(struct hoff__backend *be, void *p, size_t size,
         moved += page_back(&r, i);
     s->c.bytes_h2d += moved;
     hoff__sim_used_add(s, size, 1);
-    hoff__sim_schedule(s, &s->c.h2d_busy_until, hoff__copy_ns(moved, s->h2d_gbps), 1, after, done, HOFF__XF_PREFETCH, p, moved);
+    hoff__sim_schedule(s, &s->c.h2d_busy_until, hoff__copy_ns(moved, s->h2d_gbps), 1, after, done, HOFF__XF_PREFETCH,
+                       p, moved);
 out:
     pthread_mutex_unlock(&s->lock);
     return rc;
