@@ -23,6 +23,16 @@ static void count(uint64_t *c) {
 
 /* ---- transfers ---------------------------------------------------------------------- */
 
+/* The copy stream of direction dir (enum hoff__xfer_dir: evict and discard
+ * run D2H, prefetch H2D), and its name for messages. */
+static cudaStream_t copy_stream(struct cuda_be *b, int dir) {
+    return dir == HOFF__XFER_H2D ? b->h2d : b->d2h;
+}
+
+static const char *dir_name(int dir) {
+    return dir == HOFF__XFER_H2D ? "H2D" : "D2H";
+}
+
 /* The next transfer in direction dir waits for ev too (issuing thread only,
  * which is bound to the device). */
 int hoff__cuda_transfer_wait(struct hoff__backend *be, int dir, hoff__event *ev) {
@@ -35,10 +45,9 @@ int hoff__cuda_transfer_wait(struct hoff__backend *be, int dir, hoff__event *ev)
     rc = hoff__cuda_dev_enter(b, &saved);
     if (rc)
         return rc;
-    e = cudaStreamWaitEvent(dir == HOFF__XFER_H2D ? b->h2d : b->d2h, cev(ev), 0);
+    e = cudaStreamWaitEvent(copy_stream(b, dir), cev(ev), 0);
     if (e != cudaSuccess)
-        rc = hoff__cuda_fail(e, "cudaStreamWaitEvent(%s stream, a fence of another stream)",
-                       dir == HOFF__XFER_H2D ? "H2D" : "D2H");
+        rc = hoff__cuda_fail(e, "cudaStreamWaitEvent(%s stream, a fence of another stream)", dir_name(dir));
     hoff__cuda_dev_leave(b, saved);
     return rc;
 }
@@ -129,7 +138,7 @@ static int prefetch_host_to(struct cuda_be *b, struct cudaMemLocation loc, void 
     }
     if (e != cudaSuccess)
         return hoff__cuda_fail(e, "cudaMemPrefetchAsync(%p, %zu, %s)", p, size,
-                         hoff__cuda_loc_text(loc, lt, sizeof lt));
+                               hoff__cuda_loc_text(loc, lt, sizeof lt));
     return 0;
 }
 
@@ -145,41 +154,100 @@ static int prefetch_device(struct cuda_be *b, void *p, size_t size, cudaStream_t
     return 0;
 }
 
-int hoff__cuda_evict(struct hoff__backend *be, void *p, size_t size,
-                     hoff__event *after, hoff__event *done) {
+#if HAVE_DECL_CUDAMEMDISCARDBATCHASYNC
+/* Discard the one range (p, size) on s. */
+static cudaError_t discard_one(void *p, size_t size, cudaStream_t s) {
+    void *ptrs[1] = {p};
+    size_t sizes[1] = {size};
+
+    return cudaMemDiscardBatchAsync(ptrs, sizes, 1, 0, s);
+}
+#endif
+
+/* What a transfer moves on its copy stream s, with the device current and s
+ * ordered after the transfer's "after"; node: evict_node's host node (-1:
+ * the backend's own choice). */
+typedef int (*move_fn)(struct cuda_be *b, void *p, size_t size, cudaStream_t s, int node);
+
+/* Every transfer (evict, prefetch, discard): the device current, the copy
+ * stream of dir waits for after, then move, then done is recorded on that
+ * stream, also when the wait or the move failed (record_done). */
+static int transfer(struct hoff__backend *be, int dir, void *p, size_t size, hoff__event *after,
+                    hoff__event *done, move_fn move, int node) {
     struct cuda_be *b = cbe(be);
+    cudaStream_t s = copy_stream(b, dir);
     int saved, rc, rc2;
 
     rc = hoff__cuda_dev_enter(b, &saved);
     if (rc)
         return rc;
-    rc = wait_after(b->d2h, after, "D2H");
+    rc = wait_after(s, after, dir_name(dir));
     if (rc == 0)
-        rc = prefetch_host(b, p, size, b->d2h);
-    rc2 = record_done(b->d2h, done, "D2H");
+        rc = move(b, p, size, s, node);
+    rc2 = record_done(s, done, dir_name(dir));
     hoff__cuda_dev_leave(b, saved);
     return rc ? rc : rc2;
+}
+
+static int move_evict(struct cuda_be *b, void *p, size_t size, cudaStream_t s, int node) {
+    struct cudaMemLocation loc = {.type = cudaMemLocationTypeHostNuma, .id = node};
+
+    return node < 0 ? prefetch_host(b, p, size, s) : prefetch_host_to(b, loc, p, size, s);
+}
+
+/* The preferred location is the device for the mapping's whole life (see
+ * the policy in cuda_be.h): no advice to change here. */
+static int move_prefetch(struct cuda_be *b, void *p, size_t size, cudaStream_t s, int node) {
+    return prefetch_device(b, p, size, s);
+}
+
+static int move_discard(struct cuda_be *b, void *p, size_t size, cudaStream_t s, int node) {
+#if HAVE_DECL_CUDAMEMDISCARDBATCHASYNC
+    if (__atomic_load_n(&b->discard_ok, __ATOMIC_RELAXED)) {
+        cudaError_t e = discard_one(p, size, s);
+        int rc;
+
+        if (e == cudaSuccess)
+            return 0;
+        (void)cudaGetLastError();
+        /* Fall back to an eviction; stop asking if that works (the driver
+         * does not take discards, not this range is wrong). */
+        rc = prefetch_host(b, p, size, s);
+        if (rc == 0) {
+            __atomic_store_n(&b->discard_ok, 0, __ATOMIC_RELAXED);
+            count(&b->cnt.discard_fallbacks);
+            hoff__log(HOFF_LOG_WARN, "cuda: cudaMemDiscardBatchAsync refused (%s); "
+                      "discards evict to the host from now on (discard_fallbacks)", cudaGetErrorString(e));
+        }
+        return rc;
+    }
+#endif
+    /* Contents are undefined after a discard, so moving the old bytes to the
+     * host meets the contract. */
+    count(&b->cnt.discard_fallbacks);
+    return prefetch_host(b, p, size, s);
+}
+
+int hoff__cuda_evict(struct hoff__backend *be, void *p, size_t size,
+                     hoff__event *after, hoff__event *done) {
+    return transfer(be, HOFF__XFER_D2H, p, size, after, done, move_evict, -1);
 }
 
 /* Evict to host NUMA node `node` (the host tier's choice: interleave or a
  * node list); -1 is the backend's own choice. */
 int hoff__cuda_evict_node(struct hoff__backend *be, void *p, size_t size, int node,
                           hoff__event *after, hoff__event *done) {
-    struct cuda_be *b = cbe(be);
-    struct cudaMemLocation loc = {.type = cudaMemLocationTypeHostNuma, .id = node};
-    int saved, rc, rc2;
+    return transfer(be, HOFF__XFER_D2H, p, size, after, done, move_evict, node);
+}
 
-    if (node < 0)
-        return hoff__cuda_evict(be, p, size, after, done);
-    rc = hoff__cuda_dev_enter(b, &saved);
-    if (rc)
-        return rc;
-    rc = wait_after(b->d2h, after, "D2H");
-    if (rc == 0)
-        rc = prefetch_host_to(b, loc, p, size, b->d2h);
-    rc2 = record_done(b->d2h, done, "D2H");
-    hoff__cuda_dev_leave(b, saved);
-    return rc ? rc : rc2;
+int hoff__cuda_prefetch(struct hoff__backend *be, void *p, size_t size,
+                        hoff__event *after, hoff__event *done) {
+    return transfer(be, HOFF__XFER_H2D, p, size, after, done, move_prefetch, -1);
+}
+
+int hoff__cuda_discard(struct hoff__backend *be, void *p, size_t size,
+                       hoff__event *after, hoff__event *done) {
+    return transfer(be, HOFF__XFER_D2H, p, size, after, done, move_discard, -1);
 }
 
 /* The host copy of an evicted mapping is the mapping itself: the CPU reads
@@ -213,9 +281,7 @@ int hoff__cuda_host_drop(struct hoff__backend *be, void *p, size_t size) {
     if (rc)
         return rc;
     {
-        void *ptrs[1] = {p};
-        size_t sizes[1] = {size};
-        cudaError_t e = cudaMemDiscardBatchAsync(ptrs, sizes, 1, 0, b->drop);
+        cudaError_t e = discard_one(p, size, b->drop);
 
         if (e == cudaSuccess)
             e = cudaStreamSynchronize(b->drop);
@@ -241,66 +307,6 @@ int hoff__cuda_host_drop(struct hoff__backend *be, void *p, size_t size) {
                    "host pages (host_drop_refusals)");
 #endif
     return rc;
-}
-
-int hoff__cuda_prefetch(struct hoff__backend *be, void *p, size_t size,
-                        hoff__event *after, hoff__event *done) {
-    struct cuda_be *b = cbe(be);
-    int saved, rc, rc2;
-
-    rc = hoff__cuda_dev_enter(b, &saved);
-    if (rc)
-        return rc;
-    /* The preferred location is the device for the mapping's whole life
-     * (see the policy above): no advice to change here. */
-    rc = wait_after(b->h2d, after, "H2D");
-    if (rc == 0)
-        rc = prefetch_device(b, p, size, b->h2d);
-    rc2 = record_done(b->h2d, done, "H2D");
-    hoff__cuda_dev_leave(b, saved);
-    return rc ? rc : rc2;
-}
-
-int hoff__cuda_discard(struct hoff__backend *be, void *p, size_t size,
-                       hoff__event *after, hoff__event *done) {
-    struct cuda_be *b = cbe(be);
-    int saved, rc, rc2;
-
-    rc = hoff__cuda_dev_enter(b, &saved);
-    if (rc)
-        return rc;
-    rc = wait_after(b->d2h, after, "D2H");
-    if (rc)
-        goto record;
-#if HAVE_DECL_CUDAMEMDISCARDBATCHASYNC
-    if (__atomic_load_n(&b->discard_ok, __ATOMIC_RELAXED)) {
-        void *ptrs[1] = {p};
-        size_t sizes[1] = {size};
-        cudaError_t e = cudaMemDiscardBatchAsync(ptrs, sizes, 1, 0, b->d2h);
-
-        if (e == cudaSuccess)
-            goto record;
-        (void)cudaGetLastError();
-        /* Fall back to an eviction; stop asking if that works (the driver
-         * does not take discards, not this range is wrong). */
-        rc = prefetch_host(b, p, size, b->d2h);
-        if (rc == 0) {
-            __atomic_store_n(&b->discard_ok, 0, __ATOMIC_RELAXED);
-            count(&b->cnt.discard_fallbacks);
-            hoff__log(HOFF_LOG_WARN, "cuda: cudaMemDiscardBatchAsync refused (%s); "
-                      "discards evict to the host from now on (discard_fallbacks)", cudaGetErrorString(e));
-        }
-        goto record;
-    }
-#endif
-    /* Contents are undefined after a discard, so moving the old bytes to the
-     * host meets the contract. */
-    count(&b->cnt.discard_fallbacks);
-    rc = prefetch_host(b, p, size, b->d2h);
-record:
-    rc2 = record_done(b->d2h, done, "D2H");
-    hoff__cuda_dev_leave(b, saved);
-    return rc ? rc : rc2;
 }
 
 /* A block used while away: page it in with one prefetch on the user's

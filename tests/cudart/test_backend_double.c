@@ -2,7 +2,8 @@
  * runtime double, where errors can be injected and the driver's moves seen: driver drift (a cudaMalloc outside
  * hoff makes the driver evict hoff's blocks, and hoff's measured evictions find exactly those pages), a refused
  * NUMA node (only that node falls back), a refused host drop (asked once, and never waiting for the D2H
- * stream), and populate (no dead bytes copied).  Plain C, one line per check; exit 0, 1 on a failure.
+ * stream), populate (no dead bytes copied), and a failed transfer (done recorded all the same).  Plain C, one
+ * line per check; exit 0, 1 on a failure.
  * Env: HOFFDBL_* set by the test (2 host NUMA nodes, 256 MiB devices).
  * Threading: the main thread; one kernel body (a gate) runs on the double's stream thread. */
 #include "config.h"
@@ -203,6 +204,63 @@ static void test_populate(void) {
     be->ops->close(be);
 }
 
+/* --- a failed transfer still records done ------------------------------------------------ */
+
+/* op on (p, 2 MiB) with done, the next `times` calls of `call` failing: -EIO, done recorded on the copy stream
+ * all the same (the point where the transfer would have been, so a waiter is not left on an event recorded long
+ * ago), and `never` (a call the failure must keep from being made) not called. */
+static void failed_transfer(struct hoff__backend *be, const char *what, void *p, int node, hoff__event *after,
+                            const char *call, int times, const char *never) {
+    hoff__event *done = NULL;
+    uint64_t rec, nev;
+    int rc;
+
+    if (!check(be->ops->event_create(be, &done) == 0, "%s: event_create", what))
+        return;
+    rec = hoffdbl_calls("cudaEventRecord");
+    nev = never ? hoffdbl_calls(never) : 0;
+    hoffdbl_fail(call, cudaErrorInvalidValue, times);
+    if (!strcmp(what, "evict"))
+        rc = be->ops->evict(be, p, 2 * MiB, after, done);
+    else if (!strcmp(what, "evict_node"))
+        rc = be->ops->evict_node(be, p, 2 * MiB, node, after, done);
+    else if (!strcmp(what, "prefetch"))
+        rc = be->ops->prefetch(be, p, 2 * MiB, after, done);
+    else
+        rc = be->ops->discard(be, p, 2 * MiB, after, done);
+    check(rc == -EIO, "%s, %s failing %d time(s): -EIO (%d)", what, call, times, rc);
+    check(hoffdbl_calls("cudaEventRecord") == rec + 1, "%s: done recorded all the same", what);
+    if (never)
+        check(hoffdbl_calls(never) == nev, "%s: %s not called", what, never);
+    check(be->ops->event_sync(be, done) == 0 && be->ops->event_query(be, done) == 0, "%s: done completes", what);
+    be->ops->event_destroy(be, done);
+}
+
+static void test_failed_transfer(void) {
+    struct hoff__backend *be = open_be();
+    void *a = mapping(be, 2 * MiB);
+    hoff__event *after = NULL;
+
+    printf("# a failed transfer\n");
+    /* The NUMA node and the plain host fallback both refused. */
+    failed_transfer(be, "evict", a, -1, NULL, "cudaMemPrefetchAsync", 2, NULL);
+    failed_transfer(be, "evict_node", a, 1, NULL, "cudaMemPrefetchAsync", 2, NULL);
+    check(counters(be).numa_refusals == 0, "no NUMA refusal counted: the fallback failed too");
+    check(hoffdbl_page_location(a) == 0, "still on the device");
+    check(be->ops->evict(be, a, 2 * MiB, NULL, NULL) == 0, "evict");
+    be->ops->sync(be);
+    failed_transfer(be, "prefetch", a, -1, NULL, "cudaMemPrefetchAsync", 1, NULL);
+    check(hoffdbl_page_location(a) == -1, "still on the host");
+    /* The wait for after fails: nothing is moved. */
+    check(be->ops->event_create(be, &after) == 0 && be->ops->event_record(be, after, NULL) == 0, "after recorded");
+    failed_transfer(be, "discard", a, -1, after, "cudaStreamWaitEvent", 1, "cudaMemDiscardBatchAsync");
+    failed_transfer(be, "prefetch", a, -1, after, "cudaStreamWaitEvent", 1, "cudaMemPrefetchAsync");
+    check(counters(be).discard_fallbacks == 0, "no discard fallback counted");
+    be->ops->event_destroy(be, after);
+    be->ops->managed_free(be, a, 2 * MiB);
+    be->ops->close(be);
+}
+
 /* --- driver drift: a cudaMalloc outside hoff -------------------------------------------- */
 
 static void test_drift(void) {
@@ -277,6 +335,7 @@ int main(void) {
     test_numa();
     test_host_drop();
     test_populate();
+    test_failed_transfer();
     test_drift();
     printf("# %d passed, %d failed\n", n_pass, n_fail);
     return n_fail ? 1 : 0;
