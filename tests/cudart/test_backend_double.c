@@ -10,7 +10,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,27 +22,9 @@
 #include "backend/backend.h"
 #include "hoff.h"
 #include "hoffdbl.h"
+#include "../plaincheck.h"
 
 #define MiB ((size_t)1 << 20)
-
-static int n_fail, n_pass;
-
-static int check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int check(int ok, const char *fmt, ...) {
-    va_list ap;
-
-    printf("%s - ", ok ? "ok  " : "FAIL");
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-    fflush(stdout);
-    if (ok)
-        n_pass++;
-    else
-        n_fail++;
-    return ok;
-}
 
 static struct hoff__backend *open_be(void) {
     struct hoff_config cfg;

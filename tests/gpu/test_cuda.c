@@ -20,6 +20,8 @@
 
 #include "backend/backend.h"
 #include "hoff.h"
+#define PLAINCHECK_NUMBERED
+#include "../plaincheck.h"
 
 #define MiB ((size_t)1 << 20)
 #define GiB ((size_t)1 << 30)
@@ -29,25 +31,6 @@
 #define TOL (24 * MiB)       /* slack on cudaMemGetInfo deltas */
 #define GATE_MAX_NS (5ull * 1000000000ull)
 #define WATCHDOG_S 270
-
-static int n_pass, n_fail;
-
-static int check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int check(int ok, const char *fmt, ...) {
-    va_list ap;
-
-    printf("%s %3d - ", ok ? "ok  " : "FAIL", n_pass + n_fail + 1);
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-    fflush(stdout);
-    if (ok)
-        n_pass++;
-    else
-        n_fail++;
-    return ok;
-}
 
 static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void note(const char *fmt, ...) {
