@@ -252,7 +252,7 @@ static void test_drift(void) {
     size_t f = 0, t = 0, blk = 16 * MiB, k;
     uint64_t want = 0, moves = 0;
     void *p[4], *ballast = NULL;
-    int i;
+    int i, rc;
 
     printf("# driver drift\n");
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
@@ -261,7 +261,8 @@ static void test_drift(void) {
     cfg.budget_bytes = 96 * MiB;
     cfg.oversub_margin_bytes = 16 * MiB;
     cfg.log_level = HOFF_LOG_ERROR;
-    if (!check(hoff_init(&ctx, &cfg) == 0, "hoff_init on the double%s%s", ctx ? "" : ": ", ctx ? "" : hoff_last_error()))
+    rc = hoff_init(&ctx, &cfg); /* first: check's arguments are evaluated in no set order */
+    if (!check(rc == 0, "hoff_init on the double%s%s", rc ? ": " : "", rc ? hoff_last_error() : ""))
         return;
     hoff_step_begin(ctx);
     for (i = 0; i < 4; i++) {
