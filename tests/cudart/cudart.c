@@ -25,13 +25,6 @@ const char *const dbl_calls[] = {
     "cudaThreadExchangeStreamCaptureMode", "cudaGraphDestroy", NULL,
 };
 
-#define ENTER(name)                                  \
-    do {                                             \
-        cudaError_t e_ = dbl_enter(name);            \
-        if (e_ != cudaSuccess)                       \
-            return dbl_ret(e_);                      \
-    } while (0)
-
 static int dev_ok(int d) {
     return d >= 0 && d < G.ndev;
 }

@@ -10,13 +10,6 @@
 
 #include "dbl.h"
 
-#define ENTER(name)                                  \
-    do {                                             \
-        cudaError_t e_ = dbl_enter(name);            \
-        if (e_ != cudaSuccess)                       \
-            return dbl_ret(e_);                      \
-    } while (0)
-
 static __thread enum cudaStreamCaptureMode tls_mode = cudaStreamCaptureModeGlobal;
 
 /* What cudaStreamEndCapture hands back: a graph nothing can launch (the double runs no graphs). */

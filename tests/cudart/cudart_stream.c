@@ -7,13 +7,6 @@
 
 #include "dbl.h"
 
-#define ENTER(name)                                  \
-    do {                                             \
-        cudaError_t e_ = dbl_enter(name);            \
-        if (e_ != cudaSuccess)                       \
-            return dbl_ret(e_);                      \
-    } while (0)
-
 /* ---- streams ------------------------------------------------------------------------------------ */
 
 static cudaError_t stream_create(cudaStream_t *pStream, unsigned int flags, int priority) {

@@ -195,6 +195,13 @@ enum dbl_check {
 void dbl_init_locked(void);
 cudaError_t dbl_enter(const char *call);  /* locks G.lock; returns an injected/sticky error */
 cudaError_t dbl_ret(cudaError_t e);       /* records e as the thread's last error, unlocks */
+/* The first statement of every runtime entry point: dbl_enter, and return its error if it has one. */
+#define ENTER(name)                                  \
+    do {                                             \
+        cudaError_t e_ = dbl_enter(name);            \
+        if (e_ != cudaSuccess)                       \
+            return dbl_ret(e_);                      \
+    } while (0)
 int dbl_hard(enum dbl_check k, const char *call, const void *p, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 int dbl_cur_dev(void);
