@@ -113,8 +113,12 @@ static int numa_check(const char *s, size_t n, char *why, size_t whylen) {
     return 0;
 }
 
-/* The table, in the order of struct hoff_config.  doc/man/hoff-config.7
- * documents each entry; keep the two in step. */
+/* The table, keyed by enum hoff__option (options.h): an entry per key, which
+ * test_options checks, with the default named here once (the sim's transfer
+ * clock's in optdefs.h).  Columns beyond the value's: live (may change on a
+ * running context, hoff_torch_configure) and replan (a change of it needs a
+ * new plan).  doc/man/hoff-config.7 documents each entry and its default, and
+ * hoff_torch.3 the live ones (tests/man.sh and test_options check both). */
 static const struct hoff__opt opts[HOFF__OPTION_COUNT] = {
     [HOFF__OPTION_BACKEND] = {.name = "backend", .env = "HOFF_BACKEND", .type = HOFF__OPT_ENUM,
      .offset = OFF(backend, int), .def = "auto", .names = backend_names,

@@ -8,6 +8,8 @@
 
 #include "hoff.h"
 
+struct hoff__opt; /* core/optvalue.h */
+
 /* The options, keyed like mimalloc's option table: option i is opts[i] in options.c, and
  * hoff_config_name(i) of the public API (so the order is part of that API: add at the end). */
 enum hoff__option {
