@@ -90,6 +90,17 @@ int hoff__pipe_step_end(struct hoff_ctx *ctx);
  * as skipped and the plan stays.  Caller has waited for the transfers. */
 int hoff__pipe_step_abort(struct hoff_ctx *ctx);
 
+/* The plan was made for other options (a live change of budget, host cap or
+ * planner): the next step records and plans again (nothing to do before a
+ * plan exists).  Caller holds the context lock. */
+void hoff__pipe_replan(struct hoff__pipeline *p);
+
+/* Copies of the plan being replayed and of the trace it was planned on, for
+ * tools that show them: 0, -ENOENT when there is no plan yet, or -ENOMEM
+ * (neither copy is kept).  s and t are initialised here, whatever the
+ * result; the caller destroys both.  Caller holds the context lock. */
+int hoff__pipe_copy_plan(const struct hoff__pipeline *p, struct hoff__schedule *s, struct hoff__trace *t);
+
 /* Replay: the block of allocation e (the next one of the step) from its
  * group's region when the plan has it in a group and the step still
  * follows the plan; NULL to allocate normally (not grouped, groups off,

@@ -306,6 +306,27 @@ int hoff__pipe_step_abort(struct hoff_ctx *ctx) {
 }
 
 /* Frees and accesses of blocks from before this step are not its events. */
+void hoff__pipe_replan(struct hoff__pipeline *p) {
+    if (p->have_plan)
+        p->rerecord = 1;
+}
+
+int hoff__pipe_copy_plan(const struct hoff__pipeline *p, struct hoff__schedule *s, struct hoff__trace *t) {
+    int rc;
+
+    hoff__schedule_init(s);
+    hoff__trace_init(t);
+    if (!p->have_plan || !p->have_trace)
+        return -ENOENT;
+    rc = hoff__schedule_copy(s, &p->sched);
+    if (rc == 0 && (rc = hoff__trace_copy(t, &p->trace)) != 0) {
+        hoff__schedule_destroy(s);
+        hoff__trace_destroy(t);
+        hoff__trace_init(t);
+    }
+    return rc;
+}
+
 static int in_trace(const struct hoff_ctx *ctx, const struct hoff__event_info *e) {
     if (!ctx->in_step)
         return 0;

@@ -66,8 +66,7 @@ static uint64_t fraction_bytes(struct hoff_ctx *ctx, double fraction) {
  * old values, so the next step records and plans again.  Caller holds ctx->lock. */
 static void replan_live(struct hoff_ctx *ctx) {
     ctx->st.budget_bytes = ctx->cfg.budget_bytes;
-    if (ctx->pipe.have_plan)
-        ctx->pipe.rerecord = 1;
+    hoff__pipe_replan(&ctx->pipe);
 }
 
 static void set_budget_live(struct hoff_ctx *ctx, uint64_t budget) {

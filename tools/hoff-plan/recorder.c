@@ -4,6 +4,7 @@
  * issuing threads, under the recorder's lock. */
 #include "config.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,17 +102,11 @@ static void keep_plan(struct pic *p, hoff_ctx *ctx, const char *sub) {
 
     hoff_stats_get(ctx, &p->last);
     pthread_mutex_lock(&ctx->lock);
-    hoff__schedule_init(&p->sched);
-    if (ctx->pipe.have_plan && ctx->pipe.have_trace) {
-        rc = hoff__schedule_copy(&p->sched, &ctx->pipe.sched);
-        if (rc == 0) {
-            hoff__trace_destroy(&p->planned);
-            rc = hoff__trace_copy(&p->planned, &ctx->pipe.trace);
-        }
-        p->have_plan = rc == 0;
-        if (rc)
-            fprintf(stderr, "%s %s: cannot copy the plan: %s\n", hp_cmd, sub, hoff_strerror(rc));
-    }
+    hoff__trace_destroy(&p->planned);
+    rc = hoff__pipe_copy_plan(&ctx->pipe, &p->sched, &p->planned);
+    p->have_plan = rc == 0;
+    if (rc && rc != -ENOENT)
+        fprintf(stderr, "%s %s: cannot copy the plan: %s\n", hp_cmd, sub, hoff_strerror(rc));
     snprintf(p->planner, sizeof p->planner, "%s", ctx->cfg.planner);
     pthread_mutex_unlock(&ctx->lock);
 }
