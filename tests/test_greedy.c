@@ -1609,12 +1609,12 @@ static void test_segtree(void) {
     for (z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
         uint32_t n = sizes[z], i, k;
         int64_t *v = malloc(n * sizeof *v);
-        struct hoff__seg sg;
+        struct hoff__segtree sg;
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(v);
         for (i = 0; i < n; i++)
             v[i] = (int64_t)(hoff_test_rand(&rs) % 1000);
-        CU_ASSERT_EQUAL_FATAL(hoff__seg_init(&sg, v, n), 0);
+        CU_ASSERT_EQUAL_FATAL(hoff__segtree_init(&sg, v, n), 0);
         for (k = 0; k < 2000; k++) {
             uint32_t l = (uint32_t)(hoff_test_rand(&rs) % n), r = (uint32_t)(hoff_test_rand(&rs) % n), x, pos;
             int64_t d = (int64_t)(hoff_test_rand(&rs) % 200) - 100, m = INT64_MIN, thr, top = INT64_MIN;
@@ -1624,28 +1624,28 @@ static void test_segtree(void) {
             if (l > r)
                 x = l, l = r, r = x;
             if (k % 2) {
-                hoff__seg_add(&sg, l, r, d);
+                hoff__segtree_add(&sg, l, r, d);
                 for (x = l; x <= r; x++)
                     v[x] += d;
             }
             for (x = l; x <= r; x++)
                 m = v[x] > m ? v[x] : m;
-            CU_ASSERT_EQUAL(hoff__seg_max(&sg, l, r), m);
+            CU_ASSERT_EQUAL(hoff__segtree_max(&sg, l, r), m);
             thr = m - (int64_t)(hoff_test_rand(&rs) % 50) + (k % 7 == 0 ? 10 : 0);
             for (x = l; x <= r; x++)
                 if (v[x] > thr)
                     want = x;
-            found = hoff__seg_last_above(&sg, l, r, thr, &pos);
+            found = hoff__segtree_last_above(&sg, l, r, thr, &pos);
             CU_ASSERT_EQUAL(found, want != UINT32_MAX);
             if (found && want != UINT32_MAX)
                 CU_ASSERT_EQUAL(pos, want);
             for (x = 0; x < n; x++)
                 if (v[x] > top)
                     top = v[x], arg = x;
-            CU_ASSERT_EQUAL(hoff__seg_top(&sg), top);
-            CU_ASSERT_EQUAL(hoff__seg_argmax(&sg), arg);
+            CU_ASSERT_EQUAL(hoff__segtree_top(&sg), top);
+            CU_ASSERT_EQUAL(hoff__segtree_argmax(&sg), arg);
         }
-        hoff__seg_destroy(&sg);
+        hoff__segtree_destroy(&sg);
         free(v);
     }
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backend/sim.h"
+#include "core/optdefs.h"
 #include "core/core.h"
 
 static void sim_close(struct hoff__backend *be) {
@@ -112,8 +113,8 @@ int hoff__backend_open_sim(const struct hoff_config *cfg, struct hoff__backend *
     s->h2d_gbps = cfg->sim_h2d_gbps;
     s->d2h_gbps = cfg->sim_d2h_gbps;
     s->fault_gbps = cfg->sim_fault_gbps;
-    s->nvme_read_gbps = cfg->sim_nvme_read_gbps > 0 ? cfg->sim_nvme_read_gbps : 6.5;
-    s->nvme_write_gbps = cfg->sim_nvme_write_gbps > 0 ? cfg->sim_nvme_write_gbps : 3.5;
+    s->nvme_read_gbps = cfg->sim_nvme_read_gbps > 0 ? cfg->sim_nvme_read_gbps : HOFF__DEF_SIM_NVME_READ_GBPS;
+    s->nvme_write_gbps = cfg->sim_nvme_write_gbps > 0 ? cfg->sim_nvme_write_gbps : HOFF__DEF_SIM_NVME_WRITE_GBPS;
     s->latency_ns = cfg->sim_latency_ns;
     s->call_ns = cfg->sim_call_ns;
     s->fault_ns = cfg->sim_fault_ns;

@@ -101,7 +101,7 @@ int hoff__plan_greedy_select(const struct hoff__trace *t, const struct hoff__pla
     struct tkey *tk = NULL;
     uint32_t *taken = NULL;
     size_t nc = 0, ntaken = 0, k;
-    struct hoff__seg sg = {0};
+    struct hoff__segtree sg = {0};
     int rc;
 
     rc = hoff__plan_gaps(t, o, &c, &nc);
@@ -110,7 +110,7 @@ int hoff__plan_greedy_select(const struct hoff__trace *t, const struct hoff__pla
     out->candidates = nc;
     tk = malloc((nc ? nc : 1) * sizeof *tk);
     taken = malloc((nc ? nc : 1) * sizeof *taken);
-    rc = tk && taken ? hoff__seg_init(&sg, res, nev) : -ENOMEM;
+    rc = tk && taken ? hoff__segtree_init(&sg, res, nev) : -ENOMEM;
     if (rc)
         goto done;
     if (T) {
@@ -129,17 +129,17 @@ int hoff__plan_greedy_select(const struct hoff__trace *t, const struct hoff__pla
         for (k = 0; k < nc; k++)
             tk[k].i = k;
     }
-    for (k = 0; k < nc && hoff__seg_top(&sg) > (int64_t)o->budget_bytes; k++) {
+    for (k = 0; k < nc && hoff__segtree_top(&sg) > (int64_t)o->budget_bytes; k++) {
         const struct hoff__gap *x = &c[tk[k].i];
         uint32_t l = x->a + 1, r = x->b - 1;
 
-        if (hoff__seg_max(&sg, l, r) > (int64_t)o->budget_bytes) {
-            hoff__seg_add(&sg, l, r, -(int64_t)x->size);
+        if (hoff__segtree_max(&sg, l, r) > (int64_t)o->budget_bytes) {
+            hoff__segtree_add(&sg, l, r, -(int64_t)x->size);
             taken[ntaken++] = (uint32_t)tk[k].i;
         }
     }
-    out->peak_bytes = (uint64_t)hoff__seg_top(&sg);
-    out->peak_ev = hoff__seg_argmax(&sg);
+    out->peak_bytes = (uint64_t)hoff__segtree_top(&sg);
+    out->peak_ev = hoff__segtree_argmax(&sg);
     out->feasible = out->peak_bytes <= o->budget_bytes;
 
     /* Actions of the taken candidates, in the order they were taken (within
@@ -163,7 +163,7 @@ int hoff__plan_greedy_select(const struct hoff__trace *t, const struct hoff__pla
 
 done:
     if (sg.mx)
-        hoff__seg_destroy(&sg);
+        hoff__segtree_destroy(&sg);
     free(taken);
     free(tk);
     free(c);

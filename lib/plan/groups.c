@@ -8,6 +8,7 @@
 
 #include "backend/backend.h"
 #include "core/core.h"
+#include "core/optdefs.h"
 #include "plan/plan.h"
 #include "plan/segtree.h"
 
@@ -119,11 +120,11 @@ static uint32_t eff(const struct hoff__action *a) {
 }
 
 /* Add d on events [l, end) clipped to the trace (nothing when empty). */
-static void add(struct hoff__seg *sg, uint32_t nev, uint32_t l, uint32_t end, int64_t d) {
+static void add(struct hoff__segtree *sg, uint32_t nev, uint32_t l, uint32_t end, int64_t d) {
     if (end > nev)
         end = nev;
     if (l < end && d)
-        hoff__seg_add(sg, l, end - 1, d);
+        hoff__segtree_add(sg, l, end - 1, d);
 }
 
 static void drop_groups(struct hoff__schedule *s) {
@@ -305,7 +306,7 @@ int hoff__plan_groups(const struct hoff__trace *t, const struct hoff__plan_opts 
     uint64_t t0 = hoff__plan_now_ns(), peak = 0, limit, *res = NULL;
     uint32_t nev = (uint32_t)t->nev, peak_ev = 0, E = 0, P = 0, evict_k = 0;
     struct cand *c = NULL;
-    struct hoff__seg sg = {0};
+    struct hoff__segtree sg = {0};
     size_t nc = 0, k, first = 0, n = 0, cap_g = 0;
     int64_t *v = NULL;
     uint64_t S = 0, stream = 0;
@@ -338,7 +339,7 @@ int hoff__plan_groups(const struct hoff__trace *t, const struct hoff__plan_opts 
     limit = o->budget_bytes > peak ? o->budget_bytes : peak;
     for (k = 0; k < nev; k++)
         v[k] = (int64_t)res[k];
-    if ((rc = hoff__seg_init(&sg, v, nev)) != 0)
+    if ((rc = hoff__segtree_init(&sg, v, nev)) != 0)
         goto fail;
 
     for (k = 0; k <= nc; k++) {
@@ -352,7 +353,7 @@ int hoff__plan_groups(const struct hoff__trace *t, const struct hoff__plan_opts 
             add(&sg, nev, g->e, E, (int64_t)g->bytes);   /* so does g */
             add(&sg, nev, P, g->p, (int64_t)g->bytes);   /* g comes back with the first */
             add(&sg, nev, E2, XL2, (int64_t)(S + g->bytes)); /* the group's copy in flight */
-            if ((uint64_t)hoff__seg_top(&sg) <= limit) {
+            if ((uint64_t)hoff__segtree_top(&sg) <= limit) {
                 if (g->e > E)
                     evict_k = g->ie;
                 E = E2;
@@ -404,7 +405,7 @@ fail:
     }
 done:
     if (sg.mx)
-        hoff__seg_destroy(&sg);
+        hoff__segtree_destroy(&sg);
     free(saved);
     free((void *)L.T);
     free(c);
@@ -452,7 +453,7 @@ int hoff__plan_groups_late(const struct hoff__trace *t, const struct hoff__plan_
     uint64_t t0 = hoff__plan_now_ns(), before = 0;
     uint32_t peak_ev = 0, Dmin = 0, P0 = 0;
     uint64_t S = 0;
-    double h2d = o->h2d_gbps > 0 ? o->h2d_gbps : 50.0;
+    double h2d = o->h2d_gbps > 0 ? o->h2d_gbps : HOFF__DEF_SIM_H2D_GBPS;
     struct cand *c = NULL;
     struct hoff__action *saved = NULL;
     size_t nc = 0, k, first = 0, n = 0, cap_g = 0;

@@ -157,7 +157,7 @@ int hoff__place_open(struct hoff__placing *pl, const struct hoff__pm *p, int pla
     }
     free(tiered);
     free(last_ev);
-    return nev ? hoff__seg_init(&pl->sg, pl->inst, nev) : 0;
+    return nev ? hoff__segtree_init(&pl->sg, pl->inst, nev) : 0;
 }
 
 /* A new step places afresh.  0 or -ENOMEM. */
@@ -173,9 +173,9 @@ int hoff__place_reset(struct hoff__placing *pl, const struct hoff__pm *p) {
     pl->nheap = 0;
     pl->blk_act = UINT32_MAX;
     if (pl->sg.mx)
-        hoff__seg_destroy(&pl->sg);
+        hoff__segtree_destroy(&pl->sg);
     memset(&pl->sg, 0, sizeof pl->sg);
-    return p->t->nev ? hoff__seg_init(&pl->sg, pl->inst, (uint32_t)p->t->nev) : 0;
+    return p->t->nev ? hoff__segtree_init(&pl->sg, pl->inst, (uint32_t)p->t->nev) : 0;
 }
 
 /* Action k (an eviction) has fired: its prefetch may now go early. */
@@ -214,14 +214,14 @@ int hoff__place_early(struct hoff__placing *pl, struct hoff__pm *p, uint32_t i, 
 
             if (h.act == pl->blk_act && i < pl->blk_ev)
                 break;
-            if (hoff__seg_last_above(&pl->sg, i, h.p0 - 1, (int64_t)p->budget - (int64_t)p->bytes[x], &e)) {
+            if (hoff__segtree_last_above(&pl->sg, i, h.p0 - 1, (int64_t)p->budget - (int64_t)p->bytes[x], &e)) {
                 pl->blk_act = h.act;
                 pl->blk_ev = e + 1;
                 break;
             }
         }
         heap_pop(pl->heap, &pl->nheap);
-        hoff__seg_add(&pl->sg, i, h.p0 - 1, (int64_t)p->bytes[x]);
+        hoff__segtree_add(&pl->sg, i, h.p0 - 1, (int64_t)p->bytes[x]);
         pl->issued[h.act] = 1;
         pl->newev[h.act] = i;
         seq[h.act] = (*nseq)++;
@@ -256,7 +256,7 @@ int hoff__place_finish(const struct hoff__placing *pl, struct hoff__schedule *s,
 
 void hoff__place_close(struct hoff__placing *pl) {
     if (pl->sg.mx)
-        hoff__seg_destroy(&pl->sg);
+        hoff__segtree_destroy(&pl->sg);
     free(pl->inst);
     free(pl->heap);
     free(pl->issued);

@@ -24,7 +24,7 @@ struct hoff__placing {
     size_t nheap;
     uint32_t blk_act, blk_ev; /* that prefetch cannot go before event blk_ev */
     int64_t *inst;          /* the schedule's instant-transfer resident bytes per event */
-    struct hoff__seg sg;    /* inst plus the early prefetches */
+    struct hoff__segtree sg;    /* inst plus the early prefetches */
 };
 
 /* Link each prefetch to the eviction before it.  0 or -ENOMEM (hoff__place_close frees what was made). */

@@ -59,8 +59,8 @@ static int pr_open(struct hoff__pm *p, const struct hoff__trace *t, const struct
     p->s = s;
     p->out = out;
     p->budget = hoff__room_budget(o->budget_bytes, s->floor_bytes); /* nothing forced below the floor */
-    p->h2d = o->h2d_gbps > 0 ? o->h2d_gbps : 50.0;
-    p->d2h = o->d2h_gbps > 0 ? o->d2h_gbps : 50.0;
+    p->h2d = o->h2d_gbps > 0 ? o->h2d_gbps : HOFF__DEF_SIM_H2D_GBPS;
+    p->d2h = o->d2h_gbps > 0 ? o->d2h_gbps : HOFF__DEF_SIM_D2H_GBPS;
     p->lat = o->latency_ns ? o->latency_ns : DEF_LAT_NS;
     p->obs = o->observe;
     p->obs_arg = o->observe_arg;

@@ -14,7 +14,7 @@
 
 #define SEG_NONE (INT64_MIN / 4) /* padding leaves: never a maximum */
 
-int hoff__seg_init(struct hoff__seg *sg, const int64_t *v, uint32_t n) {
+int hoff__segtree_init(struct hoff__segtree *sg, const int64_t *v, uint32_t n) {
     uint32_t size = 1, i;
 
     while (size < n)
@@ -35,19 +35,19 @@ int hoff__seg_init(struct hoff__seg *sg, const int64_t *v, uint32_t n) {
     return 0;
 }
 
-void hoff__seg_destroy(struct hoff__seg *sg) {
+void hoff__segtree_destroy(struct hoff__segtree *sg) {
     free(sg->mx);
     free(sg->ad);
 }
 
 /* mx[v] again from its children (v internal). */
-static inline void pull(struct hoff__seg *sg, uint32_t v) {
+static inline void pull(struct hoff__segtree *sg, uint32_t v) {
     int64_t a = sg->mx[2 * v], b = sg->mx[2 * v + 1];
 
     sg->mx[v] = (a > b ? a : b) + sg->ad[v];
 }
 
-static int64_t max(const struct hoff__seg *sg, uint32_t v, uint32_t lo, uint32_t hi, uint32_t l,
+static int64_t max(const struct hoff__segtree *sg, uint32_t v, uint32_t lo, uint32_t hi, uint32_t l,
                        uint32_t r) {
     uint32_t mid;
     int64_t m = SEG_NONE, x;
@@ -65,7 +65,7 @@ static int64_t max(const struct hoff__seg *sg, uint32_t v, uint32_t lo, uint32_t
 }
 
 /* acc: the adds of v's ancestors. */
-static int last_above(const struct hoff__seg *sg, uint32_t v, uint32_t lo, uint32_t hi, uint32_t l, uint32_t r,
+static int last_above(const struct hoff__segtree *sg, uint32_t v, uint32_t lo, uint32_t hi, uint32_t l, uint32_t r,
                       int64_t thr, int64_t acc, uint32_t *pos) {
     uint32_t mid;
 
@@ -81,12 +81,12 @@ static int last_above(const struct hoff__seg *sg, uint32_t v, uint32_t lo, uint3
            last_above(sg, 2 * v, lo, mid, l, r, thr, acc, pos);
 }
 
-int hoff__seg_last_above(const struct hoff__seg *sg, uint32_t l, uint32_t r, int64_t thr, uint32_t *pos) {
+int hoff__segtree_last_above(const struct hoff__segtree *sg, uint32_t l, uint32_t r, int64_t thr, uint32_t *pos) {
     return last_above(sg, 1, 0, sg->size - 1, l, r, thr, 0, pos);
 }
 
 /* The first leaf holding the overall maximum. */
-uint32_t hoff__seg_argmax(const struct hoff__seg *sg) {
+uint32_t hoff__segtree_argmax(const struct hoff__segtree *sg) {
     uint32_t v = 1;
 
     while (v < sg->size)
@@ -98,7 +98,7 @@ uint32_t hoff__seg_argmax(const struct hoff__seg *sg) {
 /* Bottom up, without recursion (the planners' hottest loop at 10^6
  * events): the nodes that tile [l, r] take the add, then the ancestors of
  * its two ends are pulled again. */
-void hoff__seg_add(struct hoff__seg *sg, uint32_t l, uint32_t r, int64_t d) {
+void hoff__segtree_add(struct hoff__segtree *sg, uint32_t l, uint32_t r, int64_t d) {
     uint32_t lo = l + sg->size, hi = r + sg->size + 1, l0 = lo, r0 = hi - 1;
 
     for (; lo < hi; lo >>= 1, hi >>= 1) {
@@ -117,10 +117,10 @@ void hoff__seg_add(struct hoff__seg *sg, uint32_t l, uint32_t r, int64_t d) {
         pull(sg, r0);
 }
 
-int64_t hoff__seg_max(const struct hoff__seg *sg, uint32_t l, uint32_t r) {
+int64_t hoff__segtree_max(const struct hoff__segtree *sg, uint32_t l, uint32_t r) {
     return max(sg, 1, 0, sg->size - 1, l, r);
 }
 
-int64_t hoff__seg_top(const struct hoff__seg *sg) {
+int64_t hoff__segtree_top(const struct hoff__segtree *sg) {
     return sg->mx[1];
 }

@@ -5,23 +5,23 @@
 
 #include <stdint.h>
 
-struct hoff__seg {
+struct hoff__segtree {
     int64_t *mx, *ad;
     uint32_t size;  /* leaves: a power of two >= n */
 };
 
 /* Build over v[0..n-1].  0 or -ENOMEM. */
-int hoff__seg_init(struct hoff__seg *sg, const int64_t *v, uint32_t n);
-void hoff__seg_destroy(struct hoff__seg *sg);
+int hoff__segtree_init(struct hoff__segtree *sg, const int64_t *v, uint32_t n);
+void hoff__segtree_destroy(struct hoff__segtree *sg);
 /* Add d to every leaf in [l, r] (l <= r < n). */
-void hoff__seg_add(struct hoff__seg *sg, uint32_t l, uint32_t r, int64_t d);
+void hoff__segtree_add(struct hoff__segtree *sg, uint32_t l, uint32_t r, int64_t d);
 /* Maximum over [l, r]. */
-int64_t hoff__seg_max(const struct hoff__seg *sg, uint32_t l, uint32_t r);
+int64_t hoff__segtree_max(const struct hoff__segtree *sg, uint32_t l, uint32_t r);
 /* The last leaf in [l, r] whose value is above thr, into *pos: 1, or 0
  * when none is.  O(log n). */
-int hoff__seg_last_above(const struct hoff__seg *sg, uint32_t l, uint32_t r, int64_t thr, uint32_t *pos);
+int hoff__segtree_last_above(const struct hoff__segtree *sg, uint32_t l, uint32_t r, int64_t thr, uint32_t *pos);
 /* Maximum over every leaf, and the first leaf holding it. */
-int64_t hoff__seg_top(const struct hoff__seg *sg);
-uint32_t hoff__seg_argmax(const struct hoff__seg *sg);
+int64_t hoff__segtree_top(const struct hoff__segtree *sg);
+uint32_t hoff__segtree_argmax(const struct hoff__segtree *sg);
 
 #endif

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/optdefs.h"
 #include "plan/plan.h"
 #include "plan/segtree.h"
 
@@ -75,7 +76,7 @@ static int collect_away(const struct hoff__trace *t, const struct hoff__plan_opt
                         struct away **out, size_t *nout) {
     uint32_t *since = malloc((t->nblocks ? t->nblocks : 1) * sizeof *since);
     uint64_t *landed = malloc((t->nblocks ? t->nblocks : 1) * sizeof *landed), busy = 0;
-    uint64_t lat = o->latency_ns ? o->latency_ns : 10000;
+    uint64_t lat = o->latency_ns ? o->latency_ns : HOFF__DEF_SIM_LATENCY_NS;
     struct away *a = NULL;
     size_t n = 0, cap = 0, k;
     uint32_t i;
@@ -177,7 +178,7 @@ int hoff__plan_tiers(const struct hoff__trace *t, const struct hoff__plan_opts *
     uint8_t *chosen = NULL;
     uint64_t *tmax = NULL;
     int64_t *host = NULL, *nvme = NULL;
-    struct hoff__seg sg = {0};
+    struct hoff__segtree sg = {0};
     size_t naw = 0, nsp = 0, k;
     int rc;
 
@@ -207,9 +208,9 @@ int hoff__plan_tiers(const struct hoff__trace *t, const struct hoff__plan_opts *
         host[i] += host[i - 1];
     for (i = 0; i < nev; i++)
         tmax[i] = i && tmax[i - 1] > ev_time(t, i) ? tmax[i - 1] : ev_time(t, i);
-    if ((rc = hoff__seg_init(&sg, host, nev)) != 0)
+    if ((rc = hoff__segtree_init(&sg, host, nev)) != 0)
         goto out;
-    if (o->host_cap_bytes && o->nvme && hoff__seg_top(&sg) > (int64_t)o->host_cap_bytes) {
+    if (o->host_cap_bytes && o->nvme && hoff__segtree_top(&sg) > (int64_t)o->host_cap_bytes) {
         sp = malloc((naw ? naw : 1) * sizeof *sp);
         if (!sp) {
             rc = -ENOMEM;
@@ -251,12 +252,12 @@ int hoff__plan_tiers(const struct hoff__trace *t, const struct hoff__plan_opts *
             rc = -ENOMEM;
             goto out;
         }
-        for (k = 0; k < nsp && hoff__seg_top(&sg) > (int64_t)o->host_cap_bytes; k++) {
+        for (k = 0; k < nsp && hoff__segtree_top(&sg) > (int64_t)o->host_cap_bytes; k++) {
             const struct spill *x = &sp[k];
 
-            if (hoff__seg_max(&sg, x->l, x->r) <= (int64_t)o->host_cap_bytes)
+            if (hoff__segtree_max(&sg, x->l, x->r) <= (int64_t)o->host_cap_bytes)
                 continue;
-            hoff__seg_add(&sg, x->l, x->r, -(int64_t)x->bytes);
+            hoff__segtree_add(&sg, x->l, x->r, -(int64_t)x->bytes);
             chosen[k] = 1;
         }
         /* A spill taken early may be redundant once later ones are in (the
@@ -266,8 +267,8 @@ int hoff__plan_tiers(const struct hoff__trace *t, const struct hoff__plan_opts *
             const struct spill *x = &sp[k];
 
             if (chosen[k] &&
-                hoff__seg_max(&sg, x->l, x->r) + (int64_t)x->bytes <= (int64_t)o->host_cap_bytes) {
-                hoff__seg_add(&sg, x->l, x->r, (int64_t)x->bytes);
+                hoff__segtree_max(&sg, x->l, x->r) + (int64_t)x->bytes <= (int64_t)o->host_cap_bytes) {
+                hoff__segtree_add(&sg, x->l, x->r, (int64_t)x->bytes);
                 chosen[k] = 0;
             }
         }
@@ -291,8 +292,8 @@ int hoff__plan_tiers(const struct hoff__trace *t, const struct hoff__plan_opts *
         }
         hoff__schedule_sort(s);
     }
-    s->peak_host_bytes = (uint64_t)(hoff__seg_top(&sg) > 0 ? hoff__seg_top(&sg) : 0);
-    s->peak_host_ev = hoff__seg_argmax(&sg);
+    s->peak_host_bytes = (uint64_t)(hoff__segtree_top(&sg) > 0 ? hoff__segtree_top(&sg) : 0);
+    s->peak_host_ev = hoff__segtree_argmax(&sg);
     s->host_feasible = !o->host_cap_bytes || s->peak_host_bytes <= o->host_cap_bytes;
     {
         int64_t run = 0;
@@ -304,7 +305,7 @@ int hoff__plan_tiers(const struct hoff__trace *t, const struct hoff__plan_opts *
     }
 out:
     if (sg.mx)
-        hoff__seg_destroy(&sg);
+        hoff__segtree_destroy(&sg);
     free(chosen);
     free(sp);
     free(tmax);

@@ -196,7 +196,7 @@ static void args_init(struct hp_args *a, const char *sub) {
     hoff_config_init(&defaults);
     memset(a, 0, sizeof *a);
     a->sub = sub;
-    a->bandwidth = 50.0;
+    a->bandwidth = defaults.sim_h2d_gbps; /* the sim's, both ways */
     a->planner = "timed";
     a->groups = 1;
     a->steps = 3;
