@@ -31,19 +31,6 @@
 #define MiB ((uint64_t)1 << 20)
 #define GiB ((uint64_t)1 << 30)
 
-static char spill_dir[256];
-
-static const char *get_spill_dir(void) {
-    if (!spill_dir[0]) {
-        snprintf(spill_dir, sizeof spill_dir, "./hoff-agree-XXXXXX");
-        if (!mkdtemp(spill_dir)) {
-            perror("mkdtemp");
-            exit(99);
-        }
-    }
-    return spill_dir;
-}
-
 /* A list of observed calls; the sim's comes from several threads. */
 struct olog {
     pthread_mutex_t mu;
@@ -260,20 +247,16 @@ static void agree(const struct hoff__trace *t, const char *what, int pct, int ca
 
     peak = hoff__trace_offload_peak(t, hoff__pool_block_bytes, NULL);
     CU_ASSERT_FATAL(peak > 0);
-    hoff_config_init(&cfg);
+    cfg = hoff_test_sim_config(16 * GiB);
     cfg.plan_thread = 0; /* the next step replays */
-    cfg.backend = HOFF_BACKEND_SIM;
-    cfg.sim_device_bytes = 16 * GiB;
-    cfg.oversub_margin_bytes = 0;
     cfg.sim_h2d_gbps = 50;
     cfg.sim_d2h_gbps = 50;
     cfg.budget_bytes = peak * (uint64_t)pct / 100;
-    cfg.log_level = HOFF_LOG_ERROR;
     if (cap_pct) {
         cfg.host_cap_bytes = peak * (uint64_t)cap_pct / 100;
-        CU_ASSERT_EQUAL_FATAL(hoff_config_set(&cfg, "spill_dir", get_spill_dir(), err, sizeof err), 0);
+        CU_ASSERT_EQUAL_FATAL(hoff_config_set(&cfg, "spill_dir", hoff_test_spill_dir("agree"), err, sizeof err), 0);
     }
-    CU_ASSERT_EQUAL_FATAL(hoff_init(&r.ctx, &cfg), 0);
+    r.ctx = hoff_test_open(&cfg);
     r.t = t;
     r.rec_of = malloc((t->nblocks ? t->nblocks : 1) * sizeof *r.rec_of);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r.rec_of);
@@ -433,9 +416,5 @@ int main(void) {
         {"random", test_random},
         {NULL, NULL},
     };
-    int rc = hoff_test_run("agree", tests);
-
-    if (spill_dir[0])
-        rmdir(spill_dir);
-    return rc;
+    return hoff_test_run("agree", tests);
 }
