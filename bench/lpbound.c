@@ -23,6 +23,24 @@ void hoff_bench_lp_none(struct hoff_bench_lp *lp, const int *pct, int n, const c
     }
 }
 
+int hoff_bench_lp_arg(const char *tool, int argc, char **argv, int *a, struct hoff_bench_lp_run *run) {
+    int lp = strcmp(argv[*a], "--lp") == 0;
+
+    if (!lp && strcmp(argv[*a], "--hoff-plan") != 0)
+        return 0;
+    if (*a + 1 >= argc || !*argv[*a + 1]) {
+        fprintf(stderr, "%s: %s takes %s\n", tool, argv[*a],
+                lp ? "the command that runs bench/bound.py (e.g. \"python3 bench/bound.py\")" : "the path of hoff-plan");
+        return -1;
+    }
+    if (lp)
+        run->cmd = argv[*a + 1];
+    else
+        run->hoff_plan = argv[*a + 1];
+    (*a)++;
+    return 1;
+}
+
 /* A string field "key": "value" of one JSON line, into out ("" if absent). */
 static void json_str(const char *line, const char *key, char *out, size_t len) {
     const char *p = strstr(line, key);

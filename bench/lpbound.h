@@ -34,6 +34,11 @@ void hoff_bench_lp_file(const struct hoff_bench_lp_run *run, const char *path, c
 void hoff_bench_lp_trace(const struct hoff_bench_lp_run *run, const struct hoff__trace *t, const char *tag,
                          const int *pct, int n, struct hoff_bench_lp *lp);
 
+/* The flags that set run: --lp CMD and --hoff-plan PATH.  When argv[*a] is one of them, its value goes into run and
+ * *a steps past it: 1; 0 when argv[*a] is neither; -1 when the value is missing or empty (said on stderr, after
+ * "tool: "). */
+int hoff_bench_lp_arg(const char *tool, int argc, char **argv, int *a, struct hoff_bench_lp_run *run);
+
 /* Every lp[i] without a bound, with this reason. */
 void hoff_bench_lp_none(struct hoff_bench_lp *lp, const int *pct, int n, const char *why);
 

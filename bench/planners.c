@@ -376,7 +376,7 @@ int main(int argc, char **argv) {
     const char *dir = "tests/data/traces";
     char path[4096], err[256];
     size_t i;
-    int rc = 0, a;
+    int rc = 0, a, lp;
 
     for (a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--json") == 0)
@@ -393,18 +393,9 @@ int main(int argc, char **argv) {
             host_cap_pct = (int)v;
             a++;
         }
-        else if (strcmp(argv[a], "--lp") == 0 || strcmp(argv[a], "--hoff-plan") == 0) {
-            if (a + 1 >= argc || !*argv[a + 1]) {
-                fprintf(stderr, "planners: %s takes %s\n", argv[a],
-                        argv[a][2] == 'l' ? "the command that runs bench/bound.py (e.g. \"python3 bench/bound.py\")"
-                                          : "the path of hoff-plan");
+        else if ((lp = hoff_bench_lp_arg("planners", argc, argv, &a, &lp_run)) != 0) {
+            if (lp < 0)
                 return 2;
-            }
-            if (argv[a][2] == 'l')
-                lp_run.cmd = argv[a + 1];
-            else
-                lp_run.hoff_plan = argv[a + 1];
-            a++;
         }
         else if (strcmp(argv[a], "--anytime") == 0) {
             const char *s = a + 1 < argc ? argv[a + 1] : "";

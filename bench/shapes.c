@@ -74,18 +74,15 @@ static void usage(FILE *f) {
 int main(int argc, char **argv) {
     static const int pct[] = {75, 50, 25};
     struct hoff_bench_lp_run lp_run = {NULL, "./hoff-plan", GBPS, 0};
-    int json = 0, a;
+    int json = 0, a, k;
     size_t i, j;
 
     for (a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--json") == 0)
             json = 1;
-        else if ((strcmp(argv[a], "--lp") == 0 || strcmp(argv[a], "--hoff-plan") == 0) && a + 1 < argc) {
-            if (argv[a][2] == 'l')
-                lp_run.cmd = argv[a + 1];
-            else
-                lp_run.hoff_plan = argv[a + 1];
-            a++;
+        else if ((k = hoff_bench_lp_arg("bench/shapes", argc, argv, &a, &lp_run)) != 0) {
+            if (k < 0)
+                return 2;
         } else if (strcmp(argv[a], "-h") == 0 || strcmp(argv[a], "--help") == 0) {
             usage(stdout);
             return 0;
