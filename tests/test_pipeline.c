@@ -20,20 +20,6 @@
 #define MiB ((uint64_t)1 << 20)
 #define GiB ((uint64_t)1 << 30)
 
-/* The NVMe tier's directory for the host-cap cases (made on first use). */
-static char spill_dir[256];
-
-static const char *get_spill_dir(void) {
-    if (!spill_dir[0]) {
-        snprintf(spill_dir, sizeof spill_dir, "./hoff-pipeline-XXXXXX");
-        if (!mkdtemp(spill_dir)) {
-            perror("mkdtemp");
-            exit(99);
-        }
-    }
-    return spill_dir;
-}
-
 static hoff_ctx *open_ctx_planner(uint64_t budget, uint64_t host_cap, const char *planner) {
     struct hoff_config cfg;
     hoff_ctx *ctx = NULL;
@@ -47,7 +33,7 @@ static hoff_ctx *open_ctx_planner(uint64_t budget, uint64_t host_cap, const char
     cfg.budget_bytes = budget;
     if (host_cap) {
         cfg.host_cap_bytes = host_cap;
-        CU_ASSERT_EQUAL(hoff_config_set(&cfg, "spill_dir", get_spill_dir(), err, sizeof err), 0);
+        CU_ASSERT_EQUAL(hoff_config_set(&cfg, "spill_dir", hoff_test_spill_dir("pipeline"), err, sizeof err), 0);
     }
     if (planner)
         CU_ASSERT_EQUAL(hoff_config_set(&cfg, "planner", planner, err, sizeof err), 0);
@@ -234,8 +220,6 @@ static void test_host_cap(void) {
         run_budget_cap(&t, caps[i] == 20 ? "transformer L8 h256 s4096, host cap 20%" :
                                            "transformer L8 h256 s4096, host cap 40%", 25, 1, caps[i]);
     hoff__trace_destroy(&t);
-    if (spill_dir[0] && rmdir(spill_dir) == 0)
-        spill_dir[0] = 0; /* made again if another case needs it */
 }
 
 /* A budget below what one op's blocks need (the plan is infeasible): the
@@ -317,8 +301,6 @@ static void test_random_traces(void) {
             }
         hoff__trace_destroy(&t);
     }
-    if (spill_dir[0] && rmdir(spill_dir) == 0)
-        spill_dir[0] = 0; /* made again if another case needs it */
 }
 
 /* Flash attention (s > 1024): 8 layers, b*s*h*2 = 2 MiB. */
