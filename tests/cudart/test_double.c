@@ -313,6 +313,9 @@ static void test_event_generations(void) {
     cudaEventRecord(t1, a);
     CU_ASSERT_EQUAL(cudaEventElapsedTime(&ms, t0, t1), cudaErrorNotReady);
     (void)cudaGetLastError();
+    /* t0 is stamped when the stream's worker reaches it, which on a loaded machine can be after
+     * any nap of ours: wait for it, so that the 10 ms below surely lie between the two stamps. */
+    CU_ASSERT_EQUAL(cudaEventSynchronize(t0), cudaSuccess);
     nap_ms(10);
     gate_open(&g2);
     CU_ASSERT_EQUAL(cudaEventSynchronize(t1), cudaSuccess);
