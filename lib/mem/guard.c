@@ -40,13 +40,20 @@ int hoff__guard_init(struct hoff_ctx *ctx) {
     return 0;
 }
 
-/* Device memory hoff may hold by its books: the device pool, and every
+/* Plain device memory hoff holds: the device pool, and the graph pool's
+ * blocks (cudaMalloc'd too; kept for captured graphs until shutdown).  Every
+ * book below counts device memory through this one sum. */
+static uint64_t device_pools(const struct hoff_ctx *ctx) {
+    return ctx->pools[HOFF__POOL_DEVICE].mapped_bytes + ctx->graph_pool.mapped_bytes;
+}
+
+/* Device memory hoff may hold by its books: the device pools, and every
  * mapped managed byte not known to be on the host. */
 static uint64_t on_device(const struct hoff_ctx *ctx) {
     const struct hoff__pool *mp = &ctx->pools[HOFF__POOL_MANAGED];
     uint64_t host = ctx->res.host;
 
-    return ctx->pools[HOFF__POOL_DEVICE].mapped_bytes + (mp->mapped_bytes > host ? mp->mapped_bytes - host : 0);
+    return device_pools(ctx) + (mp->mapped_bytes > host ? mp->mapped_bytes - host : 0);
 }
 
 int hoff__guard_check(void *arg, size_t bytes) {
@@ -77,7 +84,7 @@ int hoff__guard_check(void *arg, size_t bytes) {
 }
 
 uint64_t hoff__guard_cap(const struct hoff_ctx *ctx) {
-    uint64_t pool = ctx->pools[HOFF__POOL_DEVICE].mapped_bytes + ctx->guard.growing;
+    uint64_t pool = device_pools(ctx) + ctx->guard.growing;
     uint64_t margin = ctx->cfg.oversub_margin_bytes;
 
     if (ctx->cfg.oversubscribe || !ctx->guard.total)
@@ -88,14 +95,15 @@ uint64_t hoff__guard_cap(const struct hoff_ctx *ctx) {
 
 int hoff__guard_check_device(void *arg, size_t bytes) {
     struct hoff_ctx *ctx = arg;
-    uint64_t pool = ctx->pools[HOFF__POOL_DEVICE].mapped_bytes;
+    uint64_t pool = device_pools(ctx);
     char a[32], b[32], c[32];
     int rc;
 
     if (!ctx->guard.total)
         return 0;
     if (pool + bytes > ctx->guard.total) /* no driver can map that: say so before asking */
-        return hoff__error(-ENOMEM, "cannot grow the device pool by %s: it holds %s of the device's %s",
+        return hoff__error(-ENOMEM, "cannot grow the device pool by %s: hoff's device pools (graph-private blocks "
+                           "included) hold %s of the device's %s",
                            hoff__fmt_size(bytes, a, sizeof a), hoff__fmt_size(pool, b, sizeof b),
                            hoff__fmt_size(ctx->guard.total, c, sizeof c));
     if (ctx->cfg.oversubscribe)
@@ -117,7 +125,7 @@ void hoff__guard_sample(struct hoff_ctx *ctx) {
     if (ctx->be->ops->mem_info(ctx->be, &free_b, &total_b) != 0 || free_b > total_b)
         return;
     used = total_b - free_b;
-    mine = ctx->pools[HOFF__POOL_DEVICE].mapped_bytes + ctx->res.resident;
+    mine = device_pools(ctx) + ctx->res.resident;
     ctx->st.device_foreign_bytes = used > mine ? used - mine : 0;
 }
 
@@ -130,7 +138,7 @@ void hoff__guard_sample(struct hoff_ctx *ctx) {
  * gives memory back; any of these during a measure changes the free memory
  * by more than the eviction. */
 static uint64_t mapped(const struct hoff_ctx *ctx) {
-    return ctx->pools[HOFF__POOL_DEVICE].mapped_bytes + ctx->pools[HOFF__POOL_MANAGED].mapped_bytes;
+    return device_pools(ctx) + ctx->pools[HOFF__POOL_MANAGED].mapped_bytes;
 }
 
 void hoff__guard_probe_issue(struct hoff_ctx *ctx, const struct hoff__block *b, int evict) {

@@ -262,6 +262,14 @@ static int mode_capture(void) {
     hoff_free(ctx, after, a);
     hoff_free(ctx, again, a);
     hoff_step_end(ctx);
+    /* The graph's blocks are hoff's device memory, not another process's: the
+     * step's end sample must count them as hoff's (the guard's books too). */
+    hoff_stats_get(ctx, &st);
+    check(st.device_foreign_bytes <= st.managed_pool_bytes - st.managed_in_use_bytes,
+          "the graph-private blocks are hoff's own device memory: device_foreign_bytes %llu, at most the cached "
+          "managed mappings' %llu (graph_private_bytes %llu)", (unsigned long long)st.device_foreign_bytes,
+          (unsigned long long)(st.managed_pool_bytes - st.managed_in_use_bytes),
+          (unsigned long long)st.graph_private_bytes);
     hoffdbl_stats(&d1);
     check(d1.capture_refusals == 0 && d1.hard_errors == 0, "hoff made no call the capture forbids (%llu refusals)",
           (unsigned long long)d1.capture_refusals);
