@@ -73,6 +73,15 @@ static cudaStream_t new_stream(void) {
     return s;
 }
 
+/* The end of a two-stream mode: the context shut down (a failure is fatal), then its streams. */
+static int close_two(hoff_ctx *ctx, cudaStream_t a, cudaStream_t b) {
+    if (hoff_shutdown(ctx) != 0)
+        die("hoff_shutdown");
+    cudaStreamDestroy(a);
+    cudaStreamDestroy(b);
+    return 0;
+}
+
 /* --- kernels ------------------------------------------------------------------ */
 
 struct fill {
@@ -174,11 +183,7 @@ static int mode_streams(int fence) {
         hoff_free(ctx, q, a);
     }
     cudaEventDestroy(ev);
-    if (hoff_shutdown(ctx) != 0)
-        die("hoff_shutdown");
-    cudaStreamDestroy(a);
-    cudaStreamDestroy(b);
-    return 0;
+    return close_two(ctx, a, b);
 }
 
 /* --- allocations on a stream other than the step's ------------------------------------- */
@@ -218,11 +223,7 @@ static int mode_side(void) {
     hoff_free(ctx, coll, comm);
     hoff_free(ctx, act, compute);
     hoff_step_end(ctx);
-    if (hoff_shutdown(ctx) != 0)
-        die("hoff_shutdown");
-    cudaStreamDestroy(compute);
-    cudaStreamDestroy(comm);
-    return 0;
+    return close_two(ctx, compute, comm);
 }
 
 /* --- capture ------------------------------------------------------------------------ */
