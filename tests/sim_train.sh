@@ -5,13 +5,15 @@
 # block.  The models: the three bench/models/ (small shapes), and with a PyTorch that has them, tests/sim_zoo.py's
 # models nobody on the project wrote (a transformers GPT-2 and Llama, a torchvision ResNet-18).  Then
 # tests/sim_features.py (checkpointing, reentrant and not, and save_on_cpu) at 50%, the cnn with 2 intra-op threads
-# and with spills to the NVMe tier, DDP on CPU ranks at 50%, and torch.compile next to --sim.
+# and with spills to the NVMe tier, DDP on CPU ranks at 50%, FSDP2 on 2 CPU ranks at none, 50% and 25%, and
+# torch.compile next to --sim.
 # Picks, by variable:
 #   SIM_MODELS   (gpt wide cnn; also gpt2 llama resnet, or none)
 #   SIM_FEATURES (ckpt-reentrant ckpt save_on_cpu, or skip)
 #   SIM_EXTRA    (1: the cnn with 2 threads and with NVMe spills; 0: not)
 #   SIM_DDP      (1: 2 ranks started here with torchrun's environment; torchrun: by torchrun --standalone, with
 #                 SIM_DDP_RANKS ranks, default "2 4"; 0: no DDP)
+#   SIM_FSDP     (0; 1: FSDP2, fully_shard, under torchrun --standalone with 2 ranks, PyTorch 2.x)
 #   SIM_COMPILE  (0; 1: the ResNet under torch.compile, PyTorch 2.x)
 # Skips (77) without a python3 that has torch ($PYTHON first), or with a sanitized preload.  Runs in the build
 # directory.
@@ -106,11 +108,12 @@ fi
 # plain DDP run rank by rank.  SIM_DDP=1: 2 ranks get torchrun's environment from here (Debian's torchrun, torch 1.13
 # under Python 3.11, fails before it starts a worker: 'NoneType' object has no attribute 'get' in its redirects
 # map).  SIM_DDP=torchrun: torchrun --standalone --nproc-per-node N (PyTorch 2.x) for each N in SIM_DDP_RANKS.
-ddp_check() { # ddp_check LABEL N PLAIN-PREFIX SIM-PREFIX STATS-PREFIX: every rank, and N distinct statistics files
+ddp_check() { # ddp_check LABEL N PLAIN-PREFIX SIM-PREFIX STATS-PREFIX [BUDGET]: every rank (run at BUDGET, 50% by
+    # default), and N distinct statistics files
     r=0
     files=
     while [ "$r" -lt "$2" ]; do
-        "$py" "$top/tests/sim_check.py" "$1-rank$r" "$3.$r" "$4.$r" "$5.$r.json" 50% || fail=1
+        "$py" "$top/tests/sim_check.py" "$1-rank$r" "$3.$r" "$4.$r" "$5.$r.json" "${6:-50%}" || fail=1
         files="$files $5.$r.json"
         r=$((r + 1))
     done
@@ -130,8 +133,13 @@ assert j["world_size"] == n and sorted(j["ranks"]) == list(range(n)) and len(set
 print("%s: hoff-stat lists job %s with ranks %s" % (sys.argv[3], j["job"], sorted(j["ranks"])))
 ' "$5.hoffstat.json" "$2" "$1" || { echo "FAIL: $1: hoff-stat does not show the $2 ranks as one job"; fail=1; }
 }
+# torchrun N ARGS...: torchrun --standalone with N CPU ranks (PyTorch 2.x).  It sets OMP_NUM_THREADS=1 for its
+# workers (and says so); the ranks and the rendezvous each get a port of their own.
+torchrun() { n_=$1; shift; timeout 300 "$py" -m torch.distributed.run --standalone --nproc-per-node "$n_" "$@"; }
+gloo=1
+"$py" -c 'import torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null || gloo=0
 ddp=${SIM_DDP:-1}
-if [ "$ddp" != 0 ] && ! "$py" -c 'import torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null; then
+if [ "$ddp" != 0 ] && [ "$gloo" = 0 ]; then
     echo "(DDP skipped: this torch has no gloo)"
     ddp=0
 fi
@@ -163,15 +171,11 @@ case $ddp in
     ;;
 torchrun)
     for n in ${SIM_DDP_RANKS:-2 4}; do
-        # torchrun sets OMP_NUM_THREADS=1 for its workers (and says so); the ranks and the rendezvous each get a
-        # port of their own (--standalone).
-        run() { timeout 300 "$py" -m torch.distributed.run --standalone --nproc-per-node "$n" "$@"; }
-        if ! run "$top/tests/sim_ddp.py" "$tmp.tr$n.plain" >"$tmp.out" 2>&1; then
+        if ! torchrun "$n" "$top/tests/sim_ddp.py" "$tmp.tr$n.plain" >"$tmp.out" 2>&1; then
             echo "FAIL: plain DDP under torchrun, $n ranks:"; cat "$tmp.out"; fail=1
-        elif ! env SIM_DDP_HOFF_STAT="$(pwd)/hoff-stat" SIM_DDP_HOFF_STAT_OUT="$tmp.tr$n.hoffstat.json" \
-                timeout 300 "$py" -m torch.distributed.run --standalone --nproc-per-node "$n" -m hoff --sim \
-                --budget 50% --stats-json "$tmp.tr$n.%r.json" "$top/tests/sim_ddp.py" "$tmp.tr$n.sim" \
-                >"$tmp.out" 2>&1; then
+        elif ! SIM_DDP_HOFF_STAT="$(pwd)/hoff-stat" SIM_DDP_HOFF_STAT_OUT="$tmp.tr$n.hoffstat.json" \
+                torchrun "$n" -m hoff --sim --budget 50% --stats-json "$tmp.tr$n.%r.json" "$top/tests/sim_ddp.py" \
+                "$tmp.tr$n.sim" >"$tmp.out" 2>&1; then
             echo "FAIL: DDP under torchrun and --sim, $n ranks:"; cat "$tmp.out"; fail=1
         else
             ddp_check "torchrun-$n" "$n" "$tmp.tr$n.plain" "$tmp.tr$n.sim" "$tmp.tr$n"
@@ -180,6 +184,41 @@ torchrun)
     ;;
 *) echo "FAIL: SIM_DDP=$ddp: expected 0, 1 or torchrun"; fail=1 ;;
 esac
+
+# FSDP2 (fully_shard on each block and the root) on 2 CPU ranks under torchrun, at budgets none, 50% and 25%: every
+# rank's losses, gradient shards and final parameter shards bitwise equal to the same rank without hoff, bytes
+# moved at 50% and 25%, per-rank statistics files, the job in hoff-stat.  Then what --sim made of FSDP's collective
+# buffers (tests/sim_ddp.py's "collectives": offload candidates / buffers of at least 1 MiB / all, over the 4
+# iterations, the first of which runs before the first step): on CPU there are no streams, so every one of them made
+# inside a step is an offload candidate under --sim, where on CUDA the flat all-gather output and the
+# reduce-scatter output are made on FSDP's own streams and stay device memory (hoff(7), MULTI-GPU).
+if [ "${SIM_FSDP:-0}" = 1 ]; then
+    if [ "$gloo" = 0 ]; then
+        echo "(FSDP skipped: this torch has no gloo)"
+    elif ! "$py" -c 'from torch.distributed.fsdp import fully_shard' 2>/dev/null; then
+        echo "(FSDP skipped: this torch has no torch.distributed.fsdp.fully_shard, FSDP2)"
+    elif ! torchrun 2 "$top/tests/sim_ddp.py" --fsdp "$tmp.fsdp.plain" >"$tmp.out" 2>&1; then
+        echo "FAIL: plain FSDP under torchrun, 2 ranks:"; cat "$tmp.out"; fail=1
+    else
+        for b in none 50% 25%; do
+            rm -f "$tmp.fsdp.sim".* "$tmp.fsdp".*.json
+            if ! SIM_DDP_HOFF_STAT="$(pwd)/hoff-stat" SIM_DDP_HOFF_STAT_OUT="$tmp.fsdp.hoffstat.json" \
+                    torchrun 2 -m hoff --sim --budget "$b" --stats-json "$tmp.fsdp.%r.json" \
+                    "$top/tests/sim_ddp.py" --fsdp "$tmp.fsdp.sim" >"$tmp.out" 2>&1; then
+                echo "FAIL: FSDP under torchrun and --sim at budget $b, 2 ranks:"; cat "$tmp.out"; fail=1
+                continue
+            fi
+            ddp_check "fsdp" 2 "$tmp.fsdp.plain" "$tmp.fsdp.sim" "$tmp.fsdp" "$b"
+            "$py" -c '
+import json, sys
+for r in (0, 1):
+    c = json.load(open("%s.%d" % (sys.argv[1], r)))["collectives"]
+    print("fsdp-rank%d budget %s: FSDP buffers that were offload candidates (of >= 1 MiB, of all): %s" % (r, sys.argv[2],
+          ", ".join("%s %d (%d, %d)" % (k, v[0], v[1], v[2]) for k, v in sorted(c.items()))))
+' "$tmp.fsdp.sim" "$b" || fail=1
+        done
+    fi
+fi
 
 # torch.compile (inductor, on CPU) under --sim: the code compiled runs eagerly inside hoff's steps (hoff's op marks
 # are a TorchDispatchMode, under which TorchDynamo runs no compiled frame), as the launcher's warning says.  So the

@@ -9,7 +9,8 @@
 #   - two streams: with HOFF_FREE_FENCE=device a block freed while another stream reads it is never handed
 #     out early (strict: any race aborts); with the stream fence the race checker finds the early reuse;
 #   - a captured region's allocations all come from the device pool, and hoff makes no call CUDA forbids
-#     during a capture.
+#     during a capture;
+#   - once the step's stream is named, a step's allocation on another stream (FSDP's, NCCL's) is device memory.
 # Runs in the build directory ($builddir or cwd).
 set -u
 
@@ -94,4 +95,5 @@ echo "ok: 8 ranks, each on its own device only (calls on device 0 from ranks 1-7
 "$prog" streams device || bad "two streams with HOFF_FREE_FENCE=device"
 HOFFDBL_STRICT=0 "$prog" streams stream 2>&1 || bad "two streams with the stream fence: the race checker must find the early reuse"
 "$prog" capture || bad "graph capture"
+"$prog" side || bad "a step's allocations on a stream other than the step's (FSDP's, NCCL's collective buffers)"
 exit $fail

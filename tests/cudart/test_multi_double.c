@@ -4,6 +4,10 @@
  *                  again on the first stream and written.  FENCE=device (HOFF_FREE_FENCE) must never hand the
  *                  block out early; FENCE=stream shows what the race checker sees without that rule (the script
  *                  runs it non-strict and expects the race).
+ *   side           FSDP's and NCCL's collective buffers: once the step's compute stream is named (hoff_step_stream,
+ *                  as the Python package does at each step), a step's large allocation on another stream (FSDP2's
+ *                  all-gather and reduce-scatter streams) is a device-pool block (cudaMalloc), never managed, never
+ *                  evicted, counted in side_stream_allocs; the same size on the compute stream is managed.
  *   capture        allocations made while the stream captures a CUDA graph come from the device pool (never
  *                  managed memory, which the double refuses during a capture, as CUDA does), are reused within
  *                  the capture, retired after it; frees of other blocks during the capture wait for its end;
@@ -67,6 +71,15 @@ static cudaStream_t new_stream(void) {
     if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess)
         die("cudaStreamCreateWithFlags");
     return s;
+}
+
+/* The end of a two-stream mode: the context shut down (a failure is fatal), then its streams. */
+static int close_two(hoff_ctx *ctx, cudaStream_t a, cudaStream_t b) {
+    if (hoff_shutdown(ctx) != 0)
+        die("hoff_shutdown");
+    cudaStreamDestroy(a);
+    cudaStreamDestroy(b);
+    return 0;
 }
 
 /* --- kernels ------------------------------------------------------------------ */
@@ -170,11 +183,47 @@ static int mode_streams(int fence) {
         hoff_free(ctx, q, a);
     }
     cudaEventDestroy(ev);
-    if (hoff_shutdown(ctx) != 0)
-        die("hoff_shutdown");
-    cudaStreamDestroy(a);
-    cudaStreamDestroy(b);
-    return 0;
+    return close_two(ctx, a, b);
+}
+
+/* --- allocations on a stream other than the step's ------------------------------------- */
+
+static int mode_side(void) {
+    cudaStream_t compute = new_stream(), comm = new_stream();
+    struct hoff_stats st;
+    struct fill w;
+    hoff_ctx *ctx = open_ctx(-1);
+    void *act, *coll, *flagged;
+    int e;
+
+    hoff_step_begin(ctx);
+    if (hoff_step_stream(ctx, compute) != 0)
+        die("hoff_step_stream");
+    act = hoff_malloc(ctx, 8 * MiB, compute);
+    coll = hoff_malloc(ctx, 8 * MiB, comm); /* an all-gather output on FSDP's all-gather stream */
+    if (!act || !coll)
+        die("hoff_malloc");
+    check(hoffdbl_ptr_kind(act) == 2, "an 8 MiB block on the step's compute stream is managed (an offload candidate)");
+    check(hoffdbl_ptr_kind(coll) == 1, "an 8 MiB block on another stream in the step is device memory (cudaMalloc)");
+    w = (struct fill){coll, 8 * MiB, 7};
+    launch1(comm, coll, 8 * MiB, 1, k_fill, &w); /* the collective writes it on its own stream */
+    check(hoff_evict(ctx, coll, comm) != 0, "hoff_evict refuses the other stream's block (not an offload candidate)");
+    hoff_sync(ctx);
+    check(hoff_residency(ctx, coll) != HOFF_RES_HOST, "...which stays on the device");
+    errno = 0;
+    flagged = hoff_malloc_flags(ctx, 8 * MiB, comm, HOFF_ALLOC_CANDIDATE);
+    e = errno;
+    check(!flagged && e == EAGAIN, "HOFF_ALLOC_CANDIDATE on the other stream: not a candidate (EAGAIN)");
+    check(hoff_evict(ctx, act, compute) == 0, "the compute stream's block is evictable");
+    hoff_stats_get(ctx, &st);
+    check(st.side_stream_allocs == 2, "side_stream_allocs counts the two allocations on the other stream (%llu)",
+          (unsigned long long)st.side_stream_allocs);
+    check(st.managed_in_use_bytes == 8 * MiB, "managed bytes in use: the compute stream's block only (%llu MiB)",
+          (unsigned long long)(st.managed_in_use_bytes >> 20));
+    hoff_free(ctx, coll, comm);
+    hoff_free(ctx, act, compute);
+    hoff_step_end(ctx);
+    return close_two(ctx, compute, comm);
 }
 
 /* --- capture ------------------------------------------------------------------------ */
@@ -366,10 +415,12 @@ int main(int argc, char **argv) {
         mode_streams(strcmp(argv[2], "device") == 0 ? HOFF_FENCE_DEVICE : HOFF_FENCE_STREAM);
     else if (argc >= 2 && strcmp(argv[1], "capture") == 0)
         mode_capture();
+    else if (argc >= 2 && strcmp(argv[1], "side") == 0)
+        mode_side();
     else if (argc >= 3 && strcmp(argv[1], "rank") == 0 && atoi(argv[2]) >= 0 && atoi(argv[2]) < 8)
         mode_rank(atoi(argv[2]));
     else {
-        fprintf(stderr, "usage: test_multi_double streams device|stream | capture | rank K (0..7)\n");
+        fprintf(stderr, "usage: test_multi_double streams device|stream | capture | side | rank K (0..7)\n");
         return 2;
     }
     printf("# %d passed, %d failed\n", n_pass, n_fail);
