@@ -526,6 +526,101 @@ static void test_protect(void) {
     be->ops->close(be);
 }
 
+/* A protection change that fails part-way through a range (mprotect's ENOMEM at vm.max_map_count,
+ * injected): the call fails, and the pages it already moved are booked as moved, so device_used stays
+ * the bytes resident and later moves balance.  The counts name the mprotect calls of PROTECT mode:
+ * evict makes two per page (read-only, then none), prefetch, fault and populate one. */
+static void test_protect_fail(void) {
+    struct hoff_config cfg;
+    struct hoff__backend *be;
+    struct hoff__sim_counters k;
+    unsigned char *a;
+    uint64_t stall = 0;
+    const uint64_t F2 = 20000 + 2 * GRAIN; /* fault_ns + 2 pages at 1 GB/s */
+
+    cfg_base(&cfg);
+    cfg.sim_protect = HOFF_SIM_PROTECT;
+    be = open_cfg(&cfg);
+    a = managed(be, 4 * GRAIN);
+    fill(a, 4 * GRAIN, 21);
+    CU_ASSERT_EQUAL(be->ops->evict(be, a, 4 * GRAIN, NULL, NULL), 0);
+
+    /* fault: the third page cannot be shown; the first two are back, and booked */
+    CU_ASSERT_EQUAL(hoff__sim_test_fail_protect(be, 3, 1), 0);
+    CU_ASSERT_EQUAL(be->ops->fault(be, a, 4 * GRAIN, NULL, &stall), -ENOMEM);
+    k = ctr(be);
+    CU_ASSERT_EQUAL(k.device_used, 2 * GRAIN);
+    CU_ASSERT_EQUAL(k.faults, 1);
+    CU_ASSERT_EQUAL(k.bytes_faulted, 2 * GRAIN);
+    CU_ASSERT_EQUAL(k.fault_stall_ns, F2);
+    CU_ASSERT_EQUAL(stall, F2);
+    CU_ASSERT(check(a, 2 * GRAIN, 21));
+    CU_ASSERT_EQUAL(be->ops->fault(be, a, 4 * GRAIN, NULL, &stall), 0); /* the other two */
+    k = ctr(be);
+    CU_ASSERT_EQUAL(k.device_used, 4 * GRAIN);
+    CU_ASSERT_EQUAL(k.bytes_faulted, 4 * GRAIN);
+    CU_ASSERT(check(a, 4 * GRAIN, 21));
+
+    /* evict: page 1 cannot be hidden; it and page 0 are shown again, nothing moved */
+    CU_ASSERT_EQUAL(hoff__sim_test_fail_protect(be, 4, 1), 0);
+    CU_ASSERT_EQUAL(be->ops->evict(be, a, 4 * GRAIN, NULL, NULL), -ENOMEM);
+    CU_ASSERT_EQUAL(ctr(be).device_used, 4 * GRAIN);
+    CU_ASSERT_EQUAL(child_reads(a), 0);
+    CU_ASSERT_EQUAL(child_reads(a + GRAIN), 0);
+    /* ... and where showing them fails too, the two stay away (their bytes in the shadow) and are
+     * booked as evicted: a fault brings them back */
+    CU_ASSERT_EQUAL(hoff__sim_test_fail_protect(be, 4, 3), 0);
+    CU_ASSERT_EQUAL(be->ops->evict(be, a, 4 * GRAIN, NULL, NULL), -ENOMEM);
+    k = ctr(be);
+    CU_ASSERT_EQUAL(k.device_used, 2 * GRAIN);
+    CU_ASSERT_EQUAL(k.bytes_d2h, 4 * GRAIN + 2 * GRAIN);
+    CU_ASSERT_EQUAL(child_reads(a), 42);
+    CU_ASSERT_EQUAL(child_reads(a + 2 * GRAIN), 0);
+    CU_ASSERT_EQUAL(be->ops->fault(be, a, 4 * GRAIN, NULL, &stall), 0);
+    CU_ASSERT_EQUAL(ctr(be).device_used, 4 * GRAIN);
+    CU_ASSERT(check(a, 4 * GRAIN, 21));
+
+    /* prefetch: the second page cannot be shown; the first is back, and booked */
+    CU_ASSERT_EQUAL(be->ops->evict(be, a, 4 * GRAIN, NULL, NULL), 0);
+    CU_ASSERT_EQUAL(ctr(be).device_used, 0);
+    k = ctr(be);
+    CU_ASSERT_EQUAL(hoff__sim_test_fail_protect(be, 2, 1), 0);
+    CU_ASSERT_EQUAL(be->ops->prefetch(be, a, 4 * GRAIN, NULL, NULL), -ENOMEM);
+    CU_ASSERT_EQUAL(ctr(be).device_used, GRAIN);
+    CU_ASSERT_EQUAL(ctr(be).bytes_h2d, k.bytes_h2d + GRAIN);
+    CU_ASSERT(check(a, GRAIN, 21));
+    CU_ASSERT_EQUAL(be->ops->fault(be, a, 4 * GRAIN, NULL, &stall), 0);
+    CU_ASSERT_EQUAL(ctr(be).device_used, 4 * GRAIN);
+    CU_ASSERT(check(a, 4 * GRAIN, 21));
+    /* evict and prefetch balance afterwards */
+    CU_ASSERT_EQUAL(be->ops->evict(be, a, 4 * GRAIN, NULL, NULL), 0);
+    CU_ASSERT_EQUAL(ctr(be).device_used, 0);
+    CU_ASSERT_EQUAL(be->ops->prefetch(be, a, 4 * GRAIN, NULL, NULL), 0);
+    CU_ASSERT_EQUAL(ctr(be).device_used, 4 * GRAIN);
+    CU_ASSERT(check(a, 4 * GRAIN, 21));
+
+    /* discard of an evicted range: page 0 shown, then cannot be hidden: in view, so booked resident */
+    CU_ASSERT_EQUAL(be->ops->evict(be, a, 4 * GRAIN, NULL, NULL), 0);
+    CU_ASSERT_EQUAL(hoff__sim_test_fail_protect(be, 2, 1), 0);
+    CU_ASSERT_EQUAL(be->ops->discard(be, a, 4 * GRAIN, NULL, NULL), -ENOMEM);
+    CU_ASSERT_EQUAL(ctr(be).device_used, GRAIN);
+    CU_ASSERT_EQUAL(child_reads(a), 0);
+    CU_ASSERT_EQUAL(be->ops->discard(be, a, 4 * GRAIN, NULL, NULL), 0);
+    CU_ASSERT_EQUAL(ctr(be).device_used, 0);
+    /* populate: the third page cannot be shown; the first two are resident */
+    CU_ASSERT_EQUAL(hoff__sim_test_fail_protect(be, 3, 1), 0);
+    CU_ASSERT_EQUAL(be->ops->populate(be, a, 4 * GRAIN, NULL), -ENOMEM);
+    CU_ASSERT_EQUAL(ctr(be).device_used, 2 * GRAIN);
+    CU_ASSERT_EQUAL(be->ops->populate(be, a, 4 * GRAIN, NULL), 0);
+    CU_ASSERT_EQUAL(ctr(be).device_used, 4 * GRAIN);
+    CU_ASSERT_EQUAL(ctr(be).over_capacity, 0);
+
+    CU_ASSERT_EQUAL(hoff__sim_test_fail_protect(NULL, 1, 1), -ENOTSUP);
+    CU_ASSERT_EQUAL(be->ops->managed_free(be, a, 4 * GRAIN), 0);
+    CU_ASSERT_EQUAL(ctr(be).device_used, 0);
+    be->ops->close(be);
+}
+
 static void test_capacity(void) {
     struct hoff_config cfg;
     struct hoff__backend *be;
@@ -842,6 +937,7 @@ int main(void) {
         {"discard", test_discard},
         {"host_copy", test_host_copy},
         {"protect", test_protect},
+        {"protect_fail", test_protect_fail},
         {"capacity", test_capacity},
         {"many", test_many},
         {"determinism", test_determinism},

@@ -129,6 +129,7 @@ struct sim {
     double h2d_gbps, d2h_gbps, fault_gbps, nvme_read_gbps, nvme_write_gbps;
     uint64_t latency_ns, fault_ns;
     int protect;
+    unsigned fail_at, fail_count; /* hoff__sim_test_fail_protect's countdown (0: off) and failures left */
     uint64_t call_ns;        /* the issuing thread's own cost per transfer call */
     struct mapping **buckets; /* power-of-two hash table keyed by address */
     size_t nbuckets, count;
