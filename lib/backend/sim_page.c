@@ -60,20 +60,6 @@ static int evicted_check(const struct range *r, const char *op) {
     return 0;
 }
 
-/* Page i of r, shown, is resident again: an evicted page gets its bytes back
- * from the shadow (a discarded one keeps its poison: undefined).  The bytes
- * copied. */
-static uint64_t page_back(const struct range *r, size_t i) {
-    uint64_t moved = 0;
-
-    if ((r->m->pg[r->first + i] & PG_STATE) == PG_EVICTED) {
-        memcpy(page_at(r, i), shadow_at(r, i), HOFF__MANAGED_GRAIN);
-        moved = HOFF__MANAGED_GRAIN;
-    }
-    r->m->pg[r->first + i] = PG_RESIDENT;
-    return moved;
-}
-
 static int shadow_get(struct mapping *m) {
     void *sh;
 
@@ -148,10 +134,37 @@ static int page_show(struct sim *s, const struct range *r, size_t i) {
     return 0;
 }
 
-/* Bring the pages of r that are not resident back, in order: each is shown,
- * then gets its bytes back from the shadow (copy; an evicted page) or keeps
- * what its view holds (!copy: populate's undefined contents), and is
- * resident.  *shown: the bytes made resident, *moved: those copied, both
+/* Evicted page i of r gets its bytes back from the shadow and is shown.  In
+ * PROTECT mode the view still holds them behind the protection (page_evict
+ * copies without poisoning, and nothing can store into a hidden page): the
+ * page is made readable, compared with the shadow, and writable only then,
+ * so that a store from another thread (one that finds the page shown before
+ * it faults on it) can never land before the copy and be overwritten by it.
+ * The two differ only when the NVMe tier restored other bytes into the
+ * shadow (a tier fault, which the stamps report): those are copied in once
+ * the page is writable.  In POISON mode (one thread) the copy is direct. */
+static int page_restore(struct sim *s, const struct range *r, size_t i) {
+    unsigned char *pp = page_at(r, i);
+    int same;
+
+    if (s->protect != HOFF_SIM_PROTECT) {
+        memcpy(pp, shadow_at(r, i), HOFF__MANAGED_GRAIN);
+        return 0;
+    }
+    if (page_protect(s, pp, PROT_READ) != 0)
+        return hoff__error(-errno, "sim: mprotect(PROT_READ) of %zu bytes failed", HOFF__MANAGED_GRAIN);
+    same = memcmp(pp, shadow_at(r, i), HOFF__MANAGED_GRAIN) == 0;
+    if (page_protect(s, pp, PROT_READ | PROT_WRITE) != 0)
+        return hoff__error(-errno, "sim: mprotect(PROT_READ|PROT_WRITE) of %zu bytes failed", HOFF__MANAGED_GRAIN);
+    if (!same)
+        memcpy(pp, shadow_at(r, i), HOFF__MANAGED_GRAIN);
+    return 0;
+}
+
+/* Bring the pages of r that are not resident back, in order: an evicted one
+ * gets its bytes back (copy: page_restore), another is shown with what its
+ * view holds (a discarded page's poison, or !copy: populate's undefined
+ * contents); each is then resident.  *shown: the bytes made resident, *moved: those copied, both
  * counting the pages done before a failure, so that the caller books them
  * (they are resident whether the call succeeds or not). */
 static int range_back(struct sim *s, const struct range *r, int copy, uint64_t *shown, uint64_t *moved) {
@@ -160,15 +173,15 @@ static int range_back(struct sim *s, const struct range *r, int copy, uint64_t *
 
     *shown = *moved = 0;
     for (i = 0; i < r->n; i++) {
-        if ((r->m->pg[r->first + i] & PG_STATE) == PG_RESIDENT)
+        int st = r->m->pg[r->first + i] & PG_STATE, back = copy && st == PG_EVICTED;
+
+        if (st == PG_RESIDENT)
             continue;
-        rc = page_show(s, r, i);
+        rc = back ? page_restore(s, r, i) : page_show(s, r, i);
         if (rc)
             return rc;
-        if (copy)
-            *moved += page_back(r, i);
-        else
-            r->m->pg[r->first + i] = PG_RESIDENT;
+        r->m->pg[r->first + i] = PG_RESIDENT;
+        *moved += back ? HOFF__MANAGED_GRAIN : 0;
         *shown += HOFF__MANAGED_GRAIN;
     }
     return 0;
