@@ -29,7 +29,8 @@ bandwidth) and prints their stall_ns (the last replay step) beside the bound; a 
 simulated stall by more than 1 us + 1e-6 relative (solver tolerances) is a VIOLATION: on stderr,
 exit status 1.
 
-Exit status: 0 ok, 1 a violation or a tool that failed, 2 bad usage.
+Exit status: 0 ok, 1 a violation or a tool that failed, 2 bad usage, 3 hoff-plan refused a simulation
+because the machine has too little memory available now (its exit status 3; its message on stderr).
 
 
 THE MODEL
@@ -162,8 +163,14 @@ def clock_args(a):
     return out
 
 
+class MemoryRefused(RuntimeError):
+    """hoff-plan refused a simulation for memory (its exit status 3): the machine, not the bound."""
+
+
 def run_json(cmd):
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    if p.returncode == 3:
+        raise MemoryRefused(p.stderr.strip())
     if p.returncode not in (0, 1) or not p.stdout.strip():
         raise RuntimeError("%s exited %d: %s" % (" ".join(cmd), p.returncode, p.stderr.strip()))
     return json.loads(p.stdout), p.returncode
@@ -614,6 +621,8 @@ def main():
                 for pl in ("greedy", "timed"):
                     try:
                         s = simulate(a, tr, pct, pl)
+                    except MemoryRefused:
+                        raise
                     except (RuntimeError, ValueError) as e:
                         sys.stderr.write("bound.py: %s\n" % e)
                         status = 1
@@ -635,4 +644,8 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except MemoryRefused as e:
+        sys.stderr.write("bound.py: %s\n" % e)
+        sys.exit(3)

@@ -7,6 +7,7 @@ set -u
 
 srcdir=${srcdir:-.}
 cd "${builddir:-.}" || exit 99
+. "$srcdir/tests/sim_memory.sh"
 tmp=${TMPDIR:-/tmp}/hoff-bound-test.$$
 trap 'rm -f "$tmp".*' EXIT INT TERM
 
@@ -27,7 +28,7 @@ if ! ./hoff-plan synth --layers 2 --hidden 1024 --seq 2048 -o "$tmp.trace" >"$tm
     cat "$tmp.out"
     exit 1
 fi
-"$py" "$srcdir/bench/bound.py" --hoff-plan ./hoff-plan --check --time-limit 60 "$tmp.trace" --budget 50,35 \
+sim_run "$py" "$srcdir/bench/bound.py" --hoff-plan ./hoff-plan --check --time-limit 60 "$tmp.trace" --budget 50,35 \
     >"$tmp.json" 2>"$tmp.err"
 rc=$?
 cat "$tmp.err"

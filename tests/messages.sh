@@ -67,18 +67,50 @@ limited() { # limited CMD...: run under ulimit -v 8 GiB when the build starts un
         "$@"
     fi
 }
+out_flags() { # out_flags SUB BASE: the output flags SUB (simulate, timeline, export) needs, into BASE.*
+    case $1 in
+    simulate) extra= ;;
+    timeline) extra="-o $2.svg" ;;
+    export) extra="--perfetto $2.json" ;;
+    esac
+}
 printf 'hoff-trace 1\na 0 70368744177664 1 0 1000\nf 0 0 2000\nend\n' >"$tmp.huge"  # one 64 TiB block
 for sub in simulate timeline export; do
-    case $sub in
-    simulate) extra= ;;
-    timeline) extra="-o $tmp.huge.svg" ;;
-    export) extra="--perfetto $tmp.huge.json" ;;
-    esac
+    out_flags $sub "$tmp.huge"
     limited ./hoff-plan $sub "$tmp.huge" --budget 50% $extra >"$tmp.out" 2>&1
-    expect_rc $? 1 "hoff-plan $sub (a 64 TiB block)" "$tmp.out"
+    expect_rc $? 3 "hoff-plan $sub (a 64 TiB block)" "$tmp.out"
     check "$tmp.out" "needs about .* of memory and the machine has .* available" "hoff-plan $sub (a 64 TiB block)"
     check "$tmp.out" "no-memory-check" "hoff-plan $sub (a 64 TiB block: the override)"
 done
+
+# The refusal has its own exit status (3), apart from the failures' 1, so that a test on a loaded machine skips
+# instead of failing (tests/sim_memory.sh: exit 77, hoff-plan's message in the log).  HOFF_PLAN_MEM_AVAILABLE
+# stands for the machine's available memory: a small trace refused under 1M, run with --no-memory-check.
+for sub in simulate timeline export; do
+    out_flags $sub "$tmp.small"
+    HOFF_PLAN_MEM_AVAILABLE=1M ./hoff-plan $sub "$trace" --budget 50% --steps 2 $extra >"$tmp.out" 2>&1
+    expect_rc $? 3 "HOFF_PLAN_MEM_AVAILABLE=1M hoff-plan $sub" "$tmp.out"
+    check "$tmp.out" "machine has 1.0 MiB available (HOFF_PLAN_MEM_AVAILABLE).*refusing" \
+        "HOFF_PLAN_MEM_AVAILABLE=1M hoff-plan $sub"
+    HOFF_PLAN_MEM_AVAILABLE=1M ./hoff-plan $sub "$trace" --budget 50% --steps 2 $extra --no-memory-check \
+        >"$tmp.out" 2>&1
+    expect_rc $? 0 "HOFF_PLAN_MEM_AVAILABLE=1M hoff-plan $sub --no-memory-check" "$tmp.out"
+done
+HOFF_PLAN_MEM_AVAILABLE=lots ./hoff-plan simulate "$trace" --budget 50% >"$tmp.out" 2>&1
+expect_rc $? 2 "HOFF_PLAN_MEM_AVAILABLE=lots hoff-plan simulate" "$tmp.out"
+check "$tmp.out" "HOFF_PLAN_MEM_AVAILABLE: expected a size.*got 'lots'" "HOFF_PLAN_MEM_AVAILABLE=lots"
+# sim_run: a refusal skips the test (77) and says why on the test's own output (fd 8); another status passes.
+(. "${srcdir:-.}/tests/sim_memory.sh"
+ HOFF_PLAN_MEM_AVAILABLE=1M sim_run ./hoff-plan simulate "$trace" --budget 50% >/dev/null 2>&1
+ echo "not skipped") >"$tmp.log" 2>&1
+expect_rc $? 77 "sim_run on a refused simulation" "$tmp.log"
+check "$tmp.log" "^SKIP: ./hoff-plan simulate .* exited 3: .*refused for memory" "sim_run on a refused simulation"
+check "$tmp.log" "needs about .* of memory and the machine has" "sim_run on a refused simulation (the message)"
+absent "$tmp.log" "not skipped" "sim_run on a refused simulation"
+(. "${srcdir:-.}/tests/sim_memory.sh"
+ sim_run ./hoff-plan simulate "$trace" --budget bogus >"$tmp.out" 2>&1) >"$tmp.log" 2>&1
+expect_rc $? 2 "sim_run on a usage error" "$tmp.log"
+check "$tmp.out" "budget" "sim_run on a usage error (its message where the caller sent it)"
 
 # 4. 100,000 retained 4 KiB offload blocks: each holds a 2 MiB managed grain (195 GiB).  The sim device is sized
 # from block bytes, so the message is about memory and the grain, not "raise HOFF_SIM_DEVICE" (which hoff-plan

@@ -8,6 +8,7 @@ set -u
 srcdir=${srcdir:-.}
 case $srcdir in /*) ;; *) srcdir=$(pwd)/$srcdir ;; esac
 cd "${builddir:-.}" || exit 99
+. "$srcdir/tests/sim_memory.sh"
 fail=0
 d=$(mktemp -d "${TMPDIR:-/tmp}/hoff-outpaths.XXXXXX") || exit 99
 trap 'rm -rf "$d"' EXIT
@@ -20,8 +21,8 @@ root=0
 run() {
     case $1 in
     synth) ./hoff-plan synth -o "$2" ;;
-    timeline) ./hoff-plan timeline "$trace" --budget 25% --steps 2 -o "$2" ;;
-    export) ./hoff-plan export "$trace" --budget 25% --steps 2 --perfetto "$2" ;;
+    timeline) sim_run ./hoff-plan timeline "$trace" --budget 25% --steps 2 -o "$2" ;;
+    export) sim_run ./hoff-plan export "$trace" --budget 25% --steps 2 --perfetto "$2" ;;
     esac >"$d/out" 2>&1
 }
 leftovers() { find "$d" -name '.*.??????' | grep -q . && { bad "$1: a temporary file was left: $(find "$d" -name '.*.??????')"; }; }

@@ -7,6 +7,7 @@ cd "${builddir:-.}" || exit 99
 fail=0
 tmp=${TMPDIR:-/tmp}/hoff-plan-test.$$
 trap 'rm -f "$tmp".*' EXIT INT TERM
+. "${srcdir:-.}/tests/sim_memory.sh"
 
 check() { # check FILE PATTERN WHAT
     if ! grep -qi -- "$2" "$1"; then
@@ -112,7 +113,7 @@ expect_rc $? 2 "hoff-plan model (no budget)" "$tmp.out"
 # 3. simulate at 50% and 25%: the JSON fields, integrity, the budget.
 for pct in 50 25; do
     out=$tmp.sim$pct
-    ./hoff-plan simulate "$trace" --budget "$pct%" --json >"$out" 2>"$out.err"
+    sim_run ./hoff-plan simulate "$trace" --budget "$pct%" --json >"$out" 2>"$out.err"
     rc=$?
     cat "$out.err"
     expect_rc $rc 0 "hoff-plan simulate --budget $pct% --json" "$out"
@@ -139,7 +140,7 @@ done
 # directory; the host tier stays at or under its cap, the NVMe tier is used.
 spill=$(mktemp -d "${TMPDIR:-/var/tmp}/hoff-plan-spill.XXXXXX") || exit 1
 out=$tmp.tiers
-./hoff-plan simulate "$trace" --budget 25% --host-cap 32M --spill-dir "$spill" --json >"$out" 2>"$out.err"
+sim_run ./hoff-plan simulate "$trace" --budget 25% --host-cap 32M --spill-dir "$spill" --json >"$out" 2>"$out.err"
 rc=$?
 cat "$out.err"
 rmdir "$spill" 2>/dev/null
@@ -169,11 +170,11 @@ fi
 rtrace=$tmp.rtrace
 ./hoff-plan synth --events 1491 --seed 3 -o "$rtrace" >"$tmp.out" 2>&1
 expect_rc $? 0 "hoff-plan synth --events" "$tmp.out"
-./hoff-plan simulate "$rtrace" --budget 100% --json >"$tmp.out" 2>&1
+sim_run ./hoff-plan simulate "$rtrace" --budget 100% --json >"$tmp.out" 2>&1
 rpeak=$(field "$tmp.out" offload_peak_bytes)
 spill=$(mktemp -d "${TMPDIR:-/var/tmp}/hoff-plan-spill.XXXXXX") || exit 1
 out=$tmp.tight
-./hoff-plan simulate "$rtrace" --budget 10% --host-cap $((rpeak / 10)) --spill-dir "$spill" --json >"$out" 2>"$out.err"
+sim_run ./hoff-plan simulate "$rtrace" --budget 10% --host-cap $((rpeak / 10)) --spill-dir "$spill" --json >"$out" 2>"$out.err"
 rc=$?
 rmdir "$spill" 2>/dev/null
 expect_rc $rc 0 "hoff-plan simulate with a host cap of 10%" "$out.err"
@@ -189,7 +190,7 @@ if [ "$(field "$out" stall_ns)" != "$(field "$out" plan_stall_ns)" ]; then
 fi
 
 # 4. The human report.
-./hoff-plan simulate "$trace" --budget 25% >"$tmp.out" 2>&1
+sim_run ./hoff-plan simulate "$trace" --budget 25% >"$tmp.out" 2>&1
 expect_rc $? 0 "hoff-plan simulate --budget 25%" "$tmp.out"
 for key in "budget: " "peak resident offload bytes: " "within budget" "peak device bytes: " "evicted: " \
            "prefetched: " "actions: " "faults: " "exposed stall: " "step time: " "without offload" \

@@ -1,16 +1,21 @@
 /* test_sim.c — the sim backend: its clock and copy-engine model with exact
  * times, events, faults, real byte movement with poison and protection,
- * capacity, determinism and thread safety.
- * Threading: the runner is single-threaded; test_threads starts its own. */
+ * capacity, determinism and thread safety, a protection change failing part-way (injected), and a
+ * store racing an eviction in PROTECT mode.
+ * Threading: the runner is single-threaded; test_threads and test_evict_race start their own (the
+ * latter with a SIGSEGV handler of its own while it runs). */
 #include "config.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backend/backend.h"
@@ -526,6 +531,102 @@ static void test_protect(void) {
     be->ops->close(be);
 }
 
+/* A protection change that fails part-way through a range (mprotect's ENOMEM at vm.max_map_count,
+ * injected): the call fails, and the pages it already moved are booked as moved, so device_used stays
+ * the bytes resident and later moves balance.  The counts name the mprotect calls of PROTECT mode:
+ * evict makes two per page (read-only, then none), prefetch and fault of an evicted page two (read-only, then
+ * writable), populate one, discard one to hide a page (and one before, to show an evicted one). */
+static void test_protect_fail(void) {
+    struct hoff_config cfg;
+    struct hoff__backend *be;
+    struct hoff__sim_counters k;
+    unsigned char *a;
+    uint64_t stall = 0;
+    const uint64_t F2 = 20000 + 2 * GRAIN; /* fault_ns + 2 pages at 1 GB/s */
+
+    cfg_base(&cfg);
+    cfg.sim_protect = HOFF_SIM_PROTECT;
+    be = open_cfg(&cfg);
+    a = managed(be, 4 * GRAIN);
+    fill(a, 4 * GRAIN, 21);
+    CU_ASSERT_EQUAL(be->ops->evict(be, a, 4 * GRAIN, NULL, NULL), 0);
+
+    /* fault: the third page cannot be shown; the first two are back, and booked */
+    CU_ASSERT_EQUAL(hoff__sim_test_fail_protect(be, 5, 1), 0);
+    CU_ASSERT_EQUAL(be->ops->fault(be, a, 4 * GRAIN, NULL, &stall), -ENOMEM);
+    k = ctr(be);
+    CU_ASSERT_EQUAL(k.device_used, 2 * GRAIN);
+    CU_ASSERT_EQUAL(k.faults, 1);
+    CU_ASSERT_EQUAL(k.bytes_faulted, 2 * GRAIN);
+    CU_ASSERT_EQUAL(k.fault_stall_ns, F2);
+    CU_ASSERT_EQUAL(stall, F2);
+    CU_ASSERT(check(a, 2 * GRAIN, 21));
+    CU_ASSERT_EQUAL(be->ops->fault(be, a, 4 * GRAIN, NULL, &stall), 0); /* the other two */
+    k = ctr(be);
+    CU_ASSERT_EQUAL(k.device_used, 4 * GRAIN);
+    CU_ASSERT_EQUAL(k.bytes_faulted, 4 * GRAIN);
+    CU_ASSERT(check(a, 4 * GRAIN, 21));
+
+    /* evict: page 1 cannot be hidden; it and page 0 are shown again, nothing moved */
+    CU_ASSERT_EQUAL(hoff__sim_test_fail_protect(be, 4, 1), 0);
+    CU_ASSERT_EQUAL(be->ops->evict(be, a, 4 * GRAIN, NULL, NULL), -ENOMEM);
+    CU_ASSERT_EQUAL(ctr(be).device_used, 4 * GRAIN);
+    CU_ASSERT_EQUAL(child_reads(a), 0);
+    CU_ASSERT_EQUAL(child_reads(a + GRAIN), 0);
+    /* ... and where showing them fails too, the two stay away (their bytes in the shadow) and are
+     * booked as evicted: a fault brings them back */
+    CU_ASSERT_EQUAL(hoff__sim_test_fail_protect(be, 4, 3), 0);
+    CU_ASSERT_EQUAL(be->ops->evict(be, a, 4 * GRAIN, NULL, NULL), -ENOMEM);
+    k = ctr(be);
+    CU_ASSERT_EQUAL(k.device_used, 2 * GRAIN);
+    CU_ASSERT_EQUAL(k.bytes_d2h, 4 * GRAIN + 2 * GRAIN);
+    CU_ASSERT_EQUAL(child_reads(a), 42);
+    CU_ASSERT_EQUAL(child_reads(a + 2 * GRAIN), 0);
+    CU_ASSERT_EQUAL(be->ops->fault(be, a, 4 * GRAIN, NULL, &stall), 0);
+    CU_ASSERT_EQUAL(ctr(be).device_used, 4 * GRAIN);
+    CU_ASSERT(check(a, 4 * GRAIN, 21));
+
+    /* prefetch: the second page cannot be shown; the first is back, and booked */
+    CU_ASSERT_EQUAL(be->ops->evict(be, a, 4 * GRAIN, NULL, NULL), 0);
+    CU_ASSERT_EQUAL(ctr(be).device_used, 0);
+    k = ctr(be);
+    CU_ASSERT_EQUAL(hoff__sim_test_fail_protect(be, 3, 1), 0);
+    CU_ASSERT_EQUAL(be->ops->prefetch(be, a, 4 * GRAIN, NULL, NULL), -ENOMEM);
+    CU_ASSERT_EQUAL(ctr(be).device_used, GRAIN);
+    CU_ASSERT_EQUAL(ctr(be).bytes_h2d, k.bytes_h2d + GRAIN);
+    CU_ASSERT(check(a, GRAIN, 21));
+    CU_ASSERT_EQUAL(be->ops->fault(be, a, 4 * GRAIN, NULL, &stall), 0);
+    CU_ASSERT_EQUAL(ctr(be).device_used, 4 * GRAIN);
+    CU_ASSERT(check(a, 4 * GRAIN, 21));
+    /* evict and prefetch balance afterwards */
+    CU_ASSERT_EQUAL(be->ops->evict(be, a, 4 * GRAIN, NULL, NULL), 0);
+    CU_ASSERT_EQUAL(ctr(be).device_used, 0);
+    CU_ASSERT_EQUAL(be->ops->prefetch(be, a, 4 * GRAIN, NULL, NULL), 0);
+    CU_ASSERT_EQUAL(ctr(be).device_used, 4 * GRAIN);
+    CU_ASSERT(check(a, 4 * GRAIN, 21));
+
+    /* discard of an evicted range: page 0 shown, then cannot be hidden: in view, so booked resident */
+    CU_ASSERT_EQUAL(be->ops->evict(be, a, 4 * GRAIN, NULL, NULL), 0);
+    CU_ASSERT_EQUAL(hoff__sim_test_fail_protect(be, 2, 1), 0);
+    CU_ASSERT_EQUAL(be->ops->discard(be, a, 4 * GRAIN, NULL, NULL), -ENOMEM);
+    CU_ASSERT_EQUAL(ctr(be).device_used, GRAIN);
+    CU_ASSERT_EQUAL(child_reads(a), 0);
+    CU_ASSERT_EQUAL(be->ops->discard(be, a, 4 * GRAIN, NULL, NULL), 0);
+    CU_ASSERT_EQUAL(ctr(be).device_used, 0);
+    /* populate: the third page cannot be shown; the first two are resident */
+    CU_ASSERT_EQUAL(hoff__sim_test_fail_protect(be, 3, 1), 0);
+    CU_ASSERT_EQUAL(be->ops->populate(be, a, 4 * GRAIN, NULL), -ENOMEM);
+    CU_ASSERT_EQUAL(ctr(be).device_used, 2 * GRAIN);
+    CU_ASSERT_EQUAL(be->ops->populate(be, a, 4 * GRAIN, NULL), 0);
+    CU_ASSERT_EQUAL(ctr(be).device_used, 4 * GRAIN);
+    CU_ASSERT_EQUAL(ctr(be).over_capacity, 0);
+
+    CU_ASSERT_EQUAL(hoff__sim_test_fail_protect(NULL, 1, 1), -ENOTSUP);
+    CU_ASSERT_EQUAL(be->ops->managed_free(be, a, 4 * GRAIN), 0);
+    CU_ASSERT_EQUAL(ctr(be).device_used, 0);
+    be->ops->close(be);
+}
+
 static void test_capacity(void) {
     struct hoff_config cfg;
     struct hoff__backend *be;
@@ -830,6 +931,145 @@ static void test_host_copy(void) {
     be->ops->close(be);
 }
 
+/* --- the eviction race (PROTECT mode) -------------------------------------------------------------
+ * A writer thread stores an incrementing value into every 8-byte slot of a 4-page block (each pass in a
+ * scattered order, so that it meets every page at once), over and over,
+ * while the main thread evicts the block and brings it back (prefetch, or a fault of the whole range when
+ * the writer's own faults brought some pages back first).  A store to a page that is away faults: the
+ * SIGSEGV handler hands the page to a pager thread, which pages it in with the backend's fault (as
+ * hoff --sim's preload does with hoff_sim_touch), and waits; the store is then retried.  page_evict's
+ * promise: no completed store is lost.  The writer records each value after storing it; after each round
+ * every slot must hold at least the value recorded (values only grow: less is a lost store), and at
+ * the end exactly the last one. */
+#define RACE_PAGES 4
+#define RACE_SLOTS (RACE_PAGES * GRAIN / 8)
+
+static struct race {
+    struct hoff__backend *be;
+    volatile uint64_t *blk;
+    uint64_t *mine;          /* the writer's record: the last value stored in each slot */
+    void *req;               /* the page a fault waits for (0: none), handler to pager */
+    int started, stop, writer_done;
+    uint64_t faults, fault_errors, passes;
+} race;
+
+static double now_s(void) {
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void race_segv(int sig, siginfo_t *si, void *uc) {
+    uintptr_t a = (uintptr_t)si->si_addr, base = (uintptr_t)race.blk;
+
+    (void)uc;
+    if (a < base || a >= base + RACE_PAGES * GRAIN) {
+        signal(sig, SIG_DFL); /* not ours: die of it */
+        return;
+    }
+    __atomic_store_n(&race.req, (void *)(base + (a - base) / GRAIN * GRAIN), __ATOMIC_RELEASE);
+    while (__atomic_load_n(&race.req, __ATOMIC_ACQUIRE))
+        sched_yield();
+}
+
+static void *race_pager(void *arg) {
+    (void)arg;
+    while (!__atomic_load_n(&race.writer_done, __ATOMIC_ACQUIRE)) {
+        void *p = __atomic_load_n(&race.req, __ATOMIC_ACQUIRE);
+
+        if (!p) {
+            sched_yield();
+            continue;
+        }
+        if (race.be->ops->fault(race.be, p, GRAIN, NULL, NULL) != 0)
+            race.fault_errors++;
+        __atomic_add_fetch(&race.faults, 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&race.req, NULL, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+static void *race_writer(void *arg) {
+    uint64_t v = 0;
+    size_t i, k;
+
+    (void)arg;
+    __atomic_store_n(&race.started, 1, __ATOMIC_RELEASE);
+    while (!__atomic_load_n(&race.stop, __ATOMIC_ACQUIRE)) {
+        v++;
+        for (k = 0; k < RACE_SLOTS; k++) { /* every slot, in a scattered order: all the pages at once */
+            i = (k * 0x9E3779B1u) & (RACE_SLOTS - 1);
+            race.blk[i] = v;
+            __atomic_store_n(&race.mine[i], v, __ATOMIC_RELEASE); /* after the store to the block */
+        }
+        race.passes++;
+    }
+    __atomic_store_n(&race.writer_done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void test_evict_race(void) {
+    struct hoff_config cfg;
+    struct sigaction sa, old;
+    pthread_t writer, pager;
+    size_t i, lost = 0;
+    int round, rc, errors = 0;
+    double t0;
+
+    cfg_base(&cfg);
+    cfg.sim_protect = HOFF_SIM_PROTECT;
+    memset(&race, 0, sizeof race);
+    race.be = open_cfg(&cfg);
+    race.blk = managed(race.be, RACE_PAGES * GRAIN);
+    race.mine = calloc(RACE_SLOTS, sizeof *race.mine);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(race.mine);
+    memset((void *)race.blk, 0, RACE_PAGES * GRAIN);
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = race_segv;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    CU_ASSERT_EQUAL_FATAL(sigaction(SIGSEGV, &sa, &old), 0);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&pager, NULL, race_pager, NULL), 0);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&writer, NULL, race_writer, NULL), 0);
+    while (!__atomic_load_n(&race.started, __ATOMIC_ACQUIRE))
+        sched_yield();
+    /* 150 rounds, and more until the writer has faulted 20 times (a loaded machine), for at most 4 s */
+    t0 = now_s();
+    for (round = 0; round < 150 || (__atomic_load_n(&race.faults, __ATOMIC_RELAXED) < 20 && now_s() - t0 < 4);
+         round++) {
+        rc = race.be->ops->evict(race.be, (void *)race.blk, RACE_PAGES * GRAIN, NULL, NULL);
+        errors += rc != 0;
+        sched_yield();
+        rc = race.be->ops->prefetch(race.be, (void *)race.blk, RACE_PAGES * GRAIN, NULL, NULL);
+        if (rc == -EALREADY) /* the writer's faults brought pages back first: the rest by a fault */
+            rc = race.be->ops->fault(race.be, (void *)race.blk, RACE_PAGES * GRAIN, NULL, NULL);
+        errors += rc != 0;
+        for (i = 0; i < RACE_SLOTS; i++) { /* the record first: the block's value was stored before it */
+            uint64_t m = __atomic_load_n(&race.mine[i], __ATOMIC_ACQUIRE);
+
+            lost += race.blk[i] < m;
+        }
+    }
+    __atomic_store_n(&race.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(writer, NULL);
+    pthread_join(pager, NULL);
+    sigaction(SIGSEGV, &old, NULL);
+    for (i = 0; i < RACE_SLOTS; i++)
+        lost += race.blk[i] != race.mine[i];
+    CU_ASSERT_EQUAL(errors, 0);
+    CU_ASSERT_EQUAL(race.fault_errors, 0);
+    CU_ASSERT_EQUAL(lost, 0);
+    CU_ASSERT(race.faults > 0);
+    CU_ASSERT(race.passes > 0);
+    CU_ASSERT_EQUAL(ctr(race.be).device_used, RACE_PAGES * GRAIN);
+    if (lost || !race.faults)
+        fprintf(stderr, "evict_race: %zu lost stores seen, %llu faults, %llu passes\n", lost,
+                (unsigned long long)race.faults, (unsigned long long)race.passes);
+    free(race.mine);
+    race.be->ops->close(race.be);
+}
+
 int main(void) {
     static const struct hoff_test tests[] = {
         {"open", test_open},
@@ -842,10 +1082,12 @@ int main(void) {
         {"discard", test_discard},
         {"host_copy", test_host_copy},
         {"protect", test_protect},
+        {"protect_fail", test_protect_fail},
         {"capacity", test_capacity},
         {"many", test_many},
         {"determinism", test_determinism},
         {"threads", test_threads},
+        {"evict_race", test_evict_race},
         {NULL, NULL},
     };
 

@@ -7,6 +7,7 @@ set -u
 srcdir=${srcdir:-.}
 case $srcdir in /*) ;; *) srcdir=$(pwd)/$srcdir ;; esac
 cd "${builddir:-.}" || exit 99
+. "$srcdir/tests/sim_memory.sh"
 if ! command -v python3 >/dev/null 2>&1; then
     echo "SKIP: python3 is needed to parse the SVG and the JSON"
     exit 77
@@ -32,14 +33,14 @@ for t in $traces; do
     svg=$tmp.$n.svg
     js=$tmp.$n.json
     echo "--- $name"
-    ./hoff-plan timeline "$t" --budget 25% --steps 2 -o "$svg" >"$tmp.out" 2>&1
+    sim_run ./hoff-plan timeline "$t" --budget 25% --steps 2 -o "$svg" >"$tmp.out" 2>&1
     rc=$?
     cat "$tmp.out"
     if [ $rc -ne 0 ]; then
         bad "hoff-plan timeline $name exited $rc"
         continue
     fi
-    ./hoff-plan export "$t" --budget 25% --steps 2 --perfetto "$js" >"$tmp.out" 2>&1
+    sim_run ./hoff-plan export "$t" --budget 25% --steps 2 --perfetto "$js" >"$tmp.out" 2>&1
     rc=$?
     cat "$tmp.out"
     if [ $rc -ne 0 ]; then
@@ -154,9 +155,9 @@ done
 # (when this build has the tier: the sim's counters say whether it spilled).
 t=$tmp.transformer.trace
 mkdir "$tmp.spill" || exit 99
-./hoff-plan export "$t" --budget 25% --host-cap 40M --spill-dir "$tmp.spill" --steps 2 --perfetto "$tmp.nvme.json" \
+sim_run ./hoff-plan export "$t" --budget 25% --host-cap 40M --spill-dir "$tmp.spill" --steps 2 --perfetto "$tmp.nvme.json" \
     >"$tmp.out" 2>&1 || { bad "hoff-plan export --host-cap --spill-dir"; cat "$tmp.out"; }
-./hoff-plan timeline "$t" --budget 25% --host-cap 40M --spill-dir "$tmp.spill" --steps 2 -o "$tmp.nvme.svg" \
+sim_run ./hoff-plan timeline "$t" --budget 25% --host-cap 40M --spill-dir "$tmp.spill" --steps 2 -o "$tmp.nvme.svg" \
     >"$tmp.out" 2>&1 || { bad "hoff-plan timeline --host-cap --spill-dir"; cat "$tmp.out"; }
 python3 - "$tmp.nvme.json" <<'EOF' || fail=1
 import json, sys
@@ -183,7 +184,7 @@ EOF
 [ $? -eq 2 ] || { bad "export without --perfetto did not exit 2"; cat "$tmp.out"; }
 ./hoff-plan timeline "$t" -o "$tmp.x.svg" >"$tmp.out" 2>&1
 [ $? -eq 2 ] || { bad "timeline without --budget did not exit 2"; cat "$tmp.out"; }
-./hoff-plan timeline "$t" --budget 25% -o "$tmp.nodir/x.svg" --steps 2 >"$tmp.out" 2>&1
+sim_run ./hoff-plan timeline "$t" --budget 25% -o "$tmp.nodir/x.svg" --steps 2 >"$tmp.out" 2>&1
 [ $? -eq 1 ] || { bad "timeline to an unwritable path did not exit 1"; cat "$tmp.out"; }
 grep -q "cannot write" "$tmp.out" || { bad "timeline to an unwritable path: no 'cannot write'"; cat "$tmp.out"; }
 for sub in timeline export; do

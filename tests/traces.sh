@@ -11,6 +11,7 @@ set -u
 srcdir=${srcdir:-.}
 cd "${builddir:-.}" || exit 99
 dir=$srcdir/tests/data/traces
+. "$srcdir/tests/sim_memory.sh"
 fail=0
 n=0
 tmp=${TMPDIR:-/tmp}/hoff-traces-test.$$
@@ -29,7 +30,7 @@ field() { # field FILE NAME
 
 # simulate TRACE BUDGET OUT: hoff-plan simulate --json, checked.  0 or 1.
 simulate() {
-    if ! ./hoff-plan simulate "$1" --budget "$2" --steps 2 --json >"$3" 2>"$tmp.err"; then
+    if ! sim_run ./hoff-plan simulate "$1" --budget "$2" --steps 2 --json >"$3" 2>"$tmp.err"; then
         echo "FAIL: $name: hoff-plan simulate --budget $2 failed:"
         cat "$tmp.err" "$3"
         return 1

@@ -185,5 +185,11 @@ int hoff__sim_counters(struct hoff__backend *be, struct hoff__sim_counters *out)
  * sim's lock (fn must not call the backend); NULL stops.  0, or -ENOTSUP on
  * another backend. */
 int hoff__sim_observe(struct hoff__backend *be, hoff__xfer_observer fn, void *arg);
+/* sim only, for tests: the n-th next change of a page's protection (the
+ * mprotect calls of PROTECT mode) and the count - 1 after it fail with
+ * ENOMEM, as they do when the process reaches vm.max_map_count; later ones
+ * succeed.  n = 0 or count = 0 disarms.  Unset, it costs one test of an int
+ * per change.  0, or -ENOTSUP on another backend. */
+int hoff__sim_test_fail_protect(struct hoff__backend *be, unsigned n, unsigned count);
 
 #endif

@@ -1,5 +1,6 @@
-/* sim.c — the simulated device's function table, open and close, and its two entry points of its own
- * (hoff__sim_observe, hoff__sim_counters).  The model, and the files that implement it: backend/sim.h.
+/* sim.c — the simulated device's function table, open and close, and its entry points of its own
+ * (hoff__sim_observe, hoff__sim_counters, and for tests hoff__sim_test_fail_protect).  The model, and
+ * the files that implement it: backend/sim.h.
  * Threading: every op is thread safe (one mutex per backend). */
 #include "config.h"
 
@@ -132,6 +133,19 @@ int hoff__sim_observe(struct hoff__backend *be, hoff__xfer_observer fn, void *ar
     pthread_mutex_lock(&s->lock);
     s->observe = fn;
     s->observe_arg = fn ? arg : NULL;
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
+int hoff__sim_test_fail_protect(struct hoff__backend *be, unsigned n, unsigned count) {
+    struct sim *s;
+
+    if (!be || be->ops != &sim_ops)
+        return -ENOTSUP;
+    s = to_sim(be);
+    pthread_mutex_lock(&s->lock);
+    s->fail_at = count ? n : 0;
+    s->fail_count = count;
     pthread_mutex_unlock(&s->lock);
     return 0;
 }

@@ -72,7 +72,10 @@
  * the shadow, then overwrites the view with 0xDB (HOFF_SIM_POISON) and also
  * mprotect()s it PROT_NONE (HOFF_SIM_PROTECT), so a block used while not
  * resident reads poison or crashes instead of passing by accident.  prefetch
- * unprotects and copies the shadow back.  discard poisons/protects without a
+ * unprotects and copies the shadow back (PROTECT mode: the view kept the
+ * bytes behind the protection; it is made readable, checked against the
+ * shadow and only then writable, so no store from another thread lands
+ * before the copy).  discard poisons/protects without a
  * copy; its contents stay 0xDB (undefined) when it comes back.  populate
  * makes an evicted or discarded mapping resident with undefined (poisoned)
  * contents, at no time cost.
@@ -129,6 +132,7 @@ struct sim {
     double h2d_gbps, d2h_gbps, fault_gbps, nvme_read_gbps, nvme_write_gbps;
     uint64_t latency_ns, fault_ns;
     int protect;
+    unsigned fail_at, fail_count; /* hoff__sim_test_fail_protect's countdown (0: off) and failures left */
     uint64_t call_ns;        /* the issuing thread's own cost per transfer call */
     struct mapping **buckets; /* power-of-two hash table keyed by address */
     size_t nbuckets, count;

@@ -60,20 +60,6 @@ static int evicted_check(const struct range *r, const char *op) {
     return 0;
 }
 
-/* Page i of r, shown, is resident again: an evicted page gets its bytes back
- * from the shadow (a discarded one keeps its poison: undefined).  The bytes
- * copied. */
-static uint64_t page_back(const struct range *r, size_t i) {
-    uint64_t moved = 0;
-
-    if ((r->m->pg[r->first + i] & PG_STATE) == PG_EVICTED) {
-        memcpy(page_at(r, i), shadow_at(r, i), HOFF__MANAGED_GRAIN);
-        moved = HOFF__MANAGED_GRAIN;
-    }
-    r->m->pg[r->first + i] = PG_RESIDENT;
-    return moved;
-}
-
 static int shadow_get(struct mapping *m) {
     void *sh;
 
@@ -86,12 +72,24 @@ static int shadow_get(struct mapping *m) {
     return 0;
 }
 
+/* mprotect one page, or fail with ENOMEM where hoff__sim_test_fail_protect asked for it (one test of
+ * an int when it did not). */
+static int page_protect(struct sim *s, void *pp, int prot) {
+    if (s->fail_at && --s->fail_at == 0) {
+        if (--s->fail_count)
+            s->fail_at = 1; /* the next one fails too */
+        errno = ENOMEM;
+        return -1;
+    }
+    return mprotect(pp, HOFF__MANAGED_GRAIN, prot);
+}
+
 /* Make page i of r inaccessible: poison, and protect in PROTECT mode. */
 static int page_hide(struct sim *s, const struct range *r, size_t i) {
     unsigned char *pp = page_at(r, i);
 
     memset(pp, SIM_POISON, HOFF__MANAGED_GRAIN);
-    if (s->protect == HOFF_SIM_PROTECT && mprotect(pp, HOFF__MANAGED_GRAIN, PROT_NONE) != 0)
+    if (s->protect == HOFF_SIM_PROTECT && page_protect(s, pp, PROT_NONE) != 0)
         return hoff__error(-errno, "sim: mprotect(PROT_NONE) of %zu bytes failed", HOFF__MANAGED_GRAIN);
     return 0;
 }
@@ -104,7 +102,10 @@ static int page_hide(struct sim *s, const struct range *r, size_t i) {
  * to come back; it can never land after the copy and be lost, nor can a
  * reader see poison while the page comes back (what stays behind the
  * protection is the shadow's bytes).  In POISON mode (no protection, one
- * thread) the page is poisoned after the copy. */
+ * thread) the page is poisoned after the copy.  On failure the page is as it
+ * was, or, where even its unprotection failed, it is away (marked evicted:
+ * its bytes are in the shadow, the page read-only; a write faults and brings
+ * it back). */
 static int page_evict(struct sim *s, const struct range *r, size_t i) {
     unsigned char *pp = page_at(r, i);
 
@@ -113,23 +114,76 @@ static int page_evict(struct sim *s, const struct range *r, size_t i) {
         memset(pp, SIM_POISON, HOFF__MANAGED_GRAIN);
         return 0;
     }
-    if (mprotect(pp, HOFF__MANAGED_GRAIN, PROT_READ) != 0)
+    if (page_protect(s, pp, PROT_READ) != 0)
         return hoff__error(-errno, "sim: mprotect(PROT_READ) of %zu bytes failed", HOFF__MANAGED_GRAIN);
     memcpy(shadow_at(r, i), pp, HOFF__MANAGED_GRAIN);
-    if (mprotect(pp, HOFF__MANAGED_GRAIN, PROT_NONE) != 0) {
+    if (page_protect(s, pp, PROT_NONE) != 0) {
         int e = errno;
 
-        mprotect(pp, HOFF__MANAGED_GRAIN, PROT_READ | PROT_WRITE);
+        if (page_protect(s, pp, PROT_READ | PROT_WRITE) != 0)
+            r->m->pg[r->first + i] = PG_EVICTED;
         return hoff__error(-e, "sim: mprotect(PROT_NONE) of %zu bytes failed", HOFF__MANAGED_GRAIN);
     }
     return 0;
 }
 
 static int page_show(struct sim *s, const struct range *r, size_t i) {
-    if (s->protect == HOFF_SIM_PROTECT &&
-        mprotect(page_at(r, i), HOFF__MANAGED_GRAIN, PROT_READ | PROT_WRITE) != 0)
+    if (s->protect == HOFF_SIM_PROTECT && page_protect(s, page_at(r, i), PROT_READ | PROT_WRITE) != 0)
         return hoff__error(-errno, "sim: mprotect(PROT_READ|PROT_WRITE) of %zu bytes failed",
                            HOFF__MANAGED_GRAIN);
+    return 0;
+}
+
+/* Evicted page i of r gets its bytes back from the shadow and is shown.  In
+ * PROTECT mode the view still holds them behind the protection (page_evict
+ * copies without poisoning, and nothing can store into a hidden page): the
+ * page is made readable, compared with the shadow, and writable only then,
+ * so that a store from another thread (one that finds the page shown before
+ * it faults on it) can never land before the copy and be overwritten by it.
+ * The two differ only when the NVMe tier restored other bytes into the
+ * shadow (a tier fault, which the stamps report): those are copied in once
+ * the page is writable.  In POISON mode (one thread) the copy is direct. */
+static int page_restore(struct sim *s, const struct range *r, size_t i) {
+    unsigned char *pp = page_at(r, i);
+    int same;
+
+    if (s->protect != HOFF_SIM_PROTECT) {
+        memcpy(pp, shadow_at(r, i), HOFF__MANAGED_GRAIN);
+        return 0;
+    }
+    if (page_protect(s, pp, PROT_READ) != 0)
+        return hoff__error(-errno, "sim: mprotect(PROT_READ) of %zu bytes failed", HOFF__MANAGED_GRAIN);
+    same = memcmp(pp, shadow_at(r, i), HOFF__MANAGED_GRAIN) == 0;
+    if (page_protect(s, pp, PROT_READ | PROT_WRITE) != 0)
+        return hoff__error(-errno, "sim: mprotect(PROT_READ|PROT_WRITE) of %zu bytes failed", HOFF__MANAGED_GRAIN);
+    if (!same)
+        memcpy(pp, shadow_at(r, i), HOFF__MANAGED_GRAIN);
+    return 0;
+}
+
+/* Bring the pages of r that are not resident back, in order: an evicted one
+ * gets its bytes back (copy: page_restore), another is shown with what its
+ * view holds (a discarded page's poison, or !copy: populate's undefined
+ * contents); each is then resident.  *shown: the bytes made resident, *moved: those copied, both
+ * counting the pages done before a failure, so that the caller books them
+ * (they are resident whether the call succeeds or not). */
+static int range_back(struct sim *s, const struct range *r, int copy, uint64_t *shown, uint64_t *moved) {
+    size_t i;
+    int rc;
+
+    *shown = *moved = 0;
+    for (i = 0; i < r->n; i++) {
+        int st = r->m->pg[r->first + i] & PG_STATE, back = copy && st == PG_EVICTED;
+
+        if (st == PG_RESIDENT)
+            continue;
+        rc = back ? page_restore(s, r, i) : page_show(s, r, i);
+        if (rc)
+            return rc;
+        r->m->pg[r->first + i] = PG_RESIDENT;
+        *moved += back ? HOFF__MANAGED_GRAIN : 0;
+        *shown += HOFF__MANAGED_GRAIN;
+    }
     return 0;
 }
 
@@ -201,6 +255,7 @@ int hoff__sim_evict(struct hoff__backend *be, void *p, size_t size,
                     hoff__event *after, hoff__event *done) {
     struct sim *s = to_sim(be);
     struct range r;
+    uint64_t away;
     size_t i;
     int rc;
 
@@ -217,15 +272,19 @@ int hoff__sim_evict(struct hoff__backend *be, void *p, size_t size,
         rc = hoff__error(-ENOMEM, "sim: evict: no host memory for %zu bytes", r.m->size);
         goto out;
     }
-    for (i = 0; i < r.n; i++) {
+    for (i = 0; i < r.n && rc == 0; i++)
         rc = page_evict(s, &r, i);
-        if (rc) { /* keep the data where it was (page i is as it was: page_evict undoes itself) */
-            while (i-- > 0) {
-                page_show(s, &r, i);
-                memcpy(page_at(&r, i), shadow_at(&r, i), HOFF__MANAGED_GRAIN);
-            }
-            goto out;
-        }
+    if (rc) {
+        /* Keep the data where it was: the pages before the failed one shown again (page_evict leaves the
+         * bytes in the view: it fails in PROTECT mode only).  A page that stays hidden (its unprotection
+         * failed too) is away, its bytes in the shadow: booked as evicted, a touch brings it back. */
+        for (i--; i-- > 0;)
+            if (page_show(s, &r, i) != 0)
+                r.m->pg[r.first + i] = PG_EVICTED;
+        away = range_count(&r, PG_EVICTED, NULL) * HOFF__MANAGED_GRAIN;
+        s->c.device_used -= away;
+        s->c.bytes_d2h += away;
+        goto out;
     }
     for (i = 0; i < r.n; i++)
         r.m->pg[r.first + i] = PG_EVICTED;
@@ -242,8 +301,7 @@ int hoff__sim_prefetch(struct hoff__backend *be, void *p, size_t size,
                        hoff__event *after, hoff__event *done) {
     struct sim *s = to_sim(be);
     struct range r;
-    uint64_t moved = 0;
-    size_t i;
+    uint64_t moved = 0, shown = 0;
     int rc;
 
     pthread_mutex_lock(&s->lock);
@@ -257,15 +315,12 @@ int hoff__sim_prefetch(struct hoff__backend *be, void *p, size_t size,
     rc = host_copy_check(&r, "prefetch");
     if (rc)
         goto out;
-    for (i = 0; i < r.n; i++) {
-        rc = page_show(s, &r, i);
-        if (rc)
-            goto out; /* pages shown so far hold poison or their bytes: nothing is lost */
-    }
-    for (i = 0; i < r.n; i++)
-        moved += page_back(&r, i);
+    rc = range_back(s, &r, 1, &shown, &moved);
+    if (rc && !shown)
+        goto out;
+    /* the pages back before a failure are resident: booked, their copy timed */
     s->c.bytes_h2d += moved;
-    hoff__sim_used_add(s, size, 1);
+    hoff__sim_used_add(s, shown, 1);
     hoff__sim_schedule(s, &s->c.h2d_busy_until, hoff__copy_ns(moved, s->h2d_gbps), 1, after, done, HOFF__XF_PREFETCH,
                        p, moved);
 out:
@@ -298,8 +353,13 @@ int hoff__sim_discard(struct hoff__backend *be, void *p, size_t size,
             if (st == PG_EVICTED && (rc = page_show(s, &r, i)) != 0)
                 goto out;
             rc = page_hide(s, &r, i);
-            if (rc)
+            if (rc) { /* shown and not hidden again: in view (its poison), so resident */
+                if (st == PG_EVICTED) {
+                    r.m->pg[r.first + i] = PG_RESIDENT;
+                    hoff__sim_used_add(s, HOFF__MANAGED_GRAIN, 1);
+                }
                 goto out;
+            }
             if (st == PG_RESIDENT)
                 s->c.device_used -= HOFF__MANAGED_GRAIN;
         }
@@ -316,7 +376,6 @@ int hoff__sim_fault(struct hoff__backend *be, void *p, size_t size, hoff_stream 
     struct sim *s = to_sim(be);
     struct range r;
     uint64_t stall = 0, moved = 0, shown = 0;
-    size_t i;
     int rc;
 
     pthread_mutex_lock(&s->lock);
@@ -326,15 +385,10 @@ int hoff__sim_fault(struct hoff__backend *be, void *p, size_t size, hoff_stream 
     rc = host_copy_check(&r, "fault");
     if (rc)
         goto out;
-    for (i = 0; i < r.n; i++) {
-        if ((r.m->pg[r.first + i] & PG_STATE) == PG_RESIDENT)
-            continue;
-        rc = page_show(s, &r, i);
-        if (rc)
-            goto out;
-        moved += page_back(&r, i);
-        shown += HOFF__MANAGED_GRAIN;
-    }
+    rc = range_back(s, &r, 1, &shown, &moved);
+    if (rc && !shown)
+        goto out;
+    /* the pages back before a failure are resident: booked, their stall paid */
     stall = hoff__sat_add(s->fault_ns, hoff__copy_ns(moved, s->fault_gbps));
     s->c.bytes_faulted += moved;
     hoff__sim_used_add(s, shown, 1);
@@ -356,21 +410,13 @@ int hoff__sim_populate(struct hoff__backend *be, void *p, size_t size, hoff_stre
     /* st: one compute timeline, and the pages are shown now */
     struct sim *s = to_sim(be);
     struct range r;
-    uint64_t shown = 0;
-    size_t i;
+    uint64_t shown = 0, moved;
     int rc;
 
     pthread_mutex_lock(&s->lock);
     rc = hoff__sim_find_range(s, p, size, "populate", &r);
-    for (i = 0; rc == 0 && i < r.n; i++) {
-        if ((r.m->pg[r.first + i] & PG_STATE) == PG_RESIDENT)
-            continue;
-        rc = page_show(s, &r, i);
-        if (rc)
-            break;
-        r.m->pg[r.first + i] = PG_RESIDENT; /* the view still holds poison: undefined */
-        shown += HOFF__MANAGED_GRAIN;
-    }
+    if (rc == 0) /* no copy: the view still holds poison, undefined */
+        rc = range_back(s, &r, 0, &shown, &moved);
     if (shown)
         hoff__sim_used_add(s, shown, 1);
     pthread_mutex_unlock(&s->lock);

@@ -7,6 +7,9 @@ Environment:
   TEST_HOFF_RECORD   the hoff-record launcher (else TEST_HOFF_BUILDDIR/hoff-record)
   TEST_HOFF_BUILDDIR a build directory (default: ../../build from here)
   TEST_HOFF_REQUIRE=1 a missing piece fails the tests that need it instead of skipping them
+
+A relative path in them is taken from the directory pytest starts in, and handed to the tests absolute: some
+run their commands from another directory.
 """
 
 import os
@@ -36,7 +39,7 @@ def missing(why):
 
 
 def builddir():
-    return os.environ.get("TEST_HOFF_BUILDDIR") or os.path.normpath(os.path.join(PYDIR, "..", "build"))
+    return os.path.abspath(os.environ.get("TEST_HOFF_BUILDDIR") or os.path.join(PYDIR, "..", "build"))
 
 
 @pytest.fixture(scope="session")
@@ -51,7 +54,7 @@ def libhoff():
 
 @pytest.fixture(scope="session")
 def hoff_record():
-    path = os.environ.get("TEST_HOFF_RECORD") or os.path.join(builddir(), "hoff-record")
+    path = os.path.abspath(os.environ.get("TEST_HOFF_RECORD") or os.path.join(builddir(), "hoff-record"))
     if not os.access(path, os.X_OK):
         missing("hoff-record not found at %s (set TEST_HOFF_RECORD or TEST_HOFF_BUILDDIR)" % path)
     lib = os.path.join(os.path.dirname(path), ".libs", "libhoff-record.so")

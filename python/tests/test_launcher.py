@@ -7,9 +7,11 @@ import os
 import sys
 import textwrap
 
+import subprocess
+
 import pytest
 
-from conftest import read_trace, run
+from conftest import child_env, read_trace, run
 
 TOY = textwrap.dedent(r"""
     import json, os, sys
@@ -129,3 +131,18 @@ def test_module_form(hoff_record, torch, toy):
     assert r.returncode == 0, r.stderr
     st = json.loads([ln for ln in r.stdout.splitlines() if ln.startswith("{")][-1])
     assert st["steps_begun"] == 4
+
+
+def test_relative_tool_paths(hoff_record, torch, tmp_path):
+    """TEST_HOFF_RECORD and TEST_HOFF_BUILDDIR relative to the directory pytest starts in: test_module_form, which
+    runs hoff-record from another directory, still finds it (a child pytest started elsewhere)."""
+    start = tmp_path / "start"
+    start.mkdir()
+    rel = os.path.relpath(hoff_record, start)
+    assert not os.path.isabs(rel)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        "--basetemp", str(tmp_path / "child"), os.path.abspath(__file__) + "::test_module_form"],
+                       cwd=str(start), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300,
+                       env=child_env(TEST_HOFF_RECORD=rel, TEST_HOFF_BUILDDIR=os.path.dirname(rel),
+                                     TEST_HOFF_REQUIRE=1, PYTHONDONTWRITEBYTECODE=1), check=False)
+    assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout

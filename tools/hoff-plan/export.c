@@ -22,7 +22,8 @@ static void usage(FILE *f) {
             PIC_FLAGS_HELP
             "  -h, --help           this text\n"
             "\n"
-            "Exit status: 0 ok, 1 unreadable trace, runtime error or unwritable file, 2 bad usage.\n");
+            "Exit status: 0 ok, 1 unreadable trace, runtime error or unwritable file, 2 bad usage,\n"
+            "3 refused: the machine has too little memory available now (--no-memory-check).\n");
 }
 
 #define TID_COMPUTE 1

@@ -19,6 +19,7 @@
 
 #define EXIT_FAIL 1  /* integrity failure, budget exceeded, unreadable trace, runtime error */
 #define EXIT_USAGE 2 /* bad usage */
+#define EXIT_MEMORY 3 /* a simulation refused: it needs more memory than the machine has available now */
 #define HP_HELP_SHOWN (-1) /* hp_parse: --help printed; exit 0 */
 
 #define GiB ((uint64_t)1 << 30)

@@ -122,9 +122,10 @@ static int run(struct pic *p) {
     int rc;
 
     /* The recorder's samples: every event of every step. */
-    if (hp_sim_size(sub, &p->ht.t, p->ht.budget, p->ht.offload_peak,
-                    (uint64_t)p->a.steps * (p->ht.t.nev + 2) * sizeof(struct rec_sample), p->a.no_mem_check, &z))
-        return -1;
+    if ((rc = hp_sim_size(sub, &p->ht.t, p->ht.budget, p->ht.offload_peak,
+                          (uint64_t)p->a.steps * (p->ht.t.nev + 2) * sizeof(struct rec_sample), p->a.no_mem_check,
+                          &z)) != 0)
+        return rc; /* EXIT_MEMORY or EXIT_USAGE */
     if (hp_make_ctx(&p->a, p->ht.budget, z.device_bytes, &ctx))
         return -1;
     r->ctx = ctx;
@@ -184,9 +185,9 @@ int pic_setup(struct pic *p, const char *sub, int argc, char **argv, uint64_t ex
     pthread_mutex_init(&p->rec.lock, NULL);
     hoff__schedule_init(&p->sched);
     hoff__trace_init(&p->planned);
-    if (run(p)) {
+    if ((rc = run(p)) != 0) {
         pic_free(p);
-        return EXIT_FAIL;
+        return rc == EXIT_MEMORY || rc == EXIT_USAGE ? rc : EXIT_FAIL;
     }
     return 0;
 }

@@ -3,19 +3,32 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/sysinfo.h>
 
 #include "hoff-plan.h"
 #include "mem/pool.h"
 
-/* Memory a new allocation can get now: MemAvailable from /proc/meminfo, else
- * sysinfo's free and buffer RAM; 0 when neither says. */
-static uint64_t mem_available(const char **source) {
-    FILE *f = fopen("/proc/meminfo", "re");
+/* Memory a new allocation can get now: HOFF_PLAN_MEM_AVAILABLE when set (a
+ * container's share, or a test's figure), else MemAvailable from
+ * /proc/meminfo, else sysinfo's free and buffer RAM; 0 when none says.  -1
+ * (said) when HOFF_PLAN_MEM_AVAILABLE is not a size. */
+static int mem_available(const char *sub, const char **source, uint64_t *out) {
+    const char *env = getenv("HOFF_PLAN_MEM_AVAILABLE");
+    FILE *f;
     char line[256];
     struct sysinfo si;
 
+    if (env) {
+        *source = "HOFF_PLAN_MEM_AVAILABLE";
+        if (hoff__parse_size(env, out) == 0 && *out > 0)
+            return 0;
+        fprintf(stderr, "%s %s: HOFF_PLAN_MEM_AVAILABLE: expected a size above 0 such as 512M or 16G, got '%s'\n",
+                hp_cmd, sub, env);
+        return -1;
+    }
+    f = fopen("/proc/meminfo", "re");
     if (f) {
         unsigned long long kb;
 
@@ -23,15 +36,18 @@ static uint64_t mem_available(const char **source) {
             if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
                 fclose(f);
                 *source = "MemAvailable";
-                return (uint64_t)kb * 1024;
+                *out = (uint64_t)kb * 1024;
+                return 0;
             }
         fclose(f);
     }
     if (sysinfo(&si) == 0) {
         *source = "free and buffer RAM";
-        return ((uint64_t)si.freeram + si.bufferram) * si.mem_unit;
+        *out = ((uint64_t)si.freeram + si.bufferram) * si.mem_unit;
+        return 0;
     }
     *source = "unknown";
+    *out = 0;
     return 0;
 }
 
@@ -44,8 +60,9 @@ static uint64_t mem_available(const char **source) {
  * copies), plus `extra` (the caller's own tables).  Measured maximum RSS
  * against the estimate, 25% budget: gpt.trace.gz 3.1 GiB (3.8), wide 3.1
  * (4.3), cnn 1.6 (1.6); no budget: gpt 1.2 (1.9), cnn 0.6 (0.8).  Refuses (a
- * message, EXIT_FAIL) when that passes what the machine has available,
- * unless no_check; 0 otherwise. */
+ * message, EXIT_MEMORY: the machine is short of memory now, not the trace
+ * wrong) when that passes what the machine has available, unless no_check;
+ * EXIT_USAGE for a bad HOFF_PLAN_MEM_AVAILABLE; 0 otherwise. */
 int hp_sim_size(const char *sub, const struct hoff__trace *t, uint64_t budget, uint64_t offload_peak, uint64_t extra,
                 int no_check, struct sim_size *z) {
     uint64_t live = hoff__trace_peak(t, hoff__pool_block_bytes, HOFF__POOLS_ALL, NULL),
@@ -59,7 +76,8 @@ int hp_sim_size(const char *sub, const struct hoff__trace *t, uint64_t budget, u
     if (budget > z->device_bytes)
         z->device_bytes = budget; /* a budget above every peak never binds */
     z->mem_bytes = (budget ? 3 * live + offload_peak : 2 * live) + extra;
-    z->avail_bytes = mem_available(&source);
+    if (mem_available(sub, &source, &z->avail_bytes) != 0)
+        return EXIT_USAGE;
     if (no_check || z->avail_bytes == 0 || z->mem_bytes <= z->avail_bytes)
         return 0;
     if (live / 2 > asked)
@@ -71,7 +89,7 @@ int hp_sim_size(const char *sub, const struct hoff__trace *t, uint64_t budget, u
             "Simulate a smaller trace, or pass --no-memory-check to run anyway.\n",
             hp_cmd, sub, SZ(z->mem_bytes), SZ(z->avail_bytes), source, budget ? "three times" : "twice", SZ(live),
             grain, budget ? ", plus host copies of evicted blocks up to " : "", budget ? SZ(offload_peak) : "");
-    return EXIT_FAIL;
+    return EXIT_MEMORY;
 }
 
 int hp_make_ctx(const struct hp_args *a, uint64_t budget, uint64_t device_bytes, hoff_ctx **ctx) {

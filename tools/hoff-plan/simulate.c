@@ -35,7 +35,8 @@ static void usage(FILE *f) {
             "  -h, --help          this text\n"
             "\n"
             "Exit status: 0 ok, 1 integrity failure, replay peak above the budget, unreadable\n"
-            "trace or runtime error, 2 bad usage.\n");
+            "trace or runtime error, 2 bad usage, 3 refused: the machine has too little memory\n"
+            "available now (--no-memory-check).\n");
 }
 
 struct sim_run {

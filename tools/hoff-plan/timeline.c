@@ -28,7 +28,8 @@ static void usage(FILE *f) {
             "  --height PX          picture height (default 640, >= 300)\n"
             "  -h, --help           this text\n"
             "\n"
-            "Exit status: 0 ok, 1 unreadable trace, runtime error or unwritable file, 2 bad usage.\n");
+            "Exit status: 0 ok, 1 unreadable trace, runtime error or unwritable file, 2 bad usage,\n"
+            "3 refused: the machine has too little memory available now (--no-memory-check).\n");
 }
 
 enum { S_NOOFF, S_DEV, S_HOST, S_NVME, S_REAL, S_LATE, S_COUNT };
