@@ -41,22 +41,20 @@ in_ns() {
         'readlink /proc/self/ns/pid | sed -n "s/^pid:\[\([0-9]*\)\]$/\1/p" >"$0.part" && mv "$0.part" "$0" &&
          exec "$@"' "$f" "$@"
 }
-# ns_of NAME: the number of namespace NAME once its pid 1 has written it (60 s at most)
-ns_of() {
+# until_ok CMD...: CMD every 0.1 s until it succeeds, 60 s at most (a sanitized demo on a loaded machine starts
+# slowly); its last status
+until_ok() {
     i=0
-    while [ ! -s "$tmp.$1.ns" ] && [ $i -lt 600 ]; do
+    until "$@"; do
+        [ $i -lt 600 ] || return 1
         sleep 0.1
         i=$((i + 1))
     done
-    cat "$tmp.$1.ns" 2>/dev/null
 }
-# wait_seg NAME: until /dev/shm/NAME exists (60 s at most: a sanitized demo on a loaded machine starts slowly)
-wait_seg() {
-    i=0
-    while [ ! -e "/dev/shm/$1" ] && [ $i -lt 600 ]; do
-        sleep 0.1
-        i=$((i + 1))
-    done
+# ns_of NAME: the number of namespace NAME, once its pid 1 has written it
+ns_of() {
+    until_ok test -s "$tmp.$1.ns"
+    cat "$tmp.$1.ns" 2>/dev/null
 }
 # copy: our segments (those that exist) into the private directory, afresh
 copy() {
@@ -81,7 +79,7 @@ seg_b=hoff.$uid.$(ns_of b).1
 seg_c=hoff.$uid.$self.$host
 printf '%s\n' "$seg_a" "$seg_b" "$seg_c" | sort >"$tmp.new"
 for s in $seg_a $seg_b $seg_c; do
-    wait_seg "$s"
+    until_ok test -e "/dev/shm/$s"
 done
 sleep 0.5 # let a replacement, if any, happen
 n=0
@@ -122,14 +120,13 @@ PY
 kill -KILL "$nsb"
 wait "$nsb" 2>/dev/null
 copy
-i=0
-while [ $i -lt 600 ] && ! ./hoff-stat --dir "$tmp.dir" --json 2>/dev/null | python3 -c '
+b_gone() {
+    ./hoff-stat --dir "$tmp.dir" --json 2>/dev/null | python3 -c '
 import json, sys
 sys.exit(0 if any(p["segment"] == sys.argv[1] and p["alive"] is False for p in json.load(sys.stdin)["processes"])
-         else 1)' "$seg_b"; do
-    sleep 0.1
-    i=$((i + 1))
-done
+         else 1)' "$seg_b"
+}
+until_ok b_gone
 ./hoff-stat --dir "$tmp.dir" --clean >"$tmp.out" 2>&1
 copies >"$tmp.after"
 printf '%s\n' "$seg_a" "$seg_c" | sort >"$tmp.want"
