@@ -24,12 +24,18 @@ uid=$(id -u)
 ns=$(readlink /proc/self/ns/pid | sed -n 's/^pid:\[\([0-9]*\)\]$/\1/p')
 [ -n "$ns" ] || { echo "SKIP: cannot read /proc/self/ns/pid"; exit 77; }
 demo_pids=""
-cleanup() {
+# stop_demos: kill our demos and remove the segments they leave (a killed process cannot remove its own; left
+# behind, they would pile up in the /dev/shm every suite and user shares)
+stop_demos() {
     for p in $demo_pids; do
         kill -KILL "$p" 2>/dev/null
         wait "$p" 2>/dev/null
         rm -f "/dev/shm/hoff.$uid.$ns.$p"
     done
+    demo_pids=""
+}
+cleanup() {
+    stop_demos
     rm -rf "$tmp".* "$seg_dir" "$seg_dir.stale"
 }
 trap cleanup EXIT
@@ -296,12 +302,15 @@ say "watching a running demo"
 demo=$!
 demo_pids="$demo"
 i=0
-# Up to 60 s for the segment: a sanitized demo on a loaded 2-core machine starts slowly.
-while [ ! -e "/dev/shm/hoff.$uid.$ns.$demo" ] && [ $i -lt 1200 ] && kill -0 "$demo" 2>/dev/null; do
+# Until the demo has reported its first step (with --step-delay it flushes each report): the segment's name
+# alone is no sign, for the demo first sizes its blocks in a throw-away context whose segment, under the same
+# name, is gone again before the real one is made (watching from that moment failed: "no such segment").
+# Up to 60 s: a sanitized demo on a loaded 2-core machine starts slowly.
+while ! grep -q '^step 0 ' "$tmp.demo2" && [ $i -lt 1200 ] && kill -0 "$demo" 2>/dev/null; do
     sleep 0.05
     i=$((i + 1))
 done
-[ -e "/dev/shm/hoff.$uid.$ns.$demo" ] || echo "note: the demo's segment did not appear in $((i / 20)) s (alive: $(kill -0 "$demo" 2>/dev/null && echo yes || echo no))"
+grep -q '^step 0 ' "$tmp.demo2" || echo "note: the demo reported no step in $((i / 20)) s (alive: $(kill -0 "$demo" 2>/dev/null && echo yes || echo no))"
 ./hoff-stat -p "$demo" -i 0.1 --json >"$tmp.watch.json" 2>"$tmp.watch.err"
 rc=$?
 wait "$demo"
@@ -422,8 +431,7 @@ expect_rc $? 1 "hoff-stat --job of no running job" "$tmp.out"
 check "$tmp.out" "no hoff process of job 'no-such-job-$$'" "hoff-stat --job of no running job"
 ./hoff-stat --job "$job" -p 1 >"$tmp.out" 2>&1
 expect_rc $? 2 "hoff-stat --job with -p" "$tmp.out"
-for p in $demo_pids; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-demo_pids=""
+stop_demos
 
 # 6. Usage errors.
 ./hoff-stat -p notapid >"$tmp.out" 2>&1
