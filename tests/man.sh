@@ -14,6 +14,25 @@ for v in $(sed -n 's/.*\.env = "\(HOFF_[A-Z0-9_]*\)".*/\1/p' "$srcdir/lib/core/o
     grep -q "$v" "$man/hoff-config.7" || bad "hoff-config.7 does not document $v"
 done
 grep -q '^\.so man7/hoff-config\.7' "$man/hoff.7" || bad "hoff.7 is not an alias of hoff-config.7"
+# ...and every other HOFF_* variable hoff reads or sets (a quoted name in lib/, tools/, bench/ or the Python
+# package; an assignment in hoff-record) is a reserved name: hoff_config_from_env lets it pass (options.c's
+# reserved[]), and hoff-config(7)'s RESERVED VARIABLES lists it.  One missing makes hoff_init(NULL) refuse an
+# environment hoff itself set up or documents.
+opts=$(sed -n 's/.*\.env = "\(HOFF_[A-Z0-9_]*\)".*/\1/p' "$srcdir/lib/core/options.c")
+reserved=$(sed -n '/reserved\[\] = {/,/};/p' "$srcdir/lib/core/options.c" | grep -o '"HOFF_[A-Z0-9_]*"' | tr -d '"')
+[ -n "$reserved" ] || bad "no reserved[] names found in lib/core/options.c"
+resdoc=$(sed -n '/^\.SH RESERVED VARIABLES/,/^\.SH /p' "$man/hoff-config.7")
+read_vars=$( (find "$srcdir/lib" "$srcdir/tools" "$srcdir/bench" "$srcdir/python/hoff" -type f \
+    \( -name '*.c' -o -name '*.h' -o -name '*.py' -o -name '*.in' \) -exec cat {} + |
+    grep -oE "[\"']HOFF_[A-Z0-9_]+[\"']" | tr -d "\"'"
+    grep -hoE '(^|[^A-Za-z0-9_])HOFF_[A-Z0-9_]+=' "$srcdir/tools/hoff-record.in" | grep -oE 'HOFF_[A-Z0-9_]+') |
+    sort -u)
+for v in $read_vars; do
+    echo " $opts " | tr '\n' ' ' | grep -q " $v " && continue
+    echo " $reserved " | tr '\n' ' ' | grep -q " $v " ||
+        bad "$v is read or set by hoff but is neither an option nor in options.c's reserved[]: hoff_init(NULL) refuses it"
+    echo "$resdoc" | grep -q "\b$v\b" || bad "hoff-config.7's RESERVED VARIABLES does not list $v"
+done
 # ...and the options the table marks live (.live = 1) are the ones hoff_torch(3) says may change on a live context.
 live=$(awk '/\.name = "/ { s = $0; sub(/.*\.name = "/, "", s); sub(/".*/, "", s); name = s }
     /\.live = 1/ { print name }' "$srcdir/lib/core/options.c")

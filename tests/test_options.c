@@ -1179,7 +1179,8 @@ static void test_env_planner_trace(void) {
 }
 
 static void test_env_reserved(void) {
-    static const char *const names[] = {"HOFF_LIBRARY", "HOFF_STEP_MARK", "HOFF_TEST"};
+    static const char *const names[] = {"HOFF_LIBRARY", "HOFF_STEP_MARK", "HOFF_TEST", "HOFF_RECORD_STATUS",
+                                        "HOFF_PLAN_MEM_AVAILABLE"};
     int had_test = getenv("HOFF_TEST") != NULL;
     struct hoff_config c, d;
     size_t i;

@@ -263,9 +263,11 @@ static const char *const reserved[] = {
     "HOFF_LIBRARY", "HOFF_STEP_MARK", "HOFF_TEST",
     /* hoff-record(1) and its preload */
     "HOFF_RECORD_OUTPUT", "HOFF_RECORD_THRESHOLD", "HOFF_RECORD_STEP", "HOFF_RECORD_QUIET",
-    "HOFF_RECORD_LIBRARY",
+    "HOFF_RECORD_LIBRARY", "HOFF_RECORD_STATUS",
     /* python -m hoff --sim (python/hoff/_sim.py) */
-    "HOFF_SIM_LAUNCHED", "HOFF_SIM_PRELOAD", NULL,
+    "HOFF_SIM_LAUNCHED", "HOFF_SIM_PRELOAD",
+    /* hoff-plan(1)'s simulations */
+    "HOFF_PLAN_MEM_AVAILABLE", NULL,
 };
 
 
