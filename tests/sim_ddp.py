@@ -46,9 +46,9 @@ class Collectives:
             return
         from hoff import _lib, _targets
 
-        lib, ctx = _lib.load(), _targets.AllocatorTarget(0).ctx
-        self.block = lambda p: lib.hoff_block_size(ctx, p)
-        self.min = 1 << 20  # HOFF_MANAGED_MIN's default; the tests set no other
+        lib, target = _lib.load(), _targets.AllocatorTarget(0)
+        self.block = lambda p: lib.hoff_block_size(target.ctx, p)
+        self.min = target.min_block_bytes()  # hoff's managed_min, as the package's op marks use it
         ag, rs = dist.all_gather_into_tensor, dist.reduce_scatter_tensor
 
         def all_gather(output_tensor, input_tensor, *a, **k):
