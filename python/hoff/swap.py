@@ -1,5 +1,7 @@
 # swap.py — the seeds' manual swap (HyperParallel's SwapManager) on hoff's blocks: named groups of the storages
-# saved for backward, offloaded and loaded by hand or by layer-to-layer module hooks (hoff_group(3) underneath).
+# saved for backward, offloaded and loaded by hand or by layer-to-layer module hooks (hoff_group(3) underneath); a
+# group that keeps storages it cannot move for a reason the caller can fix (allocated outside a step) says so once
+# per use (KeptWarning).
 # Threading: a manager's groups are guarded by its lock; pack runs on the forward thread, unpack on autograd's
 # backward thread(s); the C calls lock on the C side.
 """Manual swap: ``hoff.swap.SwapManager``.
@@ -33,9 +35,27 @@ other in one mapping move with one call (``group_swap=False``: one call per
 block).
 
 A storage that is not a hoff offload block (a parameter, a small or CPU
-tensor, one allocated in a ``skip_offload`` region) stays where it is and is
-counted as ``kept``; a backward use of a block still away pages it in
-(``demand_loads``): a missing load costs time, never bytes.
+tensor, one allocated in a ``skip_offload`` region or outside a training
+step) stays where it is and is counted as ``kept`` (``kept_storages`` and
+``kept_bytes`` in ``stats``); a backward use of a block still away pages it
+in (``demand_loads``): a missing load costs time, never bytes.
+
+hoff makes a storage an offload block only when it is allocated inside a
+step (``hoff.OffloadSession``, ``hoff.step()``, ``python -m hoff``'s
+optimizer-step convention), outside ``skip_offload`` regions, and of at
+least ``managed_min`` bytes; its address cannot change afterwards, so a
+storage allocated outside a step can never join a group.  A group that keeps
+such a storage, or that has nothing to move while it keeps a storage of at
+least ``managed_min`` bytes that is no hoff block of its device (a CPU
+tensor, memory of another allocator), says so once per use (from its
+``collecting`` state to its ``wait_load`` or ``release_group_storage``) at
+the end of ``group(name)``: a ``hoff.swap.KeptWarning`` (a
+``RuntimeWarning``) naming the group, how many storages and bytes it keeps
+on the device, and why, cause by cause.  Parameters, small tensors and
+``skip_offload`` regions' storages are never offload candidates: they are
+named in a warning but make none; storages kept on purpose by
+``protect_alias_tensors`` are never warned about (``kept_protected`` counts
+their saved tensors).
 
 One manager per device (``SwapManager(device=n)``; the default is the
 current CUDA device, or 0).  Without a GPU hoff's context runs on its
@@ -48,6 +68,7 @@ import contextvars
 import ctypes
 import errno
 import threading
+import warnings
 import weakref
 
 from . import _lib, _targets
@@ -62,6 +83,30 @@ RES_DEVICE = 0           # enum hoff_residency
 
 # A group's life: collecting -> offloading -> offloaded -> loading -> collecting (wait_load empties it).
 COLLECTING, OFFLOADING, OFFLOADED, LOADING = "collecting", "offloading", "offloaded", "loading"
+
+# Why a storage saved inside group(name) was kept on the device: hoff_group_add refused it, and the cause, in the
+# order the warning lists them.  Only OUTSIDE makes a group warn when it moves other storages (see _warn_kept).
+OUTSIDE, SMALL, PARAMETER, REGION, FOREIGN, OTHER_GROUP, REFUSED = (
+    "outside", "small", "parameter", "region", "foreign", "other_group", "refused")
+_WHY = {
+    OUTSIDE: "allocated outside a training step; hoff offloads only storages allocated inside a step "
+             "(hoff.OffloadSession, hoff.step(), python -m hoff's optimizer-step convention, "
+             "hoff_step_begin..hoff_step_end) and on the step's stream: allocate them inside one",
+    SMALL: "smaller than managed_min (%(min)d bytes, HOFF_MANAGED_MIN), so no offload candidates",
+    PARAMETER: "parameters (nn.Parameter, leaves that require grad, or views of them): model state, "
+               "allocated outside the step",
+    REGION: "allocated inside a skip_offload region: never offloaded, as asked",
+    FOREIGN: "not hoff blocks of device %(device)d (CPU tensors, another device's, or memory allocated before "
+             "hoff became PyTorch's allocator: hoff.install(), python -m hoff)",
+    OTHER_GROUP: "members of another group; a storage moves with one group (%(detail)s)",
+    REFUSED: "refused by hoff_group_add (%(detail)s)",
+}
+
+
+class KeptWarning(RuntimeWarning):
+    """A swap group keeps on the device storages that were saved inside group(name) and cannot move
+    (hoff.swap's module documentation says when it is given).  Filter it to silence it:
+    ``warnings.filterwarnings("ignore", category=hoff.swap.KeptWarning)``."""
 
 
 class _GroupInfo(ctypes.Structure):
@@ -83,7 +128,37 @@ class _Group:
         self.is_last_group = False
         self.saved = 0           # saved tensors packed inside group(name)
         self.kept = 0            # ...that are no offload block of this device (or protected)
+        self.kept_protected = 0  # ...of those, the ones whose storage was protected (protect_alias_tensors)
+        self.kept_storages = 0   # distinct storages kept (protected ones aside), each once per use of the group
+        self.kept_bytes = 0      # ...their bytes (the storages' nbytes)
         self.demand_loads = 0    # backward uses of a block that was still away
+        self.new_use()
+
+    def new_use(self):
+        """The group collects again (created, or emptied by wait_load / release_group_storage): what it keeps
+        is counted and warned about afresh."""
+        self.use_kept = {}       # storage address -> (nbytes, cause, hoff_group_add's message) in this use
+        self.warned = False      # the KeptWarning of this use was given
+
+
+def _is_parameter(t):
+    """Is t a parameter (an nn.Parameter, or a leaf that requires grad), or a view of one (what Linear saves
+    is its weight's transpose)?"""
+    import torch
+    b = t
+    while b._base is not None:
+        b = b._base
+    return isinstance(b, torch.nn.Parameter) or (b.is_leaf and b.requires_grad)
+
+
+def _storages(n):
+    return "%d storage%s" % (n, "" if n == 1 else "s")
+
+
+def _bytes(n):
+    if n < 1 << 20:
+        return "%d bytes, %.1f KiB" % (n, n / 1024.0)
+    return "%d bytes, %.1f MiB" % (n, n / float(1 << 20))
 
 
 def _tensors(x, out):
@@ -128,6 +203,7 @@ class SwapManager:
         self._layers = weakref.WeakKeyDictionary()  # module -> its group name
         self._layer_count = 0
         self._ctx = None
+        self._min = None  # managed_min, read once (_managed_min)
 
     # --- plumbing --------------------------------------------------------------------------------------------
 
@@ -185,7 +261,7 @@ class SwapManager:
 
     def _pack(self, g, t):
         lib = _lib.load()
-        ptr, _ = storage_of(t)
+        ptr, nbytes = storage_of(t)
         with quiet():  # a detached alias of the same storage: no grad_fn, no reference cycle
             d = t.detach()
         v = t._version
@@ -193,6 +269,7 @@ class SwapManager:
             g.saved += 1
             if ptr is None or ptr in g.protected:
                 g.kept += 1
+                g.kept_protected += ptr is not None
                 return (d, None, g, v)
             if g.state != COLLECTING:
                 raise HoffError("hoff.swap: group '%s' is %s: it collects saved tensors only before "
@@ -204,9 +281,77 @@ class SwapManager:
                                 % (g.name, _lib.last_error()), errno.ESTALE)
             if rc < 0:  # not an offload block of this device, or another group's: it stays where it is
                 g.kept += 1
+                if ptr not in g.use_kept:
+                    msg = _lib.last_error()  # before any other hoff call
+                    g.use_kept[ptr] = (nbytes, self._why_kept(t, nbytes, rc, msg), msg)
+                    g.kept_storages += 1
+                    g.kept_bytes += nbytes
                 return (d, None, g, v)
         lib.hoff_access(self.ctx, ptr, 0, self._stream())  # the pack is a use of the block
         return (d, ptr, g, v)
+
+    def _why_kept(self, t, nbytes, rc, msg):
+        """Why hoff_group_add refused t's storage (rc, and its message msg): one of the causes of _WHY.
+        A device-pool block was allocated outside a step, below managed_min, or (inside a step) on another
+        stream than the step's; the C call does not say which, the size and the tensor do."""
+        if rc == -errno.EINVAL:
+            return FOREIGN
+        if rc == -errno.EBUSY:
+            return OTHER_GROUP
+        if rc != -errno.EPERM:
+            return REFUSED
+        if "region" in msg:
+            return REGION
+        if _is_parameter(t):
+            return PARAMETER
+        if nbytes < self._managed_min():
+            return SMALL
+        return OUTSIDE
+
+    def _managed_min(self):
+        if self._min is None:
+            self._min = _targets._env_managed_min()
+        return self._min
+
+    def _warn_kept(self, g):
+        """At the end of group(name): warn once per use of the group when it keeps a storage allocated outside
+        a step (it would have moved had it been made inside one), or has nothing to move while it keeps a
+        storage of at least managed_min bytes that is no hoff block of this device, or one hoff_group_add
+        refused for another reason (the group is silently useless).  Parameters, small storages, skip_offload
+        regions' and other groups' members are never offload candidates of this group by design: they are
+        named when there is a warning, and make none.  Protected storages (the caller's own request) are not
+        counted here at all."""
+        with self._lock:
+            if g.warned or not g.use_kept:
+                return
+            kept = list(g.use_kept.values())
+            members = self._info(g).blocks
+            if not any(c == OUTSIDE for _, c, _ in kept) and (members or not any(
+                    c == REFUSED or (c == FOREIGN and n >= self._managed_min()) for n, c, _ in kept)):
+                return
+            g.warned = True
+            msg = self._kept_message(g, members)
+        # the frames above: group()'s generator, contextlib's __exit__, then the caller's with statement
+        warnings.warn(msg, KeptWarning, stacklevel=4)
+
+    def _kept_message(self, g, members):
+        by = {}
+        for nbytes, cause, detail in g.use_kept.values():
+            n, b, d = by.get(cause, (0, 0, detail))
+            by[cause] = (n + 1, b + nbytes, d)
+        total = sum(b for _, b, _ in by.values())
+        parts = []
+        for cause in (OUTSIDE, SMALL, PARAMETER, REGION, FOREIGN, OTHER_GROUP, REFUSED):
+            if cause in by:
+                n, b, detail = by[cause]
+                why = _WHY[cause] % {"min": self._managed_min(), "device": self.device, "detail": detail}
+                parts.append("%s (%s): %s." % (_storages(n), _bytes(b), why))
+        return ("hoff.swap: group '%s' keeps %s (%s) on device %d that it cannot offload, %s. %s Said once per "
+                "use of the group; stats('%s') counts them in kept_storages and kept_bytes."
+                % (g.name, _storages(len(g.use_kept)), _bytes(total), self.device,
+                   "and has nothing to move" if not members else
+                   "beside the %s it moves" % _storages(members),
+                   " ".join(parts), g.name))
 
     def _unpack(self, packed):
         d, ptr, g, v = packed
@@ -238,6 +383,7 @@ class SwapManager:
         try:
             with torch.autograd.graph.saved_tensors_hooks(lambda t: self._pack(g, t), self._unpack):
                 yield
+            self._warn_kept(g)  # at a normal end only: an exception says enough
         finally:
             self._current.reset(token)
 
@@ -337,6 +483,7 @@ class SwapManager:
         self._check(_lib.load().hoff_group_clear(g.handle), "clear", g.name)
         g.state = COLLECTING
         g.protected.clear()
+        g.new_use()
 
     def release_group_storage(self, name):
         """The group's storages are dead: drop the host copies of those still away and empty the group."""
@@ -345,6 +492,7 @@ class SwapManager:
             rc = _lib.load().hoff_group_release(g.handle)
             g.state = COLLECTING
             g.protected.clear()
+            g.new_use()
             self._check(rc, "release_group_storage", name)
 
     def abort_group(self, name):
@@ -364,13 +512,16 @@ class SwapManager:
     # --- the seed's bookkeeping ------------------------------------------------------------------------------
 
     def stats(self, name):
-        """Counters of group name: storages, saved tensors, bytes copied each way, duplicates folded."""
+        """Counters of group name: storages, saved tensors, bytes copied each way, duplicates folded, what was
+        kept on the device (kept: saved tensors, kept_protected of them protected; kept_storages and
+        kept_bytes: the other storages kept, each counted once per use of the group)."""
         g = self._get(name, "stats")
         info = self._info(g)
         with self._lock:
             return {
                 "state": g.state, "storages": int(info.adds), "members": int(info.blocks),
                 "saved_tensors": g.saved, "duplicates": int(info.duplicates), "kept": g.kept,
+                "kept_protected": g.kept_protected, "kept_storages": g.kept_storages, "kept_bytes": g.kept_bytes,
                 "d2h_copies": int(info.evicted_blocks), "d2h_bytes": int(info.evicted_bytes),
                 "h2d_copies": int(info.prefetched_blocks), "h2d_bytes": int(info.prefetched_bytes),
                 "calls": int(info.calls), "demand_loads": g.demand_loads,

@@ -1,15 +1,18 @@
 # test_swap.py — hoff.swap's SwapManager on hoff's simulated device with CPU tensors over hoff blocks: the
 # storage-granular acceptance of issue 19 (duplicates, views, transposes and narrows copied once, aliases kept),
 # with and without grouping (the seed's group_swap), a model bitwise equal to the plain run, abort, misuse, and
-# the seed's SwapManager scenarios.  Threading: single-threaded; each test uses its own device (own context).
+# the seed's SwapManager scenarios, and groups filled outside a step (issue 25: what a group keeps is said once
+# per use, with its bytes and why).  Threading: single-threaded; each test uses its own device (own context),
+# but the issue 25 tests share one.
 import ctypes
 import itertools
+import warnings
 import weakref
 
 import pytest
 
 import hoff
-from hoff.swap import SwapManager
+from hoff.swap import KeptWarning, SwapManager
 
 MiB = 1 << 20
 BLOCK = 2 * MiB  # a 1 MiB storage is one managed block of hoff's 2 MiB grain
@@ -631,3 +634,155 @@ def test_seed_release_drops_host_copies(dev):
     assert after["discards"] - before["discards"] == 1 and after["host_bytes"] == 0
     assert mgr.stats("d")["state"] == "collecting"
     dev.step_end()
+
+
+# --- groups outside a step (issue 25): a storage allocated outside a step is no offload block -----------------
+
+@pytest.fixture(scope="module")
+def odev(libhoff, torch):
+    """One device for these tests: this file's devices (40 up) would otherwise pass hoff's last (63).  Each
+    test has its own group names."""
+    return Dev(libhoff, torch)
+
+
+def kept_warnings(records):
+    return [w for w in records if issubclass(w.category, KeptWarning)]
+
+
+def test_group_outside_a_step_warns_once(odev):
+    """A group filled outside any step keeps its storages (they are device-pool blocks, never offload blocks)
+    and says so once per use of the group, naming the bytes and why; filled inside a step, the same group
+    moves them and says nothing."""
+    dev = odev
+    torch = dev.torch
+    mgr = SwapManager(device=dev.dev)
+    x = torch.randn(256, 1024, requires_grad=True)  # 1 MiB: at managed_min, an offload block inside a step
+    x2 = x * 2  # outside the group: x * 2 saves its scalar (a CPU tensor of 8 bytes) on PyTorch 1.13
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        with mgr.group("o"):
+            a, b = dev.copy(x), dev.copy(x2)
+            loss = (a * b).sum()              # saves a and b: two storages of 1 MiB, kept
+        with mgr.group("o"):                  # the same use of the group: no second warning
+            loss = loss + a.sin().sum()       # a again (counted once), x is not saved by sin of a copy
+        mgr.launch_offload("o")               # moves nothing, quietly: said at the group's end already
+        mgr.wait_offload("o")
+        mgr.launch_load("o")
+        mgr.wait_load("o")                    # a new use of the group
+        loss.backward()
+    kept = kept_warnings(rec)
+    assert len(kept) == 1, [str(w.message) for w in rec]
+    msg = str(kept[0].message)
+    assert issubclass(kept[0].category, RuntimeWarning)
+    assert "group 'o' keeps 2 storages (%d bytes, 2.0 MiB) on device %d" % (2 * MiB, dev.dev) in msg
+    assert "and has nothing to move. 2 storages (%d bytes, 2.0 MiB): allocated outside a training step" \
+        % (2 * MiB) in msg
+    assert kept[0].filename == __file__  # points at the caller's with statement, not at hoff
+    st = mgr.stats("o")
+    assert st["kept_storages"] == 2 and st["kept_bytes"] == 2 * MiB and st["kept_protected"] == 0
+    assert st["storages"] == 0 and st["d2h_bytes"] == 0 and st["h2d_bytes"] == 0
+    assert torch.equal(x.grad, torch_grad(torch, x, lambda x: (x * (x * 2)).sum() + x.sin().sum()))
+
+    # the next use of the group, inside a step: its storages are offload blocks, they move, no warning
+    x.grad = None
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        dev.step_begin()
+        x2 = x * 2
+        with mgr.group("o"):
+            a, b = dev.copy(x), dev.copy(x2)
+            loss = (a * b).sum()
+        mgr.launch_offload("o")
+        mgr.wait_offload("o")
+        mgr.launch_load("o")
+        mgr.wait_load("o")
+        loss.backward()
+        dev.step_end()
+    assert kept_warnings(rec) == [], [str(w.message) for w in rec]
+    st = mgr.stats("o")
+    assert st["d2h_bytes"] == st["h2d_bytes"] == 2 * BLOCK
+    assert st["kept_storages"] == 2 and st["kept_bytes"] == 2 * MiB  # the first use's, nothing more
+    assert torch.equal(x.grad, torch_grad(torch, x, lambda x: (x * (x * 2)).sum()))
+
+
+def test_group_outside_a_step_names_each_cause(odev):
+    """The warning breaks the kept bytes down by cause; storages kept by protect_alias_tensors (the caller's
+    own request) are counted apart and never warned about; a group that moves its other storages warns only
+    for a storage allocated outside a step, one with nothing to move only for a storage worth moving."""
+    dev = odev
+    torch = dev.torch
+    mgr = SwapManager(device=dev.dev)
+    x = torch.randn(256, 1024, requires_grad=True)
+    big = dev.copy(x)                               # 1 MiB hoff block outside a step: kept, "outside"
+    small = dev.copy(torch.randn(64, 64, requires_grad=True))   # 16 KiB: below managed_min
+    cpu = x * 3                                     # plain CPU memory: not a hoff block
+    with pytest.warns(KeptWarning) as rec:
+        with mgr.group("c"):
+            loss = (big * big).sum() + (small * small).sum() + (cpu * cpu).sum()
+    assert len(kept_warnings(rec)) == 1
+    msg = str(kept_warnings(rec)[0].message)
+    assert "keeps 3 storages (%d bytes" % (2 * MiB + 64 * 64 * 4) in msg
+    assert "1 storage (%d bytes, 1.0 MiB): allocated outside a training step" % MiB in msg
+    assert "1 storage (%d bytes, 16.0 KiB): smaller than managed_min (%d bytes" % (64 * 64 * 4, MiB) in msg
+    assert "1 storage (%d bytes, 1.0 MiB): not hoff blocks of device %d" % (MiB, dev.dev) in msg
+    loss.backward()
+    mgr.release_group_storage("c")
+
+    # only protected storages kept: nothing to say
+    mgr.protect_alias_tensors("c", [big])
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        with mgr.group("c"):
+            (big.sin()).sum()
+    assert kept_warnings(rec) == []
+    assert mgr.stats("c")["kept_protected"] == 1
+    mgr.release_group_storage("c")
+
+    # inside a step: the group moves h; a small tensor and plain CPU memory kept beside it are normal...
+    dev.step_begin()
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        with mgr.group("c"):
+            h = dev.copy(x)
+            loss = (h * h).sum() + (small * small).sum() + (cpu * cpu).sum()
+    assert kept_warnings(rec) == []
+    mgr.release_group_storage("c")
+    # ...so is a group that keeps only what is never a candidate: a small storage
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        with mgr.group("c"):
+            loss = (small * small).sum()
+    assert kept_warnings(rec) == []
+    mgr.release_group_storage("c")
+    # a group that moves nothing and keeps 1 MiB of plain CPU memory is said
+    with pytest.warns(KeptWarning, match=r"has nothing to move\. 1 storage \(%d bytes, 1\.0 MiB\): not hoff "
+                      "blocks of device %d" % (MiB, dev.dev)):
+        with mgr.group("c"):
+            loss = (cpu * cpu).sum()
+    mgr.release_group_storage("c")
+    # ...and a storage allocated before the step began, with what the group still moves
+    with pytest.warns(KeptWarning, match=r"keeps 1 storage \(%d bytes.*beside the 1 storage it moves.*"
+                      "outside a training step" % MiB):
+        with mgr.group("c"):
+            h = dev.copy(x)
+            loss = (h * big).sum()
+    mgr.release_group_storage("c")
+    dev.step_end()
+
+
+def test_layers_without_steps_warn_once_per_group(odev):
+    """The seed's layer-to-layer hooks in a custom loop with no step marks: every layer's group moves
+    nothing, and each says so once; the model is still bitwise the plain one."""
+    dev = odev
+    torch = dev.torch
+    plain, _ = run_model(torch, make_model(torch), lambda y: torch.empty_like(y).copy_(y), steps=1)
+    mgr = SwapManager(device=dev.dev)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        swapped, modules = run_model(torch, make_model(torch), dev.copy, mgr=mgr, steps=1)  # no dev: no steps
+    names = [mgr.layer_group_name(m) for m in modules]
+    said = sorted(str(w.message).split("'")[1] for w in kept_warnings(rec))
+    assert said == sorted(names), [str(w.message) for w in rec]
+    for (l1, g1), (l2, g2) in zip(plain, swapped):
+        assert torch.equal(l1, l2) and all(torch.equal(a, b) for a, b in zip(g1, g2))
+    assert all(mgr.stats(n)["d2h_copies"] == 0 and mgr.stats(n)["kept_bytes"] > 0 for n in names)
