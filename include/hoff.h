@@ -109,6 +109,8 @@ struct hoff_config {
     int free_fence;                /* enum hoff_free_fence    (HOFF_FREE_FENCE) */
     double budget_pct;             /* the budget as a percentage of this context's device's memory
                                       (each rank's own GPU); 0 = use budget_bytes (HOFF_BUDGET_PCT) */
+    int offload_gradients;         /* 1 = hoff_keep does nothing: gradients and the optimizer step's
+                                      blocks stay offload candidates (HOFF_OFFLOAD_GRADIENTS) */
 };
 
 /* Fill cfg with the defaults (no environment). */
@@ -251,6 +253,18 @@ HOFF_API int hoff_access(hoff_ctx *ctx, void *ptr, int write, hoff_stream stream
 /* Current residency of the block holding ptr, or -EINVAL. */
 HOFF_API int hoff_residency(hoff_ctx *ctx, const void *ptr);
 
+/* The block holding ptr is not an activation (a parameter's gradient, an
+ * optimizer's state or temporary): it stays on the device and out of the
+ * budget for the rest of its life.  A managed block is brought back first if
+ * it is away (counted in kept_evicted when it had been moved), then never
+ * moved again; a device-pool block is already there.  The recorded step
+ * notes it, so the plan counts the block as device memory from its
+ * allocation and later steps allocate it from the device pool.  0 (also for
+ * a block already kept), -EINVAL if ptr is not a live block, -EBUSY for a
+ * member of a manual swap group.  With offload_gradients set it does nothing
+ * and returns 0 (counted in keep_ignored). */
+HOFF_API int hoff_keep(hoff_ctx *ctx, void *ptr);
+
 /* Wait until every queued transfer has completed. */
 HOFF_API int hoff_sync(hoff_ctx *ctx);
 
@@ -378,6 +392,24 @@ HOFF_API int hoff_step_abort(hoff_ctx *ctx);
 /* An op boundary (from the framework): recorded in the trace, and a point
  * the plan can attach actions to.  name may be NULL. */
 HOFF_API int hoff_mark_op(hoff_ctx *ctx, const char *name);
+
+/* The phase of a training step the next op marks belong to; recorded with
+ * each op mark, so that a plan's figures (the working-set floor) say where
+ * they come from.  A phase is no boundary: it closes no use window. */
+enum hoff_phase {
+    HOFF_PHASE_NONE = 0,      /* not said */
+    HOFF_PHASE_FORWARD = 1,
+    HOFF_PHASE_BACKWARD = 2,
+    HOFF_PHASE_LOSS = 3,      /* the loss and its gradient (forward or backward) */
+    HOFF_PHASE_OPTIMIZER = 4, /* the optimizer's step */
+    HOFF_PHASE_COUNT
+};
+
+/* Set the phase of the op marks that follow (until the next call): 0 or
+ * -EINVAL for a phase outside enum hoff_phase. */
+HOFF_API int hoff_set_phase(hoff_ctx *ctx, int phase);
+/* "none", "forward", "backward", "loss", "optimizer"; "unknown" otherwise. */
+HOFF_API const char *hoff_phase_name(int phase);
 
 /* Where the pipeline is. */
 enum hoff_plan_state {
@@ -522,7 +554,15 @@ HOFF_API int hoff_sim_touch(hoff_ctx *ctx, void *ptr, int write);
     X(deferred_frees, "device-pool frees held until the whole device passed them (HOFF_FREE_FENCE=device)") \
     X(deferred_bytes, "device-pool bytes freed and waiting for the device to pass the free") \
     X(free_fence_syncs, "device-wide synchronisations that released deferred frees") \
-    X(side_stream_allocs, "allocations inside steps on another stream than the step's (hoff_step_stream): device pool")
+    X(side_stream_allocs, "allocations inside steps on another stream than the step's (hoff_step_stream): device pool") \
+    X(plan_floor_phase, "enum hoff_phase of the op that sets the working-set floor") \
+    X(plan_floor_blocks, "blocks in use on the device at the working-set floor") \
+    X(keep_marks, "hoff_keep calls that took a managed block out of the budget (gradients, optimizer blocks)") \
+    X(kept_bytes, "bytes those calls took out of the budget") \
+    X(kept_evicted, "kept blocks that had been moved before hoff_keep named them (brought back first)") \
+    X(kept_allocs, "allocations of blocks the recorded step kept: device pool, outside the budget") \
+    X(keep_ignored, "hoff_keep calls ignored because offload_gradients is set") \
+    X(recorded_peak_bytes, "the last recorded step's peak of offload bytes with no offload, kept blocks not counted")
 
 struct hoff_stats {
     uint32_t version; /* HOFF_STATS_VERSION */
@@ -539,6 +579,16 @@ HOFF_API int hoff_stats_get(hoff_ctx *ctx, struct hoff_stats *out);
  * the length the full object needs (excluding the NUL), like snprintf, or
  * -errno. */
 HOFF_API int hoff_stats_json(hoff_ctx *ctx, char *buf, size_t len);
+
+/* Where the current plan's working-set floor comes from, as one JSON object
+ * into buf (snprintf semantics, like hoff_stats_json): {"bytes":N,
+ * "blocks":N,"op":"...","phase":"forward|backward|loss|optimizer|none",
+ * "advice":"..."}: the floor's bytes and blocks on the device, the op mark
+ * that ends the use windows open there (the op that reached the floor when
+ * marks follow their op, as the Python package's do), its phase, and what
+ * the floor is and what would lower it.  Before the first plan every field
+ * is 0 or empty.  Returns the full length, or -errno. */
+HOFF_API int hoff_floor_json(hoff_ctx *ctx, char *buf, size_t len);
 
 /* Format a stats struct as JSON without a context (for tools). */
 HOFF_API int hoff_stats_format_json(const struct hoff_stats *st, char *buf,

@@ -264,6 +264,7 @@ static const struct {
     {"plan_time", "250ms", "250ms"},
     {"free_fence", "device", "device"},
     {"budget_pct", "12.5", "12.5"},
+    {"offload_gradients", "yes", "1"},
 };
 #define NRT ((int)(sizeof roundtrips / sizeof roundtrips[0]))
 
@@ -300,7 +301,7 @@ static void test_roundtrip(void) {
 
 /* The live and replan columns: what hoff_torch_configure(3) may change on a
  * running context, and which of those changes need a new plan. */
-#define LIVE_NAMES "budget, host_cap, log_level and planner"
+#define LIVE_NAMES "budget, host_cap, log_level, planner and offload_gradients"
 
 static int listed(const char *list, const char *name) {
     size_t n = strlen(name);
@@ -352,7 +353,7 @@ static void test_live(void) {
         }
         CU_ASSERT_EQUAL(memcmp(&cur, &before, sizeof cur), 0);
     }
-    CU_ASSERT_EQUAL(seen, 4);
+    CU_ASSERT_EQUAL(seen, 5);
     /* nothing changed: nothing to do, no new plan */
     hoff_config_init(&cur);
     next = cur;

@@ -72,6 +72,8 @@ static struct {
     int written;                /* the trace has been written */
     int failed;                 /* recording failed (out of memory): nothing will be written */
     int regions;                /* open regions in the recording */
+    int phase;                  /* enum hoff_phase of the op marks to come (hoff_record_set_phase) */
+    uint64_t kept;              /* blocks of the recording flagged kept (hoff_record_keep) */
     uint64_t t0;
     struct hoff__trace trace;
 } R;
@@ -196,6 +198,7 @@ static void start_recording(void) {
 
     hoff__trace_destroy(&R.trace);
     hoff__trace_init(&R.trace);
+    R.kept = 0;
     snprintf(R.trace.backend, sizeof R.trace.backend, "record");
     for (i = 0; i < R.cap; i++)
         if (R.tab[i].ptr && R.tab[i].ptr != TOMB)
@@ -226,7 +229,9 @@ static void on_alloc(void *p, size_t size) {
         ev.block = R.trace.nblocks;
         ev.name = UINT32_MAX;
         ev.size = size;
-        ev.pool = 1; /* every recorded block is an offload candidate (hoff-record(1)) */
+        /* Every recorded block is an offload candidate (hoff-record(1)), but inside a region, where
+         * hoff_malloc's rule puts it in the device pool (the optimizer's step: hoff.grads). */
+        ev.pool = R.regions ? 0 : 1;
         e->id = ev.block;
         append(&ev);
     }
@@ -467,6 +472,7 @@ EXPORT int hoff_record_step_begin(void) {
         R.steps_ended++;
     }
     R.in_step = 1;
+    R.phase = HOFF_PHASE_NONE; /* said again by the framework, as hoff_step_begin resets it */
     if (R.steps_begun == R.record_step && !R.written && !R.failed)
         start_recording();
     R.steps_begun++;
@@ -521,10 +527,46 @@ EXPORT int hoff_record_mark_op(const char *name) {
         ev.kind = HOFF__TEV_OP;
         ev.block = NO_ID;
         ev.name = name && *name ? hoff__trace_name(&R.trace, name) : UINT32_MAX;
+        ev.flags = (uint8_t)((unsigned)R.phase << HOFF__TEV_PHASE_SHIFT);
         append(&ev);
     }
     MARK_END();
     return 0;
+}
+
+/* hoff_set_phase's counterpart: the phase of the op marks to come.  0, -EINVAL
+ * for a phase outside enum hoff_phase, -ENODEV when off. */
+EXPORT int hoff_record_set_phase(int phase) {
+    if (phase < 0 || phase >= HOFF_PHASE_COUNT)
+        return -EINVAL;
+    MARK_BEGIN();
+    R.phase = phase;
+    MARK_END();
+    return 0;
+}
+
+/* hoff_keep's counterpart: the block starting at ptr is not an activation;
+ * a block of the recording gets its allocation flagged kept (the planner
+ * counts it as device memory).  0, -ENOENT for a pointer that is not a
+ * tracked block, -ENODEV when off. */
+EXPORT int hoff_record_keep(const void *ptr) {
+    struct entry *e;
+    int rc = 0;
+
+    MARK_BEGIN();
+    e = tab_find(ptr);
+    if (!e) {
+        rc = -ENOENT;
+    } else if (R.recording && e->id != NO_ID && e->id < R.trace.nblocks && !R.trace.blocks[e->id].kept) {
+        struct hoff__tblock *b = &R.trace.blocks[e->id];
+
+        b->kept = 1;
+        b->pool = 0; /* as hoff__trace_finish derives it */
+        R.trace.ev[b->alloc_ev].flags |= HOFF__TEV_KEPT;
+        R.kept++;
+    }
+    MARK_END();
+    return rc;
 }
 
 static int region_mark(int begin) {
@@ -616,9 +658,9 @@ EXPORT int hoff_record_stats_json(char *buf, size_t len) {
                  "{\"source\":\"record\",\"threshold_bytes\":%" PRIu64 ",\"tracked_blocks\":%zu,"
                  "\"tracked_bytes\":%" PRIu64 ",\"peak_tracked_bytes\":%" PRIu64 ",\"allocations\":%" PRIu64
                  ",\"steps_begun\":%ld,\"steps_ended\":%ld,\"record_step\":%ld,\"recording\":%d,"
-                 "\"events\":%zu,\"written\":%d,\"failed\":%d,\"mode\":\"%s\"}",
+                 "\"events\":%zu,\"kept_blocks\":%" PRIu64 ",\"written\":%d,\"failed\":%d,\"mode\":\"%s\"}",
                  R.threshold, R.count, R.live_bytes, R.peak_live_bytes, R.seq, R.steps_begun, R.steps_ended,
-                 R.record_step, R.recording, R.trace.nev, R.written, R.failed,
+                 R.record_step, R.recording, R.trace.nev, R.kept, R.written, R.failed,
                  R.mode == MODE_WHOLE ? "whole" : "marks");
     MARK_END();
     return n;

@@ -51,6 +51,7 @@ struct hoff_ctx {
     uint64_t alloc_seq;
     int in_step;
     int region_depth;
+    int phase;                       /* enum hoff_phase of the op marks to come (hoff_set_phase) */
     int step_stream_set;             /* hoff_step_stream named the step's stream */
     hoff_stream step_stream;
     uint64_t step_start_ns;

@@ -17,8 +17,11 @@
 
 /* The offload-candidate rule (doc/design.md, "Two pools"): inside a step,
  * outside every region, at least managed_min bytes, and on the step's
- * stream when hoff_step_stream named one. */
-static int choose_pool(struct hoff_ctx *ctx, size_t size, hoff_stream stream, unsigned flags) {
+ * stream when hoff_step_stream named one.  A block the recorded step kept
+ * (hoff_keep: a gradient, an optimizer's block; `kept`) goes to the device
+ * pool instead, unless the caller takes candidates only (the sim preload:
+ * then it stays managed, kept from its allocation; hoff_malloc_flags). */
+static int choose_pool(struct hoff_ctx *ctx, size_t size, hoff_stream stream, unsigned flags, int kept) {
     if (flags & HOFF_ALLOC_DEVICE)
         return HOFF__POOL_DEVICE;
     if (flags & HOFF_ALLOC_MANAGED)
@@ -26,6 +29,10 @@ static int choose_pool(struct hoff_ctx *ctx, size_t size, hoff_stream stream, un
     if (ctx->in_step && !ctx->region_depth && size >= ctx->cfg.managed_min_bytes) {
         if (ctx->step_stream_set && stream != ctx->step_stream) {
             ctx->st.side_stream_allocs++;
+            return HOFF__POOL_DEVICE;
+        }
+        if (kept && !(flags & HOFF_ALLOC_CANDIDATE)) {
+            ctx->st.kept_allocs++;
             return HOFF__POOL_DEVICE;
         }
         return HOFF__POOL_MANAGED;
@@ -131,7 +138,7 @@ HOFF_API void *hoff_malloc_flags(hoff_ctx *ctx, size_t size, hoff_stream stream,
     struct hoff__event_info e;
     struct hoff__block *b;
     struct hoff__pool *p;
-    int kind, cls, err;
+    int kind, cls, err, kept;
 
     if (!ctx || (flags & ~7u) || (flags & 3u) == 3u || ((flags & 4u) && (flags & 3u))) {
         errno = EINVAL;
@@ -144,7 +151,8 @@ HOFF_API void *hoff_malloc_flags(hoff_ctx *ctx, size_t size, hoff_stream stream,
         return capture_alloc(ctx, size, stream, flags);
     if (ctx->ncapfree)
         drain_capfree(ctx);
-    kind = choose_pool(ctx, size, stream, flags & 3u);
+    kept = hoff__pipe_kept_next(ctx);
+    kind = choose_pool(ctx, size, stream, flags, kept);
     if ((flags & HOFF_ALLOC_CANDIDATE) && kind != HOFF__POOL_MANAGED) {
         UNLOCK(ctx); /* not an offload candidate: the caller's other allocator takes it */
         errno = EAGAIN;
@@ -179,8 +187,14 @@ HOFF_API void *hoff_malloc_flags(hoff_ctx *ctx, size_t size, hoff_stream stream,
         goto fail;
     b->req = size;
     b->seq = ++ctx->alloc_seq;
+    b->kept = 0;
     if (kind == HOFF__POOL_MANAGED && ctx->region_depth)
         b->flags |= HOFF__BLK_PINNED;
+    if (kind == HOFF__POOL_MANAGED && kept) { /* kept from its allocation: pinned, outside the budget */
+        b->kept = 1;
+        b->flags |= HOFF__BLK_PINNED;
+        ctx->st.kept_allocs++;
+    }
     if (kind == HOFF__POOL_MANAGED && (err = hoff__res_on_alloc(ctx, b, stream)) != 0) {
         hoff__pool_put(p, b, stream);
         goto fail;

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/context.h"
@@ -92,4 +93,47 @@ HOFF_API int hoff_stats_json(hoff_ctx *ctx, char *buf, size_t len) {
     int rc = hoff_stats_get(ctx, &st);
 
     return rc ? rc : hoff_stats_format_json(&st, buf, len);
+}
+
+/* A JSON string's body: quotes, backslashes and control bytes escaped. */
+static size_t json_text(char *out, size_t len, const char *s) {
+    size_t n = 0;
+
+    for (; *s && n + 7 < len; s++) {
+        unsigned char c = (unsigned char)*s;
+
+        if (c == '"' || c == '\\') {
+            out[n++] = '\\';
+            out[n++] = (char)c;
+        } else if (c < 0x20) {
+            n += (size_t)snprintf(out + n, len - n, "\\u%04x", c);
+        } else {
+            out[n++] = (char)c;
+        }
+    }
+    out[n] = '\0';
+    return n;
+}
+
+HOFF_API int hoff_floor_json(hoff_ctx *ctx, char *buf, size_t len) {
+    char op[sizeof ctx->pipe.floor_op * 6 + 1], advice[1024];
+    uint64_t bytes, blocks, phase;
+    int n;
+
+    if (!ctx)
+        return hoff__error(-EINVAL, "hoff_floor_json: NULL context");
+    if (!buf && len)
+        return hoff__error(-EINVAL, "hoff_floor_json: buf is NULL");
+    LOCK(ctx);
+    bytes = ctx->st.plan_floor_bytes;
+    blocks = ctx->st.plan_floor_blocks;
+    phase = ctx->st.plan_floor_phase;
+    json_text(op, sizeof op, ctx->pipe.floor_op);
+    UNLOCK(ctx);
+    json_text(advice, sizeof advice, hoff__plan_floor_advice((unsigned)phase));
+    n = snprintf(buf, len, "{\"bytes\":%llu,\"blocks\":%llu,\"op\":\"%s\",\"phase\":\"%s\",\"advice\":\"%s\"}",
+                 (unsigned long long)bytes, (unsigned long long)blocks, op, hoff_phase_name((int)phase), advice);
+    if (n < 0)
+        return hoff__error(-EIO, "hoff_floor_json: snprintf failed");
+    return n;
 }

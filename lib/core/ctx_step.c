@@ -106,6 +106,27 @@ HOFF_API int hoff_access(hoff_ctx *ctx, void *ptr, int write, hoff_stream stream
     return with_block(ctx, ptr, "hoff_access", write ? access_write : access_read, stream);
 }
 
+/* hoff_keep: out of the budget at once, and in the recorded step's trace. */
+static int keep_now(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+    int rc;
+
+    (void)s;
+    if (ctx->cfg.offload_gradients) {
+        ctx->st.keep_ignored++;
+        return 0;
+    }
+    rc = hoff__res_keep(ctx, b, b->use_stream ? b->use_stream : b->stream);
+    if (rc == 0)
+        hoff__record_keep(ctx, b);
+    return rc;
+}
+
+HOFF_API int hoff_keep(hoff_ctx *ctx, void *ptr) {
+    if (!ctx)
+        return hoff__error(-EINVAL, "hoff_keep: NULL context");
+    return with_block(ctx, ptr, "hoff_keep", keep_now, NULL);
+}
+
 HOFF_API int hoff_residency(hoff_ctx *ctx, const void *ptr) {
     struct hoff__block *b;
     int st;
@@ -157,6 +178,7 @@ HOFF_API int hoff_step_begin(hoff_ctx *ctx) {
     }
     hoff__res_close_windows(ctx);
     ctx->in_step = 1;
+    ctx->phase = HOFF_PHASE_NONE; /* the framework says it again (hoff_set_phase) */
     ctx->step_start_ns = ctx->be->ops->clock_ns(ctx->be);
     rc = hoff__pipe_step_begin(ctx);
     if (rc)
@@ -233,6 +255,24 @@ HOFF_API int hoff_mark_op(hoff_ctx *ctx, const char *name) {
     hoff__pipe_after(ctx, &e);
     UNLOCK(ctx);
     return 0;
+}
+
+HOFF_API int hoff_set_phase(hoff_ctx *ctx, int phase) {
+    if (!ctx)
+        return hoff__error(-EINVAL, "hoff_set_phase: NULL context");
+    if (phase < 0 || phase >= HOFF_PHASE_COUNT)
+        return hoff__error(-EINVAL, "hoff_set_phase: phase %d: expected 0 to %d (enum hoff_phase: none, forward, "
+                           "backward, loss, optimizer)", phase, HOFF_PHASE_COUNT - 1);
+    LOCK(ctx);
+    ctx->phase = phase;
+    UNLOCK(ctx);
+    return 0;
+}
+
+HOFF_API const char *hoff_phase_name(int phase) {
+    static const char *const names[HOFF_PHASE_COUNT] = {"none", "forward", "backward", "loss", "optimizer"};
+
+    return phase >= 0 && phase < HOFF_PHASE_COUNT ? names[phase] : "unknown";
 }
 
 HOFF_API int hoff_trace_save(hoff_ctx *ctx, const char *path) {

@@ -254,6 +254,10 @@ static const struct hoff__opt opts[HOFF__OPTION_COUNT] = {
     [HOFF__OPTION_FREE_FENCE] = {.name = "free_fence", .env = "HOFF_FREE_FENCE", .type = HOFF__OPT_ENUM,
      .offset = OFF(free_fence, int), .def = "stream", .names = fence_names,
      .help = "a freed device-pool block is reused once its stream (stream) or the whole device (device) passed the free"},
+    [HOFF__OPTION_OFFLOAD_GRADIENTS] = {.name = "offload_gradients", .env = "HOFF_OFFLOAD_GRADIENTS",
+     .type = HOFF__OPT_BOOL, .offset = OFF(offload_gradients, int), .def = "0", .live = 1, .replan = 1,
+     .help = "1 = gradients and the optimizer step's blocks stay offload candidates (hoff_keep does nothing): "
+             "they count against the budget, can set the working-set floor, and moving them costs link time"},
 };
 
 #define NOPTS HOFF__OPTION_COUNT

@@ -75,6 +75,7 @@ struct hoff__pipeline {
     int online;                 /* this step runs under the online policy while the job plans */
     uint64_t lag;               /* steps begun while the current job plans */
     uint64_t t_job;             /* host clock when the job started */
+    char floor_op[128];         /* the plan's floor: the op mark that ends it (hoff_floor_json) */
 };
 
 void hoff__pipe_init(struct hoff_ctx *ctx);
@@ -144,6 +145,13 @@ int hoff__record_stale(const struct hoff_ctx *ctx, const struct hoff__planner *p
  * budget counts it); in a replayed step whose plan counted it as a
  * candidate, the next step records and plans again. */
 void hoff__record_exclude(struct hoff_ctx *ctx, const struct hoff__block *b);
+/* hoff_keep of b: a recorded step notes it (its allocation is flagged kept:
+ * the plan counts it as device memory); a replayed step whose plan had it as
+ * a candidate records again. */
+void hoff__record_keep(struct hoff_ctx *ctx, const struct hoff__block *b);
+/* Replay: the step's next event is the allocation of a block the recorded
+ * step kept (it goes outside the budget: ctx_alloc.c). */
+int hoff__pipe_kept_next(const struct hoff_ctx *ctx);
 void hoff__record_release(struct hoff_ctx *ctx);  /* free the timed events */
 
 /* planning (planjob.c): what planning a recorded step produces */

@@ -145,6 +145,7 @@ void hoff__record_event(struct hoff_ctx *ctx, const struct hoff__event_info *e) 
     case HOFF__TEV_OP:
         if (e->name && *e->name)
             ev.name = hoff__trace_name(&p->trace, e->name);
+        ev.flags = (uint8_t)((unsigned)ctx->phase << HOFF__TEV_PHASE_SHIFT);
         break;
     default:
         break;
@@ -203,6 +204,9 @@ int hoff__record_finish(struct hoff_ctx *ctx) {
         return 0;
     }
     p->have_trace = 1;
+    /* What the step's activations need with no offload: kept blocks (gradients) are not counted, though
+     * the warmup counted them until it learnt what they were. */
+    ctx->st.recorded_peak_bytes = hoff__trace_offload_peak(&p->trace, hoff__pool_block_bytes, NULL);
     pl = hoff__planner_find(ctx->cfg.planner);
     if (!pl) /* validated at init; a planner removed since cannot happen */
         return hoff__error(-EINVAL, "unknown planner '%s'", ctx->cfg.planner);
@@ -263,15 +267,20 @@ void hoff__record_adopt(struct hoff_ctx *ctx, const struct hoff__planner *pl, co
     ctx->st.plan_ns = p->sched.plan_ns;
     ctx->st.plan_stall_ns = p->sched.stall_ns == UINT64_MAX ? 0 : p->sched.stall_ns;
     ctx->st.plan_floor_bytes = p->sched.floor_bytes;
+    ctx->st.plan_floor_phase = p->sched.floor_phase;
+    ctx->st.plan_floor_blocks = p->sched.floor_blocks;
+    snprintf(p->floor_op, sizeof p->floor_op, "%s", hoff__plan_op_name(&p->trace, p->sched.floor_op_ev));
     if (o->budget_bytes && o->budget_bytes < p->sched.floor_bytes) {
+        const char *why = hoff__plan_floor_advice(p->sched.floor_phase);
         char c[32];
 
         hoff__log(HOFF_LOG_WARN,
-                  "the budget of %s is infeasible: op %s (event %u of %zu) alone needs %s on the device "
-                  "(the blocks in use there and the ones that cannot move: the working-set floor); "
-                  "planned for the floor instead, and moving nothing that cannot lower the peak",
-                  hoff__fmt_size(o->budget_bytes, a, sizeof a), hoff__plan_op_at(&p->trace, p->sched.floor_ev),
-                  p->sched.floor_ev, p->trace.nev, hoff__fmt_size(p->sched.floor_bytes, c, sizeof c));
+                  "the budget of %s is infeasible: %u blocks (%s) are in use on the device at once at event %u of "
+                  "%zu, in op %s (%s phase; the working-set floor, the blocks in use there and the ones that "
+                  "cannot move); planned for the floor instead, and moving nothing that cannot lower the peak%s%s",
+                  hoff__fmt_size(o->budget_bytes, a, sizeof a), (unsigned)p->sched.floor_blocks,
+                  hoff__fmt_size(p->sched.floor_bytes, c, sizeof c), p->sched.floor_ev, p->trace.nev, p->floor_op,
+                  hoff_phase_name((int)p->sched.floor_phase), *why ? ". The floor is " : "", why);
     } else if (!p->sched.feasible)
         hoff__log(HOFF_LOG_WARN,
                   "planner %s cannot meet the budget of %s: the lowest peak it reaches is %s, at event %u of "
@@ -283,16 +292,48 @@ void hoff__record_adopt(struct hoff_ctx *ctx, const struct hoff__planner *pl, co
                   p->trace.nev, pl->name, (double)p->sched.plan_ns / 1e6);
 }
 
-void hoff__record_exclude(struct hoff_ctx *ctx, const struct hoff__block *b) {
+/* What a fact learnt about block b of this step (after its allocation) does
+ * to the trace: 1 when the step is being recorded and b is in its trace (the
+ * caller notes the fact there); 0 when the step replays a plan that did not
+ * know it (a replan is asked for when stale says the plan is wrong, which the
+ * caller tells from the trace) or when nothing is recorded (outside a step, an
+ * online step while a planning job reads the trace, a failed recording). */
+static int learnt(struct hoff_ctx *ctx, const struct hoff__block *b, int (*stale)(const struct hoff__tblock *)) {
     struct hoff__pipeline *p = &ctx->pipe;
     struct hoff__trace *t = &p->trace;
 
     if (!ctx->in_step || !hoff__pipe_owns(p, b) || b->tid >= t->nblocks)
-        return;
-    if (p->state == HOFF_PLAN_WARMUP && !p->diverged) {
-        t->blocks[b->tid].pinned = 1;
-        t->ev[t->blocks[b->tid].alloc_ev].flags |= HOFF__TEV_PINNED;
-    } else if (p->state != HOFF_PLAN_WARMUP && p->have_trace && !t->blocks[b->tid].pinned) {
+        return 0;
+    if (p->state == HOFF_PLAN_WARMUP)
+        return !p->online && !p->diverged; /* an online step: the trace is the planning job's, read-only */
+    if (p->have_trace && stale(&t->blocks[b->tid]))
         p->rerecord = 1;
-    }
+    return 0;
+}
+
+static int not_pinned(const struct hoff__tblock *tb) {
+    return !tb->pinned;
+}
+
+static int not_kept(const struct hoff__tblock *tb) {
+    return !tb->kept;
+}
+
+void hoff__record_exclude(struct hoff_ctx *ctx, const struct hoff__block *b) {
+    struct hoff__trace *t = &ctx->pipe.trace;
+
+    if (!learnt(ctx, b, not_pinned))
+        return;
+    t->blocks[b->tid].pinned = 1;
+    t->ev[t->blocks[b->tid].alloc_ev].flags |= HOFF__TEV_PINNED;
+}
+
+void hoff__record_keep(struct hoff_ctx *ctx, const struct hoff__block *b) {
+    struct hoff__trace *t = &ctx->pipe.trace;
+
+    if (!learnt(ctx, b, not_kept))
+        return;
+    t->blocks[b->tid].kept = 1;
+    t->blocks[b->tid].pool = 0; /* as hoff__trace_finish derives it */
+    t->ev[t->blocks[b->tid].alloc_ev].flags |= HOFF__TEV_KEPT;
 }

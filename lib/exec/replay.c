@@ -21,7 +21,10 @@ static int matches(const struct hoff__pipeline *p, const struct hoff__event_info
         return 0;
     switch (e->kind) {
     case HOFF__TEV_ALLOC:
-        return t->size == (e->size ? e->size : 1) && t->pool == e->pool && t->block == p->nalloc;
+        /* A block the recorded step kept may come from the device pool now (ctx_alloc.c). */
+        return t->size == (e->size ? e->size : 1) &&
+               (t->pool == e->pool || ((t->flags & HOFF__TEV_KEPT) && e->pool == HOFF__POOL_DEVICE)) &&
+               t->block == p->nalloc;
     case HOFF__TEV_FREE:
         return t->block == e->b->tid;
     case HOFF__TEV_ACCESS:

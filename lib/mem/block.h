@@ -96,6 +96,12 @@ struct hoff__block {
      * policy; mslot is its index in the group's member array. */
     struct hoff_group *mgroup;
     uint32_t mslot;
+    /* Kept (hoff_keep): not an activation; a managed block that is kept is
+     * pinned on the device and out of the budget's books (res.kept instead of
+     * res.resident) until its free.  moved: it was evicted since it was
+     * handed out (a kept block that had been is counted in kept_evicted). */
+    uint8_t kept;
+    uint8_t moved;
 };
 
 #endif

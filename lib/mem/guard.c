@@ -43,8 +43,15 @@ int hoff__guard_init(struct hoff_ctx *ctx) {
 /* Plain device memory hoff holds: the device pool, and the graph pool's
  * blocks (cudaMalloc'd too; kept for captured graphs until shutdown).  Every
  * book below counts device memory through this one sum. */
-static uint64_t device_pools(const struct hoff_ctx *ctx) {
+static uint64_t plain_pools(const struct hoff_ctx *ctx) {
     return ctx->pools[HOFF__POOL_DEVICE].mapped_bytes + ctx->graph_pool.mapped_bytes;
+}
+
+/* ...and the kept managed blocks (hoff_keep: gradients made before hoff knew
+ * them), which hold the device as the device pool does until they are freed
+ * and which the budget no longer counts. */
+static uint64_t device_pools(const struct hoff_ctx *ctx) {
+    return plain_pools(ctx) + ctx->res.kept;
 }
 
 /* Device memory hoff may hold by its books: the device pools, and every
@@ -53,7 +60,7 @@ static uint64_t on_device(const struct hoff_ctx *ctx) {
     const struct hoff__pool *mp = &ctx->pools[HOFF__POOL_MANAGED];
     uint64_t host = ctx->res.host;
 
-    return device_pools(ctx) + (mp->mapped_bytes > host ? mp->mapped_bytes - host : 0);
+    return plain_pools(ctx) + (mp->mapped_bytes > host ? mp->mapped_bytes - host : 0);
 }
 
 int hoff__guard_check(void *arg, size_t bytes) {

@@ -119,6 +119,7 @@ int hoff__res_start_evict(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stre
         return rc;
     ctx->res.evicting += b->size;
     ctx->res.to_host += b->size;
+    b->moved = 1;
     hoff__res_set_state(ctx, b, S_EVI);
     return 0;
 }

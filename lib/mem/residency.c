@@ -144,9 +144,12 @@ int hoff__res_on_alloc(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
     enum hoff__room_why why;
     int rc;
 
-    hoff__res_check_host_cap(ctx, b);
-    if (hoff__res_make_room(ctx, b->size, b, s, &why) != 0)
-        hoff__res_overrun(ctx, b->size, why);
+    b->moved = 0;
+    if (!b->kept) {
+        hoff__res_check_host_cap(ctx, b);
+        if (hoff__res_make_room(ctx, b->size, b, s, &why) != 0)
+            hoff__res_overrun(ctx, b->size, why);
+    }
     if (b->state != S_DEV) {
         /* A cached mapping whose contents were dropped: contents undefined. */
         rc = hoff__res_next(b->state, HOFF__EV_POPULATE);
@@ -158,9 +161,13 @@ int hoff__res_on_alloc(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
         hoff__guard_fault(ctx, s); /* pages appear: no measure of the driver meanwhile */
     }
     b->state = S_DEV;
-    ctx->res.resident += b->size;
-    if (hoff__res_evictable(b))
-        list_append(LRU(ctx), b);
+    if (b->kept) { /* the recorded step kept it (ctx_alloc.c): outside the budget from the start */
+        ctx->res.kept += b->size;
+    } else {
+        ctx->res.resident += b->size;
+        if (hoff__res_evictable(b))
+            list_append(LRU(ctx), b);
+    }
     hoff__res_note_resident(ctx);
     hoff__res_window_open(ctx, b, s); /* the caller fills it next (its streams: s's, from the pool) */
     return 0;
@@ -186,9 +193,13 @@ int hoff__res_on_free(struct hoff_ctx *ctx, struct hoff__block *b) {
         b->flags &= (uint8_t)~HOFF__BLK_LIVE;
         return 0;
     case S_DEV:
-        if (hoff__res_evictable(b))
-            list_remove(LRU(ctx), b);
-        ctx->res.resident -= b->size;
+        if (b->kept) {
+            ctx->res.kept -= b->size;
+        } else {
+            if (hoff__res_evictable(b))
+                list_remove(LRU(ctx), b);
+            ctx->res.resident -= b->size;
+        }
         break;
     case S_HOST:
         ctx->res.host -= b->size;
@@ -202,6 +213,7 @@ int hoff__res_on_free(struct hoff_ctx *ctx, struct hoff__block *b) {
         break;
     }
     b->flags &= (uint8_t)~HOFF__BLK_LIVE;
+    b->kept = 0;
     hoff__res_note_resident(ctx);
     return 1;
 }
@@ -209,6 +221,9 @@ int hoff__res_on_free(struct hoff_ctx *ctx, struct hoff__block *b) {
 static int candidate(const struct hoff__block *b) {
     if (b->pool != HOFF__POOL_MANAGED)
         return hoff__error(-EPERM, "block %p is in the device pool: not an offload candidate", b->ptr);
+    if (b->kept)
+        return hoff__error(-EPERM, "block %p is kept on the device (hoff_keep: a gradient or an optimizer's "
+                           "block): never offloaded", b->ptr);
     if (b->flags & HOFF__BLK_PINNED)
         return hoff__error(-EPERM, "block %p was allocated inside a region: never offloaded", b->ptr);
     return 0;
@@ -345,6 +360,7 @@ int hoff__res_group(struct hoff_ctx *ctx, int op, struct hoff__block *const *m, 
         if (op == HOFF__CMD_EVICT) {
             ctx->res.evicting += b->size;
             ctx->res.to_host += b->size;
+            b->moved = 1;
             hoff__res_set_state(ctx, b, S_EVI);
         } else {
             ctx->res.resident += b->size;
@@ -377,6 +393,7 @@ int hoff__res_discard(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s
             return rc;
         ctx->res.evicting += b->size;
         b->flags |= HOFF__BLK_DISCARDING;
+        b->moved = 1;
         hoff__res_set_state(ctx, b, S_EVI);
     } else if (b->state == S_NVM) {
         struct hoff__backend *be = ctx->be;
@@ -527,6 +544,33 @@ static int bring_back(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s
     ctx->res.resident += b->size;
     hoff__res_set_state(ctx, b, S_DEV);
     ctx->st.stall_ns += stall;
+    hoff__res_note_resident(ctx);
+    return 0;
+}
+
+int hoff__res_keep(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+    int rc;
+
+    if (b->pool != HOFF__POOL_MANAGED || b->kept)
+        return 0;
+    if (b->mgroup)
+        return hoff__error(-EBUSY, "block %p is a member of a manual swap group, which alone moves it: not kept",
+                           b->ptr);
+    if ((rc = bring_back(ctx, b, s)) != 0)
+        return rc;
+    if (b->state != S_DEV)
+        return hoff__error(-EIO, "block %p could not be brought back to the device to be kept (it is %s)", b->ptr,
+                           hoff__res_state_name(b->state));
+    if (b->moved)
+        ctx->st.kept_evicted++;
+    if (hoff__res_evictable(b))
+        list_remove(LRU(ctx), b);
+    b->flags |= HOFF__BLK_PINNED;
+    b->kept = 1;
+    ctx->res.resident -= b->size;
+    ctx->res.kept += b->size;
+    ctx->st.keep_marks++;
+    ctx->st.kept_bytes += b->size;
     hoff__res_note_resident(ctx);
     return 0;
 }

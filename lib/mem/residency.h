@@ -51,6 +51,7 @@ struct hoff__residency {
     uint64_t spilling;   /* bytes of spills in flight (they leave the host) */
     uint64_t from_host;  /* bytes of prefetches in flight (they leave the host when they land) */
     uint64_t nvme;       /* live offload bytes on the NVMe tier */
+    uint64_t kept;       /* live managed bytes kept on the device (hoff_keep): outside the budget */
     struct hoff__block *host_head, *host_tail; /* blocks on the host, oldest eviction first */
     struct hoff__block *win_head;              /* blocks with an open use window */
     int marks_seen;      /* an access mark was made (ever): until then op marks close no
@@ -70,6 +71,11 @@ int hoff__res_on_alloc(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
 /* A managed block is being freed.  Returns 1 when it may go back to the pool
  * now, 0 when a transfer is in flight (hoff__res_poll returns it later). */
 int hoff__res_on_free(struct hoff_ctx *ctx, struct hoff__block *b);
+
+/* hoff_keep of a managed block (any other: 0): bring it back if it is away,
+ * then pin it and move its bytes from `resident` to `kept`.  0, -EBUSY for a
+ * manual group's member, or paging in's error. */
+int hoff__res_keep(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
 
 int hoff__res_evict(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
 int hoff__res_prefetch(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);

@@ -529,6 +529,92 @@ int hoff__plan_floor(const struct hoff__trace *t, const struct hoff__plan_opts *
     return 0;
 }
 
+int hoff__plan_floor_where(const struct hoff__trace *t, const struct hoff__plan_opts *o, uint32_t ev,
+                           struct hoff__floor_where *w, uint32_t **ids) {
+    struct hoff__gap *g = NULL;
+    uint32_t i, n = 0, *out = NULL;
+    uint8_t *away;
+    size_t ng = 0, k;
+    int rc;
+
+    memset(w, 0, sizeof *w);
+    w->op_ev = UINT32_MAX;
+    if (ids)
+        *ids = NULL;
+    if (ev >= t->nev || (t->nblocks && !t->blocks))
+        return 0;
+    for (i = ev; i < t->nev; i++)
+        if (t->ev[i].kind == HOFF__TEV_OP) {
+            w->op_ev = i;
+            w->phase = hoff__tev_phase(&t->ev[i]);
+            break;
+        }
+    if ((rc = hoff__plan_gaps(t, o, &g, &ng)) != 0)
+        return rc;
+    away = calloc(t->nblocks ? t->nblocks : 1, 1);
+    out = ids ? malloc((t->nblocks ? t->nblocks : 1) * sizeof *out) : NULL;
+    if (!away || (ids && !out)) {
+        free(g);
+        free(away);
+        free(out);
+        return -ENOMEM;
+    }
+    /* A gap takes its block off the device on events a + 1 .. b - 1, as
+     * hoff__plan_floor counts it; a release after the last use, from its
+     * close on (base_resident). */
+    for (k = 0; k < ng; k++)
+        if (g[k].a + 1 <= ev && ev < g[k].b && g[k].block < t->nblocks)
+            away[g[k].block] = 1;
+    for (i = 0; i < t->nblocks; i++) {
+        const struct hoff__tblock *b = &t->blocks[i];
+
+        if (b->pool != 1 || away[i] || ev < b->alloc_ev || (!b->retained && ev > b->free_ev))
+            continue;
+        if (hoff__plan_movable(b) && !b->retained && b->naccess >= 2) {
+            uint32_t close = t->acc[b->first_access + b->naccess - 1].close;
+
+            if (close < b->free_ev && ev >= close)
+                continue;
+        }
+        w->blocks++;
+        w->bytes += hoff__plan_bytes(o->block_bytes, b);
+        if (out)
+            out[n++] = i;
+    }
+    free(g);
+    free(away);
+    if (ids)
+        *ids = out;
+    return 0;
+}
+
+const char *hoff__plan_op_name(const struct hoff__trace *t, uint32_t ev) {
+    if (ev >= t->nev || t->ev[ev].kind != HOFF__TEV_OP)
+        return "(the step's end)";
+    return t->ev[ev].name < t->nnames && t->names[t->ev[ev].name] && t->names[t->ev[ev].name][0]
+               ? t->names[t->ev[ev].name] : "(unnamed op)";
+}
+
+const char *hoff__plan_floor_advice(unsigned phase) {
+    switch (phase) {
+    case HOFF_PHASE_FORWARD:
+    case HOFF_PHASE_BACKWARD:
+        return "the blocks one op of the model uses at once: its inputs, its outputs and what autograd keeps "
+               "for it are in use together; checkpointing that op's module, a smaller micro-batch or a shorter "
+               "sequence lowers it";
+    case HOFF_PHASE_LOSS:
+        return "the model's own: the loss holds the logits, their gradient and its own result at once (at a "
+               "large vocabulary more than any layer); a chunked cross-entropy (the loss over slices of the "
+               "sequence) or a fused linear-cross-entropy kernel lowers it, no offload can";
+    case HOFF_PHASE_OPTIMIZER:
+        return "the optimizer's step: gradients and optimizer temporaries are offload candidates here (HOFF_"
+               "OFFLOAD_GRADIENTS=1, or blocks the optimizer made outside its step); by default they stay on the "
+               "device, outside the budget";
+    default:
+        return "";
+    }
+}
+
 const char *hoff__plan_op_at(const struct hoff__trace *t, uint32_t ev) {
     uint32_t i;
 
@@ -560,6 +646,18 @@ int hoff__plan_build(const struct hoff__planner *pl, const struct hoff__trace *t
     }
     out->floor_bytes = floor;
     out->floor_ev = floor_ev;
+    out->floor_op_ev = UINT32_MAX;
+    out->floor_phase = 0;
+    out->floor_blocks = 0;
+    if (rc == 0 && floor) {
+        struct hoff__floor_where w;
+
+        if ((rc = hoff__plan_floor_where(t, o, floor_ev, &w, NULL)) == 0) {
+            out->floor_op_ev = w.op_ev;
+            out->floor_phase = w.phase;
+            out->floor_blocks = w.blocks;
+        }
+    }
     return rc;
 }
 

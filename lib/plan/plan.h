@@ -138,6 +138,12 @@ struct hoff__schedule {
      * planner was called directly). */
     uint64_t floor_bytes;
     uint32_t floor_ev;
+    /* Where it comes from (hoff__plan_floor_where): the op mark that ends the
+     * use windows open there (UINT32_MAX: the step's end), that op's phase
+     * (enum hoff_phase) and the blocks on the device there. */
+    uint32_t floor_op_ev;
+    unsigned floor_phase;
+    uint32_t floor_blocks;
     int feasible;
     uint64_t bytes_d2h, bytes_h2d;  /* planned traffic */
     uint64_t plan_ns;           /* planning time */
@@ -185,6 +191,26 @@ int hoff__plan_floor(const struct hoff__trace *t, const struct hoff__plan_opts *
 /* The name of the op running at event ev (the last op mark at or before it;
  * a fixed text when there is none).  For messages. */
 const char *hoff__plan_op_at(const struct hoff__trace *t, uint32_t ev);
+/* Where the working-set floor at event ev comes from: op_ev, the op mark
+ * that ends the use windows open at ev (the first op event at or after it;
+ * UINT32_MAX when none comes: the step's end) and its phase (enum
+ * hoff_phase); blocks and bytes, the blocks on the device at ev with every
+ * gap taken (bytes is the floor itself at the floor's event).  With ids, the
+ * blocks' ids too (malloc'd, blocks entries; free it).  0, -ENOMEM. */
+struct hoff__floor_where {
+    uint32_t op_ev;
+    unsigned phase;
+    uint32_t blocks;
+    uint64_t bytes;
+};
+int hoff__plan_floor_where(const struct hoff__trace *t, const struct hoff__plan_opts *o, uint32_t ev,
+                           struct hoff__floor_where *w, uint32_t **ids);
+/* The op name of op event ev, for messages: "(the step's end)" for
+ * UINT32_MAX, "(unnamed op)" for an op without a name. */
+const char *hoff__plan_op_name(const struct hoff__trace *t, uint32_t ev);
+/* What a floor set in phase (enum hoff_phase) is, and what would lower it:
+ * one sentence for messages and reports ("" for HOFF_PHASE_NONE). */
+const char *hoff__plan_floor_advice(unsigned phase);
 /* Is block `block` in a use window at event x (an access at or before x
  * whose window closes after x)?  Nothing may move it away or drop it there.
  * O(log accesses). */

@@ -132,7 +132,7 @@ int hoff__trace_append(struct hoff__trace *t, const struct hoff__tev *e) {
         ev.size = e->size;
         ev.pool = e->pool;
         ev.stream = e->stream;
-        ev.flags = e->flags & HOFF__TEV_PINNED;
+        ev.flags = e->flags & (HOFF__TEV_PINNED | HOFF__TEV_KEPT);
         if ((err = blocks_reserve(t, 1)) < 0)
             return err;
         if (scratch(t)->alloc_ev > 0)
@@ -152,7 +152,11 @@ int hoff__trace_append(struct hoff__trace *t, const struct hoff__tev *e) {
     case HOFF__TEV_OP:
         if (e->name != UINT32_MAX && e->name >= t->nnames)
             return hoff__error(-EINVAL, "trace: op name %u out of range (%u names)", e->name, t->nnames);
+        if (hoff__tev_phase(e) >= HOFF_PHASE_COUNT)
+            return hoff__error(-EINVAL, "trace: op with phase %u (0 to %u)", hoff__tev_phase(e),
+                               HOFF_PHASE_COUNT - 1);
         ev.name = e->name;
+        ev.flags = e->flags & HOFF__TEV_PHASE_MASK;
         break;
     case HOFF__TEV_REGION_BEGIN:
         if ((err = blocks_reserve(t, 0)) < 0)
@@ -176,7 +180,8 @@ int hoff__trace_append(struct hoff__trace *t, const struct hoff__tev *e) {
         s = scratch(t);
         t->blocks[t->nblocks + 1] = *s;
         s->size = ev.size;
-        s->pool = ev.pool;
+        s->kept = !!(ev.flags & HOFF__TEV_KEPT);
+        s->pool = s->kept ? 0 : ev.pool;
         s->pinned = !!(ev.flags & HOFF__TEV_PINNED);
         s->retained = 0;
         s->alloc_ev = (uint32_t)t->nev;
@@ -297,7 +302,8 @@ int hoff__trace_finish(struct hoff__trace *t) {
                 e->flags |= HOFF__TEV_PINNED;
             bl = &t->blocks[nalloc++];
             bl->size = e->size;
-            bl->pool = e->pool;
+            bl->kept = !!(e->flags & HOFF__TEV_KEPT);
+            bl->pool = bl->kept ? 0 : e->pool; /* kept: the plan counts it as device memory */
             bl->pinned = !!(e->flags & HOFF__TEV_PINNED);
             bl->alloc_ev = (uint32_t)i;
             bl->free_ev = UINT32_MAX;
@@ -416,9 +422,11 @@ uint64_t hoff__trace_peak(const struct hoff__trace *t, uint64_t (*bytes)(int poo
     for (i = 0; i < t->nev; i++) {
         const struct hoff__tev *e = &t->ev[i];
 
-        if (e->kind == HOFF__TEV_ALLOC) {
-            if (pools & (1u << e->pool)) {
-                cur += bytes ? bytes(e->pool, e->size) : e->size;
+        if (e->kind == HOFF__TEV_ALLOC && e->block < t->nblocks) {
+            unsigned pool = t->blocks[e->block].pool; /* a kept block counts as device memory */
+
+            if (pools & (1u << pool)) {
+                cur += bytes ? bytes(pool, e->size) : e->size;
                 if (cur > peak) {
                     peak = cur;
                     at = i;
@@ -426,9 +434,10 @@ uint64_t hoff__trace_peak(const struct hoff__trace *t, uint64_t (*bytes)(int poo
             }
         } else if (e->kind == HOFF__TEV_FREE && e->block < t->nblocks) {
             const struct hoff__tev *a = &t->ev[t->blocks[e->block].alloc_ev];
+            unsigned pool = t->blocks[e->block].pool;
 
-            if (pools & (1u << a->pool))
-                cur -= bytes ? bytes(a->pool, a->size) : a->size;
+            if (pools & (1u << pool))
+                cur -= bytes ? bytes(pool, a->size) : a->size;
         }
     }
     if (at_ev)
@@ -477,4 +486,21 @@ int hoff__trace_copy(struct hoff__trace *dst, const struct hoff__trace *src) {
     dst->step_gpu_ns = src->step_gpu_ns;
     memcpy(dst->backend, src->backend, sizeof dst->backend);
     return hoff__trace_finish(dst);
+}
+
+/* --- phases ---------------------------------------------------------------- */
+
+static const char *const phase_words[HOFF_PHASE_COUNT] = {"", "fwd", "bwd", "loss", "opt"};
+
+const char *hoff__trace_phase_word(unsigned phase) {
+    return phase < HOFF_PHASE_COUNT ? phase_words[phase] : "";
+}
+
+int hoff__trace_phase_of_word(const char *w, size_t n) {
+    int i;
+
+    for (i = 1; i < HOFF_PHASE_COUNT; i++)
+        if (strlen(phase_words[i]) == n && memcmp(phase_words[i], w, n) == 0)
+            return i;
+    return -1;
 }

@@ -29,6 +29,11 @@ enum hoff__tev_kind {
 
 #define HOFF__TEV_WRITE 1u      /* access: a write */
 #define HOFF__TEV_PINNED 2u     /* alloc: inside a region, never evicted */
+#define HOFF__TEV_KEPT 4u       /* alloc: kept later in the step (hoff_keep): not an activation; the plan
+                                   counts it as device memory from its allocation */
+/* op: the phase of the op the mark ends (enum hoff_phase, 0 = not said), in bits 3-5 */
+#define HOFF__TEV_PHASE_SHIFT 3
+#define HOFF__TEV_PHASE_MASK (7u << HOFF__TEV_PHASE_SHIFT)
 
 /* pool of an allocation, as in block.h: 0 device pool, 1 managed pool */
 
@@ -44,11 +49,17 @@ struct hoff__tev {
     uint64_t t_gpu_ns;          /* device-timeline estimate since the step began, or HOFF__TIME_UNKNOWN */
 };
 
+static inline unsigned hoff__tev_phase(const struct hoff__tev *e) {
+    return (e->flags & HOFF__TEV_PHASE_MASK) >> HOFF__TEV_PHASE_SHIFT;
+}
+
 /* Facts about one block, derived by hoff__trace_finish(). */
 struct hoff__tblock {
     uint64_t size;              /* bytes asked for */
-    uint8_t pool;
+    uint8_t pool;               /* the pool the plan counts it in: its allocation's, but 0 (device) when
+                                   kept */
     uint8_t pinned;             /* allocated inside a region */
+    uint8_t kept;               /* kept (HOFF__TEV_KEPT): not an activation, never a candidate */
     uint8_t retained;           /* alive at step end (persistent): never freed in the step */
     uint32_t alloc_ev;          /* index of its alloc event */
     uint32_t free_ev;           /* index of its free event, or UINT32_MAX if retained */
@@ -128,6 +139,11 @@ const char *hoff__tev_op_name(const struct hoff__trace *t, const struct hoff__te
  * dst is initialised here; on failure it holds what was copied (destroy it).
  * 0 or -ENOMEM, -EINVAL. */
 int hoff__trace_copy(struct hoff__trace *dst, const struct hoff__trace *src);
+
+/* The word an op line carries for a phase (enum hoff_phase 1..4: "fwd", "bwd",
+ * "loss", "opt"; "" for 0 or out of range), and the phase of a word (-1 if none). */
+const char *hoff__trace_phase_word(unsigned phase);
+int hoff__trace_phase_of_word(const char *w, size_t n);
 
 /* Text format (doc/trace-format.md).  write: 0 or -errno.  read: 0, or
  * -EINVAL with "LINE:COL: expected ..." in err (and hoff_last_error), -EIO,

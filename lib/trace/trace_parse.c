@@ -204,6 +204,11 @@ static int is_tok(const struct hoff__trace_rd *r, const char *s) {
     return (size_t)(r->le - r->p) >= n && memcmp(r->p, s, n) == 0 && (r->p + n == r->le || r->p[n] == ' ');
 }
 
+/* At " p" or " k" (an allocation's flag) rather than a number? */
+static int is_flag(const struct hoff__trace_rd *r) {
+    return r->p + 1 < r->le && (r->p[1] == 'p' || r->p[1] == 'k') && (r->p + 2 == r->le || r->p[2] == ' ');
+}
+
 static int hexval(char c) {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -412,23 +417,25 @@ static int alloc_line(struct hoff__trace_rd *r) {
         return e;
     ev.t_gpu_ns = HOFF__TIME_UNKNOWN;
     if (r->p < r->le) {
-        if ((e = next(r, "a gpu time in ns, 'p' or end of line")) < 0)
+        if ((e = next(r, "a gpu time in ns, 'p', 'k' or end of line")) < 0)
             return e;
-        if (!is_tok(r, "p")) {
-            r->p--;     /* back onto the space */
-            if ((e = tnum(r, "a gpu time in ns, 'p' or end of line", "gpu time", 1, &ev.t_gpu_ns)) < 0)
+        r->p--; /* back onto the space */
+        if (!is_flag(r)) {
+            if ((e = tnum(r, "a gpu time in ns, 'p', 'k' or end of line", "gpu time", 1, &ev.t_gpu_ns)) < 0)
                 return e;
-            if (r->p < r->le) {
-                if ((e = next(r, "'p' or end of line")) < 0)
-                    return e;
-                if (!is_tok(r, "p"))
-                    return expected(r, -EINVAL, r->p, "'p' or end of line");
-            }
         }
-        if (r->p < r->le) {
-            ev.flags = HOFF__TEV_PINNED;
-            r->p++;
-        }
+    }
+    /* The flags, each at most once, in any order. */
+    while (r->p < r->le) {
+        uint8_t f;
+
+        if ((e = next(r, "'p', 'k' or end of line")) < 0)
+            return e;
+        f = is_tok(r, "p") ? HOFF__TEV_PINNED : is_tok(r, "k") ? HOFF__TEV_KEPT : 0;
+        if (!f || (ev.flags & f))
+            return expected(r, -EINVAL, r->p, f ? "each of 'p' and 'k' at most once" : "'p', 'k' or end of line");
+        ev.flags |= f;
+        r->p++;
     }
     if ((e = eol(r)) < 0)
         return e;
@@ -467,7 +474,7 @@ static int op_line(struct hoff__trace_rd *r) {
     struct hoff__tev ev;
     char what[64];
     uint64_t v;
-    int e;
+    int e, gpu;
 
     memset(&ev, 0, sizeof ev);
     ev.kind = HOFF__TEV_OP;
@@ -487,8 +494,27 @@ static int op_line(struct hoff__trace_rd *r) {
         }
         ev.name = (uint32_t)v;
     }
-    if ((e = tnum(r, "a cpu time in ns", "cpu time", 0, &ev.t_cpu_ns)) < 0 || (e = opt_gpu(r, &ev.t_gpu_ns)) < 0 ||
-        (e = eol(r)) < 0)
+    if ((e = tnum(r, "a cpu time in ns", "cpu time", 0, &ev.t_cpu_ns)) < 0)
+        return e;
+    ev.t_gpu_ns = HOFF__TIME_UNKNOWN;
+    gpu = r->p + 1 < r->le && r->p[1] >= '0' && r->p[1] <= '9';
+    if (gpu && (e = opt_gpu(r, &ev.t_gpu_ns)) < 0)
+        return e;
+    if (r->p < r->le) { /* the op's phase */
+        const char *w, *want = gpu ? "a phase (fwd, bwd, loss, opt) or end of line"
+                                   : "a gpu time in ns, a phase (fwd, bwd, loss, opt) or end of line";
+        int ph;
+
+        if ((e = next(r, want)) < 0)
+            return e;
+        for (w = r->p; r->p < r->le && *r->p != ' '; r->p++)
+            ;
+        ph = hoff__trace_phase_of_word(w, (size_t)(r->p - w));
+        if (ph < 0)
+            return expected(r, -EINVAL, w, want);
+        ev.flags = (uint8_t)((unsigned)ph << HOFF__TEV_PHASE_SHIFT);
+    }
+    if ((e = eol(r)) < 0)
         return e;
     return add(r, &ev);
 }

@@ -195,6 +195,8 @@ static int write_all(const struct hoff__trace *t, struct wr *w) {
                 w_sp_u64(w, e->t_gpu_ns);
             if (e->flags & HOFF__TEV_PINNED)
                 w_str(w, " p", 2);
+            if (e->flags & HOFF__TEV_KEPT)
+                w_str(w, " k", 2);
             break;
         case HOFF__TEV_FREE:
         case HOFF__TEV_ACCESS:
@@ -214,6 +216,12 @@ static int write_all(const struct hoff__trace *t, struct wr *w) {
             w_sp_u64(w, e->t_cpu_ns);
             if (e->t_gpu_ns != HOFF__TIME_UNKNOWN)
                 w_sp_u64(w, e->t_gpu_ns);
+            if (hoff__tev_phase(e)) {
+                const char *ph = hoff__trace_phase_word(hoff__tev_phase(e));
+
+                w->buf[w->n++] = ' ';
+                w_str(w, ph, strlen(ph));
+            }
             break;
         case HOFF__TEV_REGION_BEGIN:
         case HOFF__TEV_REGION_END:
