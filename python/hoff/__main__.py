@@ -35,7 +35,9 @@ Options:
                     (libhoff-sim.so is preloaded), evicted, prefetched and
                     paged in for real by hoff's whole pipeline (hoff(7))
   --budget B        with --sim: the budget, a size (512M) or a percentage of
-                    the first step's peak (50%; later steps re-plan under it)
+                    the first step's activation peak (its offload bytes with
+                    no offload, gradients not counted: recorded_peak_bytes;
+                    50%; later steps re-plan under it)
   --stats-json FILE with --sim: write final statistics and per-step figures
                     as JSON ('-': stderr); %r in FILE is the rank (RANK), %p
                     the process id; under several ranks (WORLD_SIZE > 1) a
@@ -55,7 +57,7 @@ import os
 import runpy
 import sys
 
-from . import _record, _sim, allocator, session
+from . import _record, _sim, allocator, grads, session
 
 USAGE = __doc__.split("\n\n", 1)[1].split("\n\n", 1)[0]
 
@@ -258,6 +260,7 @@ def main(argv=None):
                      "hoff-record (CPU recording mode)")
             else:
                 return _fail(str(e))
+    grads.install()  # before the script builds its optimizers: their gradients are watched from the start
     _setup_marks(step_mark)
 
     failed = False

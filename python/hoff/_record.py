@@ -29,6 +29,8 @@ _PROTOS = {
     "hoff_record_block_of": (_c.c_int64, [_c.c_void_p]),
     "hoff_record_trace_id": (_c.c_int64, [_c.c_void_p]),
     "hoff_record_stats_json": (_c.c_int, [_c.c_char_p, _c.c_size_t]),
+    "hoff_record_set_phase": (_c.c_int, [_c.c_int]),
+    "hoff_record_keep": (_c.c_int, [_c.c_void_p]),
 }
 
 

@@ -239,6 +239,8 @@ class SimTarget(_targets.AllocatorTarget):
             rec["peak_resident_bytes"] = int(s.get("step_peak_resident_bytes", 0))
             rec["plan_feasible"] = int(s.get("plan_feasible", 0))
             rec["plan_floor_bytes"] = int(s.get("plan_floor_bytes", 0))
+            rec["plan_floor_phase"] = int(s.get("plan_floor_phase", 0))
+            rec["recorded_peak_bytes"] = int(s.get("recorded_peak_bytes", 0))
             for k in _DELTAS:
                 rec[k] = int(s.get(k, 0)) - int(b.get(k, 0))
             rec["wall_ns"] = int(s.get("last_step_ns", 0))
@@ -246,7 +248,9 @@ class SimTarget(_targets.AllocatorTarget):
             set_pct = st.budget[0] == "pct" and not st.pct_set and how == "end"
             if set_pct:
                 st.pct_set = True
-                peak = rec["peak_resident_bytes"]
+                # The activations' peak: the recorded step's, without the blocks it learnt were gradients
+                # (hoff.grads keeps them; the warmup counted them until then); else the step's resident peak.
+                peak = rec["recorded_peak_bytes"] or rec["peak_resident_bytes"]
         if set_pct:
             # A percentage of the first step's peak; the next step records and plans again under it.
             want = max(int(peak * st.budget[1]), 1)
@@ -281,7 +285,7 @@ def report(path, script_status):
                                      ("%g%%" % (st.budget[1] * 100) if st.budget[0] == "pct" else st.budget[1]),
                                      "bytes": int(final.get("budget_bytes", 0))},
            "script_status": script_status, "integrity": integrity, "preload": layer,
-           "steps": list(st.steps), "final": final,
+           "steps": list(st.steps), "final": final, "floor": tg.floor(),
            "degradations": {"torch_compile_calls": st.compile_calls}}
     doc["rank"] = int(os.environ["RANK"]) if os.environ.get("RANK", "").isdigit() else None
     doc["pid"] = os.getpid()

@@ -22,6 +22,8 @@ import threading
 from . import _lib, _record
 
 PLAN_STATES = {0: "idle", 1: "warmup", 2: "replay", 3: "fallback"}
+# enum hoff_phase (include/hoff.h): what set_phase takes
+PHASES = {"none": 0, "forward": 1, "backward": 2, "loss": 3, "optimizer": 4}
 
 _lock = threading.Lock()
 _installed = False
@@ -91,18 +93,37 @@ class _ConfigHead(ctypes.Structure):
                 ("managed_min_bytes", ctypes.c_uint64)]
 
 
-def _env_managed_min():
-    """managed_min as hoff_config_from_env reads it (0 when the environment has an error)."""
+def _env_config():
+    """A struct hoff_config as hoff_config_from_env reads it (a ctypes buffer), or None when the
+    environment has an error (hoff reports that itself when it makes the context)."""
     lib = _lib.load()
     buf = ctypes.create_string_buffer(8192)
     lib.hoff_config_init(buf)
     head = _ConfigHead.from_buffer(buf)
     if head.size > len(buf) or head.size < ctypes.sizeof(_ConfigHead):
-        return 0
+        return None
     err = ctypes.create_string_buffer(512)
     if lib.hoff_config_from_env(buf, err, len(err)) != 0:
-        return 0
-    return int(head.managed_min_bytes)
+        return None
+    return buf
+
+
+def _env_managed_min():
+    """managed_min as hoff_config_from_env reads it (0 when the environment has an error)."""
+    buf = _env_config()
+    return 0 if buf is None else int(_ConfigHead.from_buffer(buf).managed_min_bytes)
+
+
+def env_option(name):
+    """The value of hoff option name (hoff-config(7)) as the environment sets it, as hoff prints it;
+    None when the environment has an error."""
+    buf = _env_config()
+    if buf is None:
+        return None
+    out = ctypes.create_string_buffer(512)
+    if _lib.load().hoff_config_get(buf, name.encode(), out, len(out)) < 0:
+        return None
+    return out.value.decode()
 
 
 class AllocatorTarget:
@@ -191,6 +212,26 @@ class AllocatorTarget:
         rc = _lib.load().hoff_access(self.ctx, ptr, 1 if write else 0, _current_stream(self.device))
         return ptr if rc >= 0 else None
 
+    def keep(self, ptr):
+        """The block at ptr is not an activation (hoff_keep): True when it is a live hoff block."""
+        return _lib.load().hoff_keep(self.ctx, ptr) >= 0
+
+    def set_phase(self, phase):
+        """The phase (a key of PHASES) of the op marks to come."""
+        self._call("hoff_set_phase", PHASES[phase])
+
+    def floor(self):
+        """Where the plan's working-set floor comes from (hoff_floor_json): bytes, blocks, op, phase, advice."""
+        lib = _lib.load()
+        buf = ctypes.create_string_buffer(2048)
+        n = lib.hoff_floor_json(self.ctx, buf, len(buf))
+        if n < 0:
+            raise HoffError("hoff: hoff_floor_json: %s" % _lib.strerror(n), -n)
+        if n >= len(buf):
+            buf = ctypes.create_string_buffer(n + 1)
+            lib.hoff_floor_json(self.ctx, buf, len(buf))
+        return json.loads(buf.value.decode())
+
     def stats(self):
         lib = _lib.load()
         buf = ctypes.create_string_buffer(16384)
@@ -255,6 +296,16 @@ class RecordTarget:
         """Mark an access; returns the recorder's serial of the block, or None."""
         r = self.rec.hoff_record_access(ptr, 1 if write else 0)
         return r if r > 0 else None
+
+    def keep(self, ptr):
+        """The block at ptr is not an activation: its allocation is flagged kept in the recording."""
+        return self.rec.hoff_record_keep(ptr) >= 0
+
+    def set_phase(self, phase):
+        self.rec.hoff_record_set_phase(PHASES[phase])
+
+    def floor(self):
+        return {}  # the recorder does not plan: hoff-plan show says where a recorded trace's floor is
 
     def stats(self):
         return _record.stats()

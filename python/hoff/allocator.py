@@ -4,7 +4,7 @@
 
 import threading
 
-from . import _lib, _record, _targets
+from . import _lib, _record, _targets, grads
 from .config import OffloadConfig
 from .hooks import storage_ptr
 
@@ -61,6 +61,7 @@ def install(config=None):
             raise
         lib.hoff_torch_init(torch.cuda.device_count())
         _targets.set_installed()
+        grads.install()  # gradients and the optimizer's step stay out of the budget (hoff.grads)
         return _lib.path()
 
 

@@ -6,17 +6,18 @@ Every field defaults to ``None``, which leaves the option as hoff already has
 it (its ``HOFF_*`` variable or its default).  A field that is set maps to one
 hoff option:
 
-=============================  ===============  =====================================
-field                          hoff option      accepted
-=============================  ===============  =====================================
-max_resident_activation_mb     budget           a number of MiB, 0 (no limit) or more
-max_offload_activation_mb      host_cap         a number of MiB, 0 (no limit) or more
-planner                        planner          a planner name hoff has ("timed", "greedy")
-spill_dir                      spill_dir        an existing directory
-numa                           numa             "nearest", "interleave", "0,2" or [0, 2]
-access_marks                   (Python)         True or False (default True)
-op_marks                       (Python)         True or False (default True)
-=============================  ===============  =====================================
+=============================  ===================  =====================================
+field                          hoff option          accepted
+=============================  ===================  =====================================
+max_resident_activation_mb     budget               a number of MiB, 0 (no limit) or more
+max_offload_activation_mb      host_cap             a number of MiB, 0 (no limit) or more
+planner                        planner              a planner name hoff has ("timed", "greedy")
+spill_dir                      spill_dir            an existing directory
+numa                           numa                 "nearest", "interleave", "0,2" or [0, 2]
+offload_gradients              offload_gradients    True or False
+access_marks                   (Python)             True or False (default True)
+op_marks                       (Python)             True or False (default True)
+=============================  ===================  =====================================
 
 Python checks only what is Python's: the type of a field and its conversion
 to the option's text (MiB to bytes, a list of nodes to "0,2").  The value
@@ -130,6 +131,11 @@ class OffloadConfig:
         windows close as soon as the kernels that use a block are enqueued.
         False: only hoff.mark/hoff.mark_op boundaries (windows then last until
         the block's free, as long as accesses are marked).
+    offload_gradients: True makes parameters' gradients and the optimizer
+        step's blocks offload candidates again (hoff option
+        ``offload_gradients``; hoff.grads): they then count against the
+        budget, can set the working-set floor, and moving them costs link
+        time.  None (the default) leaves HOFF_OFFLOAD_GRADIENTS, off.
     """
 
     max_resident_activation_mb: float = None
@@ -139,6 +145,7 @@ class OffloadConfig:
     numa: str = None
     access_marks: bool = True
     op_marks: bool = True
+    offload_gradients: bool = None
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -153,6 +160,9 @@ class OffloadConfig:
             raise ValueError("access_marks: expected True or False, got %r" % (self.access_marks,))
         if not isinstance(self.op_marks, bool):
             raise ValueError("op_marks: expected True or False, got %r" % (self.op_marks,))
+        if self.offload_gradients is not None and not isinstance(self.offload_gradients, bool):
+            raise ValueError("offload_gradients (hoff option offload_gradients): expected True, False or None "
+                             "(the environment's HOFF_OFFLOAD_GRADIENTS), got %r" % (self.offload_gradients,))
 
     def options(self):
         """The hoff options this config sets, as {name: value text} (hoff_config_set's forms)."""
@@ -167,4 +177,6 @@ class OffloadConfig:
             out["spill_dir"] = self.spill_dir
         if self.numa is not None:
             out["numa"] = self.numa
+        if self.offload_gradients is not None:
+            out["offload_gradients"] = "1" if self.offload_gradients else "0"
         return out

@@ -18,7 +18,10 @@ runs for each aten op after autograd has packed that op's saved inputs
 3. it marks a write of the block of every output that is a new storage or
    an argument the op's schema says it writes (``add_``, ``out=``); views
    of an argument are covered by the read;
-4. it marks an op boundary named after the op (``aten.mm.default``).
+4. it marks an op boundary named after the op (``aten.mm.default``), with
+   the op's phase (``hoff_set_phase`` when it changes: forward, backward,
+   loss or optimizer, :func:`hoff.grads.op_phase`), so that a working-set
+   floor says which op and phase set it.
 
 So each kernel's reads lie inside a window that closes only after the
 kernel was enqueued, and a block's last access is its last aten use: a
@@ -32,6 +35,8 @@ package's own pack/unpack hooks run (a ``detach``) are not marked.
 """
 
 import threading
+
+from .grads import op_phase
 
 _tls = threading.local()
 
@@ -195,6 +200,7 @@ def mode_class():
                 self.accesses = 0     # access marks made
                 self.threads = set()  # idents of the threads it ran on
                 self._lock = threading.Lock()
+                self._phase = None    # the phase last set on the targets (hoff.grads.op_phase)
 
             def _access(self, ptr, write):
                 first = None
@@ -246,6 +252,11 @@ def mode_class():
                     if log is not None:
                         log.append(("write", p, b))
                 name = _op_name(func)
+                ph = op_phase(name)
+                if ph is not self._phase:  # recorded with the marks that follow (hoff_set_phase)
+                    self._phase = ph
+                    for tg in self.targets:
+                        tg.set_phase(ph)
                 for tg in self.targets:
                     tg.mark_op(name)
                 with self._lock:

@@ -12,7 +12,7 @@ import sys
 import threading
 import warnings
 
-from . import _targets
+from . import _targets, grads
 from .config import OffloadConfig
 from .hooks import AccessHooks
 from . import opmarks
@@ -123,6 +123,8 @@ class OffloadSession:
             raise
         self._open = True
         self.phase = self._phase()
+        grads.install()  # gradients and the optimizer's step stay out of the budget (hoff.grads)
+        grads.set_step_targets(targets, self.config.offload_gradients)
         try:
             if self.config.access_marks and targets:
                 self.hooks = AccessHooks(targets, log=self.log_accesses)
@@ -134,6 +136,7 @@ class OffloadSession:
                     self.hooks.op_mode = self.ops
         except BaseException:
             self._close_marks(*sys.exc_info())
+            grads.set_step_targets(None)
             self._open = False
             for t in targets:
                 with contextlib.suppress(Exception):
@@ -168,6 +171,8 @@ class OffloadSession:
             _active.set(None)
         self._token = None
         self._close_marks(et, ev, tb)
+        grads.close_optimizer()  # a step boundary inside an optimizer's step, or one that raised
+        grads.set_step_targets(None)
         self._open = False
         if et is None:
             first = None
