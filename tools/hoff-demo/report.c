@@ -34,10 +34,12 @@ static double gbps(uint64_t mbps) {
 void print_plan(const struct demo *d, const struct hoff_stats *st, const char *planner) {
     printf("plan: %s, %" PRIu64 " actions, ", planner, st->plan_actions);
     if (st->plan_feasible)
-        printf("feasible (peak %s, working-set floor %s)", SZ(st->plan_peak_bytes), SZ(st->plan_floor_bytes));
+        printf("feasible (peak %s, working-set floor %s in the %s pass)", SZ(st->plan_peak_bytes),
+               SZ(st->plan_floor_bytes), hoff_phase_name((int)st->plan_floor_phase));
     else if (d->budget && d->budget < st->plan_floor_bytes)
-        printf("NOT feasible (the budget %s is below the working-set floor %s: the bytes one op uses; "
-               "planned for the floor)", SZ(d->budget), SZ(st->plan_floor_bytes));
+        printf("NOT feasible (the budget %s is below the working-set floor %s in the %s pass: the bytes one op "
+               "uses; planned for the floor)", SZ(d->budget), SZ(st->plan_floor_bytes),
+               hoff_phase_name((int)st->plan_floor_phase));
     else
         printf("NOT feasible (lowest peak %s, over the budget %s)", SZ(st->plan_peak_bytes),
                SZ(d->budget));
@@ -90,11 +92,12 @@ void print_json(struct demo *d, const struct hoff_stats *st, int within_budget,
            st->bytes_prefetched, st->faults, st->bytes_faulted, st->stall_ns,
            st->late_prefetches, params_ok ? "true" : "false");
     printf("\"plan\":{\"planner\":\"%s\",\"plans\":%" PRIu64 ",\"actions\":%" PRIu64
-           ",\"feasible\":%s,\"peak_bytes\":%" PRIu64 ",\"floor_bytes\":%" PRIu64 ",\"plan_ns\":%" PRIu64
+           ",\"feasible\":%s,\"peak_bytes\":%" PRIu64 ",\"floor_bytes\":%" PRIu64 ",\"floor_phase\":\"%s\""
+           ",\"plan_ns\":%" PRIu64
            ",\"h2d_mbps\":%" PRIu64 ",\"d2h_mbps\":%" PRIu64 ",\"thread\":%s,\"lag_steps\":%" PRIu64
            ",\"lag_ns\":%" PRIu64 ",\"wait_ns\":%" PRIu64 ",\"pending\":%s},",
            planner, st->plans, st->plan_actions, st->plan_feasible ? "true" : "false",
-           st->plan_peak_bytes, st->plan_floor_bytes, st->plan_ns, st->h2d_mbps, st->d2h_mbps,
+           st->plan_peak_bytes, st->plan_floor_bytes, hoff_phase_name((int)st->plan_floor_phase), st->plan_ns, st->h2d_mbps, st->d2h_mbps,
            d->plan_thread ? "true" : "false", st->plan_lag_steps, st->plan_lag_ns, st->plan_wait_ns,
            st->plan_pending ? "true" : "false");
     printf("\"divergent_steps\":%" PRIu64 ",\"replans\":%" PRIu64 ",\"actions_fired\":%" PRIu64

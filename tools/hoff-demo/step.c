@@ -52,6 +52,10 @@ static uint64_t op_ns(const struct demo *d, uint64_t layer_ns, int j) {
  * the op allocates it (the op boundaries a framework reports), so that its
  * use window closes when the next op begins. */
 int forward(struct demo *d, int step, struct step_report *r) {
+    int rc0 = hoff_set_phase(d->ctx, HOFF_PHASE_FORWARD); /* recorded with the marks: where a floor comes from */
+
+    if (rc0)
+        return fail_call("hoff_set_phase", rc0);
     for (unsigned l = 0; l < d->layers; l++) {
         for (int j = 0; j < d->nspec; j++) {
             struct act *a = &d->acts[l * d->nspec + j];
@@ -133,6 +137,10 @@ static void prefetch_layer(struct demo *d, unsigned l, struct step_report *r, in
  * order) runs, then releases it, as autograd frees a node's saved tensors
  * once the node has run. */
 int backward(struct demo *d, int step, struct step_report *r) {
+    int rc0 = hoff_set_phase(d->ctx, HOFF_PHASE_BACKWARD);
+
+    if (rc0)
+        return fail_call("hoff_set_phase", rc0);
     for (int l = (int)d->layers - 1; l >= 0; l--) {
         for (int j = d->nspec - 1; j >= 0; j--) {
             struct act *a = &d->acts[l * d->nspec + j];
