@@ -287,6 +287,14 @@ def report(path, script_status):
            "script_status": script_status, "integrity": integrity, "preload": layer,
            "steps": list(st.steps), "final": final, "floor": tg.floor(),
            "degradations": {"torch_compile_calls": st.compile_calls}}
+    floor = doc["floor"]
+    if floor.get("bytes"):
+        # Where the working-set floor comes from, in one line: a budget below it cannot be met by any plan.
+        act = next((s.get("recorded_peak_bytes", 0) for s in st.steps if s.get("recorded_peak_bytes")), 0)
+        share = " (%.0f%% of the activation peak %.1f MiB)" % (100.0 * floor["bytes"] / act, act / 2**20) if act else ""
+        sys.stderr.write("hoff: --sim: working-set floor %.1f MiB%s: %d blocks in use at once in %s, %s phase; %s\n"
+                         % (floor["bytes"] / 2**20, share, floor.get("blocks", 0), floor.get("op"),
+                            floor.get("phase"), floor.get("advice") or "no plan goes below it"))
     doc["rank"] = int(os.environ["RANK"]) if os.environ.get("RANK", "").isdigit() else None
     doc["pid"] = os.getpid()
     text = json.dumps(doc, indent=1, sort_keys=True)
