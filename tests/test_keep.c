@@ -5,7 +5,6 @@
  * (kept blocks not counted), hoff_set_phase / hoff_phase_name, and where the working-set floor comes from
  * (plan_floor_phase, plan_floor_blocks, hoff_floor_json) with and without the big blocks kept.  Every figure is
  * exact: the steps are built by hand from 2 MiB-grain blocks, and plan_thread is 0 so that step 1 replays.
- * HOFF_TEST_KNOWN_BUGS=1 runs, instead, the tests that show a bug not fixed yet (each says which).
  * Threading: single-threaded (the library's issuing thread runs behind the API). */
 #include "config.h"
 
@@ -545,11 +544,9 @@ static void test_keep_evicted(void) {
     hoff_shutdown(ctx);
 }
 
-/* KNOWN BUG (not run by default: HOFF_TEST_KNOWN_BUGS=1 runs it; it fails until lib/mem/residency.c is fixed).
- * hoff_keep of a block that is away brings it back through bring_back(), which makes room in the budget for it
- * (hoff__res_make_room) and counts it in res.resident before hoff__res_keep takes it out of the books: under a
- * full budget an activation is evicted for bytes the budget stops counting at once (or, when nothing can be
- * evicted, a budget overrun is counted).  Kept, the block should come back outside the budget: A0 and A1 stay. */
+/* hoff_keep of a block that is away brings it back outside the budget: under a full budget nothing is evicted
+ * for it and no overrun is counted (bring_back made room for it, then the keep stopped counting it: A0 was
+ * evicted for bytes the budget no longer held). */
 static void test_keep_evicted_full_budget(void) {
     hoff_ctx *ctx = open_ctx(8 * MiB, 0);
     struct hoff_stats st0, st;
@@ -576,11 +573,11 @@ static void test_keep_evicted_full_budget(void) {
     st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(hoff_residency(ctx, g), HOFF_RES_DEVICE);
     CU_ASSERT_EQUAL(st.kept_evicted, 1);
-    CU_ASSERT_EQUAL(st.evictions, st0.evictions);             /* fails: 2 (A0 evicted for G) */
-    CU_ASSERT_EQUAL(st.budget_evictions, st0.budget_evictions); /* fails: +1 */
+    CU_ASSERT_EQUAL(st.evictions, st0.evictions);             /* was 2: A0 evicted for G */
+    CU_ASSERT_EQUAL(st.budget_evictions, st0.budget_evictions);
     CU_ASSERT_EQUAL(st.budget_overruns, st0.budget_overruns);
-    CU_ASSERT_EQUAL(st.resident_bytes, 8 * MiB);               /* fails: 4 MiB */
-    CU_ASSERT_EQUAL(hoff_residency(ctx, a0), HOFF_RES_DEVICE); /* fails: HOFF_RES_HOST */
+    CU_ASSERT_EQUAL(st.resident_bytes, 8 * MiB);
+    CU_ASSERT_EQUAL(hoff_residency(ctx, a0), HOFF_RES_DEVICE);
     CU_ASSERT_EQUAL(hoff_residency(ctx, a1), HOFF_RES_DEVICE);
     CU_ASSERT_EQUAL(hoff_free(ctx, a0, S), 0);
     CU_ASSERT_EQUAL(hoff_free(ctx, a1, S), 0);
@@ -886,10 +883,6 @@ static void test_phases(void) {
 }
 
 int main(void) {
-    static const struct hoff_test known_bugs[] = {
-        {"keep_evicted_full_budget", test_keep_evicted_full_budget},
-        {NULL, NULL},
-    };
     static const struct hoff_test tests[] = {
         {"keep_warmup", test_keep_warmup},
         {"keep_replay_device", test_keep_replay_device},
@@ -897,6 +890,7 @@ int main(void) {
         {"keep_replay_retained", test_keep_replay_retained},
         {"keep_learnt_in_replay", test_keep_learnt_in_replay},
         {"keep_evicted", test_keep_evicted},
+        {"keep_evicted_full_budget", test_keep_evicted_full_budget},
         {"offload_gradients", test_offload_gradients},
         {"floor_phase", test_floor_phase},
         {"recorded_peak", test_recorded_peak},
@@ -904,7 +898,5 @@ int main(void) {
         {NULL, NULL},
     };
 
-    if (getenv("HOFF_TEST_KNOWN_BUGS")) /* the tests that show a bug not fixed yet (see each) */
-        return hoff_test_run("keep (known bugs)", known_bugs);
     return hoff_test_run("keep", tests);
 }

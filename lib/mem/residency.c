@@ -491,7 +491,7 @@ int hoff__res_to_host_now(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stre
                              : 0;
 }
 
-static int bring_back(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+static int bring_back(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s, int budgeted) {
     struct hoff__backend *be = ctx->be;
     enum hoff__room_why why;
     uint64_t stall = 0;
@@ -527,7 +527,8 @@ static int bring_back(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s
     }
     if ((rc = check_next(b, HOFF__EV_FAULT)) < 0)
         return rc;
-    if (hoff__res_make_room(ctx, b->size, b, s, &why) != 0)
+    /* A block coming back to be kept (hoff_keep) leaves the budget at once: no room is made for it. */
+    if (budgeted && hoff__res_make_room(ctx, b->size, b, s, &why) != 0)
         hoff__res_overrun(ctx, b->size, why);
     hoff__issuer_drain(ctx->issuer); /* the fault moves the clock: see hoff__res_finish() */
     rc = be->ops->fault(be, b->ptr, b->size, s, &stall);
@@ -544,7 +545,8 @@ static int bring_back(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s
     ctx->res.resident += b->size;
     hoff__res_set_state(ctx, b, S_DEV);
     ctx->st.stall_ns += stall;
-    hoff__res_note_resident(ctx);
+    if (budgeted) /* a kept block leaves `resident` before anything reads it (hoff__res_keep) */
+        hoff__res_note_resident(ctx);
     return 0;
 }
 
@@ -556,7 +558,7 @@ int hoff__res_keep(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
     if (b->mgroup)
         return hoff__error(-EBUSY, "block %p is a member of a manual swap group, which alone moves it: not kept",
                            b->ptr);
-    if ((rc = bring_back(ctx, b, s)) != 0)
+    if ((rc = bring_back(ctx, b, s, 0)) != 0)
         return rc;
     if (b->state != S_DEV)
         return hoff__error(-EIO, "block %p could not be brought back to the device to be kept (it is %s)", b->ptr,
@@ -582,7 +584,7 @@ int hoff__res_access(struct hoff_ctx *ctx, struct hoff__block *b, int write, hof
     ctx->res.marks_seen = 1;
     if (b->pool != HOFF__POOL_MANAGED)
         return 0;
-    rc = bring_back(ctx, b, s);
+    rc = bring_back(ctx, b, s, 1);
     /* Resident now (or paging in failed, and the work runs anyway): its
      * window opens only here, so that a move still in flight from before
      * never counts as inside it. */
