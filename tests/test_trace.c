@@ -1,5 +1,6 @@
 /* test_trace.c — the trace IR (append validation, finish, offload peak) and its text format (round trips,
- * gzip, the reader's error messages, 10 million events).  Threading: single-threaded. */
+ * gzip, the reader's error messages, kept blocks and op phases, 10 million events), and the driver that replays
+ * a trace through the API (its keeps and phases).  Threading: single-threaded. */
 #include "config.h"
 
 #include <errno.h>
@@ -15,6 +16,7 @@
 
 #include "core/core.h"
 #include "testutil.h"
+#include "trace/drive.h"
 #include "trace/trace.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -604,8 +606,29 @@ static const struct bad bad[] = {
      "2:1: expected a header key (budget, host_cap, h2d_gbps, d2h_gbps, step_ns, step_gpu_ns, backend, name) "
      "or an event, got 'budgte'"},
     {H "budget 5\nhost_cap 1\nbudget 6\nend\n", -EINVAL, "4:1: duplicate header key 'budget' (first on line 2)"},
-    {H "a 0 4096 1 0 10 20 p x\nend\n", -EINVAL, "2:22: expected end of line, got 'x'"},
-    {H "a 0 4096 1 0 10 20 q\nend\n", -EINVAL, "2:20: expected 'p' or end of line, got 'q'"},
+    {H "a 0 4096 1 0 10 20 p x\nend\n", -EINVAL, "2:22: expected 'p', 'k' or end of line, got 'x'"},
+    {H "a 0 4096 1 0 10 20 q\nend\n", -EINVAL, "2:20: expected 'p', 'k' or end of line, got 'q'"},
+    /* The allocation's flags: each at most once, nothing after them. */
+    {H "a 0 4096 1 0 10 p p\nend\n", -EINVAL, "2:19: expected each of 'p' and 'k' at most once, got 'p'"},
+    {H "a 0 4096 1 0 10 k k\nend\n", -EINVAL, "2:19: expected each of 'p' and 'k' at most once, got 'k'"},
+    {H "a 0 4096 1 0 10 20 k p k\nend\n", -EINVAL, "2:24: expected each of 'p' and 'k' at most once, got 'k'"},
+    {H "a 0 4096 1 0 10 K\nend\n", -EINVAL, "2:17: expected a gpu time in ns, 'p', 'k' or end of line, got 'K'"},
+    {H "a 0 4096 1 0 10 k x\nend\n", -EINVAL, "2:19: expected 'p', 'k' or end of line, got 'x'"},
+    {H "a 0 4096 1 0 10 k 20\nend\n", -EINVAL, "2:19: expected 'p', 'k' or end of line, got '20'"},
+    {H "a 0 4096 1 0 10 kp\nend\n", -EINVAL, "2:17: expected a gpu time in ns, 'p', 'k' or end of line, got 'kp'"},
+    {H "a 0 4096 1 0 10 k \nend\n", -EINVAL, "2:19: expected 'p', 'k' or end of line, got end of line"},
+    /* The op's phase: one known word, after the gpu time. */
+    {H "o - 5 fwdd\nend\n", -EINVAL,
+     "2:7: expected a gpu time in ns, a phase (fwd, bwd, loss, opt) or end of line, got 'fwdd'"},
+    {H "o - 5 FWD\nend\n", -EINVAL,
+     "2:7: expected a gpu time in ns, a phase (fwd, bwd, loss, opt) or end of line, got 'FWD'"},
+    {H "o - 5 6 backward\nend\n", -EINVAL,
+     "2:9: expected a phase (fwd, bwd, loss, opt) or end of line, got 'backward'"},
+    {H "o - 5 6 7\nend\n", -EINVAL, "2:9: expected a phase (fwd, bwd, loss, opt) or end of line, got '7'"},
+    {H "o - 5 fwd bwd\nend\n", -EINVAL, "2:11: expected end of line, got 'bwd'"},
+    {H "o - 5 opt 6\nend\n", -EINVAL, "2:11: expected end of line, got '6'"},
+    {H "o - 5 \nend\n", -EINVAL,
+     "2:7: expected a gpu time in ns, a phase (fwd, bwd, loss, opt) or end of line, got end of line"},
     {H "end\ngarbage\n", -EINVAL, "3:1: expected end of file after 'end', got 'garbage'"},
     {H "end\n\x01\n", -EINVAL, "3:1: expected end of file after 'end', got '\\x01'"},
     {H "a 0 4096 1 0 10\nbudget 5\nend\n", -EINVAL,
@@ -625,7 +648,7 @@ static const struct bad bad[] = {
      "2:10: number out of range: expected a bandwidth in GB/s (a decimal number >= 0), got '1e999'"},
     {H "backend 0123456789abcdef\nend\n", -EINVAL,
      "2:9: expected a backend name of at most 15 bytes, got '0123456789abcdef'"},
-    {H "a 0 4096 1 0 10 \nend\n", -EINVAL, "2:17: expected a gpu time in ns, 'p' or end of line, got end of line"},
+    {H "a 0 4096 1 0 10 \nend\n", -EINVAL, "2:17: expected a gpu time in ns, 'p', 'k' or end of line, got end of line"},
     {H "w 0 0 5\nend\n", -EINVAL, "2:3: expected a live block id, got '0' (never allocated)"},
     {H "f\nend\n", -EINVAL, "2:2: expected a live block id, got end of line"},
     {H "end 5\n", -EINVAL, "2:5: expected end of line, got '5'"},
@@ -759,6 +782,273 @@ static void test_reader_errors_streaming(void) {
     }
 }
 
+/* --- kept blocks and op phases ------------------------------------------------- */
+
+/* Every form of an allocation's flags and of an op's phase, as a hand-written
+ * file may have them. */
+static const char kept_text[] = H "name 0 f\n"
+                                  "name 1 b\n"
+                                  "o 0 1 fwd\n"                         /* 0 */
+                                  "a 0 4194304 1 0 2 k\n"               /* 1 */
+                                  "a 1 4194304 1 0 3 4 p k\n"           /* 2 */
+                                  "a 2 4194304 1 0 5 k p\n"             /* 3: written "p k" */
+                                  "a 3 4194304 0 0 6 7 k\n"             /* 4: a device-pool block kept */
+                                  "a 4 4194304 1 0 8 p\n"               /* 5 */
+                                  "rb 9\n"                              /* 6 */
+                                  "a 5 4194304 1 0 10 k\n"              /* 7: pinned by its region, written "p k" */
+                                  "re 11\n"                             /* 8 */
+                                  "o 1 12 13 bwd\n"                     /* 9 */
+                                  "o - 14 loss\n"                       /* 10 */
+                                  "o 0 15 18446744073709551615 opt\n"   /* 11: written without the unknown time */
+                                  "o - 16 17\n"                         /* 12 */
+                                  "o - 18\n"                            /* 13 */
+                                  "w 0 0 19\n"                          /* 14 */
+                                  "f 0 0 20\n"                          /* 15 */
+                                  "f 4 0 21\n"                          /* 16 */
+                                  "end\n";
+
+static char *text_of(const struct hoff__trace *t, size_t *len) {
+    char *mem = NULL;
+    FILE *f = open_memstream(&mem, len);
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(hoff__trace_write(t, f), 0);
+    fclose(f);
+    return mem;
+}
+
+/* k and p in any order, the phase words with and without a gpu time: read
+ * into the flags, written in one form, and that text reads back to the same
+ * trace and writes to the same bytes. */
+static void test_kept_and_phases(void) {
+    static const struct {
+        size_t ev;
+        unsigned phase;
+        uint64_t gpu;
+    } ops[] = {{0, HOFF_PHASE_FORWARD, UNK}, {9, HOFF_PHASE_BACKWARD, 13}, {10, HOFF_PHASE_LOSS, UNK},
+               {11, HOFF_PHASE_OPTIMIZER, UNK}, {12, HOFF_PHASE_NONE, 17}, {13, HOFF_PHASE_NONE, UNK}};
+    static const char *const lines[] = {"\no 0 1 fwd\n",           "\na 0 4194304 1 0 2 k\n",
+                                        "\na 1 4194304 1 0 3 4 p k\n", "\na 2 4194304 1 0 5 p k\n",
+                                        "\na 3 4194304 0 0 6 7 k\n",  "\na 4 4194304 1 0 8 p\n",
+                                        "\na 5 4194304 1 0 10 p k\n", "\no 1 12 13 bwd\n",
+                                        "\no - 14 loss\n",            "\no 0 15 opt\n",
+                                        "\no - 16 17\n",              "\no - 18\n"};
+    struct hoff__trace a, b;
+    struct hoff__tev e;
+    char err[256], *t1, *t2;
+    size_t n1, n2, i;
+    uint32_t k;
+
+    CU_ASSERT_EQUAL_FATAL(hoff__trace_parse(&a, kept_text, sizeof kept_text - 1, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(a.nev, 17);
+    CU_ASSERT_EQUAL(a.ev[1].flags, HOFF__TEV_KEPT);
+    CU_ASSERT_EQUAL(a.ev[2].flags, HOFF__TEV_PINNED | HOFF__TEV_KEPT);
+    CU_ASSERT_EQUAL(a.ev[3].flags, HOFF__TEV_PINNED | HOFF__TEV_KEPT);
+    CU_ASSERT_EQUAL(a.ev[4].flags, HOFF__TEV_KEPT);
+    CU_ASSERT_EQUAL(a.ev[5].flags, HOFF__TEV_PINNED);
+    CU_ASSERT_EQUAL(a.ev[7].flags, HOFF__TEV_PINNED | HOFF__TEV_KEPT);
+    /* A kept block is device memory for the plan; its event keeps the pool
+     * it was allocated from. */
+    for (k = 0; k < a.nblocks; k++) {
+        CU_ASSERT_EQUAL(a.blocks[k].kept, k != 4);
+        CU_ASSERT_EQUAL(a.blocks[k].pool, k == 4);
+        CU_ASSERT_EQUAL(a.ev[a.blocks[k].alloc_ev].pool, k != 3);
+    }
+    for (i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        CU_ASSERT_EQUAL(a.ev[ops[i].ev].kind, HOFF__TEV_OP);
+        CU_ASSERT_EQUAL(hoff__tev_phase(&a.ev[ops[i].ev]), ops[i].phase);
+        CU_ASSERT_EQUAL(a.ev[ops[i].ev].flags, ops[i].phase << HOFF__TEV_PHASE_SHIFT);
+        CU_ASSERT_EQUAL(a.ev[ops[i].ev].t_gpu_ns, ops[i].gpu);
+    }
+
+    /* write -> read -> write: the same trace, the same bytes. */
+    t1 = text_of(&a, &n1);
+    for (i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        if (!strstr(t1, lines[i]))
+            printf("\nno '%.*s' in:\n%s", (int)strlen(lines[i]) - 2, lines[i] + 1, t1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(t1, lines[i]));
+    }
+    CU_ASSERT_EQUAL_FATAL(hoff__trace_parse(&b, t1, n1, err, sizeof err), 0);
+    assert_same(&a, &b);
+    t2 = text_of(&b, &n2);
+    CU_ASSERT(n1 == n2 && memcmp(t1, t2, n1) == 0);
+    free(t1);
+    free(t2);
+    hoff__trace_destroy(&b);
+
+    /* The same through a FILE (the streaming reader). */
+    {
+        FILE *f = tmpfile();
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        CU_ASSERT_EQUAL(hoff__trace_write(&a, f), 0);
+        rewind(f);
+        CU_ASSERT_EQUAL(hoff__trace_read(&b, f, err, sizeof err), 0);
+        fclose(f);
+        assert_same(&a, &b);
+        hoff__trace_destroy(&b);
+    }
+
+    /* Appending: a phase outside enum hoff_phase is refused; an op keeps
+     * only its phase bits, an allocation only its p and k. */
+    memset(&e, 0, sizeof e);
+    e.kind = HOFF__TEV_OP;
+    e.name = UINT32_MAX;
+    e.t_gpu_ns = UNK;
+    e.flags = (uint8_t)(HOFF_PHASE_COUNT << HOFF__TEV_PHASE_SHIFT);
+    CU_ASSERT_EQUAL(hoff__trace_append(&a, &e), -EINVAL);
+    e.flags = (uint8_t)((HOFF_PHASE_LOSS << HOFF__TEV_PHASE_SHIFT) | HOFF__TEV_WRITE | HOFF__TEV_KEPT);
+    CU_ASSERT_EQUAL(hoff__trace_append(&a, &e), 0);
+    CU_ASSERT_EQUAL(a.ev[a.nev - 1].flags, HOFF_PHASE_LOSS << HOFF__TEV_PHASE_SHIFT);
+    e.kind = HOFF__TEV_ALLOC;
+    e.block = a.nblocks;
+    e.size = 4096;
+    e.pool = 1;
+    e.flags = 0xff & ~HOFF__TEV_PINNED;
+    CU_ASSERT_EQUAL(hoff__trace_append(&a, &e), 0);
+    CU_ASSERT_EQUAL(a.ev[a.nev - 1].flags, HOFF__TEV_KEPT);
+    CU_ASSERT_EQUAL(hoff__trace_finish(&a), 0);
+    CU_ASSERT(a.blocks[a.nblocks - 1].kept && a.blocks[a.nblocks - 1].pool == 0);
+    hoff__trace_destroy(&a);
+}
+
+/* Device blocks cost twice their size here, so that the pool a peak counts
+ * a block in shows. */
+static uint64_t device_double(int pool, uint64_t size) {
+    return pool == 0 ? 2 * size : size;
+}
+
+/* A kept block is not an offload candidate: the offload peak leaves it out,
+ * the peak of every pool counts it in the device pool's bytes. */
+static void test_offload_peak_kept(void) {
+    struct hoff__trace t;
+    struct hoff__tev e;
+    size_t at = 99;
+
+    hoff__trace_init(&t);
+    CU_ASSERT_EQUAL(ev_alloc(&t, 0, 100, 1, 0), 0); /* 0: 100 */
+    memset(&e, 0, sizeof e);
+    e.kind = HOFF__TEV_ALLOC;
+    e.block = 1;
+    e.size = 1000;
+    e.pool = 1;
+    e.flags = HOFF__TEV_KEPT;
+    e.t_gpu_ns = UNK;
+    e.name = UINT32_MAX;
+    CU_ASSERT_EQUAL(hoff__trace_append(&t, &e), 0);  /* 1: kept, 1000 of device memory */
+    CU_ASSERT_EQUAL(ev_alloc(&t, 2, 50, 1, 0), 0);   /* 2: 150 managed */
+    CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_FREE, 0, 0, 0), 0);
+    CU_ASSERT_EQUAL(ev_alloc(&t, 3, 120, 1, 0), 0);  /* 4: 170 managed */
+    CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_FREE, 1, 0, 0), 0);
+    /* While appending (before hoff__trace_finish) and after it. */
+    CU_ASSERT_EQUAL(hoff__trace_offload_peak(&t, NULL, &at), 170);
+    CU_ASSERT_EQUAL(at, 4);
+    CU_ASSERT_EQUAL(hoff__trace_finish(&t), 0);
+    CU_ASSERT_EQUAL(hoff__trace_offload_peak(&t, NULL, &at), 170);
+    CU_ASSERT_EQUAL(at, 4);
+    CU_ASSERT_EQUAL(hoff__trace_offload_peak(&t, device_double, &at), 170);
+    CU_ASSERT_EQUAL(hoff__trace_peak(&t, NULL, HOFF__POOLS_MANAGED, NULL), 170);
+    CU_ASSERT_EQUAL(hoff__trace_peak(&t, NULL, HOFF__POOLS_DEVICE, &at), 1000);
+    CU_ASSERT_EQUAL(at, 1);
+    CU_ASSERT_EQUAL(hoff__trace_peak(&t, device_double, HOFF__POOLS_ALL, &at), 2170);
+    CU_ASSERT_EQUAL(at, 4);
+    hoff__trace_destroy(&t);
+}
+
+/* --- driving a trace: keeps and phases reach the API ---------------------------- */
+
+/* Forward, backward, the optimizer: gradients 2 and 3 kept right after their
+ * allocation; the last op mark says no phase, after the optimizer's. */
+static const char drive_text[] = H "name 0 fwd.l0\n"
+                                   "name 1 fwd.l1\n"
+                                   "name 2 bwd.l1\n"
+                                   "name 3 bwd.l0\n"
+                                   "name 4 adam\n"
+                                   "a 0 4194304 1 0 0\n"
+                                   "w 0 0 10000\n"
+                                   "o 0 20000 fwd\n"
+                                   "a 1 6291456 1 0 30000\n"
+                                   "w 1 0 40000\n"
+                                   "r 0 0 50000\n"
+                                   "o 1 60000 fwd\n"
+                                   "r 1 0 70000\n"
+                                   "a 2 8388608 1 0 80000 k\n"
+                                   "w 2 0 90000\n"
+                                   "o 2 100000 bwd\n"
+                                   "f 1 0 110000\n"
+                                   "r 0 0 120000\n"
+                                   "a 3 6291456 1 0 130000 k\n"
+                                   "w 3 0 140000\n"
+                                   "o 3 150000 bwd\n"
+                                   "f 0 0 160000\n"
+                                   "r 2 0 170000\n"
+                                   "r 3 0 180000\n"
+                                   "a 4 2097152 1 0 190000\n"
+                                   "w 4 0 200000\n"
+                                   "o 4 210000 opt\n"
+                                   "f 4 0 220000\n"
+                                   "o - 230000\n"
+                                   "end\n";
+
+/* hoff__trace_drive calls hoff_keep after a kept allocation and
+ * hoff_set_phase where the phase changes: the step the context records has
+ * the same keeps and phases, the replay allocates the kept blocks outside the
+ * budget, and every stamp survives. */
+static void test_drive_keeps_and_phases(void) {
+    struct hoff__trace t, rec;
+    struct hoff__drive_opts o;
+    struct hoff__drive_result r;
+    struct hoff_config cfg = hoff_test_sim_config(0);
+    struct hoff_stats st;
+    hoff_ctx *ctx;
+    char err[256], *path;
+    size_t i;
+
+    CU_ASSERT_EQUAL_FATAL(hoff__trace_parse(&t, drive_text, sizeof drive_text - 1, err, sizeof err), 0);
+    cfg.budget_bytes = 10u << 20; /* the floor with the gradients kept: blocks 0 and 1 */
+    cfg.plan_thread = 0;          /* step 1 replays */
+    cfg.sim_protect = HOFF_SIM_POISON;
+    ctx = hoff_test_open(&cfg);
+    memset(&o, 0, sizeof o);
+    o.steps = 2;
+    o.verify = 1;
+    o.compute_scale = 1;
+    CU_ASSERT_EQUAL_FATAL(hoff__trace_drive(ctx, &t, &o, &r), 0);
+    if (r.integrity_errors)
+        printf("\n%s\n", r.first_error);
+    CU_ASSERT_EQUAL(r.integrity_errors, 0);
+    CU_ASSERT(r.blocks_verified > 0);
+    CU_ASSERT_EQUAL(r.step[1].plan_state, HOFF_PLAN_REPLAY);
+    st = hoff_test_stats(ctx);
+    CU_ASSERT_EQUAL(st.keep_marks, 2);
+    CU_ASSERT_EQUAL(st.kept_bytes, (8u + 6u) << 20);
+    CU_ASSERT_EQUAL(st.kept_allocs, 2); /* the replay's */
+    CU_ASSERT_EQUAL(st.divergent_steps, 0);
+    CU_ASSERT_EQUAL(st.plan_floor_bytes, 10u << 20);
+    CU_ASSERT_EQUAL(st.plan_floor_phase, HOFF_PHASE_FORWARD);
+    CU_ASSERT(st.plan_feasible);
+
+    /* The recorded step, event by event. */
+    path = tmp_path(".trace");
+    CU_ASSERT_EQUAL_FATAL(hoff_trace_save(ctx, path), 0);
+    CU_ASSERT_EQUAL_FATAL(hoff__trace_load(&rec, path, err, sizeof err), 0);
+    unlink(path);
+    CU_ASSERT_EQUAL_FATAL(rec.nev, t.nev);
+    for (i = 0; i < t.nev; i++) {
+        const struct hoff__tev *x = &t.ev[i], *y = &rec.ev[i];
+        int same = x->kind == y->kind && x->flags == y->flags;
+
+        if (!same)
+            printf("\nevent %zu: kind %d flags %#x recorded as kind %d flags %#x\n", i, x->kind, x->flags, y->kind,
+                   y->flags);
+        CU_ASSERT(same);
+    }
+    hoff__drive_result_free(&r);
+    hoff__trace_destroy(&rec);
+    hoff__trace_destroy(&t);
+    hoff_shutdown(ctx);
+}
+
 /* --- 10 million events ------------------------------------------------------------ */
 
 #ifndef SANITIZED
@@ -880,6 +1170,9 @@ int main(void) {
         {"gzip", test_gzip},
         {"reader_errors", test_reader_errors},
         {"reader_errors_streaming", test_reader_errors_streaming},
+        {"kept_and_phases", test_kept_and_phases},
+        {"offload_peak_kept", test_offload_peak_kept},
+        {"drive_keeps_and_phases", test_drive_keeps_and_phases},
         {"ten_million", test_ten_million},
         {NULL, NULL},
     };

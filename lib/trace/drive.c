@@ -1,5 +1,6 @@
-/* drive.c — runs a finished trace through the public API of a context step after step, as a framework would,
- * with the recorded compute gaps modelled on sim, stamping every block and checking the stamps (integrity).
+/* drive.c — runs a finished trace through the public API of a context step after step, as a framework would
+ * (hoff_keep after a kept allocation, hoff_set_phase before op marks), with the recorded compute gaps modelled
+ * on sim, stamping every block and checking the stamps (integrity).
  * Threading: one thread drives one context; nothing here is shared. */
 #include "config.h"
 
@@ -49,6 +50,7 @@ struct drv {
     int step;
     int region_depth;
     int in_step;
+    int phase;           /* the phase last set (hoff_set_phase) in this step; hoff_step_begin resets it */
     /* time */
     int use_gpu;
     double scale;        /* modelled ns per trace ns */
@@ -90,10 +92,16 @@ static const char *kind_text(const struct hoff__tev *e) {
     }
 }
 
-/* May the host touch block id's bytes now? */
+/* May the host touch block id's bytes now?  A kept block is device memory
+ * for the plan, but the warmup allocated it managed (and with
+ * offload_gradients its hoff_keep did nothing): on sim, touched when on the
+ * device; on the cuda backend never, as a replay allocates it from the
+ * device pool. */
 static int touchable(struct drv *d, uint32_t id) {
     const struct hoff__tblock *b = &d->t->blocks[id];
 
+    if (b->kept)
+        return d->is_sim && hoff_residency(d->ctx, d->ptr[id]) == HOFF_RES_DEVICE;
     if (b->pool == 0)
         return d->is_sim;
     return hoff_residency(d->ctx, d->ptr[id]) == HOFF_RES_DEVICE;
@@ -313,6 +321,10 @@ static int do_event(struct drv *d, size_t i) {
         d->ptr[e->block] = hoff_malloc_flags(d->ctx, e->size ? (size_t)e->size : 1, s, flags);
         if (!d->ptr[e->block])
             return api_error(-errno, "hoff_malloc", d, i);
+        /* Kept (a gradient or an optimizer block): the framework says so
+         * right after allocating it, as the recorded step did. */
+        if ((e->flags & HOFF__TEV_KEPT) && (rc = hoff_keep(d->ctx, d->ptr[e->block])) != 0)
+            return api_error(rc, "hoff_keep", d, i);
         d->gen[e->block] = 0;
         d->defined[e->block] = 0;
         if (d->o->on_alloc)
@@ -345,6 +357,13 @@ static int do_event(struct drv *d, size_t i) {
         }
         return 0;
     case HOFF__TEV_OP:
+        /* The op's phase, said again only where it changes (as a framework's
+         * hooks say it at each phase's start). */
+        if ((int)hoff__tev_phase(e) != d->phase) {
+            if ((rc = hoff_set_phase(d->ctx, (int)hoff__tev_phase(e))) != 0)
+                return api_error(rc, "hoff_set_phase", d, i);
+            d->phase = (int)hoff__tev_phase(e);
+        }
         name = e->name != UINT32_MAX && e->name < d->t->nnames ? d->t->names[e->name] : NULL;
         rc = hoff_mark_op(d->ctx, name);
         return rc ? api_error(rc, "hoff_mark_op", d, i) : 0;
@@ -425,6 +444,7 @@ static int run_step(struct drv *d, struct hoff__drive_step *out) {
     if ((rc = hoff_step_begin(d->ctx)) != 0)
         return api_error(rc, "hoff_step_begin", d, 0);
     d->in_step = 1;
+    d->phase = HOFF_PHASE_NONE; /* hoff_step_begin forgets the phase */
     if (d->o->on_event)
         d->o->on_event(d->o->on_event_arg, d->step, SIZE_MAX);
     if ((rc = hoff_stats_get(d->ctx, &mid)) != 0)

@@ -1,5 +1,6 @@
-/* drive.h — run a recorded trace through the public API of a context, step after step, as the framework would,
- * stamping every block and checking the stamps (integrity).  Threading: one thread drives one context. */
+/* drive.h — run a recorded trace through the public API of a context, step after step, as the framework would
+ * (its keeps and op phases too), stamping every block and checking the stamps (integrity).
+ * Threading: one thread drives one context. */
 #ifndef HOFF_DRIVE_H
 #define HOFF_DRIVE_H
 
@@ -52,7 +53,10 @@ struct hoff__drive_result {
 
 /* Drive t through ctx.  Time between events is modelled with
  * hoff_sim_compute on sim (from t_gpu_ns where known, else t_cpu_ns, scaled);
- * on other backends it is not modelled.  0 or -errno (an API call that
+ * on other backends it is not modelled.  An allocation flagged kept
+ * (HOFF__TEV_KEPT) is followed by hoff_keep, and each op mark is preceded by
+ * hoff_set_phase where its phase differs from the last one set in the step,
+ * so that the step each run records keeps the trace's keeps and phases.  0 or -errno (an API call that
  * failed: the message is in hoff_last_error()). */
 int hoff__trace_drive(hoff_ctx *ctx, const struct hoff__trace *t, const struct hoff__drive_opts *o,
                       struct hoff__drive_result *r);
