@@ -85,6 +85,97 @@ done
 expect_rc $? 0 "hoff-plan show --json" "$tmp.out"
 check "$tmp.out" '"summary":{"feasible":true' "hoff-plan show --json"
 
+# 2a. Where the working-set floor comes from, and kept blocks.  Two layers' forward and backward and the
+# optimizer's step, op marks ending their op: activations b0 (6M) and b1 (10M); gradients b2 (20M) and b3 (12M),
+# retained, read by the optimizer; its temporary b4 (4M).  As activations, the gradients and b4 set the floor
+# in adam (36M, optimizer phase); kept (k), they are device memory and the floor is b0 and b1 in fwd.l1 (16M,
+# forward phase).  Recorded with a budget of 12M, below both.
+cat >"$tmp.kept" <<'EOF'
+hoff-trace 1
+budget 12582912
+name 0 fwd.l0
+name 1 fwd.l1
+name 2 bwd.l1
+name 3 bwd.l0
+name 4 adam
+a 0 6291456 1 0 0
+w 0 0 10000
+o 0 20000 fwd
+a 1 10485760 1 0 30000
+w 1 0 40000
+r 0 0 50000
+o 1 60000 fwd
+r 1 0 70000
+a 2 20971520 1 0 80000 k
+w 2 0 90000
+o 2 100000 bwd
+f 1 0 110000
+r 0 0 120000
+a 3 12582912 1 0 130000 p k
+w 3 0 140000
+o 3 150000 bwd
+f 0 0 160000
+r 2 0 170000
+r 3 0 180000
+a 4 4194304 1 0 190000
+w 4 0 200000
+o 4 210000 opt
+f 4 0 220000
+end
+EOF
+sed -e 's/ p k$//' -e 's/ k$//' "$tmp.kept" >"$tmp.plain"
+./hoff-plan info "$tmp.kept" >"$tmp.out" 2>&1
+expect_rc $? 0 "hoff-plan info (kept)" "$tmp.out"
+check "$tmp.out" "^kept (not activations; device memory for the plan): 2 blocks, 32.0 MiB" \
+    "info (kept): the kept blocks"
+check "$tmp.out" "^working-set floor: 16.0 MiB at event 5 (2 blocks on the device).*recorded with is below it" \
+    "info (kept): the floor"
+check "$tmp.out" "^  where: op fwd.l1, forward phase (its mark, event 6," "info (kept): the floor's op and phase"
+check "$tmp.out" "^  largest blocks: b1 10.0 MiB, b0 6.0 MiB$" "info (kept): the floor's blocks"
+check "$tmp.out" "^  the floor is the blocks one op of the model uses" "info (kept): what the floor is"
+./hoff-plan info "$tmp.plain" --json >"$tmp.out" 2>&1
+expect_rc $? 0 "hoff-plan info --json (not kept)" "$tmp.out"
+check "$tmp.out" '"kept_blocks":0,"kept_bytes":0,' "info --json (not kept): kept"
+check "$tmp.out" '"floor_bytes":37748736,"floor_ev":19,"floor_blocks":3,"floor_op":"adam","floor_op_ev":21,' \
+    "info --json (not kept): the floor"
+check "$tmp.out" '"floor_phase":"optimizer","floor_largest":\[{"block":2,"bytes":20971520},{"block":3,' \
+    "info --json (not kept): the floor's phase and blocks"
+check "$tmp.out" '"floor_advice":"the optimizer.s step: .*HOFF_OFFLOAD_GRADIENTS' "info --json (not kept): advice"
+./hoff-plan show "$tmp.plain" --budget 20M >"$tmp.out" 2>&1
+expect_rc $? 0 "hoff-plan show (not kept)" "$tmp.out"
+check "$tmp.out" "^  working-set floor: 36.0 MiB at event 19 (3 blocks on the device).*the budget is below it" \
+    "show (not kept): the floor"
+check "$tmp.out" "^    where: op adam, optimizer phase (its mark, event 21, .*the mark before: bwd.l0)" \
+    "show (not kept): the floor's op and phase"
+check "$tmp.out" "^    largest blocks: b2 20.0 MiB, b3 12.0 MiB, b4 4.0 MiB$" "show (not kept): the floor's blocks"
+check "$tmp.out" "^    the floor is the optimizer's step: .*HOFF_OFFLOAD_GRADIENTS" "show (not kept): advice"
+check "$tmp.out" " 21  op adam (optimizer) " "show (not kept): an op's phase"
+./hoff-plan show "$tmp.kept" --budget 20M >"$tmp.out" 2>&1
+expect_rc $? 0 "hoff-plan show (kept)" "$tmp.out"
+check "$tmp.out" " 8  alloc b2 20.0 MiB device kept retained " "show (kept): a kept block is device memory"
+check "$tmp.out" "^  working-set floor: 16.0 MiB at event 5 (2 blocks on the device): no plan goes below it$" \
+    "show (kept): the floor, the budget above it"
+check "$tmp.out" "feasible: yes" "show (kept): feasible"
+if grep -q "the floor is" "$tmp.out"; then
+    echo "FAIL: show (kept): what lowers the floor, with the budget above it"
+    fail=1
+fi
+./hoff-plan show "$tmp.kept" --budget 20M --json >"$tmp.out" 2>&1
+expect_rc $? 0 "hoff-plan show --json (kept)" "$tmp.out"
+check "$tmp.out" '"ev":8,"kind":"alloc","block":2,"size":20971520,"bytes":20971520,"pool":"device",'\
+'"pinned":false,"kept":true' "show --json (kept): a kept block is device memory"
+check "$tmp.out" '"kind":"op","name":"adam","phase":"optimizer"' "show --json (kept): an op's phase"
+check "$tmp.out" '"floor_bytes":16777216,"floor_ev":5,"floor_blocks":2,"floor_op":"fwd.l1","floor_op_ev":6,'\
+'"floor_prev_op":"fwd.l0","floor_phase":"forward"' "show --json (kept): the floor"
+# A simulated run replays the keeps and the phases (lib/trace/drive.c): the step it records, and the plan made
+# from it, have the floor of the kept trace.
+for f in kept plain; do
+    sim_run ./hoff-plan simulate "$tmp.$f" --budget 40M --steps 2 --json >"$tmp.sim$f" 2>"$tmp.err"
+    expect_rc $? 0 "hoff-plan simulate ($f)" "$tmp.err"
+done
+check "$tmp.simkept" '"floor_bytes":16777216,' "simulate (kept): the plan's floor"
+check "$tmp.simplain" '"floor_bytes":37748736,' "simulate (not kept): the plan's floor"
+
 # 2b. model --json on a committed trace: parses and is self-consistent.
 mtrace=${srcdir:-.}/tests/data/traces/gpt.trace.gz
 ./hoff-plan model "$mtrace" --budget 25% --gpu-step 0.29 --json >"$tmp.model" 2>&1

@@ -1,7 +1,8 @@
 /* test_greedy.c — the planner registry, the schedule (sort, residency check), use windows (an access holds its
  * block until the next op mark, its free or the step's end: gaps lie between windows, nothing leaves inside
- * one), the working-set floor and planning below it (hoff__plan_build), and the RFC greedy planner: the RFC's
- * planner test cases, guard margins, pinned/device blocks, and a naive O(M*S) reference on random traces.
+ * one), the working-set floor (where it comes from, kept blocks) and planning below it (hoff__plan_build), and
+ * the RFC greedy planner: the RFC's planner test cases, guard margins, pinned/device blocks, and a naive O(M*S)
+ * reference on random traces.
  * Threading: single-threaded. */
 #include "config.h"
 
@@ -751,6 +752,174 @@ static void test_build_below_floor(void) {
 }
 
 /* --- the RFC planner's cases ------------------------------------------------ */
+
+/* --- the floor and kept blocks ----------------------------------------------- */
+
+/* An op mark with a name and a phase (enum hoff_phase). */
+static void op_phase(struct hoff__trace *t, const char *name, unsigned phase) {
+    struct hoff__tev e = {.kind = HOFF__TEV_OP};
+
+    e.t_gpu_ns = HOFF__TIME_UNKNOWN;
+    e.t_cpu_ns = t->nev * 1000;
+    e.name = hoff__trace_name(t, name);
+    e.flags = (uint8_t)(phase << HOFF__TEV_PHASE_SHIFT);
+    CU_ASSERT_NOT_EQUAL_FATAL(e.name, UINT32_MAX);
+    CU_ASSERT_EQUAL_FATAL(hoff__trace_append(t, &e), 0);
+}
+/* A managed allocation, kept (hoff_keep named it) when kept is set. */
+static uint32_t al_kept(struct hoff__trace *t, uint64_t size, int kept) {
+    struct hoff__tev e = {.kind = HOFF__TEV_ALLOC, .pool = 1, .size = size};
+
+    e.block = t->nblocks;
+    e.flags = kept ? HOFF__TEV_KEPT : 0;
+    push(t, &e);
+    return e.block;
+}
+
+/* Two layers' forward and backward and the optimizer's step, op marks ending
+ * their op (as the Python package's do): activations a (100) and b (150);
+ * the gradients gb (300) and ga (200), made in backward, read by the
+ * optimizer and retained; an optimizer temporary tmp (60).  With kept, the
+ * gradients were kept (hoff_keep), as the recorded step notes it.  Gaps: a
+ * 1..5 and 5..12, b 4..7, gb 9..17 (every window closes at the next mark). */
+static void grad_trace(struct hoff__trace *t, int kept, uint32_t *id) {
+    tr_begin(t);
+    id[0] = al(t, 100);                          /* 0: a */
+    ac(t, id[0], 1);                             /* 1 */
+    op_phase(t, "fwd.l0", HOFF_PHASE_FORWARD);   /* 2 */
+    id[1] = al(t, 150);                          /* 3: b */
+    ac(t, id[1], 1);                             /* 4 */
+    ac(t, id[0], 0);                             /* 5: a and b in use: 250 */
+    op_phase(t, "fwd.l1", HOFF_PHASE_FORWARD);   /* 6 */
+    ac(t, id[1], 0);                             /* 7 */
+    id[2] = al_kept(t, 300, kept);               /* 8: gb; b and gb: 450 */
+    ac(t, id[2], 1);                             /* 9 */
+    op_phase(t, "bwd.l1", HOFF_PHASE_BACKWARD);  /* 10 */
+    fr(t, id[1]);                                /* 11 */
+    ac(t, id[0], 0);                             /* 12 */
+    id[3] = al_kept(t, 200, kept);               /* 13: ga; a and ga: 300 */
+    ac(t, id[3], 1);                             /* 14 */
+    op_phase(t, "bwd.l0", HOFF_PHASE_BACKWARD);  /* 15 */
+    fr(t, id[0]);                                /* 16 */
+    ac(t, id[2], 0);                             /* 17 */
+    ac(t, id[3], 0);                             /* 18 */
+    id[4] = al(t, 60);                           /* 19: tmp; gb, ga and tmp: 560 */
+    ac(t, id[4], 1);                             /* 20 */
+    op_phase(t, "adam", HOFF_PHASE_OPTIMIZER);   /* 21 */
+    fr(t, id[4]);                                /* 22: no op mark after it */
+    fin(t);
+    CU_ASSERT_EQUAL_FATAL(t->nev, 23);
+}
+
+static int u32_cmp(const void *pa, const void *pb) {
+    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+
+    return a < b ? -1 : a > b;
+}
+
+/* hoff__plan_floor_where at the floor: its bytes are the floor's, the op is
+ * the first op mark at or after the floor's event, and the ids are want's
+ * (nwant of them, ascending). */
+static void check_where(const struct hoff__trace *t, const struct hoff__plan_opts *o, uint32_t ev, uint64_t floor,
+                        uint32_t op_ev, unsigned phase, const uint32_t *want, uint32_t nwant) {
+    struct hoff__floor_where w;
+    uint32_t *ids = NULL, i;
+
+    CU_ASSERT_EQUAL_FATAL(hoff__plan_floor_where(t, o, ev, &w, &ids), 0);
+    CU_ASSERT_EQUAL(w.bytes, floor);
+    CU_ASSERT_EQUAL(w.op_ev, op_ev);
+    CU_ASSERT_EQUAL(w.phase, phase);
+    CU_ASSERT_EQUAL_FATAL(w.blocks, nwant);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ids);
+    qsort(ids, w.blocks, sizeof *ids, u32_cmp);
+    for (i = 0; i < nwant; i++)
+        CU_ASSERT_EQUAL(ids[i], want[i]);
+    free(ids);
+    /* Without ids: the same figures. */
+    CU_ASSERT_EQUAL(hoff__plan_floor_where(t, o, ev, &w, NULL), 0);
+    CU_ASSERT_EQUAL(w.bytes, floor);
+    CU_ASSERT_EQUAL(w.blocks, nwant);
+}
+
+/* The optimizer's step sets the floor while the gradients are activations
+ * (gb, ga and tmp in use at once); kept, they are device memory: that floor
+ * is gone, the floor is forward's a and b, and a budget between the two is
+ * feasible.  hoff__plan_floor_where says where each comes from. */
+static void test_floor_kept(void) {
+    struct hoff__trace t;
+    struct hoff__plan_opts o = {0};
+    struct hoff__schedule s;
+    struct hoff__floor_where w;
+    uint64_t floor;
+    uint32_t id[5], fev, k;
+
+    /* Not kept: 560 at 19, in adam (its mark, 21, closes the windows). */
+    grad_trace(&t, 0, id);
+    CU_ASSERT_EQUAL(hoff__plan_floor(&t, &o, &floor, &fev), 0);
+    CU_ASSERT_EQUAL(floor, 560);
+    CU_ASSERT_EQUAL(fev, 19);
+    check_where(&t, &o, fev, floor, 21, HOFF_PHASE_OPTIMIZER, (const uint32_t[]){id[2], id[3], id[4]}, 3);
+    CU_ASSERT_STRING_EQUAL(hoff__plan_op_name(&t, 21), "adam");
+    /* Elsewhere: at 8, b and gb (450) in bwd.l1; at 22, after the last op
+     * mark, the step's end closes the windows. */
+    check_where(&t, &o, 8, 450, 10, HOFF_PHASE_BACKWARD, (const uint32_t[]){id[1], id[2]}, 2);
+    CU_ASSERT_EQUAL(hoff__plan_floor_where(&t, &o, 22, &w, NULL), 0);
+    CU_ASSERT_EQUAL(w.op_ev, UINT32_MAX);
+    CU_ASSERT_EQUAL(w.phase, HOFF_PHASE_NONE);
+    CU_ASSERT_STRING_EQUAL(hoff__plan_op_name(&t, w.op_ev), "(the step's end)");
+    /* At an op mark: that mark. */
+    CU_ASSERT_EQUAL(hoff__plan_floor_where(&t, &o, 10, &w, NULL), 0);
+    CU_ASSERT_EQUAL(w.op_ev, 10);
+    CU_ASSERT_EQUAL(w.phase, HOFF_PHASE_BACKWARD);
+    build(&t, 300, &s);
+    CU_ASSERT_EQUAL(s.floor_bytes, 560);
+    CU_ASSERT_EQUAL(s.floor_ev, 19);
+    CU_ASSERT_EQUAL(s.floor_op_ev, 21);
+    CU_ASSERT_EQUAL(s.floor_phase, HOFF_PHASE_OPTIMIZER);
+    CU_ASSERT_EQUAL(s.floor_blocks, 3);
+    CU_ASSERT_EQUAL(s.feasible, 0);
+    hoff__schedule_destroy(&s);
+    hoff__trace_destroy(&t);
+
+    /* Kept: 250 at 5, in fwd.l1; the gradients are never candidates. */
+    grad_trace(&t, 1, id);
+    CU_ASSERT(t.blocks[id[2]].kept && t.blocks[id[2]].pool == 0);
+    CU_ASSERT(t.blocks[id[3]].kept && t.blocks[id[3]].pool == 0);
+    CU_ASSERT_EQUAL(hoff__plan_floor(&t, &o, &floor, &fev), 0);
+    CU_ASSERT_EQUAL(floor, 250);
+    CU_ASSERT_EQUAL(fev, 5);
+    check_where(&t, &o, fev, floor, 6, HOFF_PHASE_FORWARD, (const uint32_t[]){id[0], id[1]}, 2);
+    CU_ASSERT_STRING_EQUAL(hoff__plan_op_name(&t, 6), "fwd.l1");
+    /* At the old floor's event only tmp is an activation in use. */
+    check_where(&t, &o, 19, 60, 21, HOFF_PHASE_OPTIMIZER, (const uint32_t[]){id[4]}, 1);
+    build(&t, 300, &s);
+    CU_ASSERT_EQUAL(s.floor_bytes, 250);
+    CU_ASSERT_EQUAL(s.floor_ev, 5);
+    CU_ASSERT_EQUAL(s.floor_op_ev, 6);
+    CU_ASSERT_EQUAL(s.floor_phase, HOFF_PHASE_FORWARD);
+    CU_ASSERT_EQUAL(s.floor_blocks, 2);
+    CU_ASSERT(s.feasible);
+    CU_ASSERT(s.peak_bytes <= 300);
+    for (k = 0; k < s.nact; k++)
+        CU_ASSERT(s.act[k].block != id[2] && s.act[k].block != id[3]);
+    hoff__schedule_destroy(&s);
+    /* Below the floor: planned for it. */
+    build(&t, 100, &s);
+    CU_ASSERT_EQUAL(s.floor_bytes, 250);
+    CU_ASSERT_EQUAL(s.feasible, 0);
+    hoff__schedule_destroy(&s);
+    hoff__trace_destroy(&t);
+
+    /* What each phase's floor is: the optimizer's names the option that
+     * makes gradients candidates; none has nothing to say. */
+    CU_ASSERT_PTR_NOT_NULL(strstr(hoff__plan_floor_advice(HOFF_PHASE_OPTIMIZER), "HOFF_OFFLOAD_GRADIENTS"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(hoff__plan_floor_advice(HOFF_PHASE_LOSS), "cross-entropy"));
+    CU_ASSERT(hoff__plan_floor_advice(HOFF_PHASE_FORWARD)[0] != '\0');
+    CU_ASSERT_STRING_EQUAL(hoff__plan_floor_advice(HOFF_PHASE_BACKWARD),
+                           hoff__plan_floor_advice(HOFF_PHASE_FORWARD));
+    CU_ASSERT_STRING_EQUAL(hoff__plan_floor_advice(HOFF_PHASE_NONE), "");
+    CU_ASSERT_STRING_EQUAL(hoff__plan_floor_advice(HOFF_PHASE_COUNT), "");
+}
 
 static void test_longest_gap_wins(void) {
     struct hoff__trace t;
@@ -1663,6 +1832,7 @@ int main(void) {
         {"no_access_marks_no_gaps", test_no_access_marks_no_gaps},
         {"floor", test_floor},
         {"build_below_floor", test_build_below_floor},
+        {"floor_kept", test_floor_kept},
         {"longest_gap_wins", test_longest_gap_wins},
         {"equal_gaps_larger_first", test_equal_gaps_larger_first},
         {"ties_earlier_start_first", test_ties_earlier_start_first},

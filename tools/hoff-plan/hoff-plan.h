@@ -118,6 +118,31 @@ const char *hp_yes(int v);                                   /* "true" / "false"
 const char *hp_base_name(const char *path);
 void hp_list_planners(FILE *f);
 
+/* Where the working-set floor comes from (show and info): its bytes and
+ * event, the op mark ending the use windows open there, its phase, the
+ * blocks on the device there and the HP_FLOOR_TOP largest of them. */
+#define HP_FLOOR_TOP 8
+struct hp_floor {
+    uint64_t bytes;
+    uint32_t ev;
+    struct hoff__floor_where w;         /* hoff__plan_floor_where at ev (op_ev UINT32_MAX: the step's end) */
+    uint32_t top[HP_FLOOR_TOP];         /* block ids, largest first */
+    uint64_t top_bytes[HP_FLOOR_TOP];   /* their block bytes (as the floor counts them) */
+    unsigned ntop;
+};
+/* Fill f for the floor of bytes at ev (hoff__plan_floor's, or a schedule's)
+ * under po.  0 or EXIT_FAIL (reported, naming sub). */
+int hp_floor(const char *sub, const struct hoff__trace *t, const struct hoff__plan_opts *po, uint64_t bytes,
+             uint32_t ev, struct hp_floor *f);
+/* The floor as lines of text, each after indent: where it is, the op and
+ * phase, the largest blocks, and what the floor is and what lowers it when
+ * budget (0: none; budget_name in the text) is below it. */
+void hp_floor_text(const struct hoff__trace *t, const struct hp_floor *f, uint64_t budget, const char *budget_name,
+                   const char *indent);
+/* The floor as JSON members ("floor_bytes":...,"floor_advice":"..."), no
+ * leading or trailing comma. */
+void hp_floor_json(const struct hoff__trace *t, const struct hp_floor *f);
+
 /* A trace with its budget resolved: what every planning command loads. */
 struct hp_trace {
     struct hoff__trace t;

@@ -1,5 +1,6 @@
-/* info.c — hoff-plan info: summarise a trace (events by kind, blocks by pool, retained and pinned blocks, the
- * peaks without offload, the step time, the header).  Threading: single-threaded. */
+/* info.c — hoff-plan info: summarise a trace (events by kind, blocks by pool, retained, pinned and kept blocks,
+ * the peaks without offload, the working-set floor and where it comes from, the step time, the header).
+ * Threading: single-threaded. */
 #include "config.h"
 
 #include <inttypes.h>
@@ -11,8 +12,9 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: hoff-plan info TRACE [--json]\n"
-            "Summarises a trace: events by kind, blocks by pool, retained and pinned blocks,\n"
-            "the peaks without offload, the step time and the header fields.\n"
+            "Summarises a trace: events by kind, blocks by pool, retained, pinned and kept\n"
+            "blocks, the peaks without offload, the working-set floor and where it comes from\n"
+            "(the op, its phase, the largest blocks), the step time and the header fields.\n"
             "\n"
             "  --json       print one JSON object\n"
             "  -h, --help   this text\n"
@@ -23,12 +25,18 @@ static void usage(FILE *f) {
 /* The figures info prints. */
 struct info {
     size_t kinds[HOFF__TEV_KIND_COUNT], peak_ev;
-    uint64_t managed, device, pinned, retained, retained_bytes, managed_bytes, device_bytes;
+    uint64_t managed, device, pinned, retained, retained_bytes, managed_bytes, device_bytes, kept, kept_bytes;
     uint64_t offload_peak, tpeak, tpeak_asked;
+    struct hp_floor floor; /* under the runtime's plan options and the budget the trace was recorded with */
 };
 
-static void count(const struct hoff__trace *t, struct info *n) {
+/* 0 or EXIT_FAIL (reported). */
+static int count(const struct hp_args *a, const struct hoff__trace *t, struct info *n) {
+    struct hoff__plan_opts po;
+    uint64_t floor;
+    uint32_t floor_ev;
     size_t i;
+    int rc;
 
     memset(n, 0, sizeof *n);
     for (i = 0; i < t->nev; i++)
@@ -45,6 +53,10 @@ static void count(const struct hoff__trace *t, struct info *n) {
             n->device_bytes += b->size;
         }
         n->pinned += b->pinned != 0;
+        if (b->kept) { /* counted in the device pool above, as the plan counts it */
+            n->kept++;
+            n->kept_bytes += b->size;
+        }
         if (b->retained) {
             n->retained++;
             n->retained_bytes += b->size;
@@ -53,6 +65,13 @@ static void count(const struct hoff__trace *t, struct info *n) {
     n->offload_peak = hoff__trace_offload_peak(t, hoff__pool_block_bytes, &n->peak_ev);
     n->tpeak = hoff__trace_peak(t, hoff__pool_block_bytes, HOFF__POOLS_ALL, NULL);
     n->tpeak_asked = hoff__trace_peak(t, NULL, HOFF__POOLS_ALL, NULL);
+    hp_plan_opts(a, t->budget_bytes, &po);
+    if ((rc = hoff__plan_floor(t, &po, &floor, &floor_ev)) != 0) {
+        fprintf(stderr, "%s info: the working-set floor of %s: %s\n", hp_cmd, a->trace_path,
+                hoff_strerror(rc));
+        return EXIT_FAIL;
+    }
+    return hp_floor("info", t, &po, floor, floor_ev, &n->floor);
 }
 
 static void print_json(const char *path, const struct hoff__trace *t, const struct info *n) {
@@ -66,9 +85,10 @@ static void print_json(const char *path, const struct hoff__trace *t, const stru
            n->kinds[HOFF__TEV_OP], n->kinds[HOFF__TEV_REGION_BEGIN], t->nnames);
     printf(",\"blocks\":%" PRIu32 ",\"managed_blocks\":%" PRIu64 ",\"managed_bytes\":%" PRIu64
            ",\"device_blocks\":%" PRIu64 ",\"device_bytes\":%" PRIu64 ",\"pinned_blocks\":%" PRIu64
-           ",\"retained_blocks\":%" PRIu64 ",\"retained_bytes\":%" PRIu64,
+           ",\"retained_blocks\":%" PRIu64 ",\"retained_bytes\":%" PRIu64 ",\"kept_blocks\":%" PRIu64
+           ",\"kept_bytes\":%" PRIu64,
            t->nblocks, n->managed, n->managed_bytes, n->device, n->device_bytes, n->pinned, n->retained,
-           n->retained_bytes);
+           n->retained_bytes, n->kept, n->kept_bytes);
     printf(",\"offload_peak_bytes\":%" PRIu64 ",\"offload_peak_ev\":%zu,\"total_peak_bytes\":%" PRIu64
            ",\"total_peak_asked_bytes\":%" PRIu64 ",\"has_access_events\":%s",
            n->offload_peak, n->peak_ev, n->tpeak, n->tpeak_asked, hp_yes(t->has_access_events));
@@ -77,8 +97,10 @@ static void print_json(const char *path, const struct hoff__trace *t, const stru
         printf("null");
     else
         printf("%" PRIu64, t->step_gpu_ns);
-    printf(",\"budget_bytes\":%" PRIu64 ",\"host_cap_bytes\":%" PRIu64 ",\"h2d_gbps\":%g,\"d2h_gbps\":%g}\n",
+    printf(",\"budget_bytes\":%" PRIu64 ",\"host_cap_bytes\":%" PRIu64 ",\"h2d_gbps\":%g,\"d2h_gbps\":%g,",
            t->budget_bytes, t->host_cap_bytes, t->h2d_gbps, t->d2h_gbps);
+    hp_floor_json(t, &n->floor); /* last: its array of objects comes after every flat member */
+    printf("}\n");
 }
 
 static const char *time_or_unknown(uint64_t ns, char *buf, size_t len) {
@@ -97,9 +119,12 @@ static void print_text(const char *path, const struct hoff__trace *t, const stru
            " pinned in regions)\n",
            t->nblocks, n->managed, SZ(n->managed_bytes), n->device, SZ(n->device_bytes), n->pinned);
     printf("retained at step end: %" PRIu64 " blocks, %s\n", n->retained, SZ(n->retained_bytes));
+    printf("kept (not activations; device memory for the plan): %" PRIu64 " blocks, %s\n", n->kept,
+           SZ(n->kept_bytes));
     printf("access marks: %s\n", t->has_access_events ? "yes" : "no");
     printf("offload peak without offload: %s (event %zu)\n", SZ(n->offload_peak), n->peak_ev);
     printf("peak of all live bytes: %s (%s asked for)\n", SZ(n->tpeak), SZ(n->tpeak_asked));
+    hp_floor_text(t, &n->floor, t->budget_bytes, "the budget it was recorded with", "");
     printf("step time: %s host, %s device\n", time_or_unknown(t->step_ns, tb, sizeof tb),
            time_or_unknown(t->step_gpu_ns, gb, sizeof gb));
     printf("recorded with: budget %s, host cap %s, H2D %g GB/s, D2H %g GB/s\n",
@@ -120,7 +145,10 @@ int hp_cmd_info(int argc, char **argv) {
         return rc;
     if (hp_load_trace(a.trace_path, &t))
         return EXIT_FAIL;
-    count(&t, &n);
+    if ((rc = count(&a, &t, &n)) != 0) {
+        hoff__trace_destroy(&t);
+        return rc;
+    }
     if (a.json)
         print_json(a.trace_path, &t, &n);
     else

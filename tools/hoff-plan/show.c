@@ -1,5 +1,6 @@
 /* show.c — hoff-plan show: run a planner on a trace and print the schedule, event by event with the actions
- * planned before and after each, and a summary.  Threading: single-threaded. */
+ * planned before and after each, and a summary (with where the working-set floor comes from).
+ * Threading: single-threaded. */
 #include "config.h"
 
 #include <errno.h>
@@ -14,7 +15,8 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: hoff-plan show TRACE --budget SIZE|PCT%% [options]\n"
             "Runs a planner on TRACE and prints the schedule: every event with the actions\n"
-            "planned before and after it, then a summary.\n"
+            "planned before and after it, then a summary, with where the working-set floor\n"
+            "comes from (the op, its phase, the largest blocks in use there).\n"
             "\n"
             "  --budget SIZE|PCT%%       resident offload bytes allowed: a size (512M, 2G) or a\n"
             "                           percentage of the trace's offload peak\n"
@@ -40,8 +42,9 @@ static const char *ev_text(const struct hoff__trace *t, size_t i, char *buf, siz
     const struct hoff__tblock *b = e->block < t->nblocks ? &t->blocks[e->block] : NULL;
 
     switch (e->kind) {
-    case HOFF__TEV_ALLOC:
-        snprintf(buf, len, "alloc b%" PRIu32 " %s %s%s%s", e->block, SZ(e->size), e->pool ? "managed" : "device",
+    case HOFF__TEV_ALLOC: /* the pool the plan counts it in: a kept block's is the device's */
+        snprintf(buf, len, "alloc b%" PRIu32 " %s %s%s%s%s", e->block, SZ(e->size),
+                 (b ? b->pool : e->pool) ? "managed" : "device", b && b->kept ? " kept" : "",
                  b && b->pinned ? " pinned" : "", b && b->retained ? " retained" : "");
         break;
     case HOFF__TEV_FREE:
@@ -49,7 +52,10 @@ static const char *ev_text(const struct hoff__trace *t, size_t i, char *buf, siz
         snprintf(buf, len, "%s b%" PRIu32, hoff__tev_kind_name(e), e->block);
         break;
     case HOFF__TEV_OP:
-        snprintf(buf, len, "op %s", hoff__tev_op_name(t, e));
+        if (hoff__tev_phase(e))
+            snprintf(buf, len, "op %s (%s)", hoff__tev_op_name(t, e), hoff_phase_name((int)hoff__tev_phase(e)));
+        else
+            snprintf(buf, len, "op %s", hoff__tev_op_name(t, e));
         break;
     case HOFF__TEV_REGION_BEGIN:
         snprintf(buf, len, "region begin");
@@ -85,8 +91,10 @@ struct show {
     struct hp_args a;
     struct hp_trace ht;
     const struct hoff__planner *pl;
+    struct hoff__plan_opts po;
     struct hoff__schedule s;
     uint64_t *res;
+    struct hp_floor floor;
 };
 
 static void event_json(const struct show *w, size_t i, size_t k0, size_t k, int first) {
@@ -95,15 +103,20 @@ static void event_json(const struct show *w, size_t i, size_t k0, size_t k, int 
     printf("%s{\"ev\":%zu,\"kind\":\"%s\"", first ? "" : ",", i, hoff__tev_kind_name(e));
     if (e->kind == HOFF__TEV_ALLOC || e->kind == HOFF__TEV_FREE || e->kind == HOFF__TEV_ACCESS)
         printf(",\"block\":%" PRIu32, e->block);
-    if (e->kind == HOFF__TEV_ALLOC)
-        printf(",\"size\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"pool\":\"%s\",\"pinned\":%s", e->size,
-               hoff__pool_block_bytes(e->pool, e->size), e->pool ? "managed" : "device",
-               hp_yes((e->flags & HOFF__TEV_PINNED) != 0));
+    if (e->kind == HOFF__TEV_ALLOC) {
+        /* The pool the plan counts the block in: a kept block's is the device's. */
+        int pool = e->block < w->ht.t.nblocks ? w->ht.t.blocks[e->block].pool : e->pool;
+
+        printf(",\"size\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"pool\":\"%s\",\"pinned\":%s,\"kept\":%s", e->size,
+               hoff__pool_block_bytes(pool, e->size), pool ? "managed" : "device",
+               hp_yes((e->flags & HOFF__TEV_PINNED) != 0), hp_yes((e->flags & HOFF__TEV_KEPT) != 0));
+    }
     if (e->kind == HOFF__TEV_ACCESS)
         printf(",\"write\":%s", hp_yes((e->flags & HOFF__TEV_WRITE) != 0));
     if (e->kind == HOFF__TEV_OP) {
         printf(",\"name\":");
         hp_json_str(stdout, hoff__tev_op_name(&w->ht.t, e));
+        printf(",\"phase\":\"%s\"", hoff_phase_name((int)hoff__tev_phase(e)));
     }
     printf(",\"resident_bytes\":%" PRIu64 ",\"before\":[", w->res[i]);
     print_actions(&w->s, k0, k, HOFF__ACT_BEFORE, 1);
@@ -166,25 +179,22 @@ static void print_summary(const struct show *w) {
         if (s->act[k].kind < HOFF__ACT_KIND_COUNT)
             nk[s->act[k].kind]++;
     if (w->a.json) {
-        printf("],\"summary\":{\"feasible\":%s,\"plan_feasible\":%s,\"floor_bytes\":%" PRIu64
-               ",\"floor_ev\":%" PRIu32 ",\"floor_op\":",
-               hp_yes(s->feasible), hp_yes(s->feasible), s->floor_bytes, s->floor_ev);
-        hp_json_str(stdout, hoff__plan_op_at(t, s->floor_ev));
+        /* The floor last: its array of objects comes after every flat member. */
+        printf("],\"summary\":{\"feasible\":%s,\"plan_feasible\":%s", hp_yes(s->feasible), hp_yes(s->feasible));
         printf(",\"peak_bytes\":%" PRIu64 ",\"peak_ev\":%" PRIu32 ",\"nopeak_bytes\":%" PRIu64
                ",\"offload_peak_bytes\":%" PRIu64 ",\"actions\":%zu,\"evictions\":%zu"
                ",\"prefetches\":%zu,\"releases\":%zu,\"bytes_d2h\":%" PRIu64 ",\"bytes_h2d\":%" PRIu64
-               ",\"plan_ns\":%" PRIu64 "}}\n",
+               ",\"plan_ns\":%" PRIu64 ",",
                s->peak_bytes, s->peak_ev, s->nopeak_bytes, w->ht.offload_peak, s->nact, nk[HOFF__ACT_EVICT],
                nk[HOFF__ACT_PREFETCH], nk[HOFF__ACT_RELEASE], s->bytes_d2h, s->bytes_h2d, s->plan_ns);
+        hp_floor_json(t, &w->floor);
+        printf("}}\n");
         return;
     }
     printf("summary:\n");
     printf("  feasible: %s\n", s->feasible ? "yes" : "NO (the budget cannot be met; the peak below is the lowest "
                                                      "the planner reached)");
-    printf("  working-set floor: %s at event %" PRIu32 " (op %s): no plan goes below it%s\n", SZ(s->floor_bytes),
-           s->floor_ev, hoff__plan_op_at(t, s->floor_ev),
-           s->budget_bytes && s->budget_bytes < s->floor_bytes ? "; the budget is below it, so the plan is for it"
-                                                                : "");
+    hp_floor_text(t, &w->floor, s->budget_bytes, "the budget", "  ");
     printf("  peak: %s at event %" PRIu32 " (%s); without offload %s at event %zu\n", SZ(s->peak_bytes), s->peak_ev,
            s->peak_ev < t->nev ? ev_text(t, s->peak_ev, buf, sizeof buf) : "-", SZ(w->ht.offload_peak),
            w->ht.peak_ev);
@@ -196,12 +206,11 @@ static void print_summary(const struct show *w) {
 
 /* Build the plan and its resident bytes per event.  0 or EXIT_FAIL (reported). */
 static int build(struct show *w) {
-    struct hoff__plan_opts po;
     int rc;
 
-    hp_plan_opts(&w->a, w->ht.budget, &po);
+    hp_plan_opts(&w->a, w->ht.budget, &w->po);
     w->pl = hoff__planner_find(w->a.planner);
-    rc = hoff__plan_build(w->pl, &w->ht.t, &po, &w->s);
+    rc = hoff__plan_build(w->pl, &w->ht.t, &w->po, &w->s);
     if (rc) {
         fprintf(stderr, "%s show: planner %s failed on %s: %s\n", hp_cmd, w->pl->name, w->a.trace_path,
                 hoff_last_error()[0] ? hoff_last_error() : hoff_strerror(rc));
@@ -215,7 +224,7 @@ static int build(struct show *w) {
                 !w->res || rc == -ENOMEM ? "out of memory" : "the planner's schedule does not apply to the trace");
         return EXIT_FAIL;
     }
-    return 0;
+    return hp_floor("show", &w->ht.t, &w->po, w->s.floor_bytes, w->s.floor_ev, &w->floor);
 }
 
 int hp_cmd_show(int argc, char **argv) {
