@@ -429,6 +429,8 @@ static cudaError_t move_common(const char *call, void **ptrs, size_t *sizes, siz
 
         dbl_pages_enqueued(s, as[i], off / DBL_PAGE, (off + sizes[i] + DBL_PAGE - 1) / DBL_PAGE,
                            discard ? DBL_DISCARD : DBL_MOVE, 0, call);
+        dbl_xop_enqueued(s, as[i], ptrs[i], sizes[i],
+                         (discard ? DBL_X_DISCARD : 0) | (locs ? DBL_X_PREFETCH : 0), call);
     }
     free(as);
     return cudaSuccess;

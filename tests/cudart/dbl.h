@@ -38,6 +38,20 @@ struct dbl_epoch {
     uint32_t at;
 };
 
+/* A prefetch (eviction included) or discard of bytes [lo, hi) of a page, enqueued as op `at` of stream
+ * `sid`: what the discard/prefetch rule (cudaMemDiscardBatchAsync: a prefetch concurrent with a discard
+ * of any part of the range is undefined) checks, on exact bytes. */
+struct dbl_xop {
+    uint16_t sid;
+    uint8_t kind; /* DBL_X_PREFETCH | DBL_X_DISCARD */
+    uint32_t at;
+    uint32_t lo, hi;
+};
+
+#define DBL_X_PREFETCH 1
+#define DBL_X_DISCARD 2
+#define DBL_XOP_MAX 32 /* remembered per page (the oldest go: races may be missed, none is invented) */
+
 struct dbl_page {
     int8_t loc;         /* device, DBL_HOST or DBL_NONE (discarded / never populated) */
     int8_t hold;        /* device whose memory the page holds (resident or discarded), or -1 */
@@ -45,10 +59,11 @@ struct dbl_page {
     int8_t pref_type;   /* preferred location (advice), 0: none */
     int lp_id, pref_id;
     uint64_t lru;       /* last use tick on the device */
-    uint16_t nacc, ndis, nmov;
+    uint16_t nacc, ndis, nmov, nxop;
     struct dbl_epoch *acc; /* last declared access per stream */
     struct dbl_epoch *dis; /* last discard per stream */
     struct dbl_epoch *mov; /* last prefetch (eviction or not) per stream */
+    struct dbl_xop *xop;   /* prefetches and discards the host has not synchronised with */
 };
 
 enum dbl_kind { DBL_DEVICE = 1, DBL_MANAGED, DBL_PINNED };
@@ -182,7 +197,7 @@ extern struct dbl_state G;
 enum dbl_check {
     CHK_POINTER,   /* freed or foreign pointer */
     CHK_RANGE,     /* range outside a managed allocation */
-    CHK_RACE,      /* discard racing a declared access */
+    CHK_RACE,      /* discard racing a declared access, or a prefetch of the same bytes */
     CHK_DEVICE,    /* stream/event of another device than the current one */
     CHK_UNRECORDED,/* query, sync or wait on an event never recorded */
     CHK_STALE,     /* a launch check found a stale error */
@@ -250,6 +265,12 @@ int dbl_room(int dev, uint64_t need, const struct dbl_alloc *keep_a, size_t keep
 size_t dbl_page_bytes(const struct dbl_alloc *a, size_t i);
 void dbl_pages_enqueued(struct CUstream_st *s, struct dbl_alloc *a, size_t lo, size_t hi, int what,
                         int write, const char *call);
+/* Record that s's newest op prefetches and/or discards (kind: DBL_X_*) bytes [p, p+n) of managed
+ * allocation a, and check it against the prefetches and discards of overlapping bytes on other
+ * streams not ordered before it (a hard error: a discard and a prefetch of the same bytes must not
+ * run concurrently). */
+void dbl_xop_enqueued(struct CUstream_st *s, struct dbl_alloc *a, const char *p, size_t n, int kind,
+                      const char *call);
 void dbl_run_move(struct dbl_op *op, int dev);
 void dbl_run_kernel(struct dbl_op *op, int dev);
 void dbl_touch_copy(void *p, size_t n, int dev);

@@ -364,9 +364,11 @@ __attribute__((destructor)) static void dbl_report(void) {
             (unsigned long long)st.driver_evicted_bytes,
             (unsigned long long)st.stale_launch_errors, (unsigned long long)st.lazy_reclaims,
             (unsigned long long)st.poisoned_bytes);
-    fprintf(f, "access_races %llu\ndevice_races %llu\ncaptured_ops %llu\ncapture_refusals %llu\n",
+    fprintf(f, "access_races %llu\ndevice_races %llu\ncaptured_ops %llu\ncapture_refusals %llu\n"
+            "discard_prefetch_races %llu\n",
             (unsigned long long)st.access_races, (unsigned long long)st.device_races,
-            (unsigned long long)st.captured_ops, (unsigned long long)st.capture_refusals);
+            (unsigned long long)st.captured_ops, (unsigned long long)st.capture_refusals,
+            (unsigned long long)st.discard_prefetch_races);
     for (int d = 0; d < DBL_MAXDEV; d++)
         fprintf(f, "contexts_created_%d %llu\ndevice_switches_%d %llu\ndevice_calls_%d %llu\n", d,
                 (unsigned long long)st.contexts_created[d], d,

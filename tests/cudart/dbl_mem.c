@@ -1,7 +1,8 @@
 /* dbl_mem.c — the CUDA runtime double's memory: allocations (all real host memory), managed
  * residency per 2 MiB page (device / host / discarded), driver-style LRU eviction under pressure
  * (cudaMalloc, prefetch, kernel faults), lazy reclaim of discarded pages, poisoning on discard,
- * and the race check of discards against declared accesses (vector-clock epochs per page).
+ * the race check of discards against declared accesses (vector-clock epochs per page), and of
+ * discards against prefetches of the same bytes on other streams.
  * Threading: called with G.lock held; dbl_run_move / dbl_run_kernel drop it while they sleep for
  * the modelled transfer time. */
 #include <errno.h>
@@ -144,6 +145,7 @@ void dbl_alloc_destroy(struct dbl_alloc *a) {
         free(a->pages[i].acc);
         free(a->pages[i].dis);
         free(a->pages[i].mov);
+        free(a->pages[i].xop);
     }
     if (dbl_set_find(&G.allocs, (uintptr_t)a->base, &idx) == a)
         dbl_set_del(&G.allocs, idx);
@@ -353,6 +355,76 @@ void dbl_pages_enqueued(struct CUstream_st *s, struct dbl_alloc *a, size_t lo, s
             epoch_put(&pg->dis, &pg->ndis, me);
         else
             epoch_put(&pg->mov, &pg->nmov, me);
+    }
+}
+
+/* ---- the discard/prefetch rule ---------------------------------------------------------------- */
+
+/* cudaMemDiscardBatchAsync: "any reads, writes or prefetches to any part of the memory range that occur
+ * simultaneously with the discard operation result in undefined behavior".  Reads and writes are the
+ * declared accesses above (per page); here a discard against a prefetch or eviction, either way round,
+ * on exact bytes.  Ordered: the same stream; an event recorded after the earlier op and waited on by
+ * the later op's stream (stream clocks); a host synchronisation with the earlier op before the later
+ * is enqueued (the host clock every enqueue inherits: a stream or event synchronize, a successful
+ * query, a device synchronisation).  Completion nobody synchronised with orders nothing: the decision
+ * is made at enqueue, whatever the timing, as for every race check of the double. */
+
+static const char *xop_name(int kind) {
+    return kind == (DBL_X_DISCARD | DBL_X_PREFETCH) ? "discard-and-prefetch"
+           : kind == DBL_X_DISCARD                 ? "discard"
+                                                   : "prefetch";
+}
+
+void dbl_xop_enqueued(struct CUstream_st *s, struct dbl_alloc *a, const char *p, size_t n, int kind,
+                      const char *call) {
+    size_t off = (size_t)(p - a->base), end = off + n;
+
+    for (size_t i = off / DBL_PAGE; i < a->npages && i * DBL_PAGE < end; i++) {
+        struct dbl_page *pg = &a->pages[i];
+        size_t ps = i * DBL_PAGE;
+        struct dbl_xop me = {.sid = (uint16_t)s->id, .kind = (uint8_t)kind, .at = (uint32_t)s->enq,
+                             .lo = (uint32_t)(off > ps ? off - ps : 0),
+                             .hi = (uint32_t)(end < ps + DBL_PAGE ? end - ps : DBL_PAGE)};
+        uint16_t k, keep = 0;
+
+        for (k = 0; k < pg->nxop; k++) {
+            const struct dbl_xop *x = &pg->xop[k];
+            uint32_t lo = x->lo > me.lo ? x->lo : me.lo, hi = x->hi < me.hi ? x->hi : me.hi;
+
+            if (x->sid == me.sid || lo >= hi || s->clock.v[x->sid] >= x->at)
+                continue; /* same stream, no byte in common, or ordered before */
+            if (!((me.kind & DBL_X_DISCARD) && (x->kind & DBL_X_PREFETCH)) &&
+                !((me.kind & DBL_X_PREFETCH) && (x->kind & DBL_X_DISCARD)))
+                continue; /* two prefetches, or two discards */
+            G.st.discard_prefetch_races++;
+            dbl_hard(CHK_RACE, call, a->base + ps + lo, "the %s on stream %d and a %s of %u of these "
+                     "bytes on stream %d (op %u there) are not ordered, so they may run concurrently: "
+                     "undefined (cudaMemDiscardBatchAsync); order them with one stream, an event "
+                     "recorded after the %s and waited on by stream %d, or a host synchronisation",
+                     xop_name(me.kind), s->id, xop_name(x->kind), hi - lo, x->sid, x->at,
+                     xop_name(x->kind), s->id);
+        }
+        /* Forget what every later enqueue is ordered after anyway (the host synchronised with it), and
+         * this stream's earlier ops that this one covers (bytes and kinds): a later op racing one of
+         * them races this one too. */
+        for (k = 0; k < pg->nxop; k++) {
+            const struct dbl_xop *x = &pg->xop[k];
+
+            if (G.host.v[x->sid] >= x->at ||
+                (x->sid == me.sid && x->lo >= me.lo && x->hi <= me.hi && !(x->kind & ~me.kind)))
+                continue;
+            pg->xop[keep++] = *x;
+        }
+        pg->nxop = keep;
+        if (pg->nxop == DBL_XOP_MAX) {
+            memmove(pg->xop, pg->xop + 1, (DBL_XOP_MAX - 1) * sizeof *pg->xop);
+            pg->nxop--;
+        }
+        if (!pg->xop && !(pg->xop = malloc(DBL_XOP_MAX * sizeof *pg->xop))) {
+            fprintf(stderr, "hoffdbl: out of host memory for the race check\n");
+            abort();
+        }
+        pg->xop[pg->nxop++] = me;
     }
 }
 

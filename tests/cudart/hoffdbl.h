@@ -43,6 +43,8 @@ struct hoffdbl_stats {
     uint64_t captured_ops;         /* ops recorded into a capture (not run) */
     uint64_t capture_refusals;     /* calls refused because of a capture (hard errors too) */
     uint64_t device_calls[8];      /* calls that needed device d's context (made with d current) */
+    uint64_t discard_prefetch_races; /* a discard and a prefetch (or eviction) of overlapping bytes on two
+                                        streams, neither ordered before the other (hard errors too) */
 };
 
 void hoffdbl_stats(struct hoffdbl_stats *out);

@@ -1,7 +1,8 @@
 /* test_double.c — the CUDA runtime double's own suite: every modelled behaviour (devices, contexts,
  * last/sticky errors, injection, streams and the legacy stream, events and generations, managed
  * residency, eviction under pressure, lazy discard, poison, faults) and every check, each both
- * passing and firing (non-strict: counted), plus one strict run in a child that must abort.
+ * passing and firing (non-strict: counted), plus strict runs in children: one that must abort on a
+ * freed pointer, one on a discard racing a prefetch (and its ordered twin, which must not).
  * Threading: the main thread, helper threads for the per-thread device, and the double's workers. */
 #include <errno.h>
 #include <pthread.h>
@@ -711,6 +712,154 @@ static void test_discard_races(void) {
     cudaFree(m);
 }
 
+/* A discard and a prefetch (or eviction) of overlapping bytes on two streams, neither ordered before the
+ * other: undefined (cudaMemDiscardBatchAsync), a hard error; ordered (one stream, an event recorded after
+ * the earlier op and waited on, a host synchronisation), two prefetches, or disjoint bytes: none. */
+#define XRACES() (now().discard_prefetch_races - st0.discard_prefetch_races)
+
+static void test_discard_prefetch_races(void) {
+    char *m = managed(8 * MiB), *src = calloc(1, MiB);
+    cudaStream_t s1 = mk_stream(cudaStreamNonBlocking), s2 = mk_stream(cudaStreamNonBlocking),
+                 b = mk_stream(cudaStreamDefault);
+    struct cudaMemLocation dev0 = {.type = cudaMemLocationTypeDevice, .id = 0};
+    void *ptrs[2] = {m, m + 4 * MiB}, *p0 = m;
+    size_t sizes[2] = {2 * MiB, 2 * MiB}, n0 = 2 * MiB, idx[1] = {0};
+    struct gate g = {0}, g2 = {0}, g3 = {0}, g4 = {0}, g5 = {0}, g6 = {0};
+    cudaEvent_t ev;
+    cudaError_t q;
+
+    CU_ASSERT_FATAL(src != NULL);
+    cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+    /* Unordered, whatever the timing (the gate holds s1's prefetch until after the discard ran). */
+    snap();
+    cudaLaunchHostFunc(s1, gate_fn, &g);
+    CU_ASSERT_EQUAL(prefetch(m, 4 * MiB, 0, s1), cudaSuccess);
+    CU_ASSERT_EQUAL(discard(m, 4 * MiB, s2), cudaSuccess); /* 2 pages, each racing the prefetch */
+    CU_ASSERT_EQUAL(XRACES(), 2);
+    CU_ASSERT_EQUAL(HARD_DELTA(), 2);
+    CU_ASSERT_EQUAL(now().discard_races, st0.discard_races); /* no declared access in it */
+    gate_open(&g);
+    cudaDeviceSynchronize();
+    /* The other way round: a prefetch (an eviction to the host) not ordered after a discard. */
+    snap();
+    cudaLaunchHostFunc(s2, gate_fn, &g2);
+    discard(m, 2 * MiB, s2);
+    prefetch(m, 2 * MiB, -1, s1);
+    CU_ASSERT_EQUAL(XRACES(), 1);
+    CU_ASSERT_EQUAL(HARD_DELTA(), 1);
+    gate_open(&g2);
+    cudaDeviceSynchronize();
+    /* Done by now, but nothing synchronised with it: still not ordered (the double decides at
+     * enqueue, never by timing; on a GPU this is the flaky case). */
+    snap();
+    prefetch(m, 2 * MiB, 0, s1);
+    nap_ms(50);
+    discard(m, 2 * MiB, s2);
+    CU_ASSERT_EQUAL(XRACES(), 1);
+    cudaDeviceSynchronize();
+    /* Ordered: the same stream; a stream synchronize; a query that found it complete; an event
+     * recorded after the prefetch and waited on by the discard's stream (the prefetch still held). */
+    snap();
+    prefetch(m, 4 * MiB, 0, s1);
+    discard(m, 4 * MiB, s1);
+    prefetch(m, 4 * MiB, 0, s1);
+    CU_ASSERT_EQUAL(cudaStreamSynchronize(s1), cudaSuccess);
+    discard(m, 4 * MiB, s2);
+    prefetch(m, 4 * MiB, 0, s2);
+    while ((q = cudaStreamQuery(s2)) == cudaErrorNotReady)
+        nap_ms(1);
+    CU_ASSERT_EQUAL(q, cudaSuccess);
+    (void)cudaGetLastError();
+    discard(m, 4 * MiB, s1);
+    cudaLaunchHostFunc(s1, gate_fn, &g3);
+    prefetch(m, 4 * MiB, 0, s1);
+    cudaEventRecord(ev, s1);
+    cudaStreamWaitEvent(s2, ev, 0);
+    discard(m, 4 * MiB, s2);
+    cudaEventRecord(ev, s2);
+    cudaStreamWaitEvent(s1, ev, 0);
+    prefetch(m, 4 * MiB, 0, s1); /* after the discard, through the event */
+    CU_ASSERT_EQUAL(XRACES(), 0);
+    CU_ASSERT_EQUAL(HARD_DELTA(), 0);
+    gate_open(&g3);
+    cudaDeviceSynchronize();
+    /* An event recorded before the prefetch orders nothing after it. */
+    snap();
+    cudaLaunchHostFunc(s1, gate_fn, &g4);
+    cudaEventRecord(ev, s1);
+    prefetch(m, 4 * MiB, 0, s1);
+    cudaStreamWaitEvent(s2, ev, 0);
+    discard(m, 4 * MiB, s2);
+    CU_ASSERT_EQUAL(XRACES(), 2);
+    gate_open(&g4);
+    cudaDeviceSynchronize();
+    /* Exact bytes: other pages, and other bytes of the same page, are no race; one byte in common is. */
+    snap();
+    cudaLaunchHostFunc(s1, gate_fn, &g5);
+    prefetch(m, 2 * MiB, 0, s1);
+    discard(m + 2 * MiB, 2 * MiB, s2);
+    prefetch(m + 4 * MiB, MiB, 0, s1);
+    discard(m + 5 * MiB, MiB, s2);
+    CU_ASSERT_EQUAL(XRACES(), 0);
+    CU_ASSERT_EQUAL(HARD_DELTA(), 0);
+    discard(m + 5 * MiB - 1, 2, s2);
+    CU_ASSERT_EQUAL(XRACES(), 1);
+    /* Two prefetches, or two discards, of the same bytes: no race of this kind. */
+    snap();
+    prefetch(m + 6 * MiB, 2 * MiB, -1, s2);
+    prefetch(m + 6 * MiB, 2 * MiB, 0, s1);
+    discard(m + 2 * MiB, 2 * MiB, s1);
+    CU_ASSERT_EQUAL(XRACES(), 0);
+    CU_ASSERT_EQUAL(HARD_DELTA(), 0);
+    gate_open(&g5);
+    cudaDeviceSynchronize();
+    /* The legacy stream waits for a blocking stream (ordered), not for a non-blocking one. */
+    snap();
+    prefetch(m, 2 * MiB, 0, b);
+    discard(m, 2 * MiB, NULL);
+    CU_ASSERT_EQUAL(XRACES(), 0);
+    cudaDeviceSynchronize(); /* else the prefetch below races that discard too */
+    prefetch(m, 2 * MiB, 0, s1);
+    discard(m, 2 * MiB, NULL);
+    CU_ASSERT_EQUAL(XRACES(), 1);
+    cudaDeviceSynchronize();
+    /* The batch calls: a batch prefetch against a discard; a discard-and-prefetch is both. */
+    snap();
+    cudaLaunchHostFunc(s1, gate_fn, &g6);
+    CU_ASSERT_EQUAL(cudaMemPrefetchBatchAsync(ptrs, sizes, 2, &dev0, idx, 1, 0, s1), cudaSuccess);
+    discard(m + 5 * MiB, MiB, s2); /* inside the batch's second range */
+    CU_ASSERT_EQUAL(XRACES(), 1);
+    CU_ASSERT_EQUAL(cudaMemDiscardAndPrefetchBatchAsync(&p0, &n0, 1, &dev0, idx, 1, 0, s2), cudaSuccess);
+    CU_ASSERT_EQUAL(XRACES(), 2); /* its discard against the batch's first range */
+    prefetch(m, 2 * MiB, -1, s1); /* s1 is not ordered after s2's discard-and-prefetch */
+    CU_ASSERT_EQUAL(XRACES(), 3);
+    CU_ASSERT_EQUAL(HARD_DELTA(), 3);
+    gate_open(&g6);
+    cudaDeviceSynchronize();
+    /* A copy into managed memory is a declared access: a discard racing it is a race (per page),
+     * and one ordered after it by an event is not. */
+    snap();
+    memset(&g, 0, sizeof g);
+    cudaLaunchHostFunc(s1, gate_fn, &g);
+    CU_ASSERT_EQUAL(cudaMemcpyAsync(m + MiB, src, MiB, cudaMemcpyDefault, s1), cudaSuccess);
+    discard(m, 2 * MiB, s2);
+    CU_ASSERT_EQUAL(now().discard_races - st0.discard_races, 1);
+    CU_ASSERT_EQUAL(HARD_DELTA(), 1);
+    snap();
+    cudaEventRecord(ev, s1);
+    cudaStreamWaitEvent(s2, ev, 0);
+    discard(m, 2 * MiB, s2);
+    CU_ASSERT_EQUAL(HARD_DELTA(), 0);
+    gate_open(&g);
+    cudaDeviceSynchronize();
+    cudaEventDestroy(ev);
+    cudaStreamDestroy(s1);
+    cudaStreamDestroy(s2);
+    cudaStreamDestroy(b);
+    cudaFree(m);
+    free(src);
+}
+
 /* ---- strict mode --------------------------------------------------------------------------------- */
 
 /* The child: a fresh process in the default (strict) mode; a freed-pointer free must abort it. */
@@ -738,6 +887,70 @@ static void test_strict_aborts(void) {
     CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
 }
 
+/* The child: strict mode; a prefetch on one stream, then a discard of the same bytes on another, ordered
+ * by an event only when `ordered`.  The race must abort it; the ordered run must exit 0. */
+static int discard_prefetch_child(int ordered) {
+    cudaStream_t s1 = NULL, s2 = NULL;
+    cudaEvent_t ev = NULL;
+    void *m = NULL;
+
+    alarm(10);
+    if (cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) != cudaSuccess ||
+        cudaMallocManaged(&m, 4 * MiB, cudaMemAttachGlobal) != cudaSuccess ||
+        prefetch(m, 4 * MiB, 0, s1) != cudaSuccess)
+        return 3;
+    if (ordered && (cudaEventRecord(ev, s1) != cudaSuccess || cudaStreamWaitEvent(s2, ev, 0) != cudaSuccess))
+        return 4;
+    if (discard((char *)m + MiB, MiB, s2) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess)
+        return 5;
+    return 0;
+}
+
+/* Run this program as `discard-prefetch-child MODE` (exec: the double's workers do not survive a
+ * fork), strict, its stderr in *err (malloc'd); returns its wait status. */
+static int run_child(const char *mode, char **err) {
+    char path[] = "/tmp/hoffdbl-child.XXXXXX";
+    int fd = mkstemp(path), status = -1;
+    pid_t pid;
+    off_t len;
+
+    *err = NULL;
+    CU_ASSERT_FATAL(fd >= 0);
+    unlink(path);
+    pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+        unsetenv("HOFFDBL_STRICT");
+        unsetenv("HOFFDBL_ALLOW");
+        dup2(fd, 2);
+        execl("/proc/self/exe", "test_double", "discard-prefetch-child", mode, (char *)NULL);
+        _exit(127);
+    }
+    CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+    len = lseek(fd, 0, SEEK_END);
+    *err = calloc(1, (size_t)(len > 0 ? len : 0) + 1);
+    if (*err && len > 0 && pread(fd, *err, (size_t)len, 0) != len)
+        (*err)[0] = 0;
+    close(fd);
+    return status;
+}
+
+static void test_strict_discard_prefetch(void) {
+    char *err = NULL;
+    int status = run_child("race", &err);
+
+    CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+    CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "HARD ERROR [race] in cudaMemDiscardBatchAsync"));
+    CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "the discard on stream"));
+    free(err);
+    status = run_child("ordered", &err);
+    CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CU_ASSERT_PTR_NULL(err ? strstr(err, "HARD ERROR") : "no stderr");
+    free(err);
+}
+
 int main(int argc, char **argv) {
     static const struct hoff_test tests[] = {
         {"contexts", test_contexts},
@@ -758,12 +971,16 @@ int main(int argc, char **argv) {
         {"discard_lazy_and_poison", test_discard_lazy_and_poison},
         {"kernel_faults", test_kernel_faults},
         {"discard_races", test_discard_races},
+        {"discard_prefetch_races", test_discard_prefetch_races},
         {"strict_aborts", test_strict_aborts},
+        {"strict_discard_prefetch", test_strict_discard_prefetch},
         {NULL, NULL},
     };
 
     if (argc > 1 && strcmp(argv[1], "strict-child") == 0)
         return strict_child();
+    if (argc > 2 && strcmp(argv[1], "discard-prefetch-child") == 0)
+        return discard_prefetch_child(strcmp(argv[2], "ordered") == 0);
     setenv("HOFFDBL_DEVICES", "2", 1);
     setenv("HOFFDBL_MEM", "67108864", 1);
     setenv("HOFFDBL_GBPS", "20", 1);

@@ -526,13 +526,21 @@ static void test_backend(int device, size_t cap) {
     bad = verify(be_copy, be, a, BLK, 1);
     check(bad == 0, "every byte survived a round trip with no events (%lld)", (long long)bad);
 
-    /* Fault: bookkeeping only. */
+    /* Fault: bookkeeping only.  It still prefetches the block on the stream
+     * it is given (here the legacy default stream), and the discard below
+     * runs on the D2H copy stream, which is non-blocking: nothing orders the
+     * two.  A prefetch concurrent with a discard of any part of the range is
+     * undefined behaviour (cudaMemDiscardBatchAsync), so the discard's
+     * "after" is an event recorded on the fault's stream after the fault:
+     * the copy stream waits for the prefetch, as hoff's own fence would. */
     rc = be->ops->fault(be, a, BLK, NULL, &stall);
     check(rc == 0 && stall == 0, "fault: rc %d, stall %llu ns", rc, (unsigned long long)stall);
+    check(be->ops->event_record(be, ev, NULL) == 0,
+          "event_record on the fault's stream, after the fault (the discard's \"after\")");
 
     /* Discard, populate, reuse. */
     f0 = dev_free();
-    rc = be->ops->discard(be, a, BLK, NULL, done);
+    rc = be->ops->discard(be, a, BLK, ev, done);
     check(rc == 0, "discard(%zu MiB): rc %d %s", BLK / MiB, rc, rc ? hoff_last_error() : "");
     check(be->ops->event_sync(be, done) == 0, "discard: event_sync(done)");
     f1 = dev_free();
