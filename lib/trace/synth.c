@@ -111,9 +111,24 @@ static uint32_t sb_alloc_pool(struct sb *s, uint64_t size, int pool) {
     return id;
 }
 
-/* An in-step tensor: the pool follows managed_min, as hoff_malloc would. */
+/* An in-step tensor: the pool follows hoff_malloc's rule (managed_min; a region's are device-pool blocks). */
 static uint32_t sb_alloc(struct sb *s, uint64_t size) {
-    return sb_alloc_pool(s, size, size >= s->o->managed_min ? 1 : 0);
+    return sb_alloc_pool(s, size, !s->region && size >= s->o->managed_min ? 1 : 0);
+}
+
+/* Block id is not an activation (a parameter's gradient): its allocation is flagged kept, as the Python
+ * package's hoff_keep makes the recorded step flag it (the planner counts it as device memory). */
+static void sb_keep(struct sb *s, uint32_t id) {
+    struct hoff__tblock *b;
+
+    if (s->rc || id >= s->t->nblocks)
+        return;
+    b = &s->t->blocks[id];
+    if (b->pool != 1)
+        return;
+    s->t->ev[b->alloc_ev].flags |= HOFF__TEV_KEPT;
+    b->kept = 1;
+    b->pool = 0;
 }
 
 static void sb_block_ev(struct sb *s, int kind, uint32_t id, int write) {
@@ -441,8 +456,9 @@ int hoff__synth_transformer(struct hoff__trace *t, const struct hoff__synth_opts
  * op and freed after it; each op allocates its input gradients (the q/k/v
  * gradients are concatenated into one 3h gradient) and its weight gradient
  * (retained); the position embedding's gradient is first summed over the
- * batch.  The optimizer (foreach AdamW) then makes two temporaries the size of
- * each weight gradient, parameter by parameter.  Tensors under managed_min (LayerNorm
+ * batch.  Weight gradients are flagged kept, and the optimizer (foreach AdamW) makes two temporaries the
+ * size of each weight gradient, parameter by parameter, in a region: what hoff's Python package does with
+ * them (hoff.grads: neither is an activation).  Tensors under managed_min (LayerNorm
  * statistics, biases) go to the device pool; GPU-side workspaces are not
  * modelled.  Times are FLOPs at tflops, backward twice forward. */
 
@@ -476,9 +492,10 @@ static uint32_t gpt_add(struct sb *s, uint32_t l, const char *name, double flops
     return sum;
 }
 
-/* A weight gradient of bytes: retained (the optimizer reads it after the step's backward). */
+/* A weight gradient of bytes: retained (the optimizer reads it after the step's backward) and kept: hoff's
+ * Python package keeps every gradient on the device, outside the budget (hoff.grads). */
 static void gpt_dw(struct sb *s, uint64_t bytes) {
-    sb_alloc(s, bytes);
+    sb_keep(s, sb_alloc(s, bytes));
 }
 
 static void gpt_layer_fwd(struct sb *s, const struct gpt_shape *g, uint32_t l, struct gpt_saved *v,
@@ -696,12 +713,14 @@ int hoff__synth_gpt(struct hoff__trace *t, const struct hoff__synth_opts *o) {
     for (i = 0; i < ndw; i++)
         dw_bytes += dw[i] / g.e;
     sb_op_ns(&s, "adamw", flops_ns(&s, 10.0 * (double)dw_bytes));
+    sb_region(&s, 1); /* the optimizer's step: hoff.grads runs it in a region, so these are device-pool blocks */
     for (i = 0; i < ndw; i++) {
         a = sb_alloc(&s, dw[i]);
         x = sb_alloc(&s, dw[i]);
         sb_free(&s, a);
         sb_free(&s, x);
     }
+    sb_region(&s, 0);
     sb_advance(&s);
     free(sv);
     free(dw);

@@ -40,6 +40,7 @@ backward ops), ``backward`` inside ``torch.autograd.backward``/``grad``,
 """
 
 import functools
+import os
 import threading
 
 _lock = threading.RLock()
@@ -99,13 +100,22 @@ def _targets_now():
     return session._current_targets()
 
 
+_offload_env = None  # HOFF_OFFLOAD_GRADIENTS as read once (the environment does not change under a running job)
+
+
 def offload_gradients():
     """Is the option offload_gradients on (the open session's config, else the environment)?"""
+    global _offload_env
     if _offload_override is not None:
         return bool(_offload_override)
-    from . import _targets
-    v = _targets.env_option("offload_gradients")
-    return v not in (None, "0", "false", "no", "off")
+    if _offload_env is None:
+        from . import _lib, _targets
+        if _lib.available():  # hoff's own parser, so that the forms hoff accepts are the ones honoured here
+            _offload_env = _targets.env_option("offload_gradients") not in (None, "0")
+        else:  # CPU recording mode without libhoff (hoff-record only): hoff's boolean words
+            v = os.environ.get("HOFF_OFFLOAD_GRADIENTS", "").strip().lower()
+            _offload_env = v in ("1", "yes", "true", "on")
+    return _offload_env
 
 
 # --- gradients ------------------------------------------------------------------------------------
@@ -117,7 +127,9 @@ def _local(t):
 
 
 def keep_tensor(t, targets=None):
-    """hoff_keep the storage of tensor t on every target (a gradient); returns how many kept it."""
+    """hoff_keep the storage of tensor t on every target (a gradient); returns how many kept it.
+    With offload_gradients on, hoff_keep does nothing (and counts keep_ignored); the recorder, which has no
+    options, is not asked."""
     from .opmarks import storage_of
     if t is None:
         return 0
@@ -127,7 +139,9 @@ def keep_tensor(t, targets=None):
     n = 0
     for tg in (targets if targets is not None else _targets_now()):
         keep = getattr(tg, "keep", None)
-        if keep is not None and keep(ptr):
+        if keep is None or (tg.kind == "record" and offload_gradients()):
+            continue
+        if keep(ptr):
             n += 1
     return n
 
