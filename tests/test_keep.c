@@ -122,6 +122,25 @@ static int ends_with(const char *s, const char *suffix) {
 
 /* --- 1. keep in a warmup step ---------------------------------------------- */
 
+/* The forward pass of a chain of n activations: op i reads activation i - 1 and writes activation i (ACT bytes),
+ * computes OP_NS and is marked "fwd.<i>" after it runs (as the Python package marks an op), in phase forward. */
+static void forward(hoff_ctx *ctx, void **a, int n) {
+    char name[32];
+    int i;
+
+    CU_ASSERT_EQUAL(hoff_set_phase(ctx, HOFF_PHASE_FORWARD), 0);
+    for (i = 0; i < n; i++) {
+        if (i > 0)
+            CU_ASSERT_EQUAL(hoff_access(ctx, a[i - 1], 0, S), 0);
+        a[i] = hoff_malloc(ctx, ACT, S);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(a[i]);
+        CU_ASSERT_EQUAL(hoff_access(ctx, a[i], 1, S), 0);
+        CU_ASSERT_EQUAL(hoff_sim_compute(ctx, S, OP_NS), 0);
+        snprintf(name, sizeof name, "fwd.%d", i);
+        CU_ASSERT_EQUAL(hoff_mark_op(ctx, name), 0);
+    }
+}
+
 static void test_keep_warmup(void) {
     hoff_ctx *ctx = open_ctx(0, 0);
     struct hoff_stats st0, st1, st2;
@@ -255,17 +274,7 @@ static void loop_step_ex(hoff_ctx *ctx, unsigned gflags, int nokeep, void **held
         CU_ASSERT_EQUAL(hoff_free(ctx, *held, S), 0);
         *held = NULL;
     }
-    CU_ASSERT_EQUAL(hoff_set_phase(ctx, HOFF_PHASE_FORWARD), 0);
-    for (i = 0; i < NACT; i++) {
-        if (i > 0)
-            CU_ASSERT_EQUAL(hoff_access(ctx, a[i - 1], 0, S), 0);
-        a[i] = hoff_malloc(ctx, ACT, S);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(a[i]);
-        CU_ASSERT_EQUAL(hoff_access(ctx, a[i], 1, S), 0);
-        CU_ASSERT_EQUAL(hoff_sim_compute(ctx, S, OP_NS), 0);
-        snprintf(name, sizeof name, "fwd.%d", i);
-        CU_ASSERT_EQUAL(hoff_mark_op(ctx, name), 0);
-    }
+    forward(ctx, a, NACT);
     CU_ASSERT_EQUAL(hoff_set_phase(ctx, HOFF_PHASE_BACKWARD), 0);
     g = hoff_malloc_flags(ctx, GRAD_REQ, S, gflags);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
@@ -666,17 +675,7 @@ static void floor_step(hoff_ctx *ctx, int keep_big) {
     int i;
 
     CU_ASSERT_EQUAL_FATAL(hoff_step_begin(ctx), 0);
-    CU_ASSERT_EQUAL(hoff_set_phase(ctx, HOFF_PHASE_FORWARD), 0);
-    for (i = 0; i < 4; i++) {
-        if (i > 0)
-            CU_ASSERT_EQUAL(hoff_access(ctx, a[i - 1], 0, S), 0);
-        a[i] = hoff_malloc(ctx, ACT, S);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(a[i]);
-        CU_ASSERT_EQUAL(hoff_access(ctx, a[i], 1, S), 0);
-        CU_ASSERT_EQUAL(hoff_sim_compute(ctx, S, OP_NS), 0);
-        snprintf(name, sizeof name, "fwd.%d", i);
-        CU_ASSERT_EQUAL(hoff_mark_op(ctx, name), 0); /* after the op it names */
-    }
+    forward(ctx, a, 4);
     CU_ASSERT_EQUAL(hoff_set_phase(ctx, HOFF_PHASE_LOSS), 0);
     CU_ASSERT_EQUAL(hoff_access(ctx, a[3], 0, S), 0);
     l = hoff_malloc(ctx, 16 * MiB, S);

@@ -220,28 +220,25 @@ class AllocatorTarget:
         """The phase (a key of PHASES) of the op marks to come."""
         self._call("hoff_set_phase", PHASES[phase])
 
-    def floor(self):
-        """Where the plan's working-set floor comes from (hoff_floor_json): bytes, blocks, op, phase, advice."""
-        lib = _lib.load()
-        buf = ctypes.create_string_buffer(2048)
-        n = lib.hoff_floor_json(self.ctx, buf, len(buf))
+    def _json(self, name, size):
+        """The object a snprintf-style hoff_*_json(ctx, buf, len) call writes, as a dict."""
+        fn = getattr(_lib.load(), name)
+        buf = ctypes.create_string_buffer(size)
+        n = fn(self.ctx, buf, len(buf))
         if n < 0:
-            raise HoffError("hoff: hoff_floor_json: %s" % _lib.strerror(n), -n)
+            raise HoffError("hoff: %s: %s" % (name, _lib.strerror(n)), -n)
         if n >= len(buf):
             buf = ctypes.create_string_buffer(n + 1)
-            lib.hoff_floor_json(self.ctx, buf, len(buf))
+            fn(self.ctx, buf, len(buf))
         return json.loads(buf.value.decode())
+
+    def floor(self):
+        """Where the plan's working-set floor comes from (hoff_floor_json): bytes, blocks, op, phase, advice."""
+        return self._json("hoff_floor_json", 2048)
 
     def stats(self):
         lib = _lib.load()
-        buf = ctypes.create_string_buffer(16384)
-        n = lib.hoff_stats_json(self.ctx, buf, len(buf))
-        if n < 0:
-            raise HoffError("hoff: hoff_stats_json: %s" % _lib.strerror(n), -n)
-        if n >= len(buf):
-            buf = ctypes.create_string_buffer(n + 1)
-            lib.hoff_stats_json(self.ctx, buf, len(buf))
-        d = json.loads(buf.value.decode())
+        d = self._json("hoff_stats_json", 16384)
         d.setdefault("source", "allocator")
         d.setdefault("device", self.device)
         backend = lib.hoff_backend_name(self.ctx)
