@@ -6,6 +6,7 @@
 usage: python -m hoff [--step-mark SPEC] [--no-install] [--stats] [--] script.py [ARGS...]
        python -m hoff [options] -m module [ARGS...]
        python -m hoff --sim [--budget SIZE|PCT%] [--stats-json FILE] [options] script.py [ARGS...]
+       python -m hoff --check [--json] [options] script.py [ARGS...]
 
 Before the script runs, hoff becomes PyTorch's CUDA allocator (hoff.install()).
 Steps are marked by the first of these that applies:
@@ -42,6 +43,17 @@ Options:
                     as JSON ('-': stderr); %r in FILE is the rank (RANK), %p
                     the process id; under several ranks (WORLD_SIZE > 1) a
                     FILE with neither is an error
+  --check           read the script (and the modules next to it that it
+                    imports) without running it, and print one line per
+                    PyTorch call or setting that meets hoff's allocator
+                    (cuDNN benchmark, memory statistics, empty_cache,
+                    record_stream, CUDA graphs, torch.compile modes, ...),
+                    those a training library makes for the script too
+                    (Lightning's Trainer(benchmark=True), torchtitan's
+                    memory monitor), with what hoff does about it; no GPU
+                    or torch needed, nothing installed; exit status 0
+                    ('python -m hoff --check --help'; --table: the table)
+  --json            with --check: a JSON list instead of lines
   -h, --help        this help
 
 Under --sim the exit status is 3 when the script succeeded but hoff lost
@@ -57,7 +69,7 @@ import os
 import runpy
 import sys
 
-from . import _record, _sim, allocator, grads, session
+from . import _record, _sim, allocator, check, grads, session
 
 USAGE = __doc__.split("\n\n", 1)[1].split("\n\n", 1)[0]
 
@@ -156,6 +168,8 @@ def _fail(msg):
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
+    if check.requested(argv):  # a preflight: reads the script, runs nothing
+        return check.main(argv)
     step_mark = os.environ.get("HOFF_STEP_MARK")
     do_install = True
     stats = False
