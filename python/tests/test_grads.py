@@ -24,8 +24,12 @@ opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
 x = torch.randn(512, 1024)
 y = torch.randint(0, 512, (512,))
 accum = int(sys.argv[3]) if len(sys.argv) > 3 else 1  # micro-batches per optimizer step
+user_steps = len(sys.argv) > 4 and sys.argv[4] == "user"  # the script marks its own steps (hoff.step())
 digest = []
 for i in range(int(sys.argv[2])):
+    if user_steps:
+        import hoff
+        hoff.step()
     opt.zero_grad(set_to_none=True)
     for k in range(accum):  # gradient accumulation: the first backward makes .grad, the next add into it
         loss = torch.nn.functional.cross_entropy(model(x[k::accum]), y[k::accum])
@@ -50,10 +54,10 @@ def script(tmp_path_factory):
     return str(p)
 
 
-def _sim(script, tmp_path, budget, steps=5, accum=1, **env):
+def _sim(script, tmp_path, budget, steps=5, accum=1, marks="optimizer", **env):
     dig, stats = tmp_path / ("sim%s.json" % budget.strip("%")), tmp_path / "stats.json"
     r = run([sys.executable, "-m", "hoff", "--sim", "--budget", budget, "--stats-json", str(stats), script, str(dig),
-             str(steps), str(accum)], **env)
+             str(steps), str(accum), marks], **env)
     assert r.returncode == 0, r.stderr
     return json.load(open(dig)), json.load(open(stats)), r.stderr
 
@@ -88,6 +92,19 @@ def test_gradient_accumulation(libhoff, torch, script, tmp_path):
     r = run([sys.executable, script, str(plain), "4", "2"])
     assert r.returncode == 0, r.stderr
     dig, st, err = _sim(script, tmp_path, "50%", steps=4, accum=2)
+    assert dig == json.load(open(plain))
+    f = st["final"]
+    assert f["bytes_evicted"] > 0 and f["kept_evicted"] == 0
+    assert f["keep_marks"] + f["kept_allocs"] >= 4, f
+    assert st["floor"]["phase"] != "optimizer", st["floor"]
+
+
+def test_user_marked_steps(libhoff, torch, script, tmp_path):
+    """hoff.step() at the top of each iteration: the optimizer's step is inside the step, and still kept out."""
+    plain = tmp_path / "plain3.json"
+    r = run([sys.executable, script, str(plain), "5"])
+    assert r.returncode == 0, r.stderr
+    dig, st, err = _sim(script, tmp_path, "50%", marks="user")
     assert dig == json.load(open(plain))
     f = st["final"]
     assert f["bytes_evicted"] > 0 and f["kept_evicted"] == 0
