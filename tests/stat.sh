@@ -1,6 +1,7 @@
 #!/bin/sh
 # stat.sh — hoff-stat against a running hoff-demo (sim backend): the list, a watched process's figures equal to the
-# demo's own stats at the same step, a job's ranks grouped with a total and watched together (--job), the line format against stored expected output, the JSON against
+# demo's own stats at the same step, the plan's working-set floor with its phase and op (the demo's is in the forward
+# pass) in the JSON, the line and the list, a job's ranks grouped with a total and watched together (--job), the line format against stored expected output, the JSON against
 # doc/hoff-stat.schema.json, stale segments and --clean, and every refusal (symlink, other owner, truncated,
 # garbage, wrong version or size) with a clear message and no crash.  Runs in the build directory ($builddir or cwd).
 set -u
@@ -122,10 +123,11 @@ python3 "$srcdir/tests/schema_check.py" "$srcdir/doc/hoff-stat.schema.json" samp
     { bad "hoff-stat -p --json does not validate"; cat "$tmp.out" "$tmp.once.json"; }
 python3 "$srcdir/tests/schema_check.py" "$srcdir/doc/hoff-stat.schema.json" <"$tmp.once.json" >"$tmp.out" 2>&1 ||
     { bad "hoff-stat -p --json does not validate against the root schema"; cat "$tmp.out"; }
-python3 - "$tmp.demo.json" "$tmp.once.json" "$demo" <<'EOF' || fail=1
-import json, sys
+python3 - "$tmp.demo.json" "$tmp.once.json" "$demo" "$tmp.list.json" <<'EOF' || fail=1
+import json, re, sys
 demo = json.load(open(sys.argv[1]))
 stat = json.loads(open(sys.argv[2]).readline())
+listed = [p for p in json.load(open(sys.argv[4]))["processes"] if p["pid"] == int(sys.argv[3])]
 a, b = demo["stats"], stat["stats"]
 diff = [(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
 if diff:
@@ -137,7 +139,21 @@ if stat["pid"] != int(sys.argv[3]) or stat["state"] != "replay" or not stat["ali
         or b["peak_resident_bytes"] != demo["peak_resident_bytes"]:
     print("FAIL: hoff-stat's header fields differ from the demo's:", stat)
     sys.exit(1)
-print("hoff-stat matches the demo's stats: %d counters, step %d" % (len(a), b["steps"]))
+# The floor: the demo's own figures, its phase by name, and the op the segment carries (the demo names its ops
+# L<layer>.<fwd|bwd>.<op>; its floor is in the forward pass).
+fl = stat.get("floor")
+want = {"bytes": demo["plan"]["floor_bytes"], "blocks": b["plan_floor_blocks"], "phase": "forward"}
+if demo["plan"]["floor_phase"] != "forward" or demo["plan"]["floor_bytes"] <= 0 or b["plan_floor_phase"] != 1:
+    print("FAIL: the demo's floor is not in the forward pass:", demo["plan"])
+    sys.exit(1)
+if not fl or any(fl.get(k) != v for k, v in want.items()) or not re.match(r"^L[0-9]+\.fwd\.[a-z_0-9]+$", fl.get("op", "")) \
+        or fl["bytes"] != b["plan_floor_bytes"] or fl["blocks"] < 1:
+    print("FAIL: hoff-stat -p --json: floor %r, want %r with an op L<n>.fwd.<op>" % (fl, want))
+    sys.exit(1)
+if len(listed) != 1 or listed[0].get("floor") != fl:
+    print("FAIL: hoff-stat --json (list): floor %r, want %r" % (listed[0].get("floor") if listed else None, fl))
+    sys.exit(1)
+print("hoff-stat matches the demo's stats: %d counters, step %d, floor %s" % (len(a), b["steps"], fl))
 EOF
 
 # 1c. The line: its format against the stored expected output, its figures
@@ -149,10 +165,13 @@ normalize "$tmp.once" >"$tmp.once.norm"
 if ! diff -u "$srcdir/tests/expected/hoff-stat-once.txt" "$tmp.once.norm"; then
     bad "hoff-stat -p --once: the format differs from tests/expected/hoff-stat-once.txt"
 fi
-python3 - "$tmp.once" "$tmp.once.json" <<'EOF' || fail=1
-import json, sys
+python3 - "$tmp.once" "$tmp.once.json" "$tmp.list" "$demo" <<'EOF' || fail=1
+import json, re, sys
 lines = open(sys.argv[1]).read().splitlines()
 names, values = lines[1].split(), lines[2].split()
+if len(names) != len(values):
+    print("FAIL: the line has %d values under %d column names" % (len(values), len(names)))
+    sys.exit(1)
 row = dict(zip(names, values))
 st = json.loads(open(sys.argv[2]).readline())["stats"]
 
@@ -172,10 +191,22 @@ want = {
     "host": hsize(st["host_bytes"]), "nvme": hsize(st["nvme_bytes"]),
     "hit%": "%.1f" % (100.0 * hits / (hits + misses)),
     "mapped": hsize(st["device_pool_bytes"] + st["managed_pool_bytes"]),
+    "bytes": hsize(st["plan_floor_bytes"]), "phase": "fwd",  # the floor group: the demo's is in the forward pass
 }
 wrong = [(k, row.get(k), v) for k, v in want.items() if row.get(k) != v]
 if wrong:
     print("FAIL: the line's figures differ from the JSON (column, line, json):", wrong)
+    sys.exit(1)
+if not re.match(r"^-plan-+ -floor-+ -offload bytes", lines[0]):
+    print("FAIL: the line's header has no floor group after the plan:", lines[0])
+    sys.exit(1)
+# The list: the floor as "8.0M fwd" in its FLOOR column, after BUDGET.
+lst = open(sys.argv[3]).read().splitlines()
+head = lst[0].split()
+mine = [l for l in lst if l.split() and l.split()[0] == sys.argv[4]]
+if head[head.index("BUDGET") + 1] != "FLOOR" or len(mine) != 1 \
+        or not re.search(r" %s +%s fwd +\S+  alive$" % (re.escape(row["budget"]), re.escape(want["bytes"])), mine[0]):
+    print("FAIL: the list does not show the floor '%s fwd' after the budget:" % want["bytes"], lst[0], mine)
     sys.exit(1)
 EOF
 
@@ -216,18 +247,22 @@ refused "hoff.$uid.$ns.4194303" "truncated" "an empty segment"
 head -c "$size" /dev/urandom >"$seg_dir/hoff.$uid.$ns.4194304"
 chmod 600 "$seg_dir/hoff.$uid.$ns.4194304"
 refused "hoff.$uid.$ns.4194304" "not a hoff statistics segment" "a segment of random bytes"
-python3 - "$live" "$seg_dir/hoff.$uid.$ns.4194305" "$seg_dir/hoff.$uid.$ns.4194306" "$seg_dir/hoff.$uid.$ns.4194307" <<'EOF'
+python3 - "$live" "$seg_dir/hoff.$uid.$ns.4194305" "$seg_dir/hoff.$uid.$ns.4194306" "$seg_dir/hoff.$uid.$ns.4194307" \
+    "$seg_dir/hoff.$uid.$ns.4194312" <<'EOF'
 import os, struct, sys
 data = bytearray(open(sys.argv[1], "rb").read())
-v = bytearray(data); struct.pack_into("<I", v, 8, 4)          # layout version 4
+v = bytearray(data); struct.pack_into("<I", v, 8, 99)         # layout version 99
 w = bytearray(data); struct.pack_into("<I", w, 24, 1 << 30)   # another stats size
 x = bytearray(data) + b"\0" * 64                              # longer than the header says
-for path, d in zip(sys.argv[2:], (v, w, x)):
+# the layout before the floor's op (version 3): the segment ended with the stats, 64 bytes shorter
+o = bytearray(data[:-64]); struct.pack_into("<I", o, 8, 3); struct.pack_into("<I", o, 12, len(o))
+for path, d in zip(sys.argv[2:], (v, w, x, o)):
     with open(path, "wb") as f:
         f.write(d)
     os.chmod(path, 0o600)
 EOF
-refused "hoff.$uid.$ns.4194305" "layout version 4" "a segment of another layout version"
+refused "hoff.$uid.$ns.4194305" "layout version 99; this hoff-stat reads version 4" "a segment of another layout version"
+refused "hoff.$uid.$ns.4194312" "layout version 3; this hoff-stat reads version 4" "a segment of the layout before the floor's op"
 refused "hoff.$uid.$ns.4194306" "stats version" "a segment of another stats size"
 refused "hoff.$uid.$ns.4194307" "the header says" "a segment longer than its header says"
 cp "$live" "$seg_dir/hoff.$uid.$ns.4194308"
@@ -324,6 +359,16 @@ python3 "$srcdir/tests/schema_check.py" "$srcdir/doc/hoff-stat.schema.json" samp
 python3 - "$tmp.watch.json" <<'EOF' || fail=1
 import json, sys
 s = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+# Every sample says the floor: none before the first plan, the forward pass's once there is one.
+for x in s:
+    fl, planned = x["floor"], x["stats"]["plans"] > 0
+    if (fl["phase"] != "forward" or fl["bytes"] <= 0 or not fl["op"]) if planned else \
+            (fl != {"bytes": 0, "blocks": 0, "phase": "none", "op": ""}):
+        print("FAIL: watching the demo: step %d, %d plans, floor %r" % (x["stats"]["steps"], x["stats"]["plans"], fl))
+        sys.exit(1)
+if not s or s[-1]["stats"]["plans"] < 1:
+    print("FAIL: watching the demo: no sample with a plan")
+    sys.exit(1)
 steps = [x["stats"]["steps"] for x in s]
 if len(s) < 3 or steps != sorted(steps) or steps[-1] < 5 or len(set(steps)) < 3:
     print("FAIL: watching the demo: %d samples, steps %s (want >= 3 samples, rising to >= 5)" % (len(s), steps))
@@ -398,8 +443,9 @@ for r, l in enumerate(ranks):
     assert re.search(r"rank %d on GPU %d, alive$" % (r, r), l), l
 total = lines[h + 4]
 # the state is the ranks' common one, or "mixed" (a rank whose plan is still being made is in warmup)
-assert re.match(r"^ *total +%s +(warmup|replay|mixed) +3 .* 24M +job total \(3 ranks here" % re.escape(job[:15]),
-                total), total
+# the floor: summed over the ranks with a plan, with their common phase ("-" while none has one)
+assert re.match(r"^ *total +%s +(warmup|replay|mixed) +3 .* 24M +(-|[0-9.]+[KMG]? fwd) +job total \(3 ranks here"
+                % re.escape(job[:15]), total), total
 assert not any(l.split()[0] == lone for l in lines[h:h + 5]), "the lone process is inside the job"
 PY
 ./hoff-stat --json >"$tmp.jlist.json" 2>/dev/null

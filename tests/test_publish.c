@@ -1,5 +1,7 @@
-/* test_publish.c — the statistics segment: writer/reader round trip, the sequence lock under a concurrent writer,
- * the segment's life (created 0600, removed at shutdown and at exit, HOFF_STATS=0), and every refusal of the reader.
+/* test_publish.c — the statistics segment: writer/reader round trip (the counters and the floor's op, cut to its
+ * field), the sequence lock under a concurrent writer, the segment's life (created 0600, removed at shutdown and at
+ * exit, HOFF_STATS=0), what a context publishes (the floor's op of its plan), and every refusal of the reader (the
+ * layout before the floor's op among them).
  * Threading: one writer thread in the seqlock test; everything else single-threaded. */
 #include "config.h"
 
@@ -69,7 +71,7 @@ static void good_segment(struct hoff__pub_segment *seg) {
 
     hoff__pub_header_init(seg, "greedy", "sim", "");
     fill_stats(&st, 1000);
-    hoff__pub_store(seg, &st, 42);
+    hoff__pub_store(seg, &st, "L0.fwd.qkv", 42);
 }
 
 /* Open name in tmpdir: expect rc and a message containing want. */
@@ -90,9 +92,12 @@ static void expect_refused(const char *name, int rc_want, const char *want) {
 /* --- tests --------------------------------------------------------------------- */
 
 static void test_round_trip(void) {
-    struct hoff__pub_segment *seg = calloc(1, sizeof *seg);
+    struct hoff__pub_segment *seg = calloc(1, sizeof *seg + 16); /* 16 bytes after it: nothing writes there */
+    const unsigned char *after;
     struct hoff_stats in, out;
     uint64_t un = 0, up = 0;
+    char op[HOFF__PUB_FLOOR_OP], longop[200], want[HOFF__PUB_FLOOR_OP];
+    size_t i;
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(seg);
     hoff__pub_header_init(seg, "greedy", "sim", "");
@@ -105,21 +110,72 @@ static void test_round_trip(void) {
     CU_ASSERT_STRING_EQUAL(seg->h.backend, "sim");
     CU_ASSERT(seg->h.comm[0] != '\0');
     CU_ASSERT_EQUAL(hoff__pub_check_header(&seg->h, sizeof *seg, getuid(), NULL, 0), 0);
+    /* The layout the header describes: the floor's op right after the stats, ending the segment. */
+    CU_ASSERT_EQUAL(seg->h.size, seg->h.header_size + seg->h.stats_size + HOFF__PUB_FLOOR_OP);
+    CU_ASSERT_EQUAL((size_t)(seg->floor_op - (char *)seg), seg->h.header_size + seg->h.stats_size);
+    /* Before any write: no floor's op. */
+    memset(op, 'x', sizeof op);
+    CU_ASSERT_EQUAL(hoff__pub_read_seg(seg, &out, op, NULL, NULL, 10), 0);
+    CU_ASSERT_STRING_EQUAL(op, "");
     fill_stats(&in, 7);
-    hoff__pub_store(seg, &in, 123);
-    hoff__pub_store(seg, &in, 124);
+    hoff__pub_store(seg, &in, "L3.bwd.mlp", 123);
+    hoff__pub_store(seg, &in, "L2.fwd.attn", 124);
     CU_ASSERT_EQUAL(seg->h.seq, 4);
-    CU_ASSERT_EQUAL(hoff__pub_read_seg(seg, &out, &un, &up, 10), 0);
+    memset(op, 'x', sizeof op);
+    CU_ASSERT_EQUAL(hoff__pub_read_seg(seg, &out, op, &un, &up, 10), 0);
     CU_ASSERT_EQUAL(memcmp(&in, &out, sizeof in), 0);
+    CU_ASSERT_STRING_EQUAL(op, "L2.fwd.attn"); /* the last write's, the rest of the field cleared */
+    for (i = strlen("L2.fwd.attn"); i < sizeof op; i++)
+        CU_ASSERT_EQUAL(seg->floor_op[i], '\0');
     CU_ASSERT_EQUAL(un, 124);
     CU_ASSERT_EQUAL(up, 2);
+    /* hoff__pub_read_seg without the op reads the same. */
+    CU_ASSERT_EQUAL(hoff__pub_read_seg(seg, &out, NULL, &un, NULL, 10), 0);
+    CU_ASSERT_EQUAL(memcmp(&in, &out, sizeof in), 0);
+
+    /* An op longer than the field: its first 63 bytes, NUL-terminated, nothing written past the field. */
+    for (i = 0; i + 1 < sizeof longop; i++)
+        longop[i] = (char)('a' + i % 26);
+    longop[sizeof longop - 1] = '\0';
+    hoff__pub_store(seg, &in, longop, 125);
+    CU_ASSERT_EQUAL(hoff__pub_read_seg(seg, &out, op, NULL, NULL, 10), 0);
+    CU_ASSERT_EQUAL(strlen(op), HOFF__PUB_FLOOR_OP - 1);
+    CU_ASSERT_EQUAL(memcmp(op, longop, HOFF__PUB_FLOOR_OP - 1), 0);
+    CU_ASSERT_EQUAL(seg->floor_op[HOFF__PUB_FLOOR_OP - 1], '\0');
+    after = (const unsigned char *)(seg + 1);
+    for (i = 0; i < 16; i++)
+        CU_ASSERT_EQUAL(after[i], 0);
+    /* Exactly the field's length less the NUL: whole. */
+    longop[HOFF__PUB_FLOOR_OP - 1] = '\0';
+    hoff__pub_store(seg, &in, longop, 126);
+    CU_ASSERT_EQUAL(hoff__pub_read_seg(seg, &out, op, NULL, NULL, 10), 0);
+    CU_ASSERT_STRING_EQUAL(op, longop);
+    /* Cut never inside a UTF-8 character: "é" (2 bytes) across the 63rd byte goes whole. */
+    memset(longop, 'a', sizeof longop);
+    longop[HOFF__PUB_FLOOR_OP - 2] = (char)0xc3;
+    longop[HOFF__PUB_FLOOR_OP - 1] = (char)0xa9;
+    longop[HOFF__PUB_FLOOR_OP + 4] = '\0';
+    hoff__pub_store(seg, &in, longop, 127);
+    CU_ASSERT_EQUAL(hoff__pub_read_seg(seg, &out, op, NULL, NULL, 10), 0);
+    memset(want, 'a', HOFF__PUB_FLOOR_OP - 2);
+    want[HOFF__PUB_FLOOR_OP - 2] = '\0';
+    CU_ASSERT_STRING_EQUAL(op, want);
+    /* NULL and "": no op. */
+    hoff__pub_store(seg, &in, NULL, 128);
+    CU_ASSERT_EQUAL(hoff__pub_read_seg(seg, &out, op, NULL, NULL, 10), 0);
+    CU_ASSERT_STRING_EQUAL(op, "");
+    /* A segment whose field has no NUL (not written by hoff): the reader terminates its copy. */
+    memset(seg->floor_op, 'Z', sizeof seg->floor_op);
+    CU_ASSERT_EQUAL(hoff__pub_read_seg(seg, &out, op, NULL, NULL, 10), 0);
+    CU_ASSERT_EQUAL(strlen(op), HOFF__PUB_FLOOR_OP - 1);
+
     /* A write in progress (odd seq) is never returned. */
     seg->h.seq++;
-    CU_ASSERT_EQUAL(hoff__pub_read_seg(seg, &out, NULL, NULL, 50), -EAGAIN);
+    CU_ASSERT_EQUAL(hoff__pub_read_seg(seg, &out, op, NULL, NULL, 50), -EAGAIN);
     seg->h.seq++;
     /* Stats of another version inside a valid header. */
     seg->st.version = 99;
-    CU_ASSERT_EQUAL(hoff__pub_read_seg(seg, &out, NULL, NULL, 10), -EPROTO);
+    CU_ASSERT_EQUAL(hoff__pub_read_seg(seg, &out, op, NULL, NULL, 10), -EPROTO);
     free(seg);
 }
 
@@ -132,20 +188,24 @@ struct writer_arg {
 static void *writer_main(void *p) {
     struct writer_arg *a = p;
     struct hoff_stats st;
+    char op[HOFF__PUB_FLOOR_OP];
     uint64_t k = 0;
 
     while (!__atomic_load_n(&a->stop, __ATOMIC_RELAXED)) {
         fill_stats(&st, ++k * 1000);
-        hoff__pub_store(a->seg, &st, k);
+        /* The op names the same write, at the field's far end too: a torn read mixes them. */
+        snprintf(op, sizeof op, "%llu%050llu", (unsigned long long)(k * 1000), (unsigned long long)(k * 1000));
+        hoff__pub_store(a->seg, &st, op, k);
     }
     a->writes = k;
     return NULL;
 }
 
-/* Every field is the write's k*1000 + its index: a torn read mixes two k. */
+/* Every field is the write's k*1000 + its index, and the floor's op says k*1000 twice: a torn read mixes two k. */
 static void test_seqlock_concurrent(void) {
     struct writer_arg a;
     struct hoff_stats st;
+    char op[HOFF__PUB_FLOOR_OP], want[HOFF__PUB_FLOOR_OP];
     pthread_t th;
     uint64_t reads = 0, torn = 0, busy = 0, prev = 0, backwards = 0;
     size_t i, n = sizeof st / 8;
@@ -155,10 +215,13 @@ static void test_seqlock_concurrent(void) {
     a.seg = mmap(NULL, sizeof *a.seg, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     CU_ASSERT_FATAL(a.seg != MAP_FAILED);
     good_segment(a.seg);
+    fill_stats(&st, 1000); /* what the writer's first write holds too */
+    snprintf(op, sizeof op, "%llu%050llu", 1000ull, 1000ull);
+    hoff__pub_store(a.seg, &st, op, 0);
     CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, writer_main, &a), 0);
     for (r = 0; r < 200000; r++) {
         uint64_t *w = (uint64_t *)(void *)&st, base;
-        int rc = hoff__pub_read_seg(a.seg, &st, NULL, NULL, 1000);
+        int rc = hoff__pub_read_seg(a.seg, &st, op, NULL, NULL, 1000);
 
         if (rc == -EAGAIN) {
             busy++;
@@ -172,6 +235,9 @@ static void test_seqlock_concurrent(void) {
                 torn++;
                 break;
             }
+        snprintf(want, sizeof want, "%llu%050llu", (unsigned long long)base, (unsigned long long)base);
+        if (i == n && strcmp(op, want) != 0)
+            torn++;
         if (base < prev)
             backwards++;
         prev = base;
@@ -249,6 +315,81 @@ static void test_publish_live(void) {
     /* The reader's mapping outlives the unlink. */
     CU_ASSERT_EQUAL(hoff__pub_read(&r, &theirs, NULL, NULL, 100), 0);
     hoff__pub_close(&r);
+}
+
+/* The op of the plan's working-set floor (longer than the field: cut), its bytes, blocks and phase, as the
+ * context publishes them: what hoff_floor_json and hoff_stats_get say. */
+static void test_publish_floor(void) {
+    struct hoff_config cfg = hoff_test_sim_config(1ull << 30);
+    struct hoff__pub_reader r;
+    struct hoff_stats st, mine;
+    hoff_ctx *ctx;
+    char name[64], err[256] = "", op[HOFF__PUB_FLOOR_OP], json[2048], want[256], longname[120];
+    const char *p;
+    void *a[4];
+    int i;
+
+    cfg.plan_thread = 0; /* the plan adopted at the step's end */
+    cfg.budget_bytes = 64 * MiB;
+    ctx = hoff_test_open(&cfg);
+    seg_name(name, sizeof name, getpid(), 0);
+    CU_ASSERT_EQUAL_FATAL(hoff__pub_open(NULL, name, &r, err, sizeof err), 0);
+    memset(op, 'x', sizeof op);
+    CU_ASSERT_EQUAL(hoff__pub_read_floor(&r, &st, op, NULL, NULL, 100), 0);
+    CU_ASSERT_STRING_EQUAL(op, ""); /* no plan yet */
+    CU_ASSERT_EQUAL(st.plans, 0);
+
+    /* A forward pass of 4 MiB activations, each op reading the last: 8 MiB at once, the floor.  The marks
+     * follow their op, with names of 100 bytes. */
+    CU_ASSERT_EQUAL_FATAL(hoff_step_begin(ctx), 0);
+    CU_ASSERT_EQUAL(hoff_set_phase(ctx, HOFF_PHASE_FORWARD), 0);
+    for (i = 0; i < 4; i++) {
+        if (i > 0)
+            CU_ASSERT_EQUAL(hoff_access(ctx, a[i - 1], 0, NULL), 0);
+        a[i] = hoff_malloc(ctx, 4 * MiB, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(a[i]);
+        CU_ASSERT_EQUAL(hoff_access(ctx, a[i], 1, NULL), 0);
+        CU_ASSERT_EQUAL(hoff_sim_compute(ctx, NULL, 200000), 0);
+        snprintf(longname, sizeof longname, "layers.%d.%0*d", i, 91, 0);
+        CU_ASSERT_EQUAL(strlen(longname), 100);
+        CU_ASSERT_EQUAL(hoff_mark_op(ctx, longname), 0);
+    }
+    CU_ASSERT_EQUAL(hoff_set_phase(ctx, HOFF_PHASE_BACKWARD), 0);
+    for (i = 3; i >= 0; i--) {
+        CU_ASSERT_EQUAL(hoff_access(ctx, a[i], 0, NULL), 0);
+        CU_ASSERT_EQUAL(hoff_sim_compute(ctx, NULL, 200000), 0);
+        CU_ASSERT_EQUAL(hoff_mark_op(ctx, "bwd"), 0);
+        CU_ASSERT_EQUAL(hoff_free(ctx, a[i], NULL), 0);
+    }
+    CU_ASSERT_EQUAL_FATAL(hoff_step_end(ctx), 0);
+
+    /* The step's end published the plan's floor. */
+    CU_ASSERT_EQUAL(hoff__pub_read_floor(&r, &st, op, NULL, NULL, 100), 0);
+    CU_ASSERT_EQUAL(st.plans, 1);
+    CU_ASSERT_EQUAL(st.plan_floor_bytes, 8 * MiB);
+    CU_ASSERT_EQUAL(st.plan_floor_blocks, 2);
+    CU_ASSERT_EQUAL(st.plan_floor_phase, HOFF_PHASE_FORWARD);
+    CU_ASSERT_EQUAL(strlen(op), HOFF__PUB_FLOOR_OP - 1);
+    CU_ASSERT_NSTRING_EQUAL(op, "layers.", 7);
+    /* hoff_floor_json names the same op, whole: the segment holds its first 63 bytes. */
+    CU_ASSERT(hoff_floor_json(ctx, json, sizeof json) > 0);
+    p = strstr(json, "\"op\":\"");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    p += 6;
+    CU_ASSERT_EQUAL(strcspn(p, "\""), 100);
+    CU_ASSERT_NSTRING_EQUAL(p, op, HOFF__PUB_FLOOR_OP - 1);
+    snprintf(want, sizeof want, "\"bytes\":%llu,\"blocks\":2,", (unsigned long long)(8 * MiB));
+    CU_ASSERT_PTR_NOT_NULL(strstr(json, want));
+    CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"phase\":\"forward\""));
+    /* hoff_stats_get publishes it too, with exactly the counters it returns. */
+    memset(op, 'x', sizeof op);
+    CU_ASSERT_EQUAL(hoff_stats_get(ctx, &mine), 0);
+    CU_ASSERT_EQUAL(hoff__pub_read_floor(&r, &st, op, NULL, NULL, 100), 0);
+    CU_ASSERT_EQUAL(memcmp(&mine, &st, sizeof st), 0);
+    CU_ASSERT_NSTRING_EQUAL(op, p, HOFF__PUB_FLOOR_OP - 1);
+    CU_ASSERT_EQUAL(strlen(op), HOFF__PUB_FLOOR_OP - 1);
+    hoff__pub_close(&r);
+    hoff_shutdown(ctx);
 }
 
 static void test_publish_off(void) {
@@ -540,7 +681,7 @@ static void test_check_stat(void) {
 static void test_refusals(void) {
     struct hoff__pub_segment *seg = calloc(1, sizeof *seg), *bad = calloc(1, sizeof *seg);
     struct hoff__pub_reader r;
-    char path[512], target[512], err[256], name[64], *garbage;
+    char path[512], target[512], err[256], name[64], want[128], *garbage;
     uint64_t rs = 1;
     size_t i;
 
@@ -555,8 +696,12 @@ static void test_refusals(void) {
     CU_ASSERT_EQUAL(hoff__pub_open(tmpdir, name, &r, err, sizeof err), 0);
     if (r.seg) {
         struct hoff_stats st;
+        char op[HOFF__PUB_FLOOR_OP];
+
         CU_ASSERT_EQUAL(hoff__pub_read(&r, &st, NULL, NULL, 10), 0);
         CU_ASSERT_EQUAL(st.budget_bytes, seg->st.budget_bytes);
+        CU_ASSERT_EQUAL(hoff__pub_read_floor(&r, &st, op, NULL, NULL, 10), 0);
+        CU_ASSERT_STRING_EQUAL(op, "L0.fwd.qkv");
         hoff__pub_close(&r);
     }
 
@@ -595,7 +740,25 @@ static void test_refusals(void) {
     *bad = *seg;
     bad->h.version = HOFF__PUB_VERSION + 1;
     write_file(name, bad, sizeof *bad, 0600);
-    expect_refused(name, -EPROTO, "layout version 4");
+    snprintf(want, sizeof want, "segment layout version %d; this hoff-stat reads version %d", HOFF__PUB_VERSION + 1,
+             HOFF__PUB_VERSION);
+    expect_refused(name, -EPROTO, want);
+    /* The layout before the floor's op (version 3: the segment ended with the stats), as an older hoff writes
+     * it: its version named, whether the file has that layout's size or this one's. */
+    CU_ASSERT_EQUAL(HOFF__PUB_VERSION, 4);
+    *bad = *seg;
+    bad->h.version = 3;
+    bad->h.size = (uint32_t)(sizeof *bad - HOFF__PUB_FLOOR_OP);
+    write_file(name, bad, sizeof *bad - HOFF__PUB_FLOOR_OP, 0600);
+    expect_refused(name, -EPROTO, "segment layout version 3; this hoff-stat reads version 4");
+    bad->h.size = (uint32_t)sizeof *bad;
+    write_file(name, bad, sizeof *bad, 0600);
+    expect_refused(name, -EPROTO, "segment layout version 3; this hoff-stat reads version 4");
+    /* This version's number on the old size: the size is refused. */
+    *bad = *seg;
+    bad->h.size = (uint32_t)(sizeof *bad - HOFF__PUB_FLOOR_OP);
+    write_file(name, bad, sizeof *bad - HOFF__PUB_FLOOR_OP, 0600);
+    expect_refused(name, -EMSGSIZE, "this hoff-stat reads");
     *bad = *seg;
     bad->h.stats_version = HOFF_STATS_VERSION + 1;
     write_file(name, bad, sizeof *bad, 0600);
@@ -668,6 +831,7 @@ int main(void) {
         {"round_trip", test_round_trip},
         {"seqlock_concurrent", test_seqlock_concurrent},
         {"publish_live", test_publish_live},
+        {"publish_floor", test_publish_floor},
         {"publish_off", test_publish_off},
         {"removed_at_exit", test_removed_at_exit},
         {"writer_alive", test_writer_alive},

@@ -68,7 +68,7 @@ void hoff__publish_now(struct hoff_ctx *ctx) {
     if (!ctx->pub)
         return;
     hoff__stats_snapshot(ctx, &st);
-    hoff__publish_write(ctx->pub, &st);
+    hoff__publish_write(ctx->pub, &st, ctx->pipe.floor_op);
 }
 
 void hoff__publish_event(struct hoff_ctx *ctx) {
@@ -83,7 +83,7 @@ HOFF_API int hoff_stats_get(hoff_ctx *ctx, struct hoff_stats *out) {
     if (ctx->res.inf_head)
         hoff__res_poll(ctx);
     hoff__stats_snapshot(ctx, out);
-    hoff__publish_write(ctx->pub, out); /* what the caller reads, hoff-stat reads */
+    hoff__publish_write(ctx->pub, out, ctx->pipe.floor_op); /* what the caller reads, hoff-stat reads */
     UNLOCK(ctx);
     return 0;
 }

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,19 +122,52 @@ void hoff__pub_header_init(struct hoff__pub_segment *seg, const char *planner, c
     __atomic_store_n(&h->magic, HOFF__PUB_MAGIC, __ATOMIC_RELEASE);
 }
 
+/* The layout the header describes: the stats at header_size, floor_op at header_size + stats_size, nothing
+ * after it; and both payloads copied as whole words. */
+_Static_assert(offsetof(struct hoff__pub_segment, st) == sizeof(struct hoff__pub_header), "stats at header_size");
+_Static_assert(offsetof(struct hoff__pub_segment, floor_op) ==
+                   sizeof(struct hoff__pub_header) + sizeof(struct hoff_stats),
+               "floor_op right after the stats");
+_Static_assert(sizeof(struct hoff__pub_segment) ==
+                   offsetof(struct hoff__pub_segment, floor_op) + HOFF__PUB_FLOOR_OP,
+               "floor_op ends the segment");
+_Static_assert(offsetof(struct hoff__pub_segment, floor_op) % sizeof(uint64_t) == 0 &&
+                   HOFF__PUB_FLOOR_OP % sizeof(uint64_t) == 0 && sizeof(struct hoff_stats) % sizeof(uint64_t) == 0,
+               "the payloads are whole words");
+
+/* src cut to HOFF__PUB_FLOOR_OP - 1 bytes (or fewer: never inside a UTF-8 character), NUL-padded. */
+static void floor_op_words(uint64_t out[HOFF__PUB_FLOOR_OP / sizeof(uint64_t)], const char *src) {
+    size_t n = src ? strnlen(src, HOFF__PUB_FLOOR_OP) : 0;
+
+    memset(out, 0, HOFF__PUB_FLOOR_OP);
+    if (n >= HOFF__PUB_FLOOR_OP) {
+        n = HOFF__PUB_FLOOR_OP - 1;
+        /* src[n], the first byte dropped, continues a character: drop that character whole. */
+        while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80)
+            n--;
+    }
+    if (n)
+        memcpy(out, src, n);
+}
+
 /* The sequence lock's writer: seq odd, the payload word by word, seq even.
  * Readers copy with the same word size and retry while seq is odd or moved. */
-void hoff__pub_store(struct hoff__pub_segment *seg, const struct hoff_stats *st, uint64_t update_ns) {
+void hoff__pub_store(struct hoff__pub_segment *seg, const struct hoff_stats *st, const char *floor_op,
+                     uint64_t update_ns) {
     struct hoff__pub_header *h = &seg->h;
     uint64_t seq = __atomic_load_n(&h->seq, __ATOMIC_RELAXED);
     const uint64_t *src = (const uint64_t *)(const void *)st;
-    uint64_t *dst = (uint64_t *)(void *)&seg->st;
+    uint64_t *dst = (uint64_t *)(void *)&seg->st, op[HOFF__PUB_FLOOR_OP / sizeof(uint64_t)];
+    uint64_t *op_dst = (uint64_t *)(void *)seg->floor_op;
     size_t i, n = sizeof *st / sizeof(uint64_t);
 
+    floor_op_words(op, floor_op);
     __atomic_store_n(&h->seq, seq + 1, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_RELEASE);
     for (i = 0; i < n; i++)
         __atomic_store_n(&dst[i], src[i], __ATOMIC_RELAXED);
+    for (i = 0; i < HOFF__PUB_FLOOR_OP / sizeof(uint64_t); i++)
+        __atomic_store_n(&op_dst[i], op[i], __ATOMIC_RELAXED);
     __atomic_store_n(&h->update_ns, update_ns, __ATOMIC_RELAXED);
     __atomic_store_n(&h->updates, __atomic_load_n(&h->updates, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
     __atomic_store_n(&h->seq, seq + 2, __ATOMIC_RELEASE);
@@ -299,12 +333,12 @@ void hoff__publish_close(struct hoff__publisher *p) {
     free(p);
 }
 
-void hoff__publish_write(struct hoff__publisher *p, const struct hoff_stats *st) {
+void hoff__publish_write(struct hoff__publisher *p, const struct hoff_stats *st, const char *floor_op) {
     if (!p)
         return;
     p->tick = 0;
     p->last_ns = coarse_ns();
-    hoff__pub_store(p->seg, st, realtime_ns());
+    hoff__pub_store(p->seg, st, floor_op, realtime_ns());
 }
 
 int hoff__publish_due(const struct hoff__publisher *p) {

@@ -4,7 +4,8 @@
  * /proc/self/ns/pid), its pid there, its start time and the boot id: processes of different containers sharing
  * /dev/shm never take or remove each other's segments, and a reader never judges a pid of another namespace by
  * its own.
- * It knows no context: the context's counters reach it through hoff__publish_write (ctx_stats.c calls it).
+ * It knows no context: the context's counters and the op of its plan's working-set floor reach it through
+ * hoff__publish_write (ctx_stats.c calls it).
  * Threading: one writer per segment, serialised by its caller (the context's lock); readers never block it. */
 #ifndef HOFF_PUBLISH_H
 #define HOFF_PUBLISH_H
@@ -18,8 +19,11 @@
 
 /* "HOFFSTAT" read as a little-endian uint64_t. */
 #define HOFF__PUB_MAGIC 0x5441545346464f48ull
-/* The layout of struct hoff__pub_header; bumped on any change to it. */
-#define HOFF__PUB_VERSION 3
+/* The layout of struct hoff__pub_segment (its header and what follows the
+ * stats); bumped on any change to it.  4: floor_op after the stats. */
+#define HOFF__PUB_VERSION 4
+/* Bytes of the segment's floor_op, its NUL included. */
+#define HOFF__PUB_FLOOR_OP 64
 /* Segment names: "hoff.<uid>.<ns>.<pid>" for a process's first context,
  * "hoff.<uid>.<ns>.<pid>.<k>" for the k-th one alive at the same time (or,
  * when another user holds the next name, a random k).  <ns> is the inode of
@@ -60,9 +64,16 @@ struct hoff__pub_header {
     uint64_t updates;           /* writes so far */
 };
 
+/* The whole segment: the header, at header_size the stats (stats_size bytes), and after them, at
+ * header_size + stats_size up to size, the figures that are not counters. */
 struct hoff__pub_segment {
     struct hoff__pub_header h;
     struct hoff_stats st;
+    /* Under the sequence lock, with the stats: the op mark that ends the plan's working-set floor (as
+     * hoff_floor_json's "op"; its bytes, blocks and phase are stats.plan_floor_*), NUL-terminated, cut to
+     * HOFF__PUB_FLOOR_OP - 1 bytes at the start of a UTF-8 character; "" before the first plan.  A reader
+     * terminates its copy itself. */
+    char floor_op[HOFF__PUB_FLOOR_OP];
 };
 
 /* --- writer (publish.c) ------------------------------------------------------ */
@@ -86,15 +97,19 @@ struct hoff__publisher *hoff__publish_open(const char *planner, const char *back
 /* Remove the segment and free p (NULL: nothing).  hoff_shutdown calls it; the
  * atexit handler covers processes that never shut down. */
 void hoff__publish_close(struct hoff__publisher *p);
-/* Write st (a snapshot of the context's counters) now (p NULL: nothing).
- * The caller serialises the writes of one segment. */
-void hoff__publish_write(struct hoff__publisher *p, const struct hoff_stats *st);
+/* Write st (a snapshot of the context's counters) and floor_op (the op mark
+ * of the plan's working-set floor, ctx->pipe.floor_op; NULL or "" for none)
+ * now (p NULL: nothing).  The caller serialises the writes of one segment. */
+void hoff__publish_write(struct hoff__publisher *p, const struct hoff_stats *st, const char *floor_op);
 /* The event path's slow half: has interval_ns passed since the last write? */
 int hoff__publish_due(const struct hoff__publisher *p);
 
-/* Write the stats into a segment under its sequence lock (the writer's core;
- * tests drive it on a plain mapping). */
-void hoff__pub_store(struct hoff__pub_segment *seg, const struct hoff_stats *st, uint64_t update_ns);
+/* Write the stats and the floor's op (NULL: "") into a segment under its
+ * sequence lock (the writer's core; tests drive it on a plain mapping).  An
+ * op longer than HOFF__PUB_FLOOR_OP - 1 bytes is cut there, or before, at
+ * the start of a UTF-8 character. */
+void hoff__pub_store(struct hoff__pub_segment *seg, const struct hoff_stats *st, const char *floor_op,
+                     uint64_t update_ns);
 /* Fill a segment's header for this process (job: its job id, "" or NULL for none). */
 void hoff__pub_header_init(struct hoff__pub_segment *seg, const char *planner, const char *backend, const char *job);
 
@@ -154,9 +169,14 @@ void hoff__pub_close(struct hoff__pub_reader *r);
  * hoff_stats of this version). */
 int hoff__pub_read(const struct hoff__pub_reader *r, struct hoff_stats *st, uint64_t *update_ns,
                    uint64_t *updates, int tries);
+/* The same with the floor's op, copied in the same consistent read into
+ * floor_op (HOFF__PUB_FLOOR_OP bytes; NULL: not copied), NUL-terminated
+ * whatever the segment holds. */
+int hoff__pub_read_floor(const struct hoff__pub_reader *r, struct hoff_stats *st, char *floor_op,
+                         uint64_t *update_ns, uint64_t *updates, int tries);
 /* The same on a segment in memory (tests). */
-int hoff__pub_read_seg(const struct hoff__pub_segment *seg, struct hoff_stats *st, uint64_t *update_ns,
-                       uint64_t *updates, int tries);
+int hoff__pub_read_seg(const struct hoff__pub_segment *seg, struct hoff_stats *st, char *floor_op,
+                       uint64_t *update_ns, uint64_t *updates, int tries);
 
 /* Is the writer of a segment still running?
  *   HOFF__PUB_ALIVE    yes;

@@ -305,10 +305,11 @@ void hoff__pub_close(struct hoff__pub_reader *r) {
         r->seg = NULL;
 }
 
-int hoff__pub_read_seg(const struct hoff__pub_segment *seg, struct hoff_stats *out, uint64_t *update_ns,
-                       uint64_t *updates, int tries) {
+int hoff__pub_read_seg(const struct hoff__pub_segment *seg, struct hoff_stats *out, char *floor_op,
+                       uint64_t *update_ns, uint64_t *updates, int tries) {
     const uint64_t *src = (const uint64_t *)(const void *)&seg->st;
-    uint64_t *dst = (uint64_t *)(void *)out;
+    const uint64_t *op_src = (const uint64_t *)(const void *)seg->floor_op;
+    uint64_t *dst = (uint64_t *)(void *)out, op[HOFF__PUB_FLOOR_OP / sizeof(uint64_t)];
     size_t i, n = sizeof *out / sizeof(uint64_t);
     uint64_t s1, s2, un = 0, up = 0;
     int t;
@@ -322,6 +323,9 @@ int hoff__pub_read_seg(const struct hoff__pub_segment *seg, struct hoff_stats *o
         }
         for (i = 0; i < n; i++)
             dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+        if (floor_op)
+            for (i = 0; i < HOFF__PUB_FLOOR_OP / sizeof(uint64_t); i++)
+                op[i] = __atomic_load_n(&op_src[i], __ATOMIC_RELAXED);
         un = __atomic_load_n(&seg->h.update_ns, __ATOMIC_RELAXED);
         up = __atomic_load_n(&seg->h.updates, __ATOMIC_RELAXED);
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
@@ -329,6 +333,10 @@ int hoff__pub_read_seg(const struct hoff__pub_segment *seg, struct hoff_stats *o
         if (s1 == s2) {
             if (out->version != HOFF_STATS_VERSION || out->size != sizeof *out)
                 return -EPROTO;
+            if (floor_op) { /* terminated here: the writer's NUL is not to be trusted */
+                memcpy(floor_op, op, HOFF__PUB_FLOOR_OP);
+                floor_op[HOFF__PUB_FLOOR_OP - 1] = '\0';
+            }
             if (update_ns)
                 *update_ns = un;
             if (updates)
@@ -339,11 +347,16 @@ int hoff__pub_read_seg(const struct hoff__pub_segment *seg, struct hoff_stats *o
     return -EAGAIN;
 }
 
-int hoff__pub_read(const struct hoff__pub_reader *r, struct hoff_stats *st, uint64_t *update_ns, uint64_t *updates,
-                   int tries) {
+int hoff__pub_read_floor(const struct hoff__pub_reader *r, struct hoff_stats *st, char *floor_op,
+                         uint64_t *update_ns, uint64_t *updates, int tries) {
     if (!r || !r->seg)
         return -EINVAL;
-    return hoff__pub_read_seg(r->seg, st, update_ns, updates, tries);
+    return hoff__pub_read_seg(r->seg, st, floor_op, update_ns, updates, tries);
+}
+
+int hoff__pub_read(const struct hoff__pub_reader *r, struct hoff_stats *st, uint64_t *update_ns, uint64_t *updates,
+                   int tries) {
+    return hoff__pub_read_floor(r, st, NULL, update_ns, updates, tries);
 }
 
 /* The start time (field 22 of PROC/PID/stat), 0 if unknown; *state (if not

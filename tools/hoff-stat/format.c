@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "hoff-stat.h"
+#include "trace/trace.h"
 
 /* --- formatting ------------------------------------------------------------------ */
 
@@ -100,4 +101,40 @@ double now_s(void) {
 
     clock_gettime(CLOCK_REALTIME, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* --- the working-set floor ---------------------------------------------------------- */
+
+const char *floor_phase_word(uint64_t phase) {
+    if (phase == FLOOR_PHASE_MIXED)
+        return "mixed";
+    if (phase == HOFF_PHASE_NONE)
+        return "-";
+    if (phase >= HOFF_PHASE_COUNT)
+        return "?";
+    return hoff__trace_phase_word((unsigned)phase);
+}
+
+const char *floor_text(const struct hoff_stats *st, char *buf, size_t len) {
+    if (!st->plans)
+        snprintf(buf, len, "-");
+    else if (st->plan_floor_phase == HOFF_PHASE_NONE)
+        snprintf(buf, len, "%s", HS(st->plan_floor_bytes));
+    else
+        snprintf(buf, len, "%s %s", HS(st->plan_floor_bytes), floor_phase_word(st->plan_floor_phase));
+    return buf;
+}
+
+void print_floor_json(FILE *f, const struct hoff_stats *st, const char *floor_op) {
+    char op[HOFF__PUB_FLOOR_OP];
+    size_t i;
+
+    for (i = 0; i + 1 < sizeof op && floor_op && floor_op[i]; i++)
+        op[i] = floor_op[i] >= 0x20 && floor_op[i] < 0x7f ? floor_op[i] : '?';
+    op[i] = '\0';
+    fprintf(f, ",\"floor\":{\"bytes\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"phase\":\"%s\",\"op\":",
+            st->plan_floor_bytes, st->plan_floor_blocks,
+            hoff_phase_name(st->plan_floor_phase < HOFF_PHASE_COUNT ? (int)st->plan_floor_phase : -1));
+    json_str(f, op);
+    fputc('}', f);
 }

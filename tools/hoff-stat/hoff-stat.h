@@ -34,9 +34,11 @@ struct opts {
 
 /* The SIGBUS handler main installs: a read under read_guarded jumps back. */
 void on_sigbus(int sig);
-/* hoff__pub_read, but a segment truncated after it was checked (SIGBUS on
- * the mapping) is an error (-EFAULT), not a crash. */
-int read_guarded(const struct hoff__pub_reader *r, struct hoff_stats *st, uint64_t *un, uint64_t *up);
+/* hoff__pub_read_floor, but a segment truncated after it was checked
+ * (SIGBUS on the mapping) is an error (-EFAULT), not a crash.  floor_op:
+ * HOFF__PUB_FLOOR_OP bytes, or NULL. */
+int read_guarded(const struct hoff__pub_reader *r, struct hoff_stats *st, char *floor_op, uint64_t *un,
+                 uint64_t *up);
 /* What a read_guarded error means, in words. */
 const char *read_error(int rc);
 /* A printable copy of a fixed-size name from the segment. */
@@ -54,6 +56,7 @@ struct entry {
     char why[256];
     struct hoff__pub_header h;
     struct hoff_stats st;
+    char floor_op[HOFF__PUB_FLOOR_OP]; /* the floor's op, NUL-terminated */
     uint64_t update_ns;
 };
 
@@ -76,6 +79,16 @@ const char *hcount(double v, char *buf, size_t len);     /* a count in at most 5
 const char *htime(uint64_t ns, char *buf, size_t len);   /* a duration in at most 6 characters */
 const char *huptime(uint64_t s, char *buf, size_t len);  /* seconds as 12s, 3m05s, 2h10m, 4d03h */
 void json_str(FILE *f, const char *s);                   /* a JSON string, quotes included */
+/* stats.plan_floor_phase in the trace format's word: fwd, bwd, loss, opt; "-" for none (not said, or no plan),
+ * "mixed" for FLOOR_PHASE_MIXED (a job's total over ranks whose floors are in different phases), "?" past the
+ * enum. */
+const char *floor_phase_word(uint64_t phase);
+#define FLOOR_PHASE_MIXED UINT64_MAX
+/* The floor as the list shows it: "8.0M fwd", "8.0M" (no phase said), "-" (no plan yet). */
+const char *floor_text(const struct hoff_stats *st, char *buf, size_t len);
+/* ',"floor":{"bytes":N,"blocks":N,"phase":"forward","op":"..."}' for a process's JSON: the op printable ASCII
+ * (other bytes as '?'), "" before the first plan. */
+void print_floor_json(FILE *f, const struct hoff_stats *st, const char *floor_op);
 double now_s(void);                                      /* the wall clock, seconds */
 
 #define HS(x) hsize((x), (char[16]){0}, 16)
@@ -93,6 +106,7 @@ int cmd_list(const struct opts *o);
 struct sample {
     struct hoff__pub_header h;
     struct hoff_stats st;
+    char floor_op[HOFF__PUB_FLOOR_OP]; /* the floor's op, NUL-terminated */
     uint64_t update_ns, updates;
 };
 

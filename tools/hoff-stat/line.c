@@ -31,6 +31,7 @@ struct col {
 
 static const struct col cols[] = {
     {"plan", "state", -8},   {"plan", "steps", 5},    {"plan", "step", 6},
+    {"floor", "bytes", 6},   {"floor", "phase", 5},
     {"offload bytes", "budget", 6}, {"offload bytes", "resid", 6}, {"offload bytes", "peak", 6},
     {"offload bytes", "host", 6},   {"offload bytes", "nvme", 6},  {"offload bytes", "cap%", 4},
     {"bytes/s", "d2h", 6},   {"bytes/s", "h2d", 6},   {"bytes/s", "spill", 6}, {"bytes/s", "restor", 6},
@@ -104,6 +105,8 @@ void print_line(const struct sample *s, const struct sample *prev, const char *l
     V("%s", state ? state : PSTATE(a->plan_state));
     V("%" PRIu64, a->steps);
     V("%s", a->last_step_ns ? HT(a->last_step_ns) : "-");
+    V("%s", a->plans ? HS(a->plan_floor_bytes) : "-"); /* the plan's working-set floor and its phase */
+    V("%s", a->plans ? floor_phase_word(a->plan_floor_phase) : "-");
     V("%s", a->budget_bytes ? HS(a->budget_bytes) : "none");
     V("%s", HS(a->resident_bytes));
     V("%s", HS(a->peak_resident_bytes));
@@ -177,6 +180,7 @@ void print_json(const char *name, const struct sample *s, const struct sample *p
         printf(",\"host_cap_use\":%.6f", (double)a->host_bytes / (double)a->host_cap_bytes);
     else
         printf(",\"host_cap_use\":null");
+    print_floor_json(stdout, a, s->floor_op);
     n = hoff_stats_format_json(a, NULL, 0);
     js = n > 0 ? malloc((size_t)n + 1) : NULL;
     if (js && hoff_stats_format_json(a, js, (size_t)n + 1) == n)

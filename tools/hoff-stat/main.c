@@ -38,6 +38,8 @@ static void usage(FILE *f) {
             "\n"
             "Sizes are in bytes with K, M, G (powers of 1024); d2h, h2d, spill and restor are\n"
             "bytes moved per second; evict, late and fault count the events of the interval.\n"
+            "floor: the plan's working-set floor and the phase it is in (fwd, bwd, loss, opt;\n"
+            "its op in --json).\n"
             "A process publishes unless HOFF_STATS=0.\n"
             "Exit status: 0 ok; 1 the segments cannot be listed, or (-p) the segment is missing,\n"
             "refused or stale; 2 bad usage.  See hoff-stat(1).\n");

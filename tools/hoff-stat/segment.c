@@ -29,9 +29,10 @@ void on_sigbus(int sig) {
     raise(sig);
 }
 
-/* hoff__pub_read, but a segment truncated after it was checked (SIGBUS on
+/* hoff__pub_read_floor, but a segment truncated after it was checked (SIGBUS on
  * the mapping) is an error, not a crash. */
-int read_guarded(const struct hoff__pub_reader *r, struct hoff_stats *st, uint64_t *un, uint64_t *up) {
+int read_guarded(const struct hoff__pub_reader *r, struct hoff_stats *st, char *floor_op, uint64_t *un,
+                 uint64_t *up) {
     int rc;
 
     if (sigsetjmp(bus_jmp, 1)) {
@@ -39,7 +40,7 @@ int read_guarded(const struct hoff__pub_reader *r, struct hoff_stats *st, uint64
         return -EFAULT;
     }
     bus_armed = 1;
-    rc = hoff__pub_read(r, st, un, up, 10000);
+    rc = hoff__pub_read_floor(r, st, floor_op, un, up, 10000);
     bus_armed = 0;
     return rc;
 }
@@ -129,7 +130,7 @@ static void probe(const char *dir, struct entry *e) {
         return;
     }
     e->h = r.h;
-    rc = read_guarded(&r, &e->st, &e->update_ns, NULL);
+    rc = read_guarded(&r, &e->st, e->floor_op, &e->update_ns, NULL);
     hoff__pub_close(&r);
     if (rc) {
         e->rc = rc;

@@ -30,7 +30,7 @@ static int take(const struct opts *o, const char *name, struct sample *s, int *a
         return EXIT_FAIL;
     }
     s->h = r.h;
-    rc = read_guarded(&r, &s->st, &s->update_ns, &s->updates);
+    rc = read_guarded(&r, &s->st, s->floor_op, &s->update_ns, &s->updates);
     hoff__pub_close(&r);
     if (rc) {
         fprintf(stderr, "%s: %s/%s: %s\n", cmd, o->dir, name, read_error(rc));
@@ -124,6 +124,16 @@ static void sum_sample(struct sample *t, const struct sample *s, int first) {
     if (s->st.last_step_ns > t->st.last_step_ns)
         t->st.last_step_ns = s->st.last_step_ns;
     t->st.plan_state -= s->st.plan_state;
+    /* undo: the floor's phase is the common one of the ranks with a plan, or mixed (its bytes are summed) */
+    t->st.plan_floor_phase -= s->st.plan_floor_phase;
+    if (s->st.plans) {
+        int first_plan = t->st.plans == s->st.plans; /* no rank before this one had a plan */
+
+        if (first_plan)
+            t->st.plan_floor_phase = s->st.plan_floor_phase;
+        else if (t->st.plan_floor_phase != s->st.plan_floor_phase)
+            t->st.plan_floor_phase = FLOOR_PHASE_MIXED;
+    }
     if (s->update_ns > t->update_ns)
         t->update_ns = s->update_ns;
     if (s->h.start_ns < t->h.start_ns)
@@ -173,6 +183,7 @@ int cmd_job(const struct opts *o) {
             }
             slot[s].cur.h = v[k].h;
             slot[s].cur.st = v[k].st;
+            memcpy(slot[s].cur.floor_op, v[k].floor_op, sizeof slot[s].cur.floor_op);
             slot[s].cur.update_ns = v[k].update_ns;
             slot[s].seen = 1;
             found++;
