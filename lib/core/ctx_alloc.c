@@ -151,7 +151,7 @@ HOFF_API void *hoff_malloc_flags(hoff_ctx *ctx, size_t size, hoff_stream stream,
         return capture_alloc(ctx, size, stream, flags);
     if (ctx->ncapfree)
         drain_capfree(ctx);
-    kept = hoff__pipe_kept_next(ctx);
+    kept = hoff__pipe_kept_next(ctx, size);
     kind = choose_pool(ctx, size, stream, flags, kept);
     if ((flags & HOFF_ALLOC_CANDIDATE) && kind != HOFF__POOL_MANAGED) {
         UNLOCK(ctx); /* not an offload candidate: the caller's other allocator takes it */

@@ -149,9 +149,9 @@ void hoff__record_exclude(struct hoff_ctx *ctx, const struct hoff__block *b);
  * the plan counts it as device memory); a replayed step whose plan had it as
  * a candidate records again. */
 void hoff__record_keep(struct hoff_ctx *ctx, const struct hoff__block *b);
-/* Replay: the step's next event is the allocation of a block the recorded
- * step kept (it goes outside the budget: ctx_alloc.c). */
-int hoff__pipe_kept_next(const struct hoff_ctx *ctx);
+/* Replay: the step's next event is the allocation of size bytes of a block
+ * the recorded step kept (it goes outside the budget: ctx_alloc.c). */
+int hoff__pipe_kept_next(const struct hoff_ctx *ctx, uint64_t size);
 void hoff__record_release(struct hoff_ctx *ctx);  /* free the timed events */
 
 /* planning (planjob.c): what planning a recorded step produces */

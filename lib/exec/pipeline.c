@@ -335,14 +335,14 @@ static int in_trace(const struct hoff_ctx *ctx, const struct hoff__event_info *e
     return 1;
 }
 
-int hoff__pipe_kept_next(const struct hoff_ctx *ctx) {
+int hoff__pipe_kept_next(const struct hoff_ctx *ctx, uint64_t size) {
     const struct hoff__pipeline *p = &ctx->pipe;
     const struct hoff__tev *t;
 
     if (!ctx->in_step || p->state != HOFF_PLAN_REPLAY || p->diverged || p->ev >= p->trace.nev)
         return 0;
     t = &p->trace.ev[p->ev];
-    return t->kind == HOFF__TEV_ALLOC && (t->flags & HOFF__TEV_KEPT) != 0;
+    return t->kind == HOFF__TEV_ALLOC && (t->flags & HOFF__TEV_KEPT) != 0 && t->size == (size ? size : 1);
 }
 
 void hoff__pipe_before(struct hoff_ctx *ctx, struct hoff__event_info *e) {
