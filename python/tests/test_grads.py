@@ -54,6 +54,23 @@ def script(tmp_path_factory):
     return str(p)
 
 
+@pytest.fixture(scope="module")
+def plain(script, tmp_path_factory):
+    """plain(steps, accum): the digest of the plain run (no hoff), each shape run once for the module."""
+    runs = {}
+    d = tmp_path_factory.mktemp("plain")
+
+    def get(steps=5, accum=1):
+        if (steps, accum) not in runs:
+            out = d / ("plain.%d.%d.json" % (steps, accum))
+            r = run([sys.executable, script, str(out), str(steps), str(accum)])
+            assert r.returncode == 0, r.stderr
+            runs[(steps, accum)] = json.load(open(out))
+        return runs[(steps, accum)]
+
+    return get
+
+
 def _sim(script, tmp_path, budget, steps=5, accum=1, marks="optimizer", **env):
     dig, stats = tmp_path / ("sim%s.json" % budget.strip("%")), tmp_path / "stats.json"
     r = run([sys.executable, "-m", "hoff", "--sim", "--budget", budget, "--stats-json", str(stats), script, str(dig),
@@ -62,14 +79,10 @@ def _sim(script, tmp_path, budget, steps=5, accum=1, marks="optimizer", **env):
     return json.load(open(dig)), json.load(open(stats)), r.stderr
 
 
-def test_gradients_are_kept_and_the_floor_is_not_the_optimizers(libhoff, torch, script, tmp_path):
-    plain = tmp_path / "plain.json"
-    r = run([sys.executable, script, str(plain), "5"])
-    assert r.returncode == 0, r.stderr
-    plain = json.load(open(plain))
+def test_gradients_are_kept_and_the_floor_is_not_the_optimizers(libhoff, torch, script, plain, tmp_path):
     for budget in ("50%", "25%"):
         dig, st, err = _sim(script, tmp_path, budget)
-        assert dig == plain, "bitwise equality at %s" % budget
+        assert dig == plain(), "bitwise equality at %s" % budget
         f, floor = st["final"], st["floor"]
         assert f["bytes_evicted"] > 0, "nothing moved at %s: the test would pass vacuously" % budget
         # every gradient (3 of 4 MiB, 1 of 2 MiB per step) kept: first by hoff_keep in the warmup steps, then
@@ -87,29 +100,25 @@ def test_gradients_are_kept_and_the_floor_is_not_the_optimizers(libhoff, torch, 
         assert st["integrity"]["ok"]
 
 
-def test_gradient_accumulation(libhoff, torch, script, tmp_path):
-    plain = tmp_path / "plain2.json"
-    r = run([sys.executable, script, str(plain), "4", "2"])
-    assert r.returncode == 0, r.stderr
+def _kept_and_moved(st):
+    """Bytes moved, no gradient among them, at least the four gradients of a step kept, no optimizer floor."""
+    f = st["final"]
+    assert f["bytes_evicted"] > 0 and f["kept_evicted"] == 0
+    assert f["keep_marks"] + f["kept_allocs"] >= 4, f
+    assert st["floor"]["phase"] != "optimizer", st["floor"]
+
+
+def test_gradient_accumulation(libhoff, torch, script, plain, tmp_path):
     dig, st, err = _sim(script, tmp_path, "50%", steps=4, accum=2)
-    assert dig == json.load(open(plain))
-    f = st["final"]
-    assert f["bytes_evicted"] > 0 and f["kept_evicted"] == 0
-    assert f["keep_marks"] + f["kept_allocs"] >= 4, f
-    assert st["floor"]["phase"] != "optimizer", st["floor"]
+    assert dig == plain(4, 2)
+    _kept_and_moved(st)
 
 
-def test_user_marked_steps(libhoff, torch, script, tmp_path):
+def test_user_marked_steps(libhoff, torch, script, plain, tmp_path):
     """hoff.step() at the top of each iteration: the optimizer's step is inside the step, and still kept out."""
-    plain = tmp_path / "plain3.json"
-    r = run([sys.executable, script, str(plain), "5"])
-    assert r.returncode == 0, r.stderr
     dig, st, err = _sim(script, tmp_path, "50%", marks="user")
-    assert dig == json.load(open(plain))
-    f = st["final"]
-    assert f["bytes_evicted"] > 0 and f["kept_evicted"] == 0
-    assert f["keep_marks"] + f["kept_allocs"] >= 4, f
-    assert st["floor"]["phase"] != "optimizer", st["floor"]
+    assert dig == plain()
+    _kept_and_moved(st)
 
 
 def test_offload_gradients_brings_them_back(libhoff, torch, script, tmp_path):
