@@ -16,6 +16,7 @@
 #   SIM_FSDP     (0; 1: FSDP2, fully_shard, under torchrun --standalone with 2 ranks, PyTorch 2.x)
 #   SIM_COMPILE  (0; 1: the ResNet under torch.compile, PyTorch 2.x)
 #   SIM_GRADS    (1: the cnn with HOFF_OFFLOAD_GRADIENTS=1, whose floor sim_check.py must refuse; 0: not)
+#   SIM_FLOORS   (a file: sim_check.py appends a JSON row per checked run with its floor, for bench/floors.py)
 # Skips (77) without a python3 that has torch ($PYTHON first), or with a sanitized preload.  Runs in the build
 # directory.
 set -u
