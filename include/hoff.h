@@ -562,7 +562,13 @@ HOFF_API int hoff_sim_touch(hoff_ctx *ctx, void *ptr, int write);
     X(kept_evicted, "kept blocks that had been moved before hoff_keep named them (brought back first)") \
     X(kept_allocs, "allocations of blocks the recorded step kept: device pool, outside the budget") \
     X(keep_ignored, "hoff_keep calls ignored because offload_gradients is set") \
-    X(recorded_peak_bytes, "the last recorded step's peak of offload bytes with no offload, kept blocks not counted")
+    X(recorded_peak_bytes, "the last recorded step's peak of offload bytes with no offload, kept blocks not counted") \
+    X(graph_pool_begins, "captures begun into a named graph pool (PyTorch's beginAllocateToPool)") \
+    X(graph_pool_releases, "graph pool releases (PyTorch's releasePool: a graph of the pool destroyed)") \
+    X(graph_released_bytes, "graph-private bytes made reusable because their pool's graphs were all released") \
+    X(peak_in_use_bytes, "highest device_in_use_bytes + managed_in_use_bytes (since start or hoff_reset_peaks)") \
+    X(peak_pool_bytes, "highest device_pool_bytes + managed_pool_bytes (since start or hoff_reset_peaks)")
+
 
 struct hoff_stats {
     uint32_t version; /* HOFF_STATS_VERSION */
@@ -574,6 +580,12 @@ struct hoff_stats {
 
 /* Snapshot the counters. */
 HOFF_API int hoff_stats_get(hoff_ctx *ctx, struct hoff_stats *out);
+
+/* Set the peaks (peak_resident_bytes, peak_host_bytes, peak_nvme_bytes,
+ * peak_in_use_bytes, peak_pool_bytes) to the current figures, as
+ * torch.cuda.reset_peak_memory_stats does; step_peak_resident_bytes is the
+ * step's own and restarts at each step.  0, or -EINVAL for a NULL context. */
+HOFF_API int hoff_reset_peaks(hoff_ctx *ctx);
 
 /* Write the counters as one JSON object into buf (NUL-terminated).  Returns
  * the length the full object needs (excluding the NUL), like snprintf, or
@@ -599,7 +611,8 @@ HOFF_API int hoff_stats_format_json(const struct hoff_stats *st, char *buf,
  *
  * For torch.cuda.memory.CUDAPluggableAllocator(libhoff.so, "hoff_torch_alloc",
  * "hoff_torch_free") and the optional hooks of its C++ class (set_init_fn,
- * set_reset_fn, set_memory_fraction_fn, set_record_stream_fn).  They share
+ * set_reset_fn, set_memory_fraction_fn, set_record_stream_fn and the graph
+ * pool hooks).  They share
  * one process-wide context per CUDA device (0 to 63), created on first use
  * with the configuration from the HOFF_* environment and hoff_torch_configure.
  * A stream is a cudaStream_t (void * here, so this header needs no CUDA).
@@ -635,6 +648,32 @@ HOFF_API int hoff_torch_configure(int device, const char *name,
 /* Check name=value the way hoff_torch_configure would, changing nothing. */
 HOFF_API int hoff_torch_config_check(const char *name, const char *value,
                                      char *err, size_t errlen);
+/* torch.cuda.reset_peak_memory_stats: hoff_reset_peaks on device's context.
+ * 0 (also when the device has no context yet), -ENODEV for a device out of
+ * range. */
+HOFF_API int hoff_torch_reset_peaks(int device);
+
+/* CUDA graph pools, for the hooks set_begin_allocate_to_pool,
+ * set_end_allocate_to_pool_fn and set_release_pool (a pool id is PyTorch's
+ * MempoolId_t: {first, second}; {0, 0} names no pool).  The caller (a C++
+ * shim) evaluates the begin hook's stream filter itself and, around each
+ * allocation the filter selects, calls hoff_torch_graph_pool_use(id0, id1)
+ * before hoff_torch_alloc and hoff_torch_graph_pool_use(0, 0) after, on the
+ * same thread.
+ *
+ * use: the calling thread's allocations made during a capture belong to pool
+ * {id0, id1} from now on (thread-local; any context). */
+HOFF_API void hoff_torch_graph_pool_use(uint64_t id0, uint64_t id1);
+/* begin / end: a capture into the pool starts / ends on device (counted;
+ * each begin is one more graph the pool's memory serves until a release). */
+HOFF_API void hoff_torch_graph_pool_begin(int device, uint64_t id0, uint64_t id1);
+HOFF_API void hoff_torch_graph_pool_end(int device, uint64_t id0, uint64_t id1);
+/* release: a graph of the pool was destroyed.  Once every graph captured into
+ * it is (as many releases as begins), its graph-private blocks freed after
+ * their capture are reused by later captures, after a device-wide
+ * synchronisation, and torch.cuda.empty_cache gives them back.  An unknown
+ * pool is harmless. */
+HOFF_API void hoff_torch_graph_pool_release(int device, uint64_t id0, uint64_t id1);
 
 /* ---------------------------------------------------------------------------
  * Errors.

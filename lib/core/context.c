@@ -209,6 +209,7 @@ HOFF_API int hoff_init(hoff_ctx **out, const struct hoff_config *cfg) {
     hoff__pool_init(&ctx->pools[HOFF__POOL_MANAGED], HOFF__POOL_MANAGED, ctx->be, hoff__guard_check, ctx);
     hoff__pool_init_graph(&ctx->graph_pool, ctx->be, hoff__guard_check_device, ctx);
     ctx->pools[HOFF__POOL_DEVICE].defer = ctx->cfg.free_fence == HOFF_FENCE_DEVICE;
+    ctx->pools[HOFF__POOL_DEVICE].sum = ctx->pools[HOFF__POOL_MANAGED].sum = &ctx->pool_sum;
     rc = hoff__issuer_start(&ctx->issuer, ctx->be, (size_t)ctx->cfg.issue_queue_depth,
                             hoff__res_cmd_done, ctx);
     if (rc) {
@@ -286,6 +287,7 @@ HOFF_API int hoff_shutdown(hoff_ctx *ctx) {
     for (size_t i = 0; i < ctx->ncapfree; i++) /* freed during a capture that never ended */
         count_leak(NULL, ctx->capfree[i].b, ctx);
     free(ctx->capfree);
+    free(ctx->gpools);
     hoff__pipe_destroy(ctx);
     close_tiers(ctx); /* after the blocks let go of their spills */
     hoff__pool_destroy(&ctx->pools[HOFF__POOL_DEVICE]);

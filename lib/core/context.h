@@ -43,6 +43,17 @@ struct hoff_ctx {
         hoff_stream s;
     } *capfree;
     size_t ncapfree, capcap;
+    /* The graph pools the framework named (core/ctx_graph.c): each id with
+     * its captures not yet released (uses) and whether its graphs are gone
+     * (released: a block of it freed later is reclaimed, not retired). */
+    struct hoff__gpool {
+        uint64_t id[2];
+        uint32_t uses;
+        uint8_t released;
+    } *gpools;
+    size_t ngpools, capgpools;
+    uint32_t captures_open;          /* graph pool begins not yet ended */
+    struct hoff__pool_sum pool_sum;  /* pools[0] and pools[1] together, with peaks (mem/pool.h) */
     struct hoff__residency res;
     struct hoff__pipeline pipe;      /* warmup / plan / replay of steps */
     struct hoff__guard guard;        /* the device's size and the drift baseline (mem/guard.h) */
@@ -63,6 +74,27 @@ struct hoff_ctx {
     char spill_dir[PATH_MAX];        /* where the spill file goes: cfg.spill_dir expanded, then rank.<R>/
                                         under it when the job has several ranks */
 };
+
+/* Graph pools (core/ctx_graph.c).  The calling thread's captures allocate
+ * for the pool id {id0, id1} from now on ({0, 0}: none named). */
+void hoff__graph_pool_use(uint64_t id0, uint64_t id1);
+/* That id, for the block a capture allocates (caller holds ctx->lock). */
+void hoff__graph_pool_tag(struct hoff__block *b);
+/* A capture for pool id begins / ends on ctx (PyTorch's beginAllocateToPool
+ * and endAllocateToPool); they take ctx->lock.  0 or -errno. */
+int hoff__ctx_graph_pool_begin(struct hoff_ctx *ctx, uint64_t id0, uint64_t id1);
+int hoff__ctx_graph_pool_end(struct hoff_ctx *ctx, uint64_t id0, uint64_t id1);
+/* The graphs of pool id are gone (PyTorch's releasePool, once per graph):
+ * when no capture of it is left, its graph blocks become reusable after a
+ * device-wide synchronisation; takes ctx->lock.  0 or -errno. */
+int hoff__ctx_graph_pool_release(struct hoff_ctx *ctx, uint64_t id0, uint64_t id1);
+/* The free of graph block b (out of the table) on stream s, capturing or
+ * not.  Caller holds ctx->lock. */
+void hoff__ctx_graph_free(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s, int capturing);
+/* The device-wide synchronisation has happened (sync_rc 0): reclaimed graph
+ * blocks become reusable; with trim, those of released pools are unmapped.
+ * Caller holds ctx->lock. */
+void hoff__ctx_graph_fenced(struct hoff_ctx *ctx, int trim);
 
 /* The counters with the pool and issuer figures folded in (hoff_stats_get
  * without the lock and the poll).  Caller holds ctx->lock. */

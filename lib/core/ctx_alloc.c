@@ -1,6 +1,6 @@
 /* ctx_alloc.c — the allocation entry points: hoff_malloc (the offload-candidate rule that picks the pool, the
- * graph pool during a CUDA graph capture, the out-of-memory retry), hoff_free (frees deferred past a capture),
- * hoff_record_stream, hoff_block_size and hoff_empty_cache.
+ * graph pool during a CUDA graph capture, the out-of-memory retry), hoff_free (frees deferred past a capture; a
+ * graph block's fate is ctx_graph.c's), hoff_record_stream, hoff_block_size and hoff_empty_cache.
  * Threading: every entry point takes ctx->lock (one lock per context: the pools, table and residency share it). */
 #include "config.h"
 
@@ -49,22 +49,30 @@ static int capturing(struct hoff_ctx *ctx, hoff_stream s) {
 /* HOFF_FREE_FENCE=device: wait for the whole device, then the deferred
  * frees are safe to reuse. */
 void hoff__ctx_release_deferred(struct hoff_ctx *ctx) {
-    if (!ctx->pools[HOFF__POOL_DEVICE].deferred)
+    int graph = ctx->graph_pool.deferred != NULL && !ctx->captures_open;
+
+    if (!ctx->pools[HOFF__POOL_DEVICE].deferred && !graph)
         return;
-    ctx->be->ops->sync(ctx->be);
+    if (ctx->be->ops->sync(ctx->be) != 0 && graph)
+        graph = 0; /* a reclaimed graph block is never reused without the sync */
     hoff__pool_fence_all(&ctx->pools[HOFF__POOL_DEVICE]);
+    if (graph) /* the released graphs' blocks too (ctx_graph.c) */
+        hoff__ctx_graph_fenced(ctx, 0);
     ctx->st.free_fence_syncs++;
 }
 
-/* Wait for the device and give every cached block back to the backend. */
+/* Wait for the device and give every cached block back to the backend:
+ * the graph pool's too, those of pools whose graphs are gone (ctx_graph.c). */
 static void flush_cache(struct hoff_ctx *ctx) {
-    int deferred = ctx->pools[HOFF__POOL_DEVICE].deferred != NULL;
+    int deferred = ctx->pools[HOFF__POOL_DEVICE].deferred != NULL || ctx->graph_pool.deferred != NULL;
+    int rc = hoff__ctx_settle(ctx);
 
-    hoff__ctx_settle(ctx);
     hoff__pool_fence_all(&ctx->pools[0]);
     hoff__pool_fence_all(&ctx->pools[1]);
     hoff__pool_trim(&ctx->pools[0]);
     hoff__pool_trim(&ctx->pools[1]);
+    if (rc == 0 && !ctx->captures_open)
+        hoff__ctx_graph_fenced(ctx, 1);
     if (deferred)
         ctx->st.free_fence_syncs++;
     ctx->st.cache_flushes++;
@@ -128,6 +136,7 @@ static void *capture_alloc(struct hoff_ctx *ctx, size_t size, hoff_stream stream
     b->req = size;
     b->seq = ++ctx->alloc_seq;
     b->graph = 1;
+    hoff__graph_pool_tag(b); /* the pool the framework said this thread captures for (ctx_graph.c) */
     ctx->st.allocs++;
     ctx->st.capture_allocs++;
     UNLOCK(ctx);
@@ -239,11 +248,8 @@ HOFF_API int hoff_free(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
         return hoff__error(-EINVAL, "hoff_free: %p is not a live hoff block (double free or foreign pointer)", ptr);
     }
     ctx->st.frees++;
-    if (b->graph) { /* reused within its capture, else kept for the graph for good */
-        if (capturing(ctx, stream))
-            hoff__pool_put(&ctx->graph_pool, b, stream);
-        else
-            hoff__pool_retire(&ctx->graph_pool, b);
+    if (b->graph) { /* reused within its capture, else kept while its graphs live (ctx_graph.c) */
+        hoff__ctx_graph_free(ctx, b, stream, capturing(ctx, stream));
         UNLOCK(ctx);
         return 0;
     }

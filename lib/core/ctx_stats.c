@@ -1,6 +1,6 @@
 /* ctx_stats.c — a context's counters: the snapshot that folds in the pools', the issuer's, the backend's and the
- * NVMe tier's own figures, and hoff_stats_get / hoff_stats_json, which also write it to the stats segment; and
- * the glue that hands snapshots to that segment's writer (publish.c).
+ * NVMe tier's own figures, and hoff_stats_get / hoff_stats_json, which also write it to the stats segment;
+ * hoff_reset_peaks; and the glue that hands snapshots to that segment's writer (publish.c).
  * Threading: hoff__stats_snapshot and the publishing glue run under ctx->lock; the entry points take it. */
 #include "config.h"
 
@@ -35,6 +35,8 @@ void hoff__stats_snapshot(struct hoff_ctx *ctx, struct hoff_stats *out) {
     out->deferred_frees = dp->deferred_frees;
     out->deferred_bytes = dp->deferred_bytes;
     out->graph_private_bytes = ctx->graph_pool.mapped_bytes;
+    out->peak_in_use_bytes = ctx->pool_sum.peak_in_use;
+    out->peak_pool_bytes = ctx->pool_sum.peak_mapped;
     hoff__issuer_stats(ctx->issuer, &is); /* its own lock, taken under ctx->lock as pushes do */
     out->queue_depth_max = is.depth_max;
     {
@@ -84,6 +86,23 @@ HOFF_API int hoff_stats_get(hoff_ctx *ctx, struct hoff_stats *out) {
         hoff__res_poll(ctx);
     hoff__stats_snapshot(ctx, out);
     hoff__publish_write(ctx->pub, out, ctx->pipe.floor_op); /* what the caller reads, hoff-stat reads */
+    UNLOCK(ctx);
+    return 0;
+}
+
+/* The peaks restart from the current figures; step_peak_resident_bytes is
+ * the step's own (hoff_step_begin restarts it). */
+HOFF_API int hoff_reset_peaks(hoff_ctx *ctx) {
+    if (!ctx)
+        return hoff__error(-EINVAL, "hoff_reset_peaks: NULL context");
+    LOCK(ctx);
+    if (ctx->res.inf_head)
+        hoff__res_poll(ctx);
+    ctx->st.peak_resident_bytes = ctx->res.resident;
+    ctx->st.peak_host_bytes = ctx->res.host;
+    ctx->st.peak_nvme_bytes = ctx->res.nvme;
+    ctx->pool_sum.peak_in_use = ctx->pool_sum.in_use;
+    ctx->pool_sum.peak_mapped = ctx->pool_sum.mapped;
     UNLOCK(ctx);
     return 0;
 }

@@ -89,8 +89,12 @@ struct hoff__block {
      * stream waits for them when the block is handed out again. */
     uint8_t nreuse;
     /* Allocated while its stream was capturing a CUDA graph: it belongs to
-     * the graph-private pool (pool.c), never to the other pools' lists. */
+     * the graph-private pool (pool.c), never to the other pools' lists.
+     * gpool: the framework's id of the graphs' memory pool it was allocated
+     * for (PyTorch's MempoolId_t; hoff_torch_graph_pool_use), {0, 0} when
+     * none was named; meaningful only with `graph`. */
     uint8_t graph;
+    uint64_t gpool[2];
     /* The manual swap group it belongs to (swapgroup.c), or NULL: such a
      * block is moved only by its group, never by the plan or the online
      * policy; mslot is its index in the group's member array. */

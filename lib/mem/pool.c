@@ -29,8 +29,18 @@
  * Graphs.  A graph pool serves allocations made during CUDA graph capture:
  * reuse only on the free's own stream within the capture (stream order is
  * graph order; an event on a capturing stream could not be queried), and a
- * block freed after the capture is retired, never handed out again, since
- * hoff cannot learn when the graph is gone. */
+ * block freed after the capture is retired: the graph may replay into it, so
+ * it is not handed out again while the graph lives.  When the framework says
+ * the graphs of a pool are gone (PyTorch's release_pool hook; the block's
+ * gpool names its pool, core/ctx_graph.c), its retired blocks are reclaimed:
+ * they wait on `deferred` for a device-wide synchronisation that began after
+ * the release (a replay launched before it may still run, on any stream),
+ * then go back to the free lists, for later captures only.  A block of no
+ * named pool ({0, 0}) stays retired until shutdown.
+ *
+ * Peaks.  The device and managed pools share a struct hoff__pool_sum: every
+ * change of in_use_bytes and mapped_bytes goes through in_use_add/sub and
+ * map/unmap below, the one place the sums and their peaks move. */
 #include "config.h"
 
 #include <errno.h>
@@ -245,6 +255,30 @@ static int fenced(struct hoff__pool *p, struct hoff__pool_stream *ps, const stru
     return 0;
 }
 
+/* --- the books -------------------------------------------------------------- */
+
+static void in_use_add(struct hoff__pool *p, uint64_t bytes) {
+    struct hoff__pool_sum *t = p->sum;
+
+    p->in_use_bytes += bytes;
+    if (t && (t->in_use += bytes) > t->peak_in_use)
+        t->peak_in_use = t->in_use;
+}
+
+static void in_use_sub(struct hoff__pool *p, uint64_t bytes) {
+    p->in_use_bytes -= bytes;
+    if (p->sum)
+        p->sum->in_use -= bytes;
+}
+
+static void mapped_add(struct hoff__pool *p, uint64_t bytes) {
+    struct hoff__pool_sum *t = p->sum;
+
+    p->mapped_bytes += bytes;
+    if (t && (t->mapped += bytes) > t->peak_mapped)
+        t->peak_mapped = t->mapped;
+}
+
 /* --- mapping --------------------------------------------------------------- */
 
 static int map(struct hoff__pool *p, size_t bytes, void **out) {
@@ -259,7 +293,7 @@ static int map(struct hoff__pool *p, size_t bytes, void **out) {
     rc = p->kind == HOFF__POOL_MANAGED ? be->ops->managed_alloc(be, bytes, out)
                                        : be->ops->dev_alloc(be, bytes, out);
     if (rc == 0)
-        p->mapped_bytes += bytes;
+        mapped_add(p, bytes);
     return rc;
 }
 
@@ -271,6 +305,8 @@ static void unmap(struct hoff__pool *p, void *ptr, size_t bytes) {
     else
         be->ops->dev_free(be, ptr, bytes);
     p->mapped_bytes -= bytes;
+    if (p->sum)
+        p->sum->mapped -= bytes;
 }
 
 static struct hoff__block *carve(struct hoff__pool *p, int cls, int *err) {
@@ -380,11 +416,12 @@ out:
     b->flags |= HOFF__BLK_LIVE;
     b->stream = s;
     hand_out(p, b, s);
-    p->in_use_bytes += b->size;
+    in_use_add(p, b->size);
     return b;
 }
 
 static void region_unmap(struct hoff__pool *p, struct hoff__region *r);
+static void defer_push(struct hoff__pool *p, struct hoff__block *b);
 
 /* The block's work on other streams than its free's (s): a fence on each,
  * which its next owner's stream waits for (hand_out), so the free is
@@ -444,7 +481,7 @@ int hoff__pool_put(struct hoff__pool *p, struct hoff__block *b, hoff_stream s) {
         /* Without memory for the stream's record the slot is taken back
          * fenced by a device-wide wait only (hoff__pool_fence_all). */
         b->free_seq = ps ? ++ps->free_seq : UINT64_MAX;
-        p->in_use_bytes -= b->size;
+        in_use_sub(p, b->size);
         r->slot[b->slot].out = 0;
         r->used--;
         if (r->released && r->used == 0)
@@ -456,11 +493,8 @@ int hoff__pool_put(struct hoff__pool *p, struct hoff__block *b, hoff_stream s) {
     b->flags &= (uint8_t)~(HOFF__BLK_LIVE | HOFF__BLK_PINNED | HOFF__BLK_FREED);
     b->stream = s;
     if (p->defer) { /* until the whole device passed the free (its slab slot stays counted as used) */
-        b->next = p->deferred;
-        p->deferred = b;
-        p->deferred_bytes += b->size;
-        p->deferred_frees++;
-        p->in_use_bytes -= b->size;
+        defer_push(p, b);
+        in_use_sub(p, b->size);
         return 0;
     }
     if (b->seg)
@@ -469,7 +503,7 @@ int hoff__pool_put(struct hoff__pool *p, struct hoff__block *b, hoff_stream s) {
     if (!ps->head[b->cls])
         ps->nonempty++;
     list_push(ps, b);
-    p->in_use_bytes -= b->size;
+    in_use_sub(p, b->size);
     p->cached_bytes += b->size;
     return 0;
 }
@@ -557,7 +591,7 @@ struct hoff__block *hoff__pool_region_get(struct hoff__pool *p, struct hoff__reg
     hand_out(p, b, s);
     r->slot[i].out = 1;
     r->used++;
-    p->in_use_bytes += b->size;
+    in_use_add(p, b->size);
     return b;
 }
 
@@ -601,7 +635,44 @@ void hoff__pool_retire(struct hoff__pool *p, struct hoff__block *b) {
     b->next = p->retired;
     p->retired = b;
     p->retired_bytes += b->size;
-    p->in_use_bytes -= b->size;
+    in_use_sub(p, b->size);
+}
+
+static void defer_push(struct hoff__pool *p, struct hoff__block *b) {
+    b->next = p->deferred;
+    p->deferred = b;
+    p->deferred_bytes += b->size;
+    p->deferred_frees++;
+}
+
+uint64_t hoff__pool_reclaim(struct hoff__pool *p, const uint64_t id[2]) {
+    struct hoff__block **bp = &p->retired;
+    uint64_t bytes = 0;
+
+    if (!id[0] && !id[1])
+        return 0; /* no pool named: nobody can say when its graphs are gone */
+    while (*bp) {
+        struct hoff__block *b = *bp;
+
+        if (b->gpool[0] != id[0] || b->gpool[1] != id[1]) {
+            bp = &b->next;
+            continue;
+        }
+        *bp = b->next;
+        p->retired_bytes -= b->size;
+        b->nreuse = 0; /* the device-wide synchronisation orders its reuse after everything */
+        defer_push(p, b);
+        bytes += b->size;
+    }
+    return bytes;
+}
+
+void hoff__pool_put_deferred(struct hoff__pool *p, struct hoff__block *b, hoff_stream s) {
+    b->flags &= (uint8_t)~(HOFF__BLK_LIVE | HOFF__BLK_PINNED | HOFF__BLK_FREED);
+    b->stream = s;
+    b->nreuse = 0;
+    defer_push(p, b);
+    in_use_sub(p, b->size);
 }
 
 void hoff__pool_fence_all(struct hoff__pool *p) {
@@ -631,6 +702,11 @@ void hoff__pool_fence_all(struct hoff__pool *p) {
 }
 
 uint64_t hoff__pool_trim(struct hoff__pool *p) {
+    return hoff__pool_trim_if(p, NULL, NULL);
+}
+
+uint64_t hoff__pool_trim_if(struct hoff__pool *p, int (*may_unmap)(const struct hoff__block *b, void *arg),
+                            void *arg) {
     uint64_t released = 0;
     struct hoff__seg **sp;
     size_t i;
@@ -644,7 +720,7 @@ uint64_t hoff__pool_trim(struct hoff__pool *p) {
             struct hoff__block *b = ps->head[c], *next;
             for (; b; b = next) {
                 next = b->next;
-                if (b->seg || b->free_seq > ps->done_seq)
+                if (b->seg || b->free_seq > ps->done_seq || (may_unmap && !may_unmap(b, arg)))
                     continue;
                 take(p, ps, b);
                 unmap(p, b->ptr, b->size);
@@ -653,8 +729,9 @@ uint64_t hoff__pool_trim(struct hoff__pool *p) {
             }
         }
     }
-    /* Segments with no slot handed out and every carved slot fenced. */
-    for (sp = &p->segs; *sp;) {
+    /* Segments with no slot handed out and every carved slot fenced (no
+     * filter says which slots may go: whole mappings only then). */
+    for (sp = &p->segs; *sp && !may_unmap;) {
         struct hoff__seg *seg = *sp;
         int all_fenced = seg->used == 0;
         if (all_fenced) {

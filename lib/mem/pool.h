@@ -17,6 +17,15 @@
 struct hoff__pool_stream;
 struct hoff__region;
 
+/* The context's device and managed pools together (never the graph pool):
+ * bytes handed out and bytes mapped, and the highest each has been since the
+ * context began or the last hoff_reset_peaks (PyTorch's allocated and
+ * reserved bytes and their peaks).  Kept by pool.c wherever a figure moves. */
+struct hoff__pool_sum {
+    uint64_t in_use, mapped;
+    uint64_t peak_in_use, peak_mapped;
+};
+
 /* Called before the pool maps new memory: 0 to go ahead, -errno to refuse. */
 typedef int (*hoff__pool_map_check)(void *arg, size_t bytes);
 
@@ -32,20 +41,24 @@ struct hoff__pool {
     struct hoff__seg *cur[HOFF__SIZECLASS_COUNT]; /* segment being carved, per class */
     struct hoff__block *spare;          /* recycled descriptors */
     struct hoff__region *regions;       /* group regions (managed pool) */
+    struct hoff__pool_sum *sum;         /* shared with the context's other main pool, or NULL */
     uint64_t mapped_bytes;              /* bytes held from the backend */
     uint64_t in_use_bytes;              /* bytes handed out */
     uint64_t cached_bytes;              /* bytes in free lists */
     uint64_t hits, misses, cross_stream, flushes;
     uint64_t reuse_syncs;               /* frees that waited for the device: more streams than fences */
-    /* HOFF_FREE_FENCE=device (device pool): a freed block waits on `deferred`
-     * until hoff__pool_fence_all says the whole device passed its free. */
+    /* HOFF_FREE_FENCE=device (device pool), and a graph pool's blocks whose
+     * graphs are gone (hoff__pool_reclaim, hoff__pool_put_deferred): a freed
+     * block waits on `deferred` until hoff__pool_fence_all says the whole
+     * device passed its free. */
     int defer;
     struct hoff__block *deferred;
     uint64_t deferred_bytes, deferred_frees;
     /* The graph-private pool (hoff__pool_init_graph): whole mappings only,
      * reuse on the free's own stream only (no event is recorded or queried,
-     * which a capturing stream would not allow), and blocks retired for
-     * good (hoff__pool_retire) once the graph may replay into them. */
+     * which a capturing stream would not allow), and blocks retired
+     * (hoff__pool_retire) once the graph may replay into them, until the
+     * graph's pool is released (hoff__pool_reclaim). */
     int graph;
     struct hoff__block *retired;
     uint64_t retired_bytes;
@@ -60,6 +73,15 @@ void hoff__pool_init_graph(struct hoff__pool *p, struct hoff__backend *be, hoff_
 /* Keep b (handed out from a graph pool) mapped and out of every list until
  * hoff__pool_destroy: a captured graph may still replay into it. */
 void hoff__pool_retire(struct hoff__pool *p, struct hoff__block *b);
+/* The graphs of pool id (a block's gpool, never {0, 0}) are gone: every
+ * retired block of that pool waits on `deferred` for a device-wide
+ * synchronisation (hoff__pool_fence_all), then goes back to the free lists
+ * (reused by later captures only).  Returns the bytes. */
+uint64_t hoff__pool_reclaim(struct hoff__pool *p, const uint64_t id[2]);
+/* Return b, freed on stream s, to the cache only after a device-wide
+ * synchronisation that begins after now (hoff__pool_fence_all), whatever
+ * `defer` says: work on any stream may still use it. */
+void hoff__pool_put_deferred(struct hoff__pool *p, struct hoff__block *b, hoff_stream s);
 /* Release everything (blocks still handed out are released too). */
 void hoff__pool_destroy(struct hoff__pool *p);
 
@@ -82,6 +104,10 @@ void hoff__pool_fence_all(struct hoff__pool *p);
 /* Give every cached block back to the backend (call after hoff__pool_fence_all);
  * returns the bytes released. */
 uint64_t hoff__pool_trim(struct hoff__pool *p);
+/* hoff__pool_trim of the whole-mapping blocks for which may_unmap says yes
+ * only (a graph pool: those no live graph can replay into). */
+uint64_t hoff__pool_trim_if(struct hoff__pool *p, int (*may_unmap)(const struct hoff__block *b, void *arg),
+                            void *arg);
 
 /* Regions (managed pool): one mapping holding the blocks of a group at fixed
  * offsets, so that the group moves with one transfer call.  A region of size

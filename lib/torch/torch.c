@@ -233,6 +233,62 @@ HOFF_API void hoff_torch_set_memory_fraction(double fraction, int device) {
     }
 }
 
+HOFF_API int hoff_torch_reset_peaks(int device) {
+    struct hoff_ctx *ctx;
+    int rc = check_device(device, "hoff_torch_reset_peaks");
+
+    if (rc)
+        return rc;
+    ctx = get_ctx(device, 0, "hoff_torch_reset_peaks");
+    return ctx ? hoff_reset_peaks(ctx) : 0; /* no context: no peaks yet */
+}
+
+/* --- CUDA graph pools (the graph-pool hooks; core/ctx_graph.c does the work) ---- */
+
+HOFF_API void hoff_torch_graph_pool_use(uint64_t id0, uint64_t id1) {
+    hoff__graph_pool_use(id0, id1);
+}
+
+/* The context of device for a graph-pool hook: NULL (said at level debug)
+ * when the device has none yet: nothing was allocated there to act on. */
+static struct hoff_ctx *pool_ctx(int device, const char *what) {
+    struct hoff_ctx *ctx;
+
+    if (check_device(device, what) != 0) {
+        hoff__log(HOFF_LOG_ERROR, "%s", hoff_last_error());
+        return NULL;
+    }
+    ctx = get_ctx(device, 0, what);
+    if (!ctx)
+        hoff__log(HOFF_LOG_DEBUG, "%s: device %d has no hoff context yet: nothing to do", what, device);
+    return ctx;
+}
+
+HOFF_API void hoff_torch_graph_pool_begin(int device, uint64_t id0, uint64_t id1) {
+    struct hoff_ctx *ctx = get_ctx(device, 1, "hoff_torch_graph_pool_begin"); /* its captures will allocate */
+
+    if (!ctx) {
+        hoff__log(HOFF_LOG_ERROR, "hoff_torch_graph_pool_begin: %s", hoff_last_error());
+        return;
+    }
+    if (hoff__ctx_graph_pool_begin(ctx, id0, id1) != 0)
+        hoff__log(HOFF_LOG_WARN, "hoff_torch_graph_pool_begin: %s", hoff_last_error());
+}
+
+HOFF_API void hoff_torch_graph_pool_end(int device, uint64_t id0, uint64_t id1) {
+    struct hoff_ctx *ctx = pool_ctx(device, "hoff_torch_graph_pool_end");
+
+    if (ctx)
+        hoff__ctx_graph_pool_end(ctx, id0, id1);
+}
+
+HOFF_API void hoff_torch_graph_pool_release(int device, uint64_t id0, uint64_t id1) {
+    struct hoff_ctx *ctx = pool_ctx(device, "hoff_torch_graph_pool_release");
+
+    if (ctx && hoff__ctx_graph_pool_release(ctx, id0, id1) != 0)
+        hoff__log(HOFF_LOG_WARN, "hoff_torch_graph_pool_release: %s", hoff_last_error());
+}
+
 /* --- configuration ------------------------------------------------------------- */
 
 HOFF_API int hoff_torch_config_check(const char *name, const char *value, char *err, size_t errlen) {
