@@ -569,7 +569,6 @@ HOFF_API int hoff_sim_touch(hoff_ctx *ctx, void *ptr, int write);
     X(peak_in_use_bytes, "highest device_in_use_bytes + managed_in_use_bytes (since start or hoff_reset_peaks)") \
     X(peak_pool_bytes, "highest device_pool_bytes + managed_pool_bytes (since start or hoff_reset_peaks)")
 
-
 struct hoff_stats {
     uint32_t version; /* HOFF_STATS_VERSION */
     uint32_t size;    /* sizeof(struct hoff_stats) */
@@ -674,6 +673,23 @@ HOFF_API void hoff_torch_graph_pool_end(int device, uint64_t id0, uint64_t id1);
  * synchronisation, and torch.cuda.empty_cache gives them back.  An unknown
  * pool is harmless. */
 HOFF_API void hoff_torch_graph_pool_release(int device, uint64_t id0, uint64_t id1);
+/* torch.cuda.memory_stats's figures that hoff counts at these entry points,
+ * for device: {"allocation": S, "allocated_bytes": S, "requested_bytes": S,
+ * "num_ooms": n}, each S {"current", "peak", "allocated", "freed"} as
+ * PyTorch's Stat (allocations; hoff's block bytes; the bytes PyTorch asked
+ * for, the size it passes to free_fn).  Into buf (len bytes, NUL-terminated
+ * when len > 0) as snprintf: returns the full length, or -errno (-ENODEV for
+ * a device outside 0..63). */
+HOFF_API int hoff_torch_memory_stats_json(int device, char *buf, size_t len);
+/* torch.cuda.reset_accumulated_memory_stats: the "allocated" and "freed"
+ * figures above and num_ooms become 0.  0, or -ENODEV. */
+HOFF_API int hoff_torch_reset_accumulated(int device);
+/* The message of PyTorch's out-of-memory error for a failed allocation of
+ * size bytes on device, in PyTorch's shape ("CUDA out of memory. Tried to
+ * allocate ...", the device's capacity and free memory), then why hoff
+ * failed (hoff_last_error: call it on the failing thread) and hoff's figures.
+ * Into buf (NUL-terminated, truncated to len).  0, or -EINVAL. */
+HOFF_API int hoff_torch_oom_text(int device, size_t size, char *buf, size_t len);
 
 /* ---------------------------------------------------------------------------
  * Errors.

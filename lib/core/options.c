@@ -265,6 +265,8 @@ static const struct hoff__opt opts[HOFF__OPTION_COUNT] = {
 /* Variables other parts of hoff read; hoff_config_from_env lets them pass. */
 static const char *const reserved[] = {
     "HOFF_LIBRARY", "HOFF_STEP_MARK", "HOFF_TEST",
+    /* the Python package's C++ shim (python/hoff/shim.py) */
+    "HOFF_SHIM", "HOFF_SHIM_CACHE",
     /* hoff-record(1) and its preload */
     "HOFF_RECORD_OUTPUT", "HOFF_RECORD_THRESHOLD", "HOFF_RECORD_STEP", "HOFF_RECORD_QUIET",
     "HOFF_RECORD_LIBRARY", "HOFF_RECORD_STATUS",

@@ -12,8 +12,9 @@
 #include "core/context.h"
 #include "core/core.h"
 #include "core/options.h"
+#include "torch/memstats.h"
 
-#define MAX_DEVICES 64       /* devices 0..63: a context each */
+#define MAX_DEVICES HOFF__TORCH_MAX_DEVICES /* devices 0..63: a context each */
 struct device {
     struct hoff_ctx *ctx;   /* written once under torch_lock; read with an atomic load */
     double fraction;        /* memory fraction asked for before the context existed; 0 = none */
@@ -161,6 +162,10 @@ HOFF_API void *hoff_torch_alloc(ssize_t size, int device, void *stream) {
         return NULL;
     }
     p = hoff_malloc(ctx, (size_t)size, stream);
+    if (p)
+        hoff__torch_stats_alloc(device, (size_t)size, hoff_block_size(ctx, p));
+    else if (errno != EINVAL && errno != ENOTSUP)
+        hoff__torch_stats_oom(device);
     if (!p) {
         HOFF__LOG_ONCE(HOFF_LOG_WARN, "hoff_torch_alloc: %zd bytes on device %d: %s (PyTorch reports it as out "
                        "of memory; later failures are logged at level info)", size, device, hoff_last_error());
@@ -171,9 +176,9 @@ HOFF_API void *hoff_torch_alloc(ssize_t size, int device, void *stream) {
 
 HOFF_API void hoff_torch_free(void *ptr, ssize_t size, int device, void *stream) {
     struct hoff_ctx *ctx;
+    size_t block;
     int rc;
 
-    (void)size;
     if (!ptr)
         return;
     ctx = get_ctx(device, 0, "hoff_torch_free");
@@ -182,9 +187,12 @@ HOFF_API void hoff_torch_free(void *ptr, ssize_t size, int device, void *stream)
                   check_device(device, "hoff_torch_free") ? hoff_last_error() : "never allocated");
         return;
     }
+    block = hoff_block_size(ctx, ptr);
     rc = hoff_free(ctx, ptr, stream);
     if (rc)
         hoff__log(HOFF_LOG_ERROR, "hoff_torch_free: %p: %s", ptr, hoff_last_error());
+    else
+        hoff__torch_stats_free(device, size > 0 ? (size_t)size : 0, block);
 }
 
 /* --- the other hooks ----------------------------------------------------------- */
@@ -239,6 +247,7 @@ HOFF_API int hoff_torch_reset_peaks(int device) {
 
     if (rc)
         return rc;
+    hoff__torch_stats_reset_peaks(device); /* PyTorch's figures (memstats.c) */
     ctx = get_ctx(device, 0, "hoff_torch_reset_peaks");
     return ctx ? hoff_reset_peaks(ctx) : 0; /* no context: no peaks yet */
 }
