@@ -4,7 +4,7 @@
 
 import threading
 
-from . import _lib, _record, _targets, grads
+from . import _lib, _record, _targets, grads, patches, shim
 from .config import OffloadConfig
 from .hooks import storage_ptr
 
@@ -52,17 +52,37 @@ def install(config=None):
         lib = _lib.load()
         if config is not None:
             _configure_all(config)
-        allocator = mem.CUDAPluggableAllocator(_lib.path(), "hoff_torch_alloc", "hoff_torch_free")
+        native, why = _load_shim(torch)
+        if native is not None:  # the shim's alloc/free: PyTorch's OutOfMemoryError, and every hook (hoff.shim)
+            allocator = mem.CUDAPluggableAllocator(shim.path(), "hoff_shim_alloc", "hoff_shim_free")
+        else:
+            allocator = mem.CUDAPluggableAllocator(_lib.path(), "hoff_torch_alloc", "hoff_torch_free")
         try:
             mem.change_current_allocator(allocator)
         except RuntimeError as e:
             if "already initialized" in str(e) or "initialized allocator" in str(e):
                 raise RuntimeError(TOO_LATE) from e
             raise
+        if native is not None:
+            shim.attach(native)
         lib.hoff_torch_init(torch.cuda.device_count())
+        patches.apply(torch, native is not None, why)
         _targets.set_installed()
         grads.install()  # gradients and the optimizer's step stay out of the budget (hoff.grads)
         return _lib.path()
+
+
+def _load_shim(torch):
+    """(the loaded shim, None), or (None, why not) when HOFF_SHIM allows going on without it."""
+    m = shim.mode()
+    if m == "off":
+        return None, "HOFF_SHIM=0"
+    try:
+        return shim.load(torch, _lib.path()), None
+    except shim.ShimError as e:
+        if m == "required":
+            raise RuntimeError("hoff.install(): HOFF_SHIM=1 and hoff's PyTorch shim cannot be used: %s" % e) from e
+        return None, str(e)
 
 
 def _configure_all(config):

@@ -565,11 +565,12 @@ class _FileScan(ast.NodeVisitor):
 
     def _compile(self, node, name, kws):
         """torch.compile / Module.compile: with CUDA graphs (its mode, backend or options) or without."""
-        for kw, values in (("mode", seams.COMPILE_GRAPH_MODES), ("backend", seams.COMPILE_GRAPH_BACKENDS)):
+        for kw, values, seam in (("mode", seams.COMPILE_GRAPH_MODES, "compile_cudagraphs"),
+                                 ("backend", seams.COMPILE_GRAPH_BACKENDS, "compile_cudagraphs_backend")):
             if kw in kws:
                 known, value = _literal(kws[kw])
                 if known and value in values:
-                    self._add(node, '%s(%s="%s")' % (name, kw, value), "compile_cudagraphs")
+                    self._add(node, '%s(%s="%s")' % (name, kw, value), seam)
                     return
                 if not known and not isinstance(kws[kw], ast.Call) and kw == "mode":
                     self._add(node, "%s(mode=%s)" % (name, _unparse(kws[kw])), "compile_cudagraphs",

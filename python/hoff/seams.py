@@ -76,10 +76,11 @@ SEAMS = (
         id="cudnn_benchmark",
         what="cuDNN benchmark mode, with convolutions",
         names=("torch.backends.cudnn.benchmark",),
-        verdict=NOT_YET,
-        message=("with a convolution PyTorch raises 'CUDAPluggableAllocator does not yet support cacheInfo' "
-                 "(cuDNN's benchmark mode sizes its workspace from it); under hoff leave benchmark mode off "
-                 "(torch.backends.cudnn.benchmark = False, Lightning's Trainer(benchmark=False))"),
+        verdict=TURNED_OFF,
+        message=("kept off: cuDNN's benchmark mode sizes its workspace from the allocator's cacheInfo, which "
+                 "PyTorch's pluggable allocator (hoff's registration) does not support (it raises at the first "
+                 "convolution); convolutions use cuDNN's heuristics instead, with the same results and possibly "
+                 "a slower algorithm; to benchmark, run without hoff"),
         who="torchvision's reference training scripts, Lightning Trainer(benchmark=True)",
         settings=("torch.backends.cudnn.benchmark",),
     ),
@@ -87,10 +88,14 @@ SEAMS = (
         id="memory_stats",
         what="PyTorch's memory statistics",
         names=tuple("torch.cuda." + n for n in _STATS_READ),
-        verdict=NOT_YET,
-        message=("PyTorch's pluggable allocator raises 'does not yet support getDeviceStats' once CUDA is in use; "
-                 "read hoff's own figures with hoff.memory_stats() (hoff's counters under hoff's names, "
-                 "hoff_stats(3), not PyTorch's keys)"),
+        verdict=THROUGH_HOFF,
+        message=("hoff's figures under PyTorch's keys: allocation and active count the blocks PyTorch holds from "
+                 "hoff, allocated_bytes and active_bytes their bytes, requested_bytes what PyTorch asked for, "
+                 "reserved_bytes the bytes mapped in hoff's device and managed pools (a managed block counted "
+                 "whether it is on the device or evicted; CUDA graphs' memory is hoff's graph_private_bytes); "
+                 "every figure is under all and "
+                 "large_pool (hoff has no small pool), and the segment, inactive-split and oversize figures are "
+                 "0 (hoff keeps none of them); hoff.memory_stats() has hoff's own counters"),
         who=("torchtitan's memory monitor, Lightning's DeviceStatsMonitor, HF Trainer with memory metrics, "
              "training loops that print the peak"),
         refs=tuple("torch.cuda." + n for n in _STATS_READ) + tuple("torch.cuda.memory." + n for n in _STATS_READ),
@@ -100,11 +105,9 @@ SEAMS = (
         what="resetting PyTorch's peak or accumulated memory statistics",
         names=("torch.cuda.reset_peak_memory_stats", "torch.cuda.reset_max_memory_allocated",
                "torch.cuda.reset_max_memory_cached", "torch.cuda.reset_accumulated_memory_stats"),
-        verdict=NOT_YET,
-        message=("PyTorch's pluggable allocator raises 'does not yet support resetPeakStats' "
-                 "('resetAccumulatedStats' for the accumulated ones) once CUDA is in use; hoff has no reset of "
-                 "its peaks: read hoff.memory_stats() before and after instead (step_peak_resident_bytes is "
-                 "per step)"),
+        verdict=THROUGH_HOFF,
+        message=("resets hoff's figures: the peaks (and hoff's own peak_* counters) become the current values; "
+                 "the accumulated counts and num_ooms become 0"),
         who="torchtitan's memory monitor (at start-up), HF Trainer with memory metrics, benchmark loops",
         refs=tuple(p + n for p in ("torch.cuda.", "torch.cuda.memory.")
                    for n in ("reset_peak_memory_stats", "reset_max_memory_allocated", "reset_max_memory_cached",
@@ -114,9 +117,9 @@ SEAMS = (
         id="memory_fraction_get",
         what="reading the memory fraction",
         names=("torch.cuda.get_per_process_memory_fraction",),
-        verdict=NOT_YET,
-        message=("PyTorch's pluggable allocator raises 'does not yet support getMemoryFraction' (PyTorch 2.9); "
-                 "hoff's budget is in hoff.memory_stats() (budget_bytes)"),
+        verdict=THROUGH_HOFF,
+        message=("the fraction the script set with set_per_process_memory_fraction (1.0 if none): under hoff, "
+                 "the share of the device's memory that is hoff's activation budget"),
         who="jobs that share a GPU",
         refs=("torch.cuda.get_per_process_memory_fraction", "torch.cuda.memory.get_per_process_memory_fraction"),
     ),
@@ -124,13 +127,27 @@ SEAMS = (
         id="compile_cudagraphs",
         what="torch.compile with CUDA graphs (cudagraph trees)",
         names=('torch.compile(mode="reduce-overhead")', 'torch.compile(mode="max-autotune")',
-               'torch.compile(backend="cudagraphs")', "torch._inductor.config.triton.cudagraphs"),
-        verdict=NOT_YET,
-        message=("cudagraph trees call PyTorch's getCheckpointState and checkPoolLiveAllocations, which raise "
-                 "'does not yet support' under the pluggable allocator; under hoff compile without CUDA graphs "
-                 "(mode=\"default\" or \"max-autotune-no-cudagraphs\")"),
+               "torch._inductor.config.triton.cudagraphs"),
+        verdict=TURNED_OFF,
+        message=("runs without CUDA graphs: cudagraph trees checkpoint the allocator's pools with "
+                 "getCheckpointState and "
+                 "checkPoolLiveAllocations, which PyTorch's pluggable allocator (hoff's registration) does not "
+                 "support; mode \"reduce-overhead\" runs as \"default\", \"max-autotune\" as "
+                 "\"max-autotune-no-cudagraphs\", and the option triton.cudagraphs is set to False: the same "
+                 "compiled kernels, without the graph launch; for CUDA graphs, run without hoff"),
         who="anyone after speed (HF TrainingArguments(torch_compile_mode=...))",
         settings=("torch._inductor.config.triton.cudagraphs",),
+    ),
+    Seam(
+        id="compile_cudagraphs_backend",
+        what="torch.compile's CUDA-graph backend",
+        names=('torch.compile(backend="cudagraphs")',),
+        verdict=REFUSED,
+        message=("refused at the call: the backend is CUDA graphs (cudagraph trees), which checkpoint the "
+                 "allocator's pools with getCheckpointState and checkPoolLiveAllocations, not supported by "
+                 "PyTorch's pluggable allocator (hoff's registration); compile with the default backend "
+                 "(mode \"default\" or \"max-autotune-no-cudagraphs\"), or run without hoff"),
+        who="CUDA-graph experiments",
     ),
     Seam(
         id="compile",
@@ -148,11 +165,12 @@ SEAMS = (
         what="CUDA graph capture",
         names=("torch.cuda.graph", "torch.cuda.CUDAGraph", "torch.cuda.make_graphed_callables",
                "torch.cuda.graph_pool_handle"),
-        verdict=NOT_YET,
-        message=("no error, but PyTorch's graph-pool calls (begin, end, release) do not reach hoff: hoff's own "
-                 "capture detection gives the capture's allocations graph-private device memory (never "
-                 "offloaded), and what is freed after the capture stays with hoff until shutdown "
-                 "(hoff-config(7), CUDA graphs); not tried on a GPU"),
+        verdict=THROUGH_HOFF,
+        message=("PyTorch's graph-pool calls reach hoff through its shim: a capture's allocations get "
+                 "graph-private device memory (never offloaded) tagged with PyTorch's pool; when PyTorch "
+                 "releases the pool (its graphs are gone), hoff reuses that memory for later captures after a "
+                 "device-wide synchronisation, and empty_cache returns it (hoff-config(7), CUDA graphs); not yet "
+                 "run on a GPU"),
         who="Megatron-style graphing",
         refs=tuple(p + n for p in ("torch.cuda.", "torch.cuda.graphs.")
                    for n in ("graph", "CUDAGraph", "make_graphed_callables", "graph_pool_handle")),
@@ -161,10 +179,10 @@ SEAMS = (
         id="record_stream",
         what="a tensor used on another stream",
         names=("Tensor.record_stream",),
-        verdict=NOT_YET,
-        message=("dropped by PyTorch's pluggable allocator without a word: the block can be handed out again "
-                 "while the other stream still uses it; call hoff.record_stream(tensor, stream) there instead, or "
-                 "run with HOFF_FREE_FENCE=device (hoff-config(7))"),
+        verdict=THROUGH_HOFF,
+        message=("reaches hoff through its shim (also when PyTorch's C++ calls it: NCCL process groups, FSDP): "
+                 "hoff neither moves the block nor hands it out again before the work queued on that stream by "
+                 "then is done"),
         who="side-stream code, FSDP1, older DDP, activation-offload code",
         refs=("torch.Tensor.record_stream",),
         methods=("record_stream",),
@@ -173,9 +191,9 @@ SEAMS = (
         id="empty_cache",
         what="emptying the allocator's cache",
         names=("torch.cuda.empty_cache",),
-        verdict=NOT_YET,
-        message=("dropped by PyTorch's pluggable allocator without a word; call hoff.empty_cache() (returns "
-                 "hoff's cached, unused blocks of every device)"),
+        verdict=THROUGH_HOFF,
+        message=("reaches hoff: hoff returns its cached, unused blocks of every device (and the memory of "
+                 "released CUDA graph pools)"),
         who="HF TrainingArguments(torch_empty_cache_steps=...), Lightning's CUDA set-up and teardown, "
             "torchtitan's memory monitor",
         refs=("torch.cuda.empty_cache", "torch.cuda.memory.empty_cache"),
@@ -184,11 +202,9 @@ SEAMS = (
         id="accelerator_memory",
         what="torch.accelerator's memory calls on CUDA",
         names=tuple("torch.accelerator." + n for n in _ACCEL_CALLS),
-        verdict=NOT_YET,
-        message=("they go to the allocator PyTorch registered for CUDA at start-up (its own caching allocator), "
-                 "which change_current_allocator does not replace (PyTorch 2.9.1, read from its headers and "
-                 "library, not run on a GPU): they never reach hoff, and what they return, or the error they "
-                 "raise, is not about hoff's memory; use hoff.memory_stats() and hoff.empty_cache()"),
+        verdict=THROUGH_HOFF,
+        message=("on CUDA, hoff answers them as it answers torch.cuda's (hoff's figures under PyTorch's keys, "
+                 "the resets, empty_cache); on another accelerator they are PyTorch's own"),
         who="device-generic training code (PyTorch 2.6 and later)",
         refs=tuple(p + n for p in ("torch.accelerator.", "torch.accelerator.memory.") for n in _ACCEL_CALLS),
     ),
@@ -196,10 +212,10 @@ SEAMS = (
         id="memory_fraction",
         what="capping the process's share of device memory",
         names=("torch.cuda.set_per_process_memory_fraction",),
-        verdict=NOT_YET,
-        message=("dropped by PyTorch's pluggable allocator without a word; hoff.set_memory_fraction(f) makes "
-                 "hoff's activation budget f of the device's memory instead (a budget for activations, not a cap "
-                 "on all of the process's allocations)"),
+        verdict=THROUGH_HOFF,
+        message=("reaches hoff: hoff's activation budget becomes that fraction of the device's memory (a budget "
+                 "for activations, not a cap on all of the process's allocations); the next step records and "
+                 "plans again"),
         who="jobs that share a GPU",
         refs=("torch.cuda.set_per_process_memory_fraction", "torch.cuda.memory.set_per_process_memory_fraction"),
     ),
@@ -207,11 +223,10 @@ SEAMS = (
         id="oom",
         what="handling an out-of-memory error",
         names=("torch.cuda.OutOfMemoryError", "torch.OutOfMemoryError"),
-        verdict=NOT_YET,
-        message=("a failed hoff allocation does not reach the script as torch.cuda.OutOfMemoryError, so this "
-                 "handler does not see it and batch-size finders do not shrink the batch; find the batch size "
-                 "without hoff, then let hoff's budget (--budget, max_resident_activation_mb) keep the "
-                 "activations in memory"),
+        verdict=THROUGH_HOFF,
+        message=("a failed hoff allocation raises torch.cuda.OutOfMemoryError with PyTorch's message (\"CUDA out "
+                 "of memory. Tried to allocate ...\") and hoff's figures, and num_ooms counts it, so handlers and "
+                 "batch-size finders work; this needs hoff's shim (without it hoff warns at start-up)"),
         who="accelerate's find_executable_batch_size, Lightning's batch-size tuner, HF auto_find_batch_size",
         refs=("torch.cuda.OutOfMemoryError", "torch.OutOfMemoryError", "torch.cuda.memory.OutOfMemoryError"),
     ),
@@ -220,9 +235,11 @@ SEAMS = (
         what="recording the allocator's history and snapshots",
         names=("torch.cuda.memory._record_memory_history", "torch.cuda.memory._snapshot",
                "torch.cuda.memory._dump_snapshot", "torch.cuda.memory_snapshot"),
-        verdict=NOT_YET,
-        message=("PyTorch's pluggable allocator raises 'does not yet support recordHistory' ('snapshot' for a "
-                 "snapshot); record the memory history in a run without hoff"),
+        verdict=REFUSED,
+        message=("refused at the call: PyTorch's pluggable allocator (hoff's registration) keeps no allocation "
+                 "history or snapshot; record the memory history in a run without hoff (python script.py rather "
+                 "than python -m hoff script.py); hoff's own view of memory is hoff-stat(1) and "
+                 "hoff.memory_stats()"),
         who="memory debugging, torchtitan's --profiling.enable_memory_snapshot",
         refs=("torch.cuda.memory._record_memory_history",
               "torch.cuda.memory._snapshot", "torch.cuda.memory._dump_snapshot", "torch.cuda.memory_snapshot",
@@ -233,10 +250,9 @@ SEAMS = (
         what="sharing CUDA tensors between processes",
         names=("torch.multiprocessing.Queue", "torch.multiprocessing.SimpleQueue", "torch.multiprocessing.Pipe",
                "UntypedStorage._share_cuda_"),
-        verdict=NOT_YET,
-        message=("a CUDA tensor sent to or received from another process raises PyTorch's 'does not yet support' "
-                 "(shareIpcHandle, getIpcDevPtr) under the pluggable allocator; CPU tensors are not affected: "
-                 "send CPU tensors, or run that process without hoff"),
+        verdict=REFUSED,
+        message=("refused at the call: PyTorch's pluggable allocator (hoff's registration) has no CUDA IPC "
+                 "handles; send CPU tensors (tensor.cpu()) through the queue, or run that producer without hoff"),
         who="RL and data pipelines",
         refs=("torch.multiprocessing.Queue", "torch.multiprocessing.SimpleQueue", "torch.multiprocessing.Pipe",
               "torch.multiprocessing.JoinableQueue", "torch.multiprocessing.reductions.reduce_tensor",
@@ -247,9 +263,10 @@ SEAMS = (
         id="nccl_register_hook",
         what="NCCL buffer registration through the allocator",
         names=("TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK",),
-        verdict=NOT_YET,
-        message=("ProcessGroupNCCL then attaches an allocator trace tracker, which PyTorch's pluggable allocator "
-                 "refuses ('does not support attachAllocatorTraceTracker'); unset it, or set it to 0, under hoff"),
+        verdict=REFUSED,
+        message=("refused at init_process_group: ProcessGroupNCCL would attach an allocator trace tracker, which "
+                 "PyTorch's pluggable allocator (hoff's registration) refuses; unset it, or set it to 0, for a "
+                 "job under hoff (NCCL then copies through its own buffers)"),
         who="NCCL buffer registration",
         env=("TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK",),
     ),

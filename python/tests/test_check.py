@@ -15,7 +15,9 @@ from hoff import check, seams
 HERE = os.path.dirname(os.path.abspath(__file__))
 README = os.path.join(os.path.dirname(HERE), "README.md")
 
-NOT_YET = "not supported yet"
+THROUGH = "works through hoff"
+OFF = "turned off with a warning"
+REFUSED = "refused"
 WORKS = "works"
 
 
@@ -147,8 +149,8 @@ def test_torchvision_reference(tmp_path):
     utils = write(tmp_path, "utils.py", TV_UTILS)
     got, run = found(tmp_path)
     assert got == {
-        ("train.py", at(src, "cudnn.benchmark = True"), "torch.backends.cudnn.benchmark", NOT_YET),
-        ("utils.py", at(utils, "max_memory_allocated"), "torch.cuda.max_memory_allocated", NOT_YET),
+        ("train.py", at(src, "cudnn.benchmark = True"), "torch.backends.cudnn.benchmark", OFF),
+        ("utils.py", at(utils, "max_memory_allocated"), "torch.cuda.max_memory_allocated", THROUGH),
     }
     assert run.files == [str(tmp_path / "train.py"), str(tmp_path / "utils.py")]
 
@@ -178,8 +180,8 @@ def test_follows_local_imports_once(tmp_path):
     ''')
     got, run = found(tmp_path)
     assert got == {
-        ("memory.py", at(mem, "max_memory_allocated"), "torch.cuda.max_memory_allocated", NOT_YET),
-        ("loop.py", at(loop, "empty_cache()"), "torch.cuda.empty_cache", NOT_YET),
+        ("memory.py", at(mem, "max_memory_allocated"), "torch.cuda.max_memory_allocated", THROUGH),
+        ("loop.py", at(loop, "empty_cache()"), "torch.cuda.empty_cache", THROUGH),
     }
     assert sorted(os.path.relpath(f, str(tmp_path)) for f in run.files) == sorted(
         ["train.py", os.path.join("helpers", "__init__.py"), os.path.join("helpers", "memory.py"),
@@ -195,7 +197,7 @@ def test_local_module_depth_and_bad_module(tmp_path):
         write(tmp_path, "m%d.py" % i, "import torch\nimport m%d\ntorch.cuda.empty_cache()\n" % (i + 1))
     write(tmp_path, "broken.py", "def f(:\n")
     got, run = found(tmp_path)
-    assert got == {("m%d.py" % i, 3, "torch.cuda.empty_cache", NOT_YET) for i in range(check.MAX_DEPTH)}
+    assert got == {("m%d.py" % i, 3, "torch.cuda.empty_cache", THROUGH) for i in range(check.MAX_DEPTH)}
     assert run.notes == ["%s: not read (SyntaxError at line 1: invalid syntax)" % str(tmp_path / "broken.py")]
 
 
@@ -242,12 +244,12 @@ def test_lightning(tmp_path):
     got, run = found(tmp_path)
     first, quiet, tuned = at(src, "trainer = L.Trainer("), at(src, "quiet = "), at(src, "tuned = ")
     assert got == {
-        ("train.py", first, "torch.backends.cudnn.benchmark", NOT_YET),
-        ("train.py", first, "torch.cuda.empty_cache", NOT_YET),
-        ("train.py", at(src, "DeviceStatsMonitor()]"), "torch.cuda.memory_stats", NOT_YET),
-        ("train.py", quiet, "torch.cuda.empty_cache", NOT_YET),
-        ("train.py", tuned, "torch.cuda.empty_cache", NOT_YET),
-        ("train.py", tuned, "torch.backends.cudnn.benchmark", NOT_YET),
+        ("train.py", first, "torch.backends.cudnn.benchmark", OFF),
+        ("train.py", first, "torch.cuda.empty_cache", THROUGH),
+        ("train.py", at(src, "DeviceStatsMonitor()]"), "torch.cuda.memory_stats", THROUGH),
+        ("train.py", quiet, "torch.cuda.empty_cache", THROUGH),
+        ("train.py", tuned, "torch.cuda.empty_cache", THROUGH),
+        ("train.py", tuned, "torch.backends.cudnn.benchmark", OFF),
     }
     by = {(f.line, f.name): f for f in run.findings}
     assert by[(first, "torch.backends.cudnn.benchmark")].via.startswith("through Lightning Trainer(benchmark=True)")
@@ -303,7 +305,7 @@ def test_hf_trainer(tmp_path):
     src = write(tmp_path, "run_clm.py", HF)
     line = at(src, "training_args = TrainingArguments(")
     got, run = found(tmp_path, "run_clm.py")
-    assert got == {("run_clm.py", line, n, NOT_YET) for n in HF_MEMORY}
+    assert got == {("run_clm.py", line, n, THROUGH) for n in HF_MEMORY}
     # two settings make empty_cache: one line each, each saying which
     vias = sorted(f.via for f in run.findings if f.name == "torch.cuda.empty_cache")
     assert [v.split(" (")[0] for v in vias] == ["through HF TrainingArguments(skip_memory_metrics=False)",
@@ -317,13 +319,13 @@ def test_hf_args_on_the_command_line(tmp_path):
     parser = at(src, "HfArgumentParser((")
     got, _ = found(tmp_path, "run_clm.py", ["--output_dir", "out", "--torch_empty_cache_steps", "4",
                                             "--skip_memory_metrics", "False", "--torch_compile_mode=max-autotune"])
-    assert got == {("run_clm.py", parser, n, NOT_YET) for n in HF_MEMORY} | {
-        ("run_clm.py", parser, 'torch.compile(mode="max-autotune")', NOT_YET)}
+    assert got == {("run_clm.py", parser, n, THROUGH) for n in HF_MEMORY} | {
+        ("run_clm.py", parser, 'torch.compile(mode="max-autotune")', OFF)}
     got, _ = found(tmp_path, "run_clm.py", ["--output_dir", "out", "--skip_memory_metrics", "--torch_compile"])
     assert got == {("run_clm.py", parser, "torch.compile", WORKS)}
     (tmp_path / "args.json").write_text(json.dumps({"output_dir": "out", "skip_memory_metrics": False}))
     got, _ = found(tmp_path, "run_clm.py", [str(tmp_path / "args.json")])
-    assert got == {("run_clm.py", parser, n, NOT_YET) for n in HF_MEMORY}
+    assert got == {("run_clm.py", parser, n, THROUGH) for n in HF_MEMORY}
 
 
 # --- torchtitan ---------------------------------------------------------------------------------------------------
@@ -368,11 +370,11 @@ def test_torchtitan_style_monitor(tmp_path):
     got, _ = found(tmp_path)
     assert got == {
         ("train.py", at(src, "device_module.reset_peak_memory_stats()"), "torch.cuda.reset_peak_memory_stats",
-         NOT_YET),
-        ("train.py", at(src, "device_module.empty_cache()"), "torch.cuda.empty_cache", NOT_YET),
-        ("train.py", at(src, "device_module.memory_stats("), "torch.cuda.memory_stats", NOT_YET),
+         THROUGH),
+        ("train.py", at(src, "device_module.empty_cache()"), "torch.cuda.empty_cache", THROUGH),
+        ("train.py", at(src, "device_module.memory_stats("), "torch.cuda.memory_stats", THROUGH),
         ("train.py", at(src, "torch.cuda.reset_peak_memory_stats()"), "torch.cuda.reset_peak_memory_stats",
-         NOT_YET),
+         THROUGH),
     }
 
 
@@ -387,14 +389,14 @@ def test_torchtitan_library_monitor(tmp_path):
         device_module.empty_cache()
     ''')
     line = at(src, "monitor = ")
-    want = {("train.py", line, n, NOT_YET) for n in ("torch.cuda.reset_peak_memory_stats", "torch.cuda.empty_cache",
+    want = {("train.py", line, n, THROUGH) for n in ("torch.cuda.reset_peak_memory_stats", "torch.cuda.empty_cache",
                                                        "torch.cuda.memory_stats")}
-    want.add(("train.py", at(src, "device_module.empty_cache()"), "torch.cuda.empty_cache", NOT_YET))
+    want.add(("train.py", at(src, "device_module.empty_cache()"), "torch.cuda.empty_cache", THROUGH))
     got, _ = found(tmp_path)
     assert got == want
     got, _ = found(tmp_path, args=["--job.config_file", "x.toml", "--profiling.enable_memory_snapshot"])
     assert got == want | {("train.py", at(src, "from torchtitan.components"),
-                           "torch.cuda.memory._record_memory_history", NOT_YET)}
+                           "torch.cuda.memory._record_memory_history", REFUSED)}
 
 
 # --- nanoGPT's compile, side streams, the rest of the table --------------------------------------------------------
@@ -434,11 +436,11 @@ def test_nanogpt_compile(tmp_path):
     got, run = found(tmp_path)
     assert got == {
         ("train.py", at(src, "model = torch.compile(model)"), "torch.compile", WORKS),
-        ("train.py", at(src, 'mode="max-autotune")'), 'torch.compile(mode="max-autotune")', NOT_YET),
+        ("train.py", at(src, 'mode="max-autotune")'), 'torch.compile(mode="max-autotune")', OFF),
         ("train.py", at(src, "max-autotune-no-cudagraphs"), "torch.compile", WORKS),
-        ("train.py", at(src, "triton.cudagraphs"), 'torch.compile(options={"triton.cudagraphs": True})', NOT_YET),
+        ("train.py", at(src, "triton.cudagraphs"), 'torch.compile(options={"triton.cudagraphs": True})', OFF),
         ("train.py", at(src, "unoptimized_model.compile("), 'torch.nn.Module.compile(mode="reduce-overhead")',
-         NOT_YET),
+         OFF),
         ("train.py", at(src, "@torch.compile"), "torch.compile", WORKS),
     }
     plain = [f for f in run.findings if f.name == "torch.compile"][0]
@@ -492,18 +494,18 @@ def test_side_streams_and_the_rest(tmp_path):
     got, _ = found(tmp_path)
     hist = [i + 1 for i, line in enumerate(src.splitlines()) if "_record_memory_history" in line]
     assert got == {
-        ("train.py", at(src, "TORCH_NCCL"), "TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK", NOT_YET),
-        ("train.py", at(src, "gpu.record_stream"), "Tensor.record_stream", NOT_YET),
+        ("train.py", at(src, "TORCH_NCCL"), "TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK", REFUSED),
+        ("train.py", at(src, "gpu.record_stream"), "Tensor.record_stream", THROUGH),
         ("train.py", at(src, "set_per_process_memory_fraction"), "torch.cuda.set_per_process_memory_fraction",
-         NOT_YET),
-        ("train.py", at(src, "OutOfMemoryError"), "torch.cuda.OutOfMemoryError", NOT_YET),
-        ("train.py", at(src, "torch.cuda.empty_cache()"), "torch.cuda.empty_cache", NOT_YET),
-        ("train.py", at(src, "CUDAGraph()"), "torch.cuda.CUDAGraph", NOT_YET),
-        ("train.py", at(src, "torch.cuda.graph(g)"), "torch.cuda.graph", NOT_YET),
-        ("train.py", hist[0], "torch.cuda.memory._record_memory_history", NOT_YET),
-        ("train.py", hist[1], "torch.cuda.memory._record_memory_history", NOT_YET),
-        ("train.py", at(src, "_dump_snapshot"), "torch.cuda.memory._dump_snapshot", NOT_YET),
-        ("train.py", at(src, "mp.Queue()"), "torch.multiprocessing.Queue", NOT_YET),
+         THROUGH),
+        ("train.py", at(src, "OutOfMemoryError"), "torch.cuda.OutOfMemoryError", THROUGH),
+        ("train.py", at(src, "torch.cuda.empty_cache()"), "torch.cuda.empty_cache", THROUGH),
+        ("train.py", at(src, "CUDAGraph()"), "torch.cuda.CUDAGraph", THROUGH),
+        ("train.py", at(src, "torch.cuda.graph(g)"), "torch.cuda.graph", THROUGH),
+        ("train.py", hist[0], "torch.cuda.memory._record_memory_history", REFUSED),
+        ("train.py", hist[1], "torch.cuda.memory._record_memory_history", REFUSED),
+        ("train.py", at(src, "_dump_snapshot"), "torch.cuda.memory._dump_snapshot", REFUSED),
+        ("train.py", at(src, "mp.Queue()"), "torch.multiprocessing.Queue", REFUSED),
     }
 
 
@@ -535,19 +537,19 @@ def test_aliases(tmp_path):
     ''')
     got, _ = found(tmp_path)
     assert got == {
-        ("train.py", at(src, "t.cuda.memory.memory_stats()"), "torch.cuda.memory.memory_stats", NOT_YET),
-        ("train.py", src.splitlines().index("memory_stats()") + 1, "torch.cuda.memory_stats", NOT_YET),
-        ("train.py", at(src, "ec()"), "torch.cuda.empty_cache", NOT_YET),
-        ("train.py", at(src, "tc.reset_peak"), "torch.cuda.reset_peak_memory_stats", NOT_YET),
-        ("train.py", at(src, "cudnn.benchmark = True"), "torch.backends.cudnn.benchmark", NOT_YET),
-        ("train.py", at(src, "setattr("), "torch.backends.cudnn.benchmark", NOT_YET),
-        ("train.py", at(src, "flags("), "torch.backends.cudnn.benchmark", NOT_YET),
-        ("train.py", at(src, "max_memory_reserved()"), "torch.cuda.memory.max_memory_reserved", NOT_YET),
-        ("train.py", at(src, "cuda.memory_summary()"), "torch.cuda.memory_summary", NOT_YET),
-        ("train.py", at(src, "t.compile("), 'torch.compile(mode="reduce-overhead")', NOT_YET),
-        ("train.py", at(src, "setdefault"), "TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK", NOT_YET),
-        ("train.py", at(src, "t.accelerator"), "torch.accelerator.memory_allocated", NOT_YET),
-        ("train.py", at(src, "triton.cudagraphs"), "torch._inductor.config.triton.cudagraphs", NOT_YET),
+        ("train.py", at(src, "t.cuda.memory.memory_stats()"), "torch.cuda.memory.memory_stats", THROUGH),
+        ("train.py", src.splitlines().index("memory_stats()") + 1, "torch.cuda.memory_stats", THROUGH),
+        ("train.py", at(src, "ec()"), "torch.cuda.empty_cache", THROUGH),
+        ("train.py", at(src, "tc.reset_peak"), "torch.cuda.reset_peak_memory_stats", THROUGH),
+        ("train.py", at(src, "cudnn.benchmark = True"), "torch.backends.cudnn.benchmark", OFF),
+        ("train.py", at(src, "setattr("), "torch.backends.cudnn.benchmark", OFF),
+        ("train.py", at(src, "flags("), "torch.backends.cudnn.benchmark", OFF),
+        ("train.py", at(src, "max_memory_reserved()"), "torch.cuda.memory.max_memory_reserved", THROUGH),
+        ("train.py", at(src, "cuda.memory_summary()"), "torch.cuda.memory_summary", THROUGH),
+        ("train.py", at(src, "t.compile("), 'torch.compile(mode="reduce-overhead")', OFF),
+        ("train.py", at(src, "setdefault"), "TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK", REFUSED),
+        ("train.py", at(src, "t.accelerator"), "torch.accelerator.memory_allocated", THROUGH),
+        ("train.py", at(src, "triton.cudagraphs"), "torch._inductor.config.triton.cudagraphs", OFF),
     }
 
 
@@ -619,7 +621,7 @@ def test_no_false_positives(tmp_path):
 def test_environment(tmp_path):
     write(tmp_path, "train.py", "print('hello')\n")
     got, _ = found(tmp_path, environ={"TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK": "1"})
-    assert got == {("<environment>", 0, "TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK", NOT_YET)}
+    assert got == {("<environment>", 0, "TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK", REFUSED)}
     got, _ = found(tmp_path, environ={"TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK": "0"})
     assert got == set()
 
@@ -637,10 +639,12 @@ def test_command_line_lines_and_exit_status(tmp_path):
     bench = seams.BY_ID["cudnn_benchmark"].message
     mem = seams.BY_ID["memory_stats"].message
     assert lines == [
-        "%s:%d: torch.backends.cudnn.benchmark: not supported yet: %s" % (script, at(src, "benchmark = True"), bench),
-        "%s:%d: torch.cuda.max_memory_allocated: not supported yet: %s" % (
+        "%s:%d: torch.backends.cudnn.benchmark: turned off with a warning: %s" % (
+            script, at(src, "benchmark = True"), bench),
+        "%s:%d: torch.cuda.max_memory_allocated: works through hoff: %s" % (
             str(tmp_path / "utils.py"), at(utils, "max_memory_allocated"), mem),
-        "hoff --check: 2 findings (2 not supported yet) in %s and 1 local module" % script,
+        "hoff --check: 2 findings (1 works through hoff, 1 turned off with a warning) in %s and 1 local module"
+        % script,
     ]
 
 

@@ -63,7 +63,7 @@ check "no GPU" 77 "GPU|no CUDA toolkit"
 [ "$(field "$out/gpu.json" status)" = skipped ] || bad "no GPU: status is not \"skipped\""
 [ -n "$(field "$out/gpu.json" skipped)" ] || bad "no GPU: no \"skipped\" reason"
 if [ -n "$py" ]; then
-    for part in build suite probes train ddp; do
+    for part in build suite probes train seams ddp; do
         [ "$(field "$out/gpu.json" status "$part")" = skipped ] || bad "no GPU: part $part is not skipped"
     done
 fi

@@ -2,8 +2,9 @@
 # shellcheck disable=SC2034,SC2317  # the parts' variables are read as ${!name}; functions run in traps and bash -c
 # run.sh — the one GPU run: on a machine with a GPU and the CUDA toolkit (no autotools, liburing, hwloc or CUnit
 # needed) build libhoff.so and the C programs, then run the cuda backend's suite (test_cuda), the raw runtime
-# probes (probes), the A/B PyTorch training check (ab_train.py) and a 1-GPU DDP step (ddp_step.py: nccl, world size
-# 1, bitwise against the default allocator), each under its share of one wall-clock limit, and write $OUT/gpu.json on every exit (skip, build failure, timeout, signal, success).
+# probes (probes), the A/B PyTorch training check (ab_train.py), every torch.cuda memory call of hoff's table under
+# python -m hoff (seams.py) and a 1-GPU DDP step (ddp_step.py: nccl, world size 1, bitwise against the default
+# allocator), each under its share of one wall-clock limit, and write $OUT/gpu.json on every exit (skip, build failure, timeout, signal, success).
 # Usage: OUT=dir tests/gpu/run.sh      (README, "On a GPU"; exit 0 ok, 1 failed, 77 skipped)
 # Env: OUT (default: a new temp dir, printed), CUDA_HOME (default /usr/local/cuda), HOFF_GPU_TIMEOUT (whole run, s,
 #   default 540), HOFF_GPU_DIRECT=1 (gcc even where a generated configure exists), HOFF_GPU_FORCE_BUILD=1 (build
@@ -37,12 +38,12 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/hoff-gpu.XXXXXX") || { echo "run.sh: cannot ma
 # Every part has a status (pending, running, ok, failed, timeout, skipped), a reason, seconds, an exit code, a
 # log tail and (suite, probes, train, ddp) the JSON its program wrote.
 status=running reason="" exit_code="" child="" no_gpu=""
-st_build=pending st_suite=pending st_probes=pending st_train=pending st_ddp=pending
-why_build="" why_suite="" why_probes="" why_train="" why_ddp=""
-sec_build=null sec_suite=null sec_probes=null sec_train=null sec_ddp=null
-rc_build=null rc_suite=null rc_probes=null rc_train=null rc_ddp=null
-log_build="" log_suite="" log_probes="" log_train="" log_ddp=""
-json_build="" json_suite="" json_probes="" json_train="" json_ddp=""
+st_build=pending st_suite=pending st_probes=pending st_train=pending st_seams=pending st_ddp=pending
+why_build="" why_suite="" why_probes="" why_train="" why_seams="" why_ddp=""
+sec_build=null sec_suite=null sec_probes=null sec_train=null sec_seams=null sec_ddp=null
+rc_build=null rc_suite=null rc_probes=null rc_train=null rc_seams=null rc_ddp=null
+log_build="" log_suite="" log_probes="" log_train="" log_seams="" log_ddp=""
+json_build="" json_suite="" json_probes="" json_train="" json_seams="" json_ddp=""
 build_path="" libhoff="" exports="" host_gpu="" host_driver="" python_bin="" torch_version=""
 
 py=
@@ -117,6 +118,8 @@ write_report() {
         printf ',\n'
         part_json train
         printf ',\n'
+        part_json seams
+        printf ',\n'
         part_json ddp
         printf '\n}\n'
     } > "$tmp" 2>/dev/null
@@ -124,8 +127,8 @@ write_report() {
         # Never leave the caller without a valid gpu.json, even if a part's text broke it.
         {
             printf '{\n  "schema": "hoff-gpu-run/1",\n  "status": "failed",\n'
-            printf '  "reason": "run.sh could not assemble a valid gpu.json (%s); the parts: build %s, suite %s, probes %s, train %s, ddp %s",\n' \
-                "$status" "$st_build" "$st_suite" "$st_probes" "$st_train" "$st_ddp"
+            printf '  "reason": "run.sh could not assemble a valid gpu.json (%s); the parts: build %s, suite %s, probes %s, train %s, seams %s, ddp %s",\n' \
+                "$status" "$st_build" "$st_suite" "$st_probes" "$st_train" "$st_seams" "$st_ddp"
             printf '  "exit": %s,\n  "wall_s": %s\n}\n' "${exit_code:-null}" "$((now - start))"
         } > "$tmp"
     fi
@@ -145,7 +148,7 @@ finish() {
         wait "$child" 2>/dev/null
     fi
     if [ "$status" = running ]; then
-        for p in build suite probes train ddp; do
+        for p in build suite probes train seams ddp; do
             st=st_$p
             case ${!st} in
             ok) ;;
@@ -155,7 +158,7 @@ finish() {
             skipped) [ "$p" != build ] && skipped_parts="$skipped_parts${skipped_parts:+, }$p" ;;
             esac
         done
-        for p in suite probes train ddp; do
+        for p in suite probes train seams ddp; do
             st=st_$p
             if [ "${!st}" = pending ]; then
                 printf -v "st_$p" '%s' skipped
@@ -167,9 +170,9 @@ finish() {
             reason="$reason${bad:+ ($bad)}"
         elif [ -n "$bad" ]; then
             status=failed reason=$bad
-        elif [ "$st_suite$st_probes$st_train$st_ddp" = skippedskippedskippedskipped ]; then
+        elif [ "$st_suite$st_probes$st_train$st_seams$st_ddp" = skippedskippedskippedskippedskipped ]; then
             status=skipped
-            reason="${no_gpu:+$no_gpu (built anyway: HOFF_GPU_FORCE_BUILD=1); }every part skipped: suite: $why_suite; probes: $why_probes; train: $why_train; ddp: $why_ddp"
+            reason="${no_gpu:+$no_gpu (built anyway: HOFF_GPU_FORCE_BUILD=1); }every part skipped: suite: $why_suite; probes: $why_probes; train: $why_train; seams: $why_seams; ddp: $why_ddp"
         else
             status=ok reason="${skipped_parts:+skipped: $skipped_parts}"
         fi
@@ -198,7 +201,7 @@ trap 'on_signal HUP' HUP
 
 skip_all() {
     status=skipped reason=$1
-    for p in build suite probes train ddp; do
+    for p in build suite probes train seams ddp; do
         printf -v "st_$p" '%s' skipped
         printf -v "why_$p" '%s' "$1"
     done
@@ -482,7 +485,7 @@ if [ -z "$python_bin" ]; then
     echo "run.sh: train: skipped ($why_train)"
 else
     json_train=$work/train.json
-    limit=$(budget 100000 12) # the DDP step keeps 12% of the whole limit
+    limit=$(budget 100000 24) # the seams part and the DDP step keep 12% of the whole limit each
     run_part train "$limit" "$python_bin" "$here/ab_train.py" --out "$json_train" --time-limit "$((limit > 20 ? limit - 10 : limit))" \
         --hoff-library "$libhoff"
     rc=$?
@@ -493,7 +496,24 @@ else
     settle train "$rc" "$limit" "$why"
 fi
 
-# ---- 6. a 1-GPU DDP step (torch.distributed, nccl, world size 1) --------------------------------
+# ---- 6. every torch.cuda memory call of hoff's table, under python -m hoff -------------------------
+if [ -z "$python_bin" ]; then
+    st_seams=skipped why_seams="no python3 with torch (tried ${PYTHON:+$PYTHON, }python3, /usr/bin/python3)"
+    echo "run.sh: seams: skipped ($why_seams)"
+else
+    json_seams=$work/seams.json
+    limit=$(budget 240 12) # the DDP step keeps 12%
+    run_part seams "$limit" "$python_bin" "$here/seams.py" --out "$json_seams" --hoff-library "$libhoff" \
+        --time-limit "$((limit > 20 ? limit - 10 : limit))"
+    rc=$?
+    why=""
+    if json_ok "$json_seams"; then
+        why=$("$python_bin" -c 'import json, sys; print(json.load(open(sys.argv[1])).get("reason", ""))' "$json_seams" 2>/dev/null)
+    fi
+    settle seams "$rc" "$limit" "$why"
+fi
+
+# ---- 7. a 1-GPU DDP step (torch.distributed, nccl, world size 1) --------------------------------
 if [ -z "$python_bin" ]; then
     st_ddp=skipped why_ddp="no python3 with torch (tried ${PYTHON:+$PYTHON, }python3, /usr/bin/python3)"
     echo "run.sh: ddp: skipped ($why_ddp)"
