@@ -29,6 +29,29 @@ from .hooks import AccessHooks, storage_ptr
 from .session import OffloadSession, implicit_session, mark, mark_op, region_depth, skip_offload, step
 from . import _record
 from . import swap
+from . import _lib, _native
+
+
+def _check_bundle():
+    """A pip-built package checks at import that its bundled libhoff loads (its runtime libraries are
+    installed), and warns with the missing library's name and package when not (python/README.md)."""
+    import os
+    import warnings
+    if os.environ.get("HOFF_LIBRARY") or not _native.library():
+        return
+    try:
+        _lib.load()
+    except LibraryNotFound as e:
+        warnings.warn(str(e), RuntimeWarning, stacklevel=3)
+
+
+_check_bundle()
+
+
+def native_build():
+    """The pip build bundled in this package (backends, features, runtime libraries: hoff/_native/build.json);
+    {} for a package installed with HOFF_PIP_NATIVE=0."""
+    return _native.info()
 
 
 def recording():
@@ -45,7 +68,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AccessHooks", "HoffError", "LibraryNotFound", "OffloadConfig", "OffloadSession", "empty_cache",
-    "implicit_session", "install", "is_installed", "library_path", "mark", "mark_op", "memory_stats",
+    "implicit_session", "install", "is_installed", "library_path", "mark", "mark_op", "memory_stats", "native_build",
     "record_stats", "record_stream", "recording", "region_depth", "set_memory_fraction", "skip_offload",
     "step", "storage_ptr", "swap",
 ]

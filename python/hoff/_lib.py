@@ -6,14 +6,19 @@ Search order (the first that loads wins):
 
 1. ``HOFF_LIBRARY``: a path to ``libhoff.so``.  When set it is the only
    candidate: a bad path is an error, never silently skipped.
-2. The install prefix: ``pkg-config --variable=libdir hoff``, then the
+2. The bundled library of a pip-built package, ``hoff/_native/libhoff.so.0``
+   (``pip install ./python`` builds it; not there with ``HOFF_PIP_NATIVE=0``).
+   When it is there it is the only candidate: one that does not load (a
+   runtime library missing) is an error naming the missing library and its
+   package, so the bundle's libhoff-sim.so never meets another libhoff.
+3. The install prefix: ``pkg-config --variable=libdir hoff``, then the
    ``lib``/``lib64`` directories of this interpreter's prefix (a virtual
    environment's and its base), and the ``lib`` directory the package was
    installed under (``PREFIX/lib/pythonX.Y/site-packages/hoff`` gives
    ``PREFIX/lib``).
-3. The usual system directories: ``/usr/local/lib``, ``/usr/local/lib64``,
+4. The usual system directories: ``/usr/local/lib``, ``/usr/local/lib64``,
    ``/usr/lib/<multiarch>``, ``/usr/lib64``, ``/usr/lib``.
-4. The dynamic linker's cache (``ctypes.util.find_library("hoff")``).
+5. The dynamic linker's cache (``ctypes.util.find_library("hoff")``).
 """
 
 import ctypes
@@ -24,6 +29,8 @@ import subprocess
 import sys
 import sysconfig
 import threading
+
+from . import _native
 
 NAMES = ("libhoff.so", "libhoff.so.0")
 
@@ -97,6 +104,17 @@ def _find():
                 "BUILDDIR/.libs/libhoff.so" % (env, tried[-1]))
         return lib, env
     tried.append("HOFF_LIBRARY (not set)")
+    bundled = _native.library()
+    if bundled:
+        try:
+            lib = ctypes.CDLL(bundled)
+        except OSError as e:
+            raise LibraryNotFound(_native.load_error_text(bundled, e))
+        if not hasattr(lib, "hoff_torch_alloc"):
+            raise LibraryNotFound("hoff: the bundled %s has no hoff_torch_alloc; reinstall hoff" % bundled)
+        return lib, bundled
+    tried.append("the package's bundled library (%s: none; pip install ./python builds one unless "
+                 "HOFF_PIP_NATIVE=0)" % os.path.join(_native.DIR, _native.LIBRARY))
     libdir, why = _pkg_config_libdir()
     dirs = []
     if libdir:
@@ -128,7 +146,8 @@ def _find():
         tried.append("the dynamic linker's cache (no libhoff)")
     raise LibraryNotFound(
         "hoff: cannot find libhoff.so.  Looked in:\n  " + "\n  ".join(tried) +
-        "\nBuild and install hoff ('./configure && make && make install', then "
+        "\nReinstall the package with its library ('pip install ./python' in the hoff source tree, "
+        "without HOFF_PIP_NATIVE=0), or build and install hoff ('./configure && make && make install', then "
         "'ldconfig'), or set HOFF_LIBRARY=/path/to/libhoff.so (in a build tree: "
         "BUILDDIR/.libs/libhoff.so).")
 

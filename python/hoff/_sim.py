@@ -82,7 +82,8 @@ def expand_path(path):
 
 
 def preload_path():
-    """libhoff-sim.so beside the libhoff.so the package loads (a build tree's .libs, or PREFIX/lib/hoff)."""
+    """libhoff-sim.so beside the libhoff.so the package loads (a build tree's .libs, PREFIX/lib/hoff, or the
+    pip-built package's hoff/_native, whose libhoff-sim.so finds its libhoff.so.0 there by its $ORIGIN rpath)."""
     env = os.environ.get("HOFF_SIM_PRELOAD")
     if env:
         if not os.path.exists(env):
