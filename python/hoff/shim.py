@@ -71,18 +71,19 @@ def _compiler():
 
 
 def _cuda_include(torch):
-    """A directory with cuda_runtime_api.h: the CUDA toolkit's, or the nvidia-cuda-runtime wheel's that PyTorch's
-    CUDA wheels depend on."""
+    """A directory with cuda_runtime_api.h: the nvidia-cuda-runtime wheel's that PyTorch's CUDA wheels depend on
+    (the CUDA release PyTorch was built with), else the CUDA toolkit's ($CUDA_HOME, $CUDA_PATH, /usr/local/cuda)."""
     cands = []
+    try:  # the wheels PyTorch's CUDA builds install: nvidia/cuda_runtime/include (CUDA 12), nvidia/cu13/include
+        import nvidia
+        for root in getattr(nvidia, "__path__", ()):
+            for sub in sorted(os.listdir(root)):
+                cands.append(os.path.join(root, sub, "include"))
+    except (ImportError, OSError):
+        pass
     for env in ("CUDA_HOME", "CUDA_PATH"):
         if os.environ.get(env):
             cands.append(os.path.join(os.environ[env], "include"))
-    try:
-        import nvidia.cuda_runtime as ncr  # the wheel PyTorch's CUDA build installs
-        for p in getattr(ncr, "__path__", ()):
-            cands.append(os.path.join(p, "include"))
-    except ImportError:
-        pass
     cands += ["/usr/local/cuda/include", "/usr/include"]
     for d in cands:
         if os.path.isfile(os.path.join(d, "cuda_runtime_api.h")):
@@ -106,10 +107,15 @@ def build_command(torch, out):
                         "wheel or /usr/local/cuda/include")
     libdir = os.path.join(root, "lib")
     abi = int(bool(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True)))
+    # CUDAPluggableAllocator lives in libtorch_cuda (2.5 and later) or libtorch_python (2.4 and before); with
+    # --no-undefined a hook this PyTorch lacks fails the build here, not the process at its first allocation.
+    libs = ["-lc10", "-lc10_cuda", "-ltorch_cuda"]
+    if os.path.exists(os.path.join(libdir, "libtorch_python.so")):
+        libs.append("-ltorch_python")
     return cxx.split() + [
-        "-O2", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden", "-D_GLIBCXX_USE_CXX11_ABI=%d" % abi,
-        "-I" + inc, "-I" + os.path.join(inc, "torch", "csrc", "api", "include"), "-I" + cuda, SOURCE,
-        "-L" + libdir, "-lc10", "-lc10_cuda", "-ltorch_cuda", "-Wl,-rpath," + libdir, "-o", out]
+        "-O2", "-DNDEBUG", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden",
+        "-D_GLIBCXX_USE_CXX11_ABI=%d" % abi, "-I" + inc, "-I" + os.path.join(inc, "torch", "csrc", "api", "include"),
+        "-I" + cuda, SOURCE, "-L" + libdir] + libs + ["-Wl,--no-undefined", "-Wl,-rpath," + libdir, "-o", out]
 
 
 def _key(torch):
