@@ -480,52 +480,34 @@ for c in ${PYTHON:-} python3 /usr/bin/python3; do
         break
     fi
 done
-if [ -z "$python_bin" ]; then
-    st_train=skipped why_train="no python3 with torch (tried ${PYTHON:+$PYTHON, }python3, /usr/bin/python3)"
-    echo "run.sh: train: skipped ($why_train)"
-else
-    json_train=$work/train.json
-    limit=$(budget 100000 24) # the seams part and the DDP step keep 12% of the whole limit each
-    run_part train "$limit" "$python_bin" "$here/ab_train.py" --out "$json_train" --time-limit "$((limit > 20 ? limit - 10 : limit))" \
-        --hoff-library "$libhoff"
-    rc=$?
-    why=""
-    if json_ok "$json_train"; then
-        why=$("$python_bin" -c 'import json, sys; print(json.load(open(sys.argv[1])).get("reason", ""))' "$json_train" 2>/dev/null)
+# python_part PART CAP KEEP TIMED SCRIPT: run a Python part (its JSON in $work/PART.json, given as --out; with
+# TIMED=1 also --time-limit, its limit less 10 s) under budget CAP KEEP, or skip it without a python3 that has torch;
+# its status and the reason its JSON gives.
+python_part() {
+    local p=$1 cap=$2 keep=$3 timed=$4 script=$5 limit rc why="" js extra=()
+    if [ -z "$python_bin" ]; then
+        printf -v "st_$p" '%s' skipped
+        printf -v "why_$p" '%s' "no python3 with torch (tried ${PYTHON:+$PYTHON, }python3, /usr/bin/python3)"
+        echo "run.sh: $p: skipped (no python3 with torch)"
+        return
     fi
-    settle train "$rc" "$limit" "$why"
-fi
+    js=$work/$p.json
+    printf -v "json_$p" '%s' "$js"
+    limit=$(budget "$cap" "$keep")
+    [ "$timed" = 1 ] && extra=(--time-limit "$((limit > 20 ? limit - 10 : limit))")
+    run_part "$p" "$limit" "$python_bin" "$script" --out "$js" --hoff-library "$libhoff" "${extra[@]}"
+    rc=$?
+    if json_ok "$js"; then
+        why=$("$python_bin" -c 'import json, sys; print(json.load(open(sys.argv[1])).get("reason", ""))' "$js" 2>/dev/null)
+    fi
+    settle "$p" "$rc" "$limit" "$why"
+}
+
+python_part train 100000 24 1 "$here/ab_train.py"  # the seams part and the DDP step keep 12% of the whole limit each
 
 # ---- 6. every torch.cuda memory call of hoff's table, under python -m hoff -------------------------
-if [ -z "$python_bin" ]; then
-    st_seams=skipped why_seams="no python3 with torch (tried ${PYTHON:+$PYTHON, }python3, /usr/bin/python3)"
-    echo "run.sh: seams: skipped ($why_seams)"
-else
-    json_seams=$work/seams.json
-    limit=$(budget 240 12) # the DDP step keeps 12%
-    run_part seams "$limit" "$python_bin" "$here/seams.py" --out "$json_seams" --hoff-library "$libhoff" \
-        --time-limit "$((limit > 20 ? limit - 10 : limit))"
-    rc=$?
-    why=""
-    if json_ok "$json_seams"; then
-        why=$("$python_bin" -c 'import json, sys; print(json.load(open(sys.argv[1])).get("reason", ""))' "$json_seams" 2>/dev/null)
-    fi
-    settle seams "$rc" "$limit" "$why"
-fi
+python_part seams 240 12 1 "$here/seams.py"       # the DDP step keeps 12%
 
 # ---- 7. a 1-GPU DDP step (torch.distributed, nccl, world size 1) --------------------------------
-if [ -z "$python_bin" ]; then
-    st_ddp=skipped why_ddp="no python3 with torch (tried ${PYTHON:+$PYTHON, }python3, /usr/bin/python3)"
-    echo "run.sh: ddp: skipped ($why_ddp)"
-else
-    json_ddp=$work/ddp.json
-    limit=$(budget 300 0)
-    run_part ddp "$limit" "$python_bin" "$here/ddp_step.py" --out "$json_ddp" --hoff-library "$libhoff"
-    rc=$?
-    why=""
-    if json_ok "$json_ddp"; then
-        why=$("$python_bin" -c 'import json, sys; print(json.load(open(sys.argv[1])).get("reason", ""))' "$json_ddp" 2>/dev/null)
-    fi
-    settle ddp "$rc" "$limit" "$why"
-fi
+python_part ddp 300 0 0 "$here/ddp_step.py"
 exit 0
