@@ -138,7 +138,7 @@ def missing_deps(top, flags=None, path=None):
             else:
                 ok = False
             if not ok:
-                missing.append(("%s (%s, found by pkg-config)" % (what, module), pkg))
+                missing.append(("%s (pkg-config: %s)" % (what, module), pkg))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return missing
