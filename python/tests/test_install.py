@@ -82,6 +82,7 @@ def test_library_not_found(tmp_path):
 def test_search_lists_where_it_looked(monkeypatch, tmp_path):
     from hoff import _lib
     monkeypatch.delenv("HOFF_LIBRARY", raising=False)
+    monkeypatch.setattr(_lib._native, "library", lambda: None)  # as installed with HOFF_PIP_NATIVE=0
     monkeypatch.setattr(_lib, "_pkg_config_libdir", lambda: (None, "pkg-config knows no 'hoff'"))
     monkeypatch.setattr(_lib, "_prefix_dirs", lambda: [str(tmp_path / "prefix" / "lib")])
     monkeypatch.setattr(_lib, "_system_dirs", lambda: [str(tmp_path / "usr" / "lib")])
@@ -89,6 +90,6 @@ def test_search_lists_where_it_looked(monkeypatch, tmp_path):
     with pytest.raises(_lib.LibraryNotFound) as e:
         _lib._find()
     msg = str(e.value)
-    for part in ("HOFF_LIBRARY (not set)", "pkg-config", str(tmp_path / "prefix" / "lib"),
+    for part in ("HOFF_LIBRARY (not set)", "bundled library", "pkg-config", str(tmp_path / "prefix" / "lib"),
                  str(tmp_path / "usr" / "lib"), "dynamic linker", "make install"):
         assert part in msg
