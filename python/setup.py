@@ -34,6 +34,10 @@ class BuildPy(build_py):
     """The Python files, then the native bundle in BUILD_LIB/hoff/_native/."""
 
     def run(self):
+        if NATIVE and getattr(self, "editable_mode", False):
+            _fail("pip install -e cannot carry hoff's native build (an editable install maps the source tree, "
+                  "where the bundle is not): use 'pip install ./python', or 'HOFF_PIP_NATIVE=0 pip install -e "
+                  "./python' with HOFF_LIBRARY set to a built libhoff.so")
         super().run()
         if not NATIVE:
             build_native.say("HOFF_PIP_NATIVE=0: the Python package alone (no libhoff.so bundled; it needs one "
