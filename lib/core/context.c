@@ -208,6 +208,7 @@ HOFF_API int hoff_init(hoff_ctx **out, const struct hoff_config *cfg) {
     hoff__pool_init(&ctx->pools[HOFF__POOL_DEVICE], HOFF__POOL_DEVICE, ctx->be, hoff__guard_check_device, ctx);
     hoff__pool_init(&ctx->pools[HOFF__POOL_MANAGED], HOFF__POOL_MANAGED, ctx->be, hoff__guard_check, ctx);
     hoff__pool_init_graph(&ctx->graph_pool, ctx->be, hoff__guard_check_device, ctx);
+    hoff__pool_set_reuse(&ctx->graph_pool, hoff__graph_reuse_ok, ctx);
     ctx->pools[HOFF__POOL_DEVICE].defer = ctx->cfg.free_fence == HOFF_FENCE_DEVICE;
     ctx->pools[HOFF__POOL_DEVICE].sum = ctx->pools[HOFF__POOL_MANAGED].sum = &ctx->pool_sum;
     rc = hoff__issuer_start(&ctx->issuer, ctx->be, (size_t)ctx->cfg.issue_queue_depth,

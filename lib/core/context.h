@@ -80,6 +80,12 @@ struct hoff_ctx {
 void hoff__graph_pool_use(uint64_t id0, uint64_t id1);
 /* That id, for the block a capture allocates (caller holds ctx->lock). */
 void hoff__graph_pool_tag(struct hoff__block *b);
+/* May the free graph block b serve the capture allocation the calling thread
+ * makes now?  Only a block of the same pool id (graphs that share a pool
+ * replay in capture order), or one whose pool's graphs are gone: a block
+ * freed during another live pool's capture is that graph's scratch, which its
+ * replays write.  ctx is the struct hoff_ctx (the graph pool's reuse_ok). */
+int hoff__graph_reuse_ok(const struct hoff__block *b, void *ctx);
 /* A capture for pool id begins / ends on ctx (PyTorch's beginAllocateToPool
  * and endAllocateToPool); they take ctx->lock.  0 or -errno. */
 int hoff__ctx_graph_pool_begin(struct hoff_ctx *ctx, uint64_t id0, uint64_t id1);

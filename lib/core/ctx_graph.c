@@ -73,6 +73,10 @@ static int may_unmap(const struct hoff__block *b, void *arg) {
     return released(arg, b->gpool);
 }
 
+int hoff__graph_reuse_ok(const struct hoff__block *b, void *ctx) {
+    return (b->gpool[0] == tls_gpool[0] && b->gpool[1] == tls_gpool[1]) || released(ctx, b->gpool);
+}
+
 void hoff__ctx_graph_fenced(struct hoff_ctx *ctx, int trim) {
     struct hoff__pool *gp = &ctx->graph_pool;
 

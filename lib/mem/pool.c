@@ -28,7 +28,10 @@
  *
  * Graphs.  A graph pool serves allocations made during CUDA graph capture:
  * reuse only on the free's own stream within the capture (stream order is
- * graph order; an event on a capturing stream could not be queried), and a
+ * graph order; an event on a capturing stream could not be queried), and
+ * only for a capture the pool's reuse_ok accepts (the same graph pool: a
+ * block freed during one graph's capture is that graph's scratch, which its
+ * replays keep writing, so another live pool's capture must not get it); a
  * block freed after the capture is retired: the graph may replay into it, so
  * it is not handed out again while the graph lives.  When the framework says
  * the graphs of a pool are gone (PyTorch's release_pool hook; the block's
@@ -356,6 +359,11 @@ static struct hoff__block *take(struct hoff__pool *p, struct hoff__pool_stream *
 
 static void hand_out(struct hoff__pool *p, struct hoff__block *b, hoff_stream s);
 
+void hoff__pool_set_reuse(struct hoff__pool *p, int (*ok)(const struct hoff__block *b, void *arg), void *arg) {
+    p->reuse_ok = ok;
+    p->reuse_arg = arg;
+}
+
 struct hoff__block *hoff__pool_get(struct hoff__pool *p, int cls, hoff_stream s, int *err) {
     struct hoff__pool_stream *ps = stream_find(p, s);
     struct hoff__block *b = NULL;
@@ -366,10 +374,17 @@ struct hoff__block *hoff__pool_get(struct hoff__pool *p, int cls, hoff_stream s,
         *err = -EINVAL;
         return NULL;
     }
-    /* Same stream: the most recently freed block, reusable at once. */
+    /* Same stream: the most recently freed block, reusable at once (the
+     * newest the pool's reuse_ok takes, when it has one). */
     if (ps && ps->tail[cls]) {
-        b = take(p, ps, ps->tail[cls]);
-        goto hit;
+        struct hoff__block *c = ps->tail[cls];
+
+        while (c && p->reuse_ok && !p->reuse_ok(c, p->reuse_arg))
+            c = c->prev;
+        if (c) {
+            b = take(p, ps, c);
+            goto hit;
+        }
     }
     /* Another stream: its oldest free block, once that stream passed it
      * (never in a graph pool: that would take an event query). */

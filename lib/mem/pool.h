@@ -62,6 +62,12 @@ struct hoff__pool {
     int graph;
     struct hoff__block *retired;
     uint64_t retired_bytes;
+    /* Which free block may serve the allocation being made (NULL: any), asked
+     * of each cached block of the stream's class, newest first; a graph pool's
+     * (core/ctx_graph.c): one of the same graph pool, or one whose graphs are
+     * gone, never another live pool's (hoff__pool_set_reuse). */
+    int (*reuse_ok)(const struct hoff__block *b, void *arg);
+    void *reuse_arg;
 };
 
 void hoff__pool_init(struct hoff__pool *p, int kind, struct hoff__backend *be,
@@ -70,6 +76,8 @@ void hoff__pool_init(struct hoff__pool *p, int kind, struct hoff__backend *be,
  * struct hoff__pool's `graph`). */
 void hoff__pool_init_graph(struct hoff__pool *p, struct hoff__backend *be, hoff__pool_map_check check,
                            void *check_arg);
+/* Set the pool's reuse_ok test and its argument (see struct hoff__pool). */
+void hoff__pool_set_reuse(struct hoff__pool *p, int (*ok)(const struct hoff__block *b, void *arg), void *arg);
 /* Keep b (handed out from a graph pool) mapped and out of every list until
  * hoff__pool_destroy: a captured graph may still replay into it. */
 void hoff__pool_retire(struct hoff__pool *p, struct hoff__block *b);

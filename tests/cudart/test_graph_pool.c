@@ -4,7 +4,8 @@
  * synchronisation the next capture's begin makes, a later capture reuses its memory without a new mapping.
  * Blocks of no named pool stay retired; a live block of a released pool is reusable once freed; a pool shared by
  * two graphs is released only with the second release; an unknown id is harmless; empty_cache unmaps the released
- * pools' memory and keeps the rest.  hoff must make no call a capture forbids (the double is strict).
+ * pools' memory and keeps the rest; a block freed during one pool's capture serves only captures of that pool
+ * (or after its release).  hoff must make no call a capture forbids (the double is strict).
  * Plain C, one line per check; exit 0, 1 on a failure.  Threading: the main thread. */
 #include "config.h"
 
@@ -75,7 +76,7 @@ static void release(uint64_t pool) {
 int main(void) {
     struct hoffdbl_stats ds;
     struct hoff_stats st0, st;
-    void *u, *a, *b, *c, *c2, *x, *d, *e1, *e2, *p;
+    void *u, *a, *b, *c, *c2, *x, *d, *e1, *e2, *p, *y, *z;
     char err[256];
     int n;
 
@@ -192,6 +193,18 @@ int main(void) {
     check(st.graph_private_bytes == st0.graph_private_bytes - 2 * D,
           "empty_cache unmaps pool 5's two blocks and no other (%" PRIu64 " -> %" PRIu64 " MiB)",
           st0.graph_private_bytes >> 20, st.graph_private_bytes >> 20);
+    /* 8. x, freed during pool 3's capture, is the scratch pool 3's graph replays write: a capture of another
+     * live pool on the same stream must not get it; a capture into pool 3 again may. */
+    begin(7);
+    y = cap_alloc(7, 2 * MiB);
+    check(y != x, "a capture of another live pool does not get a block freed during pool 3's capture (%p)", y);
+    end(7);
+    begin(3);
+    z = cap_alloc(3, 2 * MiB);
+    check(z == x, "a capture into pool 3 again reuses its own scratch (%p, was %p)", z, x);
+    hoff_torch_free(z, (ssize_t)(2 * MiB), 0, s);
+    end(3);
+
     hoffdbl_stats(&ds);
     check(ds.capture_refusals == 0 && ds.hard_errors == 0, "hoff made no call a capture forbids (%" PRIu64
           " refusals, %" PRIu64 " hard errors)", ds.capture_refusals, ds.hard_errors);
