@@ -248,6 +248,7 @@ def _graph_config_off():
 HISTORY_TEXT = "hoff: %s " + seams.BY_ID["memory_history"].message.replace("%", "%%")
 IPC_TEXT = ("hoff: sharing a CUDA tensor with another process (%s) "
             + seams.BY_ID["cuda_ipc"].message.replace("%", "%%"))
+MEMPOOL_TEXT = "hoff: torch.cuda.MemPool " + seams.BY_ID["mem_pool"].message
 NCCL_HOOK = "TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK"
 NCCL_TEXT = "hoff: %s=%s " + seams.BY_ID["nccl_register_hook"].message.replace("%", "%%")
 
@@ -361,6 +362,9 @@ def apply(torch, with_shim, why_no_shim=None):
             _set(C, name, _refuse(HISTORY_TEXT % "torch.cuda.memory._record_memory_history"))
     if hasattr(C, "_cuda_memorySnapshot"):
         _set(C, "_cuda_memorySnapshot", _refuse(HISTORY_TEXT % "torch.cuda.memory_snapshot / _snapshot"))
+    mem = getattr(torch.cuda, "memory", None)
+    if mem is not None and isinstance(getattr(mem, "MemPool", None), type):  # 2.5+: torch.cuda.MemPool is this class
+        _set(mem.MemPool, "__init__", _refuse(MEMPOOL_TEXT))
     for name in ("_share_cuda_", "_new_shared_cuda"):
         if hasattr(torch.UntypedStorage, name):
             _set(torch.UntypedStorage, name, _refuse(IPC_TEXT % ("UntypedStorage." + name)))

@@ -260,6 +260,17 @@ SEAMS = (
         methods=("_share_cuda_",),
     ),
     Seam(
+        id="mem_pool",
+        what="a private memory pool for some allocations",
+        names=("torch.cuda.MemPool", "torch.cuda.use_mem_pool"),
+        verdict=REFUSED,
+        message=("refused at the call: a MemPool is a pool of PyTorch's caching allocator (createOrIncrefPool), "
+                 "which PyTorch's pluggable allocator (hoff's registration) does not support; allocate those "
+                 "tensors in a run without hoff"),
+        who="NCCL symmetric memory, custom allocators for some tensors (PyTorch 2.5 and later)",
+        refs=tuple(p + n for p in ("torch.cuda.", "torch.cuda.memory.") for n in ("MemPool", "use_mem_pool")),
+    ),
+    Seam(
         id="nccl_register_hook",
         what="NCCL buffer registration through the allocator",
         names=("TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK",),

@@ -648,6 +648,19 @@ def test_command_line_lines_and_exit_status(tmp_path):
     ]
 
 
+def test_mem_pool_is_refused(tmp_path):
+    src = write(tmp_path, "train.py", """
+        import torch
+        from torch.cuda import use_mem_pool
+        pool = torch.cuda.MemPool()
+        with use_mem_pool(pool):
+            x = torch.empty(4, device="cuda")
+    """)
+    got, _ = found(tmp_path)
+    assert got == {("train.py", at(src, "torch.cuda.MemPool()"), "torch.cuda.MemPool", REFUSED),
+                   ("train.py", at(src, "with use_mem_pool"), "torch.cuda.use_mem_pool", REFUSED)}
+
+
 def test_exit_zero_with_a_refused_row(tmp_path, monkeypatch, capsys):
     """A report is a report: exit 0 whatever the verdicts, refused ones too."""
     import dataclasses

@@ -244,6 +244,7 @@ def attempt(name, f):
 attempt("history", lambda: torch.cuda.memory._record_memory_history(max_entries=10))
 attempt("snapshot", lambda: torch._C._cuda_memorySnapshot(None))
 attempt("ipc", lambda: torch.UntypedStorage(8)._share_cuda_())
+attempt("mempool", lambda: torch.cuda.MemPool())
 os.environ["TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK"] = "1"
 import torch.distributed as dist
 attempt("nccl", lambda: dist.init_process_group("nccl", rank=0, world_size=1, init_method="tcp://127.0.0.1:1"))
@@ -257,6 +258,7 @@ def test_unsupported_calls_fail_with_hoffs_message(torch2, cache, libhoff):
     assert "without hoff" in out["history"]
     assert out["snapshot"].startswith("hoff: hoff: torch.cuda.memory_snapshot")
     assert "CUDA IPC" in out["ipc"] and out["ipc"].startswith("hoff: ")
+    assert out["mempool"].startswith("hoff: hoff: torch.cuda.MemPool refused") and "createOrIncrefPool" in out["mempool"]
     assert "TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK=1" in out["nccl"] and out["nccl"].startswith("hoff: ")
 
 

@@ -197,6 +197,8 @@ def child(out):
         from torch.multiprocessing import reductions
         return refused(lambda: reductions.reduce_tensor(torch.ones(4, device=dev)), ["CUDA IPC"])
     case("cuda_ipc", "torch.multiprocessing.Queue", ipc)
+    if hasattr(torch.cuda, "MemPool"):
+        case("mem_pool", "torch.cuda.MemPool", lambda: refused(lambda: torch.cuda.MemPool(), ["createOrIncrefPool"]))
 
     def nccl():
         import torch.distributed as dist
