@@ -31,6 +31,8 @@ Options:
   --no-install      do not install the allocator (marks only: for hoff-record
                     on a machine without CUDA, this is automatic)
   --stats           print hoff.memory_stats() as JSON on stderr at the end
+                    (with "shim_hooks": the calls of PyTorch's allocator
+                    hooks that reached hoff through its shim)
   --sim             what-if and verification mode, on CPU: the script's large
                     CPU storages become blocks of hoff's simulated device
                     (libhoff-sim.so is preloaded), evicted, prefetched and
@@ -69,7 +71,7 @@ import os
 import runpy
 import sys
 
-from . import _record, _sim, allocator, check, grads, session
+from . import _record, _sim, allocator, check, grads, session, shim
 
 USAGE = __doc__.split("\n\n", 1)[1].split("\n\n", 1)[0]
 
@@ -303,7 +305,10 @@ def main(argv=None):
                 code = 3
     if stats:
         try:
-            sys.stderr.write("hoff: stats: %s\n" % json.dumps(allocator.memory_stats(), sort_keys=True))
+            d = allocator.memory_stats()
+            if shim.loaded() is not None:  # the calls of PyTorch's hooks that reached hoff (hoff.shim)
+                d["shim_hooks"] = shim.hook_counts()
+            sys.stderr.write("hoff: stats: %s\n" % json.dumps(d, sort_keys=True))
         except RuntimeError as e:
             _err("no stats: %s" % e)
     if code is None:

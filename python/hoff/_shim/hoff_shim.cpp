@@ -234,7 +234,7 @@ __attribute__((visibility("default"))) int hoff_shim_attach(char *err, size_t er
 }
 
 // The hook calls so far, in the order init, reset (empty_cache), memory fraction, record_stream, begin pool,
-// end pool, release pool: for tests and `python -m hoff --stats-json`.
+// end pool, release pool: for tests and `python -m hoff --stats` (hoff.shim.hook_counts).
 __attribute__((visibility("default"))) void hoff_shim_counts(uint64_t *out, int n) {
     for (int i = 0; i < n && i < H_COUNT; i++)
         out[i] = g_hooks[i].load(std::memory_order_relaxed);
