@@ -1,7 +1,7 @@
 # build_native.py — pip's native build of hoff: checks the build dependencies, runs hoff's own Autotools build
 # of the C sources around python/ in a temporary copy and bundles libhoff.so.0, libhoff-sim.so, libhoff-record.so
-# and the tools in the package (hoff/_native/) with an rpath of $ORIGIN.  Used by setup.py (not installed);
-# `python3 build_native.py --check-deps` runs only the dependency check.  Threading: none (one build process).
+# and the tools in the package (hoff/_native/) with an rpath of $ORIGIN (then the CUDA toolkit's lib directory).
+# Used by setup.py (not installed); `python3 build_native.py --check-deps` runs only the dependency check.  Threading: none (one build process).
 """The native part of ``pip install ./python`` (python/README.md, "Installing").
 
 ``HOFF_PIP_NATIVE=0`` leaves it out (a pure-Python package that needs a
@@ -35,8 +35,8 @@ RUNTIME_PACKAGES = (
     ("libz.so.", "zlib1g"),
     ("liburing.so.", "liburing2"),
     ("libhwloc.so.", "libhwloc15"),
-    ("libcudart.so.", "the CUDA runtime (the CUDA toolkit's libcudart on the dynamic linker's path, "
-                      "e.g. /usr/local/cuda/lib64 in /etc/ld.so.conf.d, or PyTorch's nvidia-cuda-runtime)"),
+    ("libcudart.so.", "the CUDA runtime: a CUDA toolkit's libcudart, in the build's toolkit directory (the "
+                      "rpath) or on the dynamic linker's path"),
 )
 GLIBC = ("libc.so.", "libm.so.", "libdl.so.", "libpthread.so.", "librt.so.", "ld-linux")
 TARGETS = ("libhoff.la", "libhoff-sim.la", "libhoff-record.la", "hoff-plan", "hoff-stat", "hoff-record")
@@ -279,27 +279,31 @@ def elf_needed_runpath(path):
     return needed, (rp[0] if rp else None)
 
 
-def runpath_origin_only(path):
-    """Make the file's RUNPATH (or RPATH) exactly $ORIGIN.  The link put $ORIGIN last (LDFLAGS), after the
-    build tree's directories that libtool adds for an uninstalled library: the entry is pointed at that last
-    component of its own string (no string is rewritten, so strings the linker merged stay intact)."""
+def runpath_from_origin(path):
+    """Make the file's RUNPATH (or RPATH) start at its $ORIGIN component.  The link put $ORIGIN (and, with the cuda
+    backend, the CUDA toolkit's library directory) after the build tree's directories that libtool adds for an
+    uninstalled library: the entry is pointed at that tail of its own string (no string is rewritten, so
+    strings the linker merged stay intact).  Returns the new RUNPATH."""
     with open(path, "rb") as f:
         data = bytearray(f.read())
     d = _elf_dynamic(bytes(data))
     if d is None:
-        return
+        return None
     entries, strtab, fmt = d
+    new = None
     for off, tag, val in entries:
         if tag not in (DT_RUNPATH, DT_RPATH):
             continue
         s = _cstr(bytes(data), strtab + val)
-        if s == "$ORIGIN":
-            continue
-        if not s.endswith(":$ORIGIN"):
-            raise NativeBuildError("%s: its rpath %r does not end with $ORIGIN" % (path, s))
-        struct.pack_into(fmt, data, off, tag, val + len(s) - len("$ORIGIN"))
+        parts = s.split(":")
+        if "$ORIGIN" not in parts:
+            raise NativeBuildError("%s: its rpath %r has no $ORIGIN" % (path, s))
+        cut = len(":".join(parts[:parts.index("$ORIGIN")] + [""])) if parts[0] != "$ORIGIN" else 0
+        struct.pack_into(fmt, data, off, tag, val + cut)
+        new = s[cut:]
     with open(path, "wb") as f:
         f.write(data)
+    return new
 
 
 def runtime_needs(dest):
@@ -328,12 +332,13 @@ def _config_h(path):
     return defs
 
 
-def _verify(dest):
+def _verify(dest, tmp):
     """The bundle loads and resolves on this machine without the build tree, or NativeBuildError."""
     for name in LIBS + TOOLS:
         needed, rp = elf_needed_runpath(os.path.join(dest, name))
-        if rp not in (None, "$ORIGIN"):
-            raise NativeBuildError("%s keeps the rpath %r (only $ORIGIN may be bundled)" % (name, rp))
+        if rp is not None and (not rp.startswith("$ORIGIN") or tmp in rp):
+            raise NativeBuildError("%s keeps the rpath %r (only $ORIGIN and the CUDA toolkit's directory may "
+                                   "be bundled)" % (name, rp))
     if shutil.which("ldd"):
         for name in LIBS + ("hoff-plan", "hoff-stat"):
             r = subprocess.run(["ldd", os.path.join(dest, name)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -375,8 +380,19 @@ def build(top, dest):
         _step(argv, log, bld, "configure")
         defs = _config_h(os.path.join(bld, "config.h"))
         cuda = defs.get("HAVE_CUDA") == "1"
-        # $ORIGIN: through make (\$$ -> \$) and the shell (\$ -> $) to the linker, last in each RUNPATH.
-        ldflags = (os.environ.get("LDFLAGS", "") + " -Wl,-rpath,\\$$ORIGIN").strip()
+        cudalib = None
+        with open(os.path.join(bld, "Makefile"), encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if cuda and line.startswith("CUDA_LDFLAGS = -L"):
+                    cudalib = line.split("-L", 1)[1].split()[0]
+        # $ORIGIN: through make (\$$ -> \$) and the shell (\$ -> $) to the linker, after libtool's own rpaths
+        # (runpath_from_origin cuts those).  The CUDA toolkit's library directory follows it: configure's
+        # -Wl,-rpath for libcudart does not survive libtool's convenience library, so a toolkit that is not on
+        # the dynamic linker's path would leave libhoff.so.0 without its libcudart.
+        ldflags = os.environ.get("LDFLAGS", "") + " -Wl,-rpath,\\$$ORIGIN"
+        if cudalib:
+            ldflags += " -Wl,-rpath," + cudalib
+        ldflags = ldflags.strip()
         say("make -j%d %s" % (_jobs(), " ".join(TARGETS)))
         _step(["make", "-j%d" % _jobs(), "LDFLAGS=" + ldflags] + list(TARGETS), log, bld, "make")
         os.makedirs(dest, exist_ok=True)
@@ -389,17 +405,13 @@ def build(top, dest):
             if head[:2] == b"#!" and os.path.exists(os.path.join(bld, ".libs", name)):
                 s = os.path.join(bld, ".libs", name)  # a libtool wrapper: the real program is in .libs
             shutil.copy(s, os.path.join(dest, name))
+        rpath = None
         for name in LIBS + TOOLS:
             p = os.path.join(dest, name)
-            runpath_origin_only(p)
+            rpath = runpath_from_origin(p) or rpath
             os.chmod(p, 0o755)
-        _verify(dest)
-        cudadir = None
-        if cuda:
-            with open(os.path.join(bld, "Makefile"), encoding="utf-8", errors="replace") as f:
-                for line in f:
-                    if line.startswith("CUDA_CPPFLAGS = -I"):
-                        cudadir = os.path.dirname(line.split("-I", 1)[1].strip())
+        _verify(dest, tmp)
+        cudadir = os.path.dirname(cudalib) if cudalib else None
         manifest = {
             "version": defs.get("PACKAGE_VERSION", "").strip('"'),
             "backends": ["cuda", "sim"] if cuda else ["sim"],
@@ -407,6 +419,7 @@ def build(top, dest):
             "features": {"liburing": "HAVE_LIBURING" in defs, "hwloc": "HAVE_HWLOC" in defs,
                          "zlib": "HAVE_ZLIB" in defs},
             "configure_flags": argv[1:],
+            "rpath": rpath,
             "runtime": runtime_needs(dest),
         }
         with open(os.path.join(dest, MANIFEST), "w") as f:

@@ -78,7 +78,8 @@ checks() { # checks VENV WHAT
     ok "$what: hoff.library_path() = $lib (backends: $("$v/bin/python" -c 'import hoff; print(",".join(hoff.native_build()["backends"]))'))"
     # (outputs are captured before grep: grep -q at the end of a pipe would fail it under pipefail)
     out=$(readelf -d "$native/libhoff-sim.so")
-    grep -q 'R.*PATH.*\[\$ORIGIN\]$' <<<"$out" || fail "$what: libhoff-sim.so's rpath is not \$ORIGIN: $out"
+    grep -q 'R.*PATH.*\[\$ORIGIN[]:]' <<<"$out" || fail "$what: libhoff-sim.so's rpath does not start at \$ORIGIN: $out"
+    ! grep -q "$TMPDIR" <<<"$out" || fail "$what: libhoff-sim.so's rpath names a build directory: $out"
     out=$(ldd "$native/libhoff-sim.so")
     grep -q "libhoff.so.0 => $native/libhoff.so.0 " <<<"$out" ||
         fail "$what: ldd libhoff-sim.so does not find the bundled libhoff.so.0: $out"

@@ -102,22 +102,25 @@ def test_elf_needed_and_runpath(libhoff):
     assert build_native.elf_needed_runpath(__file__) == (None, None)
 
 
-def test_runpath_becomes_origin(tmp_path):
+def test_runpath_starts_at_origin(tmp_path):
     cc = shutil.which("cc")
     if not cc:
         pytest.skip("no C compiler")
     src = tmp_path / "t.c"
     src.write_text("int t(void) { return 1; }\n")
-    so = tmp_path / "libt.so"
-    subprocess.run([cc, "-shared", "-fPIC", "-o", str(so), str(src), "-Wl,--enable-new-dtags",
-                    "-Wl,-rpath,/tmp/build/.libs:/usr/local/lib:$ORIGIN"], check=True)
-    assert build_native.elf_needed_runpath(str(so))[1] == "/tmp/build/.libs:/usr/local/lib:$ORIGIN"
-    build_native.runpath_origin_only(str(so))
-    assert build_native.elf_needed_runpath(str(so))[1] == "$ORIGIN"
+    for rpath, want in (("/tmp/build/.libs:/usr/local/lib:$ORIGIN", "$ORIGIN"),
+                        ("/tmp/build/.libs:$ORIGIN:/usr/local/cuda/lib64", "$ORIGIN:/usr/local/cuda/lib64"),
+                        ("$ORIGIN", "$ORIGIN")):
+        so = tmp_path / "libt.so"
+        subprocess.run([cc, "-shared", "-fPIC", "-o", str(so), str(src), "-Wl,--enable-new-dtags",
+                        "-Wl,-rpath," + rpath], check=True)
+        assert build_native.elf_needed_runpath(str(so))[1] == rpath
+        assert build_native.runpath_from_origin(str(so)) == want
+        assert build_native.elf_needed_runpath(str(so))[1] == want
     bad = tmp_path / "libu.so"
     subprocess.run([cc, "-shared", "-fPIC", "-o", str(bad), str(src), "-Wl,-rpath,/tmp/build/.libs"], check=True)
     with pytest.raises(build_native.NativeBuildError):
-        build_native.runpath_origin_only(str(bad))
+        build_native.runpath_from_origin(str(bad))
 
 
 def test_dependency_message_is_one_line():
