@@ -168,7 +168,8 @@ _GENERATED = {"config.status", "config.log", "config.h", "Makefile", "libtool", 
 
 
 def copy_sources(top, dst):
-    """The files of the tree (git ls-files in a checkout, else all but build*/ and in-place build output)."""
+    """The files of the tree (git ls-files in a checkout, else all but build*/ but build-aux/, and in-place build
+    output)."""
     files = None
     if os.path.exists(os.path.join(top, ".git")) and shutil.which("git"):
         r = subprocess.run(["git", "-C", top, "ls-files", "-z"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -179,7 +180,10 @@ def copy_sources(top, dst):
         files = []
         for d, dirs, names in os.walk(top):
             rel = os.path.relpath(d, top)
-            dirs[:] = [x for x in dirs if not (rel == "." and (x.startswith("build") or x == ".git"))
+            # build*/ are build directories (./build of quickstart and the like), except build-aux/: the
+            # auxiliary scripts (AC_CONFIG_AUX_DIR) that a release tarball's configure needs.
+            dirs[:] = [x for x in dirs if not (rel == "." and ((x.startswith("build") and x != "build-aux")
+                                                               or x == ".git"))
                        and x not in (".libs", ".deps", "__pycache__", "autom4te.cache")
                        and not x.endswith(".egg-info") and not (rel == "python" and x == "build")]
             for n in names:
