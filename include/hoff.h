@@ -618,9 +618,12 @@ HOFF_API int hoff_stats_format_json(const struct hoff_stats *st, char *buf,
  * ------------------------------------------------------------------------- */
 
 /* alloc_fn: size bytes on device for stream; NULL for size 0 and on failure
- * (PyTorch raises its out-of-memory error; hoff logs why once). */
+ * (hoff logs why once, hoff_last_error() says it): errno ENOMEM for a failure
+ * PyTorch should report as out of memory (counted in num_ooms), ENODEV when
+ * the device has no context. */
 HOFF_API void *hoff_torch_alloc(ssize_t size, int device, void *stream);
-/* free_fn: ptr as returned by hoff_torch_alloc; size is ignored. */
+/* free_fn: ptr as returned by hoff_torch_alloc; size, the size PyTorch
+ * allocated, only feeds hoff_torch_memory_stats_json's requested bytes. */
 HOFF_API void hoff_torch_free(void *ptr, ssize_t size, int device, void *stream);
 /* init_fn: PyTorch's device count; reports a bad HOFF_* variable now. */
 HOFF_API void hoff_torch_init(int device_count);

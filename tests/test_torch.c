@@ -36,6 +36,10 @@ static void test_alloc_free(void) {
     CU_ASSERT_EQUAL(hoff_block_size(ctx, p), 0);
     CU_ASSERT_PTR_NULL(hoff_torch_alloc(0, 0, S)); /* like PyTorch's allocator */
     CU_ASSERT_PTR_NULL(hoff_torch_alloc(-5, 0, S));
+    /* A failure PyTorch reports as out of memory says ENOMEM (the shim throws OutOfMemoryError for it). */
+    errno = 0;
+    CU_ASSERT_PTR_NULL(hoff_torch_alloc((ssize_t)1 << 50, 0, S));
+    CU_ASSERT_EQUAL(errno, ENOMEM);
     hoff_torch_free(NULL, 0, 0, S); /* nothing happens */
     CU_ASSERT_EQUAL(stats_of(ctx).allocs, 1);
 }
@@ -45,6 +49,7 @@ static void test_devices(void) {
     void *p;
 
     CU_ASSERT_PTR_NULL(hoff_torch_alloc(4096, 64, S));
+    CU_ASSERT_EQUAL(errno, ENODEV); /* not an out-of-memory error */
     CU_ASSERT_PTR_NOT_NULL(strstr(hoff_last_error(), "out of range"));
     CU_ASSERT_PTR_NULL(hoff_torch_context(-1));
     p = hoff_torch_alloc(4096, 3, S);

@@ -75,6 +75,13 @@ struct hoff_ctx {
                                         under it when the job has several ranks */
 };
 
+/* hoff_malloc_flags and hoff_free that also give the block's size (hoff's
+ * size class, what hoff_block_size says) through bytes when it is not NULL,
+ * without a second lookup: for the PyTorch entry points' statistics
+ * (torch/memstats.c).  They take ctx->lock. */
+void *hoff__malloc_sized(struct hoff_ctx *ctx, size_t size, hoff_stream stream, unsigned flags, size_t *bytes);
+int hoff__free_sized(struct hoff_ctx *ctx, void *ptr, hoff_stream stream, size_t *bytes);
+
 /* Graph pools (core/ctx_graph.c).  The calling thread's captures allocate
  * for the pool id {id0, id1} from now on ({0, 0}: none named). */
 void hoff__graph_pool_use(uint64_t id0, uint64_t id1);

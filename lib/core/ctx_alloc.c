@@ -100,7 +100,8 @@ static void drain_capfree(struct hoff_ctx *ctx) {
  * pool (managed memory cannot be captured, and the pipeline's events on s
  * would join hoff's copy streams to the capture).  Caller holds the lock;
  * this releases it. */
-static void *capture_alloc(struct hoff_ctx *ctx, size_t size, hoff_stream stream, unsigned flags) {
+static void *capture_alloc(struct hoff_ctx *ctx, size_t size, hoff_stream stream, unsigned flags,
+                           size_t *bytes) {
     struct hoff__block *b;
     int cls, err;
 
@@ -139,11 +140,13 @@ static void *capture_alloc(struct hoff_ctx *ctx, size_t size, hoff_stream stream
     hoff__graph_pool_tag(b); /* the pool the framework said this thread captures for (ctx_graph.c) */
     ctx->st.allocs++;
     ctx->st.capture_allocs++;
+    if (bytes)
+        *bytes = b->size;
     UNLOCK(ctx);
     return b->ptr;
 }
 
-HOFF_API void *hoff_malloc_flags(hoff_ctx *ctx, size_t size, hoff_stream stream, unsigned flags) {
+void *hoff__malloc_sized(struct hoff_ctx *ctx, size_t size, hoff_stream stream, unsigned flags, size_t *bytes) {
     struct hoff__event_info e;
     struct hoff__block *b;
     struct hoff__pool *p;
@@ -157,7 +160,7 @@ HOFF_API void *hoff_malloc_flags(hoff_ctx *ctx, size_t size, hoff_stream stream,
     }
     LOCK(ctx);
     if (capturing(ctx, stream))
-        return capture_alloc(ctx, size, stream, flags);
+        return capture_alloc(ctx, size, stream, flags, bytes);
     if (ctx->ncapfree)
         drain_capfree(ctx);
     kept = hoff__pipe_kept_next(ctx, size);
@@ -219,6 +222,8 @@ HOFF_API void *hoff_malloc_flags(hoff_ctx *ctx, size_t size, hoff_stream stream,
     e.b = b;
     hoff__pipe_after(ctx, &e);
     hoff__publish_tick(ctx, &ctx->st.allocs);
+    if (bytes)
+        *bytes = b->size;
     UNLOCK(ctx);
     return b->ptr;
 fail:
@@ -230,11 +235,15 @@ fail:
     return NULL;
 }
 
+HOFF_API void *hoff_malloc_flags(hoff_ctx *ctx, size_t size, hoff_stream stream, unsigned flags) {
+    return hoff__malloc_sized(ctx, size, stream, flags, NULL);
+}
+
 HOFF_API void *hoff_malloc(hoff_ctx *ctx, size_t size, hoff_stream stream) {
     return hoff_malloc_flags(ctx, size, stream, HOFF_ALLOC_AUTO);
 }
 
-HOFF_API int hoff_free(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
+int hoff__free_sized(struct hoff_ctx *ctx, void *ptr, hoff_stream stream, size_t *bytes) {
     struct hoff__block *b;
 
     if (!ctx)
@@ -247,6 +256,8 @@ HOFF_API int hoff_free(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
         UNLOCK(ctx);
         return hoff__error(-EINVAL, "hoff_free: %p is not a live hoff block (double free or foreign pointer)", ptr);
     }
+    if (bytes)
+        *bytes = b->size;
     ctx->st.frees++;
     if (b->graph) { /* reused within its capture, else kept while its graphs live (ctx_graph.c) */
         hoff__ctx_graph_free(ctx, b, stream, capturing(ctx, stream));
@@ -285,6 +296,10 @@ HOFF_API int hoff_free(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
     hoff__publish_tick(ctx, &ctx->st.frees);
     UNLOCK(ctx);
     return 0;
+}
+
+HOFF_API int hoff_free(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
+    return hoff__free_sized(ctx, ptr, stream, NULL);
 }
 
 /* The free of a live block (out of the table) on stream: the pipeline's

@@ -148,7 +148,9 @@ HOFF_API void hoff_torch_record_stream(void *ptr, void *stream) {
 
 HOFF_API void *hoff_torch_alloc(ssize_t size, int device, void *stream) {
     struct hoff_ctx *ctx;
+    size_t block;
     void *p;
+    int e, oom;
 
     if (size <= 0) {
         if (size < 0)
@@ -161,17 +163,23 @@ HOFF_API void *hoff_torch_alloc(ssize_t size, int device, void *stream) {
         errno = ENODEV;
         return NULL;
     }
-    p = hoff_malloc(ctx, (size_t)size, stream);
-    if (p)
-        hoff__torch_stats_alloc(device, (size_t)size, hoff_block_size(ctx, p));
-    else if (errno != EINVAL && errno != ENOTSUP)
-        hoff__torch_stats_oom(device);
-    if (!p) {
-        HOFF__LOG_ONCE(HOFF_LOG_WARN, "hoff_torch_alloc: %zd bytes on device %d: %s (PyTorch reports it as out "
-                       "of memory; later failures are logged at level info)", size, device, hoff_last_error());
-        hoff__log(HOFF_LOG_INFO, "hoff_torch_alloc: %zd bytes on device %d: %s", size, device, hoff_last_error());
+    p = hoff__malloc_sized(ctx, (size_t)size, stream, HOFF_ALLOC_AUTO, &block);
+    if (p) {
+        hoff__torch_stats_alloc(device, (size_t)size, block);
+        return p;
     }
-    return p;
+    /* The one rule of what PyTorch reports as out of memory (the shim throws
+     * OutOfMemoryError for ENOMEM, and num_ooms counts it): every failure but
+     * a refused request. */
+    e = errno;
+    oom = e != EINVAL && e != ENOTSUP;
+    if (oom)
+        hoff__torch_stats_oom(device);
+    HOFF__LOG_ONCE(HOFF_LOG_WARN, "hoff_torch_alloc: %zd bytes on device %d: %s (PyTorch reports it as out "
+                   "of memory; later failures are logged at level info)", size, device, hoff_last_error());
+    hoff__log(HOFF_LOG_INFO, "hoff_torch_alloc: %zd bytes on device %d: %s", size, device, hoff_last_error());
+    errno = oom ? ENOMEM : e; /* after the logging, which may change it */
+    return NULL;
 }
 
 HOFF_API void hoff_torch_free(void *ptr, ssize_t size, int device, void *stream) {
@@ -187,8 +195,7 @@ HOFF_API void hoff_torch_free(void *ptr, ssize_t size, int device, void *stream)
                   check_device(device, "hoff_torch_free") ? hoff_last_error() : "never allocated");
         return;
     }
-    block = hoff_block_size(ctx, ptr);
-    rc = hoff_free(ctx, ptr, stream);
+    rc = hoff__free_sized(ctx, ptr, stream, &block);
     if (rc)
         hoff__log(HOFF_LOG_ERROR, "hoff_torch_free: %p: %s", ptr, hoff_last_error());
     else

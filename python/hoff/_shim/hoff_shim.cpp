@@ -51,7 +51,6 @@ struct Lib {
     void (*record_stream)(void *, void *);
     const char *(*last_error)(void);
     int (*oom_text)(int, size_t, char *, size_t);
-    // Optional (a libhoff without graph pools leaves them NULL: captures then use hoff's own detection only).
     void (*pool_begin)(int, uint64_t, uint64_t);
     void (*pool_end)(int, uint64_t, uint64_t);
     void (*pool_release)(int, uint64_t, uint64_t);
@@ -71,7 +70,6 @@ std::vector<Pool> g_pools;              // pools PyTorch began allocating to and
 std::atomic<int> g_npools{0};           // g_pools.size(), read without the lock on every allocation
 enum { H_INIT, H_RESET, H_FRACTION, H_RECORD, H_BEGIN, H_END, H_RELEASE, H_COUNT };
 std::atomic<uint64_t> g_hooks[H_COUNT];       // calls of each hook, for hoff_shim_counts
-
 
 void count(int h) {
     g_hooks[h].fetch_add(1, std::memory_order_relaxed);
@@ -93,7 +91,7 @@ c10::cuda::MempoolId_t pool_of(int device, cudaStream_t stream) {
 }
 
 void *alloc_in(size_t size, int device, cudaStream_t stream) {
-    if (g_npools.load(std::memory_order_acquire) > 0 && g_lib.pool_use) {
+    if (g_npools.load(std::memory_order_acquire) > 0) {
         c10::cuda::MempoolId_t id = pool_of(device, stream);
         if (id.first || id.second) {
             g_lib.pool_use(id.first, id.second);
@@ -122,16 +120,11 @@ __attribute__((visibility("default"))) void *hoff_shim_alloc(size_t size, int de
     void *p = alloc_in(size, device, stream);
     if (p)
         return p;
-    int e = errno;
-    if (e == ENODEV || e == EINVAL || e == ENOTSUP)
+    if (errno != ENOMEM) // hoff_torch_alloc's rule of what is out of memory (ENOMEM)
         TORCH_CHECK(false, "hoff could not allocate ", size, " bytes on CUDA device ", device, ": ",
                     hoff_error("no hoff context for the device"));
     char text[1024] = "";
-    if (g_lib.oom_text)
-        g_lib.oom_text(device, size, text, sizeof text);
-    else
-        std::snprintf(text, sizeof text, "CUDA out of memory. Tried to allocate %zu bytes on GPU %d. hoff: %s",
-                      size, device, hoff_error("the allocation failed").c_str());
+    g_lib.oom_text(device, size, text, sizeof text);
     TORCH_CHECK_WITH(OutOfMemoryError, false, text);
 }
 
@@ -153,24 +146,23 @@ __attribute__((visibility("default"))) int hoff_shim_bind(const char *path, char
     struct {
         const char *name;
         void **slot;
-        bool required;
     } syms[] = {
-        {"hoff_torch_alloc", (void **)&l.alloc, true},
-        {"hoff_torch_free", (void **)&l.free, true},
-        {"hoff_torch_init", (void **)&l.init, true},
-        {"hoff_torch_empty_cache", (void **)&l.empty_cache, true},
-        {"hoff_torch_set_memory_fraction", (void **)&l.set_memory_fraction, true},
-        {"hoff_torch_record_stream", (void **)&l.record_stream, true},
-        {"hoff_last_error", (void **)&l.last_error, true},
-        {"hoff_torch_oom_text", (void **)&l.oom_text, false},
-        {"hoff_torch_graph_pool_begin", (void **)&l.pool_begin, false},
-        {"hoff_torch_graph_pool_end", (void **)&l.pool_end, false},
-        {"hoff_torch_graph_pool_release", (void **)&l.pool_release, false},
-        {"hoff_torch_graph_pool_use", (void **)&l.pool_use, false},
+        {"hoff_torch_alloc", (void **)&l.alloc},
+        {"hoff_torch_free", (void **)&l.free},
+        {"hoff_torch_init", (void **)&l.init},
+        {"hoff_torch_empty_cache", (void **)&l.empty_cache},
+        {"hoff_torch_set_memory_fraction", (void **)&l.set_memory_fraction},
+        {"hoff_torch_record_stream", (void **)&l.record_stream},
+        {"hoff_last_error", (void **)&l.last_error},
+        {"hoff_torch_oom_text", (void **)&l.oom_text},
+        {"hoff_torch_graph_pool_begin", (void **)&l.pool_begin},
+        {"hoff_torch_graph_pool_end", (void **)&l.pool_end},
+        {"hoff_torch_graph_pool_release", (void **)&l.pool_release},
+        {"hoff_torch_graph_pool_use", (void **)&l.pool_use},
     };
     for (auto &s : syms) {
         *s.slot = dlsym(h, s.name);
-        if (!*s.slot && s.required) {
+        if (!*s.slot) {
             std::snprintf(err, errlen, "%s has no %s (an older libhoff than this package)", path, s.name);
             return -1;
         }
@@ -208,8 +200,7 @@ __attribute__((visibility("default"))) int hoff_shim_attach(char *err, size_t er
                 g_pools.push_back(Pool{device, id, std::move(filter)});
                 g_npools.store((int)g_pools.size(), std::memory_order_release);
             }
-            if (g_lib.pool_begin)
-                g_lib.pool_begin(device, id.first, id.second);
+            g_lib.pool_begin(device, id.first, id.second);
         });
     a->set_end_allocate_to_pool_fn([](int device, c10::cuda::MempoolId_t id) {
         count(H_END);
@@ -222,13 +213,11 @@ __attribute__((visibility("default"))) int hoff_shim_attach(char *err, size_t er
                 }
             g_npools.store((int)g_pools.size(), std::memory_order_release);
         }
-        if (g_lib.pool_end)
-            g_lib.pool_end(device, id.first, id.second);
+        g_lib.pool_end(device, id.first, id.second);
     });
     a->set_release_pool([](int device, c10::cuda::MempoolId_t id) {
         count(H_RELEASE);
-        if (g_lib.pool_release)
-            g_lib.pool_release(device, id.first, id.second);
+        g_lib.pool_release(device, id.first, id.second);
     });
     return 0;
 }
