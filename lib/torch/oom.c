@@ -8,11 +8,26 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/context.h"
 #include "core/core.h"
+
+/* Append to buf (len bytes, n used so far) as snprintf would; a full buffer ends the message. */
+static void put(char *buf, size_t len, size_t *n, const char *fmt, ...) {
+    va_list ap;
+    int w;
+
+    if (*n >= len)
+        return;
+    va_start(ap, fmt);
+    w = vsnprintf(buf + *n, len - *n, fmt, ap);
+    va_end(ap);
+    if (w > 0)
+        *n += (size_t)w;
+}
 
 HOFF_API int hoff_torch_oom_text(int device, size_t size, char *buf, size_t len) {
     char why[512], a[32], b[32], c[32], d[32], e[32], f[32], g[32], h[32];
@@ -20,16 +35,15 @@ HOFF_API int hoff_torch_oom_text(int device, size_t size, char *buf, size_t len)
     uint64_t free_b = 0, total_b = 0;
     struct hoff_ctx *ctx;
     const char *le = hoff_last_error();
-    int n;
+    size_t n = 0;
 
     if (!buf || !len)
         return -EINVAL;
     snprintf(why, sizeof why, "%s", le && *le ? le : "the allocation failed");
-    n = snprintf(buf, len, "CUDA out of memory. Tried to allocate %s.", hoff__fmt_size(size, a, sizeof a));
+    put(buf, len, &n, "CUDA out of memory. Tried to allocate %s.", hoff__fmt_size(size, a, sizeof a));
     ctx = device >= 0 ? hoff_torch_context(device) : NULL;
     if (!ctx) {
-        snprintf(buf + (n > 0 && (size_t)n < len ? n : 0), n > 0 && (size_t)n < len ? len - (size_t)n : len,
-                 " GPU %d: hoff: %s.", device, why);
+        put(buf, len, &n, " GPU %d: hoff: %s.", device, why);
         return 0;
     }
     memset(&st, 0, sizeof st);
@@ -37,20 +51,17 @@ HOFF_API int hoff_torch_oom_text(int device, size_t size, char *buf, size_t len)
     st.size = sizeof st;
     hoff_stats_get(ctx, &st);
     if (ctx->be->ops->mem_info(ctx->be, &free_b, &total_b) == 0 && total_b)
-        n += snprintf(buf + ((size_t)n < len ? n : 0), (size_t)n < len ? len - (size_t)n : 0,
-                      " GPU %d has a total capacity of %s of which %s is free.", device,
-                      hoff__fmt_size(total_b, b, sizeof b), hoff__fmt_size(free_b, c, sizeof c));
-    if ((size_t)n >= len)
-        return 0;
-    snprintf(buf + n, len - (size_t)n,
-             " hoff could not allocate it: %s. hoff hands out %s in blocks (%s reserved in its pools); its "
-             "activation budget is %s (%s resident), the host tier holds %s%s%s%s. A smaller batch fits; "
-             "hoff.memory_stats() and hoff-stat show every tier.",
-             why, hoff__fmt_size(st.device_in_use_bytes + st.managed_in_use_bytes, d, sizeof d),
-             hoff__fmt_size(st.device_pool_bytes + st.managed_pool_bytes, e, sizeof e),
-             st.budget_bytes ? hoff__fmt_size(st.budget_bytes, f, sizeof f) : "unset",
-             hoff__fmt_size(st.resident_bytes, g, sizeof g), hoff__fmt_size(st.host_bytes, h, sizeof h),
-             st.host_cap_bytes ? " (cap " : "", st.host_cap_bytes ? hoff__fmt_size(st.host_cap_bytes, a, sizeof a) : "",
-             st.host_cap_bytes ? ")" : "");
+        put(buf, len, &n, " GPU %d has a total capacity of %s of which %s is free.", device,
+            hoff__fmt_size(total_b, b, sizeof b), hoff__fmt_size(free_b, c, sizeof c));
+    put(buf, len, &n,
+        " hoff could not allocate it: %s. hoff hands out %s in blocks (%s reserved in its pools); its "
+        "activation budget is %s (%s resident), the host tier holds %s%s%s%s. A smaller batch fits; "
+        "hoff.memory_stats() and hoff-stat show every tier.",
+        why, hoff__fmt_size(st.device_in_use_bytes + st.managed_in_use_bytes, d, sizeof d),
+        hoff__fmt_size(st.device_pool_bytes + st.managed_pool_bytes, e, sizeof e),
+        st.budget_bytes ? hoff__fmt_size(st.budget_bytes, f, sizeof f) : "unset",
+        hoff__fmt_size(st.resident_bytes, g, sizeof g), hoff__fmt_size(st.host_bytes, h, sizeof h),
+        st.host_cap_bytes ? " (cap " : "", st.host_cap_bytes ? hoff__fmt_size(st.host_cap_bytes, a, sizeof a) : "",
+        st.host_cap_bytes ? ")" : "");
     return 0;
 }
