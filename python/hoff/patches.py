@@ -9,8 +9,8 @@
 
 Each answer replaces one of PyTorch's private bindings (``torch._C._cuda_*``)
 or a public entry point, so that every caller of the public function gets it,
-as PyTorch's own Python code looks those bindings up at each call.  The
-originals stay in :data:`ORIGINALS` (for the tests, and for ``restore()``).
+as PyTorch's own Python code looks those bindings up at each call.  On a
+PyTorch built without CUDA the ``torch._C._cuda_*`` bindings are added.
 """
 
 import json
@@ -20,7 +20,6 @@ import warnings
 
 from . import _lib, seams, shim
 
-ORIGINALS = {}
 _lock = threading.Lock()
 _warned = set()
 _fractions = {}   # device -> the fraction the script set (torch.cuda.get_per_process_memory_fraction)
@@ -43,71 +42,33 @@ def warn_once(key, text):
     warnings.warn(text, HoffWarning, stacklevel=3)
 
 
-_MISSING = object()
-
-
-def _set(obj, name, value):
-    """Replace obj.name (or add it: a PyTorch built without CUDA lacks the torch._C._cuda_* bindings), keeping the
-    original once."""
-    key = (id(obj), name)
-    if key not in ORIGINALS:
-        ORIGINALS[key] = (obj, name, getattr(obj, name, _MISSING))
-    setattr(obj, name, value)
-
-
-def original(obj, name):
-    """obj.name as PyTorch defined it (before apply())."""
-    entry = ORIGINALS.get((id(obj), name))
-    return entry[2] if entry and entry[2] is not _MISSING else getattr(obj, name, None)
-
-
-def restore():
-    """Put every original back (tests)."""
-    global _applied
-    for obj, name, value in ORIGINALS.values():
-        if value is _MISSING:
-            delattr(obj, name)
-        else:
-            setattr(obj, name, value)
-    ORIGINALS.clear()
-    _warned.clear()
-    _fractions.clear()
-    _applied = False
-
-
 # --- statistics -------------------------------------------------------------------------------------------------
 
 STAT_KEYS = ("allocation", "segment", "active", "inactive_split", "allocated_bytes", "reserved_bytes",
              "active_bytes", "inactive_split_bytes", "requested_bytes")
-POOL_KEYS = ("all", "small_pool", "large_pool")
-# PyTorch's keys hoff does not keep (reported as 0): hoff has no split blocks and no segments in PyTorch's sense,
-# keeps no totals of bytes mapped and unmapped, and does not retry a failed allocation the way PyTorch does.
-NOT_KEPT = ("segment", "inactive_split", "inactive_split_bytes", "oversize_allocations", "oversize_segments",
-            "reserved_bytes.allocated", "reserved_bytes.freed", "num_alloc_retries", "num_sync_all_streams",
-            "num_device_free", "small_pool")
 
 
 def _zero():
     return {"current": 0, "peak": 0, "allocated": 0, "freed": 0}
 
 
-def _entry_json(fn, device, size=2048):
+def _memstats(device):
+    """The figures hoff counts at its PyTorch entry points for device (hoff_torch_memory_stats_json)."""
     import ctypes
-    buf = ctypes.create_string_buffer(size)
-    n = fn(int(device), buf, len(buf))
-    if n < 0:
+    buf = ctypes.create_string_buffer(2048)
+    if _lib.load().hoff_torch_memory_stats_json(int(device), buf, len(buf)) < 0:
         raise RuntimeError("hoff: %s" % _lib.last_error())
     return json.loads(buf.value.decode())
 
 
-def _hoff_stats(device):
-    """hoff's own counters of device (hoff_stats(3)), or {} when hoff has no context there yet."""
+def _hoff_stats(device, t):
+    """hoff's own counters of device (hoff_stats(3)), or {} when hoff has no context there yet, which t (its
+    _memstats) tells without making one: a device PyTorch allocated on has one.  Asking for them makes the
+    device one of _targets.devices_used(), so a later reset of t's figures cannot hide it."""
     from . import _targets
-    if int(device) not in _targets.devices_used():
-        lib = _lib.load()
-        # a device PyTorch allocated on has a context: the memstats say so without creating one
-        if not _entry_json(lib.hoff_torch_memory_stats_json, device)["allocation"]["allocated"]:
-            return {}
+    a = t["allocation"]
+    if int(device) not in _targets.devices_used() and not (a["current"] or a["allocated"] or a["freed"]):
+        return {}
     return _targets.AllocatorTarget(int(device)).stats()
 
 
@@ -117,12 +78,13 @@ def memory_stats(device):
     allocation, active: the blocks PyTorch holds from hoff; allocated_bytes, active_bytes: their bytes (hoff's
     block sizes); requested_bytes: the bytes PyTorch asked for; reserved_bytes: the bytes mapped in hoff's device
     and managed pools (a managed block counts whether it is on the device or evicted to the host; CUDA graphs'
-    memory is hoff's graph_private_bytes), current and peak.  hoff keeps one pool per kind, not PyTorch's small and large pools:
-    every figure is under "all" and "large_pool", and "small_pool" is 0.  The keys of NOT_KEPT are 0.
+    memory is hoff's graph_private_bytes), current and peak.  hoff keeps one pool per kind, not PyTorch's small and
+    large pools: every figure is under "all" and "large_pool", and "small_pool" is 0.  What hoff keeps no figure of
+    is 0: segments, inactive splits, oversize allocations and segments, the totals of reserved bytes mapped and
+    freed, num_alloc_retries, num_sync_all_streams and num_device_free.
     """
-    lib = _lib.load()
-    t = _entry_json(lib.hoff_torch_memory_stats_json, device)
-    st = _hoff_stats(device)
+    t = _memstats(device)
+    st = _hoff_stats(device, t)
     reserved = {"current": int(st.get("device_pool_bytes", 0)) + int(st.get("managed_pool_bytes", 0)),
                 "allocated": 0, "freed": 0}
     reserved["peak"] = max(reserved["current"], int(st.get("peak_pool_bytes", 0)))
@@ -144,16 +106,6 @@ def memory_stats(device):
     return out
 
 
-def _flat(nested, prefix=""):
-    out = {}
-    for k, v in nested.items():
-        if isinstance(v, dict):
-            out.update(_flat(v, prefix + k + "."))
-        else:
-            out[prefix + k] = v
-    return out
-
-
 def reset_peaks(device):
     rc = _lib.load().hoff_torch_reset_peaks(int(device))
     if rc < 0:
@@ -161,6 +113,7 @@ def reset_peaks(device):
 
 
 def reset_accumulated(device):
+    _hoff_stats(device, _memstats(device))  # remember a device with a context before its counts go to 0
     rc = _lib.load().hoff_torch_reset_accumulated(int(device))
     if rc < 0:
         raise RuntimeError("hoff: reset_accumulated_memory_stats(device=%s): %s" % (device, _lib.last_error()))
@@ -194,12 +147,12 @@ def _patch_cudnn(torch):
     if raw is None:
         return
     guarded = _cudnn_guard(raw)
-    _set(torch._C, "_set_cudnn_benchmark", guarded)  # torch.backends.cudnn.flags() and set_flags call it by name
+    setattr(torch._C, "_set_cudnn_benchmark", guarded)  # torch.backends.cudnn.flags() and set_flags call it by name
     cls = type(cudnn)
     prop = cls.__dict__.get("benchmark")
     if prop is not None and hasattr(prop, "setter") and hasattr(prop, "getter"):
         # `benchmark` is a ContextProp holding the setter it was made with: give the class one with hoff's
-        _set(cls, "benchmark", type(prop)(prop.getter, guarded))
+        setattr(cls, "benchmark", type(prop)(prop.getter, guarded))
     if torch._C._get_cudnn_benchmark():
         guarded(True)
 
@@ -293,11 +246,11 @@ def _no_shim(torch, why):
 
     def empty_cache():
         allocator.empty_cache()
-    _set(torch._C, "_cuda_emptyCache", empty_cache)
+    setattr(torch._C, "_cuda_emptyCache", empty_cache)
 
     def record_stream(self, stream):
         allocator.record_stream(self, stream)
-    _set(torch.Tensor, "record_stream", record_stream)
+    setattr(torch.Tensor, "record_stream", record_stream)
 
 
 # --- apply ----------------------------------------------------------------------------------------------------
@@ -312,9 +265,9 @@ def apply(torch, with_shim, why_no_shim=None):
 
     def memory_stats_binding(device):
         return memory_stats(_device_index(device))
-    _set(C, "_cuda_memoryStats", memory_stats_binding)
-    _set(C, "_cuda_resetPeakMemoryStats", lambda device: reset_peaks(_device_index(device)))
-    _set(C, "_cuda_resetAccumulatedMemoryStats", lambda device: reset_accumulated(_device_index(device)))
+    setattr(C, "_cuda_memoryStats", memory_stats_binding)
+    setattr(C, "_cuda_resetPeakMemoryStats", lambda device: reset_peaks(_device_index(device)))
+    setattr(C, "_cuda_resetAccumulatedMemoryStats", lambda device: reset_accumulated(_device_index(device)))
 
     set_fraction = getattr(C, "_cuda_setMemoryFraction", None)
 
@@ -324,12 +277,12 @@ def apply(torch, with_shim, why_no_shim=None):
         if with_shim and set_fraction is not None:
             return set_fraction(fraction, device)  # PyTorch's allocator forwards it to the shim's hook
         allocator.set_memory_fraction(fraction, device)
-    _set(C, "_cuda_setMemoryFraction", set_memory_fraction)
+    setattr(C, "_cuda_setMemoryFraction", set_memory_fraction)
 
     def get_memory_fraction(device):
         with _lock:
             return _fractions.get(int(device), 1.0)
-    _set(C, "_cuda_getMemoryFraction", get_memory_fraction)
+    setattr(C, "_cuda_getMemoryFraction", get_memory_fraction)
 
     # torch.accelerator (2.6+): its memory calls go to the device's registered allocator, not to the one
     # change_current_allocator installed; on CUDA they are hoff's.
@@ -346,7 +299,7 @@ def apply(torch, with_shim, why_no_shim=None):
 
         def call(*args):
             return ours(*args) if on_cuda() else theirs(*args)
-        _set(C, name, call)
+        setattr(C, name, call)
     accel("_accelerator_getDeviceStats", lambda d: memory_stats(_device_index(d)))
     accel("_accelerator_resetPeakStats", lambda d: reset_peaks(_device_index(d)))
     accel("_accelerator_resetAccumulatedStats", lambda d: reset_accumulated(_device_index(d)))
@@ -355,26 +308,26 @@ def apply(torch, with_shim, why_no_shim=None):
 
     _patch_cudnn(torch)
     if hasattr(torch, "compile"):  # 2.0+
-        _set(torch, "compile", _compile_guard(torch.compile))
+        setattr(torch, "compile", _compile_guard(torch.compile))
 
     for name in ("_cuda_record_memory_history", "_cuda_record_memory_history_legacy"):
         if hasattr(C, name):
-            _set(C, name, _refuse(HISTORY_TEXT % "torch.cuda.memory._record_memory_history"))
+            setattr(C, name, _refuse(HISTORY_TEXT % "torch.cuda.memory._record_memory_history"))
     if hasattr(C, "_cuda_memorySnapshot"):
-        _set(C, "_cuda_memorySnapshot", _refuse(HISTORY_TEXT % "torch.cuda.memory_snapshot / _snapshot"))
+        setattr(C, "_cuda_memorySnapshot", _refuse(HISTORY_TEXT % "torch.cuda.memory_snapshot / _snapshot"))
     mem = getattr(torch.cuda, "memory", None)
     if mem is not None and isinstance(getattr(mem, "MemPool", None), type):  # 2.5+: torch.cuda.MemPool is this class
-        _set(mem.MemPool, "__init__", _refuse(MEMPOOL_TEXT))
+        setattr(mem.MemPool, "__init__", _refuse(MEMPOOL_TEXT))
     for name in ("_share_cuda_", "_new_shared_cuda"):
         if hasattr(torch.UntypedStorage, name):
-            _set(torch.UntypedStorage, name, _refuse(IPC_TEXT % ("UntypedStorage." + name)))
+            setattr(torch.UntypedStorage, name, _refuse(IPC_TEXT % ("UntypedStorage." + name)))
     try:
         import torch.distributed as dist
         import torch.distributed.distributed_c10d as c10d
         if hasattr(c10d, "init_process_group"):
             guarded = _nccl_guard(c10d.init_process_group)
-            _set(c10d, "init_process_group", guarded)
-            _set(dist, "init_process_group", guarded)
+            setattr(c10d, "init_process_group", guarded)
+            setattr(dist, "init_process_group", guarded)
     except (ImportError, AttributeError, RuntimeError):
         pass  # a PyTorch built without torch.distributed
     if not with_shim:
