@@ -35,7 +35,7 @@ HOOKS = ("init", "empty_cache", "memory_fraction", "record_stream", "graph_pool_
 BUILD_TIMEOUT = 600
 
 _lock = threading.Lock()
-_state = {"lib": None, "path": None, "error": None, "tried": False}
+_state = {"lib": None, "path": None}
 
 
 class ShimError(RuntimeError):
@@ -146,23 +146,21 @@ def build(torch):
         os.close(fd)
         try:
             cmd = build_command(torch, tmp)
-        except ShimError:
-            os.unlink(tmp)
-            raise
-        sys.stderr.write("hoff: building its PyTorch shim for torch %s (once per PyTorch version) in %s\n"
-                         % (torch.__version__, d))
-        try:
-            r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=BUILD_TIMEOUT,
-                               check=False)
-        except (OSError, subprocess.SubprocessError) as e:
-            os.unlink(tmp)
-            raise ShimError("the compiler did not run (%s): %s" % (" ".join(cmd[:1]), e)) from e
-        if r.returncode != 0:
-            os.unlink(tmp)
-            text = r.stdout.decode(errors="replace").strip().splitlines()
-            raise ShimError("the build failed (exit %d): %s\n  command: %s" % (
-                r.returncode, "\n  ".join(text[-12:]), " ".join(cmd)))
-        os.replace(tmp, out)
+            sys.stderr.write("hoff: building its PyTorch shim for torch %s (once per PyTorch version) in %s\n"
+                             % (torch.__version__, d))
+            try:
+                r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=BUILD_TIMEOUT,
+                                   check=False)
+            except (OSError, subprocess.SubprocessError) as e:
+                raise ShimError("the compiler did not run (%s): %s" % (" ".join(cmd[:1]), e)) from e
+            if r.returncode != 0:
+                text = r.stdout.decode(errors="replace").strip().splitlines()
+                raise ShimError("the build failed (exit %d): %s\n  command: %s" % (
+                    r.returncode, "\n  ".join(text[-12:]), " ".join(cmd)))
+            os.replace(tmp, out)
+        finally:
+            if os.path.exists(tmp):  # a failed build leaves nothing behind
+                os.unlink(tmp)
     return out
 
 
