@@ -171,6 +171,24 @@ def test_memory_stats_are_hoffs_under_pytorchs_keys(torch2, cache, libhoff):
         assert out["accel"]["allocated_bytes.all.current"] == out["m3"]["allocated_bytes.all.current"]
 
 
+RESET_FIRST = r"""
+torch.cuda.is_initialized = lambda: True
+torch.cuda.memory.is_initialized = torch.cuda.is_initialized
+_, p, _ = selftest(7, size=4 << 20)                  # PyTorch allocates and frees: hoff caches the block
+o = ctypes.c_void_p(p); S.hoff_shim_selftest(8, 0, 0.0, None, 0, 0, ctypes.byref(o), None, 0)
+torch.cuda.reset_accumulated_memory_stats(0)         # before any statistics were read
+m = torch.cuda.memory_stats(0)
+print(json.dumps({"reserved": m["reserved_bytes.all.current"], "allocated": m["allocation.all.allocated"]}))
+"""
+
+
+def test_reset_before_the_first_read_keeps_hoffs_figures(torch2, cache, libhoff):
+    # the reset zeroes the counts that tell a device with a context; hoff's pools still hold the cached block
+    out, _ = scenario(RESET_FIRST, cache)
+    assert out["allocated"] == 0
+    assert out["reserved"] >= 4 << 20, out
+
+
 OOM = r"""
 rc, _, msg = selftest(0, size=3 << 40)
 print(json.dumps({"rc": rc, "msg": msg}))
