@@ -10,7 +10,8 @@ becomes ``torch.cuda.OutOfMemoryError``.  ``_shim/hoff_shim.cpp`` does those
 things and nothing else.  It is compiled against the PyTorch that runs, the
 first time ``hoff.install()`` needs it (a pip install has no PyTorch in its
 isolated build environment, and PyTorch's C++ ABI changes between releases),
-with the C++ compiler of the machine (``$CXX``, else ``c++``/``g++``), and
+with the C++ compiler of the machine (``$CXX``, else ``c++``/``g++``; C++20,
+as PyTorch's own headers need from 2.15: GCC 10 or later), and
 kept in ``$HOFF_SHIM_CACHE`` (default ``$XDG_CACHE_HOME/hoff/shim``, else
 ``~/.cache/hoff/shim``), one build per PyTorch and shim source.
 
@@ -107,13 +108,14 @@ def build_command(torch, out):
                         "wheel or /usr/local/cuda/include")
     libdir = os.path.join(root, "lib")
     abi = int(bool(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True)))
-    # CUDAPluggableAllocator lives in libtorch_cuda (2.5 and later) or libtorch_python (2.4 and before); with
+    # C++20: the headers of PyTorch 2.15 need it (std::bit_width, std::strong_ordering); 2.4 and 2.9 build with it
+    # too.  CUDAPluggableAllocator lives in libtorch_cuda (2.5 and later) or libtorch_python (2.4 and before); with
     # --no-undefined a hook this PyTorch lacks fails the build here, not the process at its first allocation.
     libs = ["-lc10", "-lc10_cuda", "-ltorch_cuda"]
     if os.path.exists(os.path.join(libdir, "libtorch_python.so")):
         libs.append("-ltorch_python")
     return cxx.split() + [
-        "-O2", "-DNDEBUG", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden",
+        "-O2", "-DNDEBUG", "-std=c++20", "-shared", "-fPIC", "-fvisibility=hidden",
         "-D_GLIBCXX_USE_CXX11_ABI=%d" % abi, "-I" + inc, "-I" + os.path.join(inc, "torch", "csrc", "api", "include"),
         "-I" + cuda, SOURCE, "-L" + libdir] + libs + ["-Wl,--no-undefined", "-Wl,-rpath," + libdir, "-o", out]
 

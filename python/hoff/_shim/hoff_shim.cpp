@@ -15,7 +15,8 @@
 //   - keeps the filters of the graph pools PyTorch begins, and tells libhoff which pool an allocation made during a
 //     capture belongs to (hoff_torch_graph_pool_use around the allocation).
 // Nothing else: every rule stays in libhoff, which it reaches through the library Python loaded (dlopen of the
-// same path, so HOFF_LIBRARY and the sim library are honoured).  It is plain C++17 against PyTorch's headers.
+// same path, so HOFF_LIBRARY and the sim library are honoured).  It is plain C++20 against PyTorch's headers (2.15's
+// need C++20).
 //
 // Threading: the alloc/free pair and the hooks are called by PyTorch from any thread; `g_lib` is written once by
 // hoff_shim_bind before the allocator exists; the pool table has its own mutex.
