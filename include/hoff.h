@@ -436,6 +436,14 @@ HOFF_API int hoff_region_end(hoff_ctx *ctx);
  * real backend. */
 HOFF_API int hoff_sim_compute(hoff_ctx *ctx, hoff_stream stream, uint64_t ns);
 
+/* sim only: with enable 1, every hoff_mark_op inside a step first advances
+ * the compute stream (as hoff_sim_compute(ctx, NULL, ns)) by the CPU time,
+ * CLOCK_MONOTONIC, since the previous op mark or the step's begin: the host
+ * runs the model's kernels, and the virtual device computes as long as they
+ * took (python -m hoff --sim).  0 turns it off.  -ENOTSUP on a real backend,
+ * -EINVAL for another enable. */
+HOFF_API int hoff_sim_wallclock(hoff_ctx *ctx, int enable);
+
 /* sim only: host code touched the live block at ptr (its address) without an
  * access mark, as a page fault reports (python -m hoff --sim's fault handler):
  * it is paged in on demand and counted (faults, touch_faults), and a use

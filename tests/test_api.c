@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hoff.h"
 #include "testutil.h"
@@ -324,6 +325,32 @@ static void test_marks(void) {
     hoff_shutdown(ctx);
 }
 
+/* hoff_sim_wallclock: op marks advance the virtual clock by the CPU time between them, only when on. */
+static void test_sim_wallclock(void) {
+    struct timespec nap = {0, 3000000}; /* 3 ms */
+    struct hoff_stats st;
+
+    open_ctx();
+    CU_ASSERT_EQUAL(hoff_sim_wallclock(ctx, 2), -EINVAL);
+    CU_ASSERT_EQUAL(hoff_step_begin(ctx), 0);
+    nanosleep(&nap, NULL);
+    CU_ASSERT_EQUAL(hoff_mark_op(ctx, "off"), 0);
+    CU_ASSERT_EQUAL(hoff_step_end(ctx), 0);
+    hoff_stats_get(ctx, &st);
+    CU_ASSERT_EQUAL(st.last_step_ns, 0); /* off: the virtual clock stood still */
+    CU_ASSERT_EQUAL(hoff_sim_wallclock(ctx, 1), 0);
+    CU_ASSERT_EQUAL(hoff_step_begin(ctx), 0);
+    nanosleep(&nap, NULL);
+    CU_ASSERT_EQUAL(hoff_mark_op(ctx, "a"), 0);
+    nanosleep(&nap, NULL);
+    CU_ASSERT_EQUAL(hoff_mark_op(ctx, "b"), 0);
+    CU_ASSERT_EQUAL(hoff_step_end(ctx), 0);
+    hoff_stats_get(ctx, &st);
+    CU_ASSERT(st.last_step_ns >= 6000000); /* both gaps, at least as long as the sleeps */
+    CU_ASSERT_EQUAL(hoff_sim_wallclock(ctx, 0), 0);
+    hoff_shutdown(ctx);
+}
+
 static void test_stats(void) {
     struct hoff_stats st;
     char buf[8192], small[16];
@@ -415,6 +442,7 @@ int main(void) {
         {"release_on_failure", test_release_on_failure},
         {"device_pool_squeeze", test_device_pool_squeeze},
         {"marks", test_marks},
+        {"sim_wallclock", test_sim_wallclock},
         {"stats", test_stats},
         {"strerror", test_strerror},
         {"cuda_backend_refuses_cleanly", test_cuda_backend_refuses_cleanly},

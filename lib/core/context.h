@@ -66,6 +66,9 @@ struct hoff_ctx {
     int step_stream_set;             /* hoff_step_stream named the step's stream */
     hoff_stream step_stream;
     uint64_t step_start_ns;
+    int sim_wallclock;               /* sim: each op mark advances the compute clock by the CPU time since the
+                                        previous mark or step begin (hoff_sim_wallclock) */
+    uint64_t wall_mark_ns;           /* CLOCK_MONOTONIC of that previous mark (0: none this step) */
     int shutting_down;
     struct hoff_group *groups;       /* manual swap groups (mem/swapgroup.c) */
     struct hoff__publisher *pub;     /* the stats segment for hoff-stat (core/publish.h), or NULL */

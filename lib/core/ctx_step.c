@@ -12,6 +12,7 @@
 #include "core/ctx_impl.h"
 #include "core/publish.h"
 #include "mem/guard.h"
+#include "plan/plan.h"
 
 /* --- residency ------------------------------------------------------------- */
 
@@ -180,6 +181,7 @@ HOFF_API int hoff_step_begin(hoff_ctx *ctx) {
     ctx->in_step = 1;
     ctx->phase = HOFF_PHASE_NONE; /* the framework says it again (hoff_set_phase) */
     ctx->step_start_ns = ctx->be->ops->clock_ns(ctx->be);
+    ctx->wall_mark_ns = ctx->sim_wallclock ? hoff__plan_now_ns() : 0;
     rc = hoff__pipe_step_begin(ctx);
     if (rc)
         ctx->in_step = 0;
@@ -239,6 +241,20 @@ HOFF_API int hoff_step_abort(hoff_ctx *ctx) {
     return rc;
 }
 
+/* The virtual compute stream runs for the CPU time since the previous op mark (hoff_sim_wallclock); the lock is
+ * held.  Queued commands take their place on the timeline first, as in hoff_sim_compute. */
+static void wallclock_advance(struct hoff_ctx *ctx) {
+    uint64_t now = hoff__plan_now_ns(), last = ctx->wall_mark_ns;
+
+    ctx->wall_mark_ns = now;
+    if (!last || now <= last)
+        return;
+    hoff__issuer_drain(ctx->issuer);
+    ctx->be->ops->compute(ctx->be, NULL, now - last);
+    if (ctx->res.inf_head)
+        hoff__res_poll(ctx);
+}
+
 HOFF_API int hoff_mark_op(hoff_ctx *ctx, const char *name) {
     struct hoff__event_info e;
 
@@ -248,6 +264,8 @@ HOFF_API int hoff_mark_op(hoff_ctx *ctx, const char *name) {
     e.kind = HOFF__TEV_OP;
     e.name = name;
     LOCK(ctx);
+    if (ctx->sim_wallclock && ctx->in_step)
+        wallclock_advance(ctx);
     /* The previous op's work is enqueued: its use windows close before the
      * actions planned at this boundary fire. */
     hoff__res_close_windows(ctx);
@@ -336,6 +354,21 @@ HOFF_API int hoff_sim_compute(hoff_ctx *ctx, hoff_stream stream, uint64_t ns) {
         hoff__res_poll(ctx);
     UNLOCK(ctx);
     return rc;
+}
+
+HOFF_API int hoff_sim_wallclock(hoff_ctx *ctx, int enable) {
+    if (!ctx)
+        return -EINVAL;
+    if (strcmp(ctx->be->ops->name, "sim") != 0)
+        return hoff__error(-ENOTSUP, "hoff_sim_wallclock: the %s backend has a real clock; only sim has a virtual "
+                           "one", ctx->be->ops->name);
+    if (enable != 0 && enable != 1)
+        return hoff__error(-EINVAL, "hoff_sim_wallclock: enable %d: expected 0 or 1", enable);
+    LOCK(ctx);
+    ctx->sim_wallclock = enable;
+    ctx->wall_mark_ns = enable && ctx->in_step ? hoff__plan_now_ns() : 0;
+    UNLOCK(ctx);
+    return 0;
 }
 
 /* A page fault on a block that is away (python -m hoff --sim): page it in as

@@ -205,6 +205,7 @@ _PROTOS = {
     "hoff_group_abort": (_c.c_int, [_c.c_void_p]),
     "hoff_group_info": (_c.c_int, [_c.c_void_p, _c.c_void_p]),
     "hoff_sim_compute": (_c.c_int, [_c.c_void_p, _c.c_void_p, _c.c_uint64]),
+    "hoff_sim_wallclock": (_c.c_int, [_c.c_void_p, _c.c_int]),
 }
 
 
