@@ -6,7 +6,7 @@
 # models nobody on the project wrote (a transformers GPT-2 and Llama, a torchvision ResNet-18).  Then
 # tests/sim_features.py (checkpointing, reentrant and not, and save_on_cpu) at 50%, the cnn with 2 intra-op threads
 # and with spills to the NVMe tier, DDP on CPU ranks at 50%, FSDP2 on 2 CPU ranks at none, 50% and 25%, and
-# torch.compile next to --sim.
+# torch.compile (per block and whole) under --sim.
 # Picks, by variable:
 #   SIM_MODELS   (gpt wide cnn; also gpt2 llama resnet, or none)
 #   SIM_FEATURES (ckpt-reentrant ckpt save_on_cpu, or skip)
@@ -14,7 +14,7 @@
 #   SIM_DDP      (1: 2 ranks started here with torchrun's environment; torchrun: by torchrun --standalone, with
 #                 SIM_DDP_RANKS ranks, default "2 4"; 0: no DDP)
 #   SIM_FSDP     (0; 1: FSDP2, fully_shard, under torchrun --standalone with 2 ranks, PyTorch 2.x)
-#   SIM_COMPILE  (0; 1: the ResNet under torch.compile, PyTorch 2.x)
+#   SIM_COMPILE  (0; 1: bench's gpt compiled per block and the ResNet compiled whole, PyTorch 2.x)
 #   SIM_GRADS    (1: the cnn with HOFF_OFFLOAD_GRADIENTS=1, whose floor sim_check.py must refuse; 0: not)
 #   SIM_FLOORS   (a file: sim_check.py appends a JSON row per checked run with its floor, for bench/floors.py)
 # Skips (77) without a python3 that has torch ($PYTHON first), or with a sanitized preload.  Runs in the build
@@ -239,25 +239,64 @@ for r in (0, 1):
     fi
 fi
 
-# torch.compile (inductor, on CPU) under --sim: the code compiled runs eagerly inside hoff's steps (hoff's op marks
-# are a TorchDispatchMode, under which TorchDynamo runs no compiled frame), as the launcher's warning says.  So the
-# ResNet compiled, at 50%, must be bitwise equal to a plain run that uses the compiled model in the first (unmarked)
-# iteration only and the model itself after, and must say so once.  The inductor's cache is this test's own.
+# torch.compile (inductor, on CPU) under --sim: with the shim's native op marks, compiled code stays compiled inside
+# hoff's steps, and each call of a compiled region is one op to hoff (hoff.compiled).  Two runs, each at 50% against
+# the same compiled model run plainly, bitwise (sim_check.py, which also wants bytes moved):
+#   - bench's gpt compiled per block (as torchtitan compiles): every block call ran compiled code (autograd says
+#     CompiledFunction), had its backward, and the blocks' saved activations move between them;
+#   - the ResNet compiled whole: it runs compiled too, and hoff says once that the region is one op to it.
+# The inductor's cache is this test's own.
 if [ "${SIM_COMPILE:-0}" = 1 ]; then
     mkdir -p "$tmp.inductor"
     export TORCHINDUCTOR_CACHE_DIR="$tmp.inductor"
-    if ! "$py" "$top/tests/sim_zoo.py" resnet "$tmp.compile.plain" --compile --eager-after-first >"$tmp.out" 2>&1; then
+    gpt="$m/gpt.py --seq 256 --d-model 128 --layers 6 --heads 4 --vocab 1024 --steps 4 --compile blocks"
+    # shellcheck disable=SC2086
+    if ! "$py" $gpt --digest "$tmp.cb.plain" >"$tmp.out" 2>&1; then
+        echo "FAIL: the plain per-block compiled run failed:"; cat "$tmp.out"; fail=1
+    elif ! "$py" -m hoff --sim --budget 50% --stats-json "$tmp.cb.json" $gpt --digest "$tmp.cb.sim" >"$tmp.out" 2>&1
+    then
+        echo "FAIL: the per-block compiled run under --sim failed:"; cat "$tmp.out"; fail=1
+    else
+        "$py" "$top/tests/sim_check.py" gpt-compiled-blocks "$tmp.cb.plain" "$tmp.cb.sim" "$tmp.cb.json" 50% || fail=1
+        "$py" - "$tmp.cb.json" Block 6 <<'EOF_PY' || { cat "$tmp.out"; fail=1; }
+import json, sys
+d = json.load(open(sys.argv[1]))
+name, per_step = sys.argv[2], int(sys.argv[3])
+r = d["compiled_regions"].get(name)
+fails = []
+if d["marks"]["impl"] != "native":
+    fails.append("the op marks ran in Python: %s" % d["marks"].get("python_because"))
+if not r:
+    fails.append("no compiled region %s in %s" % (name, sorted(d["compiled_regions"])))
+else:
+    steps = len(d["steps"])
+    if r["forward_calls"] < per_step * (steps - 1):
+        fails.append("%d forward calls of %s in %d steps, want at least %d" % (r["forward_calls"], name, steps,
+                                                                               per_step * (steps - 1)))
+    if r["compiled_calls"] != r["forward_calls"]:
+        fails.append("%d of %d calls of %s ran compiled code" % (r["compiled_calls"], r["forward_calls"], name))
+    if r["backward_calls"] != r["forward_calls"]:
+        fails.append("%d backward regions for %d forward calls" % (r["backward_calls"], r["forward_calls"]))
+if fails:
+    print("FAIL: compiled regions:", "; ".join(fails))
+    sys.exit(1)
+print("compiled regions: %s" % json.dumps(d["compiled_regions"]))
+EOF_PY
+    fi
+    if ! "$py" "$top/tests/sim_zoo.py" resnet "$tmp.compile.plain" --compile >"$tmp.out" 2>&1; then
         echo "FAIL: the plain compiled run failed:"; cat "$tmp.out"; fail=1
     elif ! "$py" -m hoff --sim --budget 50% --stats-json "$tmp.json" "$top/tests/sim_zoo.py" resnet "$tmp.sim" \
             --compile >"$tmp.out" 2>&1; then
         echo "FAIL: the compiled run under --sim failed:"; cat "$tmp.out"; fail=1
     else
         "$py" "$top/tests/sim_check.py" resnet-compiled "$tmp.compile.plain" "$tmp.sim" "$tmp.json" 50% || fail=1
-        n=$(grep -c 'warning: torch.compile under --sim: inside hoff.s steps the compiled code runs eagerly' "$tmp.out")
-        calls=$("$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["degradations"]["torch_compile_calls"])' \
-            "$tmp.json")
-        if [ "$n" != 1 ] || [ "$calls" != 1 ]; then
-            echo "FAIL: torch.compile under --sim: $n warnings and $calls calls counted, want 1 and 1:"
+        n=$(grep -c "is one op to hoff: nothing inside it moves" "$tmp.out")
+        eager=$(grep -c 'compiled code runs eagerly' "$tmp.out")
+        calls=$("$py" -c 'import json, sys; r = json.load(open(sys.argv[1]))["compiled_regions"]
+print(sum(v["compiled_calls"] for v in r.values()))' "$tmp.json")
+        if [ "$n" != 1 ] || [ "$eager" != 0 ] || [ "$calls" -lt 3 ]; then
+            echo "FAIL: the ResNet compiled whole under --sim: $n explanations (want 1), $eager eager warnings (want 0),"
+            echo "  $calls calls that ran compiled code (want at least 3, one per step after the first):"
             cat "$tmp.out"
             fail=1
         fi

@@ -4,7 +4,7 @@
 # loss and gradients and of the final parameters (as bench/models/common.py --digest does).  --compile runs the
 # model through torch.compile (the default inductor backend, on CPU).  The launcher's optimizer marks make the steps.
 # Threading: single-threaded; PyTorch's intra-op threads (OMP_NUM_THREADS) run inside the ops.
-"""usage: sim_zoo.py gpt2|llama|resnet DIGEST [--steps N] [--compile [--eager-after-first]] [--json]"""
+"""usage: sim_zoo.py gpt2|llama|resnet DIGEST [--steps N] [--compile] [--json]"""
 
 import argparse
 import hashlib
@@ -79,9 +79,6 @@ def main():
     ap.add_argument("digest", help="the digests' file; 'none': no digests (timing alone)")
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--compile", action="store_true", help="torch.compile the model (inductor, CPU)")
-    ap.add_argument("--eager-after-first", action="store_true",
-                    help="with --compile: run the compiled model in the first step only, then the model itself "
-                         "(what --sim does, whose steps run compiled code eagerly: hoff(7))")
     ap.add_argument("--json", action="store_true",
                     help="end with one JSON line of per-step times (bench/sim_overhead.py reads it)")
     a = ap.parse_args()
@@ -96,8 +93,7 @@ def main():
         b = batch()
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        f = model if a.eager_after_first and i > 0 else run
-        out = f(b["x"]) if "x" in b else f(**b)
+        out = run(b["x"]) if "x" in b else run(**b)
         loss = loss_fn(out, b)
         loss.backward()
         if a.digest != "none":

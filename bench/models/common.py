@@ -29,6 +29,9 @@ def parser(description):
     p.add_argument("--session-mode", default="auto", choices=("auto", "allocator", "record"),
                    help="the OffloadSession's mode (bench/marks.py uses 'allocator': hoff's sim context on CPU)")
     p.add_argument("--json", action="store_true", help="end with one JSON line: per-step times and marks")
+    p.add_argument("--compile", default="none", choices=("none", "blocks", "whole"),
+                   help="torch.compile (inductor) each block of the model's 'blocks' (as torchtitan does), or the "
+                        "whole model (default none)")
     p.add_argument("--digest", metavar="FILE",
                    help="write SHA-256 digests of every step's loss and gradients and of the final parameters "
                         "(JSON), to compare runs bit for bit (tests/sim_train.sh)")
@@ -47,10 +50,24 @@ def _sha(tensors):
     return h.hexdigest()
 
 
+def compile_model(model, how):
+    """The model to call: itself, compiled whole, or with each module of its 'blocks' compiled."""
+    if how == "whole":
+        return torch.compile(model)
+    if how == "blocks":
+        blocks = getattr(model, "blocks", None)
+        if not isinstance(blocks, torch.nn.ModuleList):
+            sys.exit("--compile blocks: %s has no 'blocks' ModuleList" % type(model).__name__)
+        for i in range(len(blocks)):
+            blocks[i] = torch.compile(blocks[i])
+    return model
+
+
 def train(model, batch, loss_fn, args, lr=1e-3):
     """Run args.steps steps; each is one hoff step.  batch() gives (model inputs tuple, target);
     loss_fn(output, target) the loss."""
     torch.manual_seed(args.seed)
+    run = compile_model(model, getattr(args, "compile", "none"))
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     nparams = sum(p.numel() for p in model.parameters())
     mode = "recording (hoff-record)" if hoff.recording() else ("hoff allocator" if hoff.is_installed() else "plain")
@@ -65,7 +82,7 @@ def train(model, batch, loss_fn, args, lr=1e-3):
         t0 = time.perf_counter()
         with (contextlib.nullcontext() if args.no_session else session):
             opt.zero_grad(set_to_none=True)
-            out = model(*inputs)
+            out = run(*inputs)
             loss = loss_fn(out, target)
             loss.backward()
             if args.digest:  # read while the step is open: blocks may be away (paged in on demand)
@@ -86,4 +103,6 @@ def train(model, batch, loss_fn, args, lr=1e-3):
     if args.json:
         ops = session.last_ops
         print(json.dumps({"step_s": times, "aten_ops": ops.ops if ops else None,
-                          "op_accesses": ops.accesses if ops else None}), flush=True)
+                          "op_accesses": ops.accesses if ops else None,
+                          "marks": "native" if getattr(ops, "native", False) else "python" if ops else None}),
+              flush=True)

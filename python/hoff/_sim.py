@@ -7,8 +7,9 @@ The launcher re-executes the interpreter with ``libhoff-sim.so`` in
 ``LD_PRELOAD`` (an allocator can only be interposed from the start), then
 arms it on the sim context of device 0 before the script runs.  Every
 session target is then a :class:`SimTarget`: the allocator target of that
-context, which also advances the sim's virtual clock by the CPU time between
-op marks and records, for every step, its phase and figures.
+context, which records, for every step, its phase and figures; the sim's
+virtual clock advances by the CPU time between op marks (hoff_sim_wallclock,
+whoever marks: the Python mode or the shim's native marks).
 """
 
 import ctypes
@@ -16,9 +17,8 @@ import json
 import os
 import sys
 import threading
-import time
 
-from . import _lib, _targets
+from . import _lib, _targets, compiled, opmarks
 
 CHILD_ENV = "HOFF_SIM_LAUNCHED"
 PRELOAD = "libhoff-sim.so"
@@ -126,7 +126,6 @@ class _State:
         self.steps = []           # per-step figures
         self.open = None          # the figures of the step in progress
         self.before = None        # the stats at its begin
-        self.last_mark = None     # perf_counter_ns of the last op mark (virtual-clock advance)
         self.pct_set = False
         self.compile_calls = 0    # torch.compile calls of the script (their code runs eagerly in hoff's steps)
 
@@ -166,6 +165,8 @@ def arm(budget_text):
     if not backend or backend.decode() != "sim":
         raise SimError("the context runs on the %s backend; --sim needs HOFF_BACKEND=sim"
                        % (backend.decode() if backend else "no"))
+    if lib.hoff_sim_wallclock(tg.ctx, 1) != 0:  # every op mark, Python's or the shim's, advances the clock
+        raise SimError("cannot run the sim's clock on the CPU's: %s" % _lib.last_error())
     if proc.hoff_simload_arm(tg.ctx) != 0:
         raise SimError("cannot arm %s (see above)" % PRELOAD)
     with _lock:
@@ -175,19 +176,20 @@ def arm(budget_text):
     return tg
 
 
-COMPILE_WARNING = ("torch.compile under --sim: inside hoff's steps the compiled code runs eagerly (hoff's per-op "
-                   "marks are a TorchDispatchMode, and TorchDynamo does not run compiled frames under one); code "
-                   "outside the steps, such as the first iteration before the first optimizer step, runs "
-                   "compiled (counted in the report's degradations.torch_compile_calls)")
+COMPILE_WARNING = ("torch.compile under --sim: hoff's op marks run in Python here (%s), and TorchDynamo does not "
+                   "run compiled frames under them: inside hoff's steps the compiled code runs eagerly; code outside "
+                   "the steps, such as the first iteration before the first optimizer step, runs compiled (counted "
+                   "in the report's degradations.torch_compile_calls)")
 
 
 def _watch_compile():
-    """Wrap torch.compile (PyTorch 2.x; nn.Module.compile calls it too) to say once, and count, that compiled
-    code runs eagerly inside the steps."""
+    """Make each call of what torch.compile returns a hoff region (hoff.compiled); count the torch.compile calls
+    and, when the op marks run in Python (no shim), say once that compiled code runs eagerly in the steps."""
     try:
         import torch
     except ImportError:
         return
+    compiled.install(torch)
     orig = getattr(torch, "compile", None)
     if orig is None or getattr(orig, "_hoff_sim", False):
         return
@@ -199,8 +201,8 @@ def _watch_compile():
         with _lock:
             _state.compile_calls += 1
             first = _state.compile_calls == 1
-        if first:
-            sys.stderr.write("hoff: warning: %s\n" % COMPILE_WARNING)
+        if first and opmarks.native_lib() is None:
+            sys.stderr.write("hoff: warning: %s\n" % (COMPILE_WARNING % opmarks.native_why()))
         return orig(*args, **kwargs)
 
     compile_._hoff_sim = True
@@ -217,15 +219,6 @@ class SimTarget(_targets.AllocatorTarget):
         with _lock:
             st.before = s
             st.open = {"step": len(st.steps), "phase": _targets.PLAN_STATES.get(int(s.get("plan_state", 0)))}
-            st.last_mark = time.perf_counter_ns()
-
-    def mark_op(self, name):
-        st = _state
-        now = time.perf_counter_ns()
-        last, st.last_mark = st.last_mark, now
-        if last is not None and now > last:
-            _lib.load().hoff_sim_compute(self.ctx, None, ctypes.c_uint64(now - last))
-        super().mark_op(name)
 
     def _close(self, how):
         st = _state
@@ -245,6 +238,11 @@ class SimTarget(_targets.AllocatorTarget):
             for k in _DELTAS:
                 rec[k] = int(s.get(k, 0)) - int(b.get(k, 0))
             rec["wall_ns"] = int(s.get("last_step_ns", 0))
+            marks = opmarks.last_marks()  # this step's (the session ends its marks before its targets' step)
+            if marks is not None:
+                rec["op_marks"] = int(marks.ops)
+                rec["access_marks"] = int(marks.accesses)
+                rec["compiled_region_aten_ops"] = int(getattr(marks, "compiled_ops", 0))
             st.steps.append(rec)
             set_pct = st.budget[0] == "pct" and not st.pct_set and how == "end"
             if set_pct:
@@ -264,6 +262,15 @@ class SimTarget(_targets.AllocatorTarget):
     def step_abort(self):
         super().step_abort()
         self._close("abort")
+
+
+def _marks_figures():
+    """Which op marks ran (each step's counts are in its figures), and why they ran in Python if they did."""
+    ops = opmarks.last_marks()
+    d = {"impl": "none" if ops is None else "native" if getattr(ops, "native", False) else "python"}
+    if opmarks.native_why():
+        d["python_because"] = opmarks.native_why()
+    return d
 
 
 def report(path, script_status):
@@ -287,7 +294,8 @@ def report(path, script_status):
                                      "bytes": int(final.get("budget_bytes", 0))},
            "script_status": script_status, "integrity": integrity, "preload": layer,
            "steps": list(st.steps), "final": final, "floor": tg.floor(),
-           "degradations": {"torch_compile_calls": st.compile_calls}}
+           "degradations": {"torch_compile_calls": st.compile_calls},
+           "marks": _marks_figures(), "compiled_regions": compiled.figures()}
     floor = doc["floor"]
     if floor.get("bytes"):
         # Where the working-set floor comes from, in one line: a budget below it cannot be met by any plan.

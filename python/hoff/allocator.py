@@ -78,7 +78,10 @@ def _load_shim(torch):
     if m == "off":
         return None, "HOFF_SHIM=0"
     try:
-        return shim.load(torch, _lib.path()), None
+        lib = shim.load(torch, _lib.path())
+        if not shim.has_allocator(lib):
+            raise shim.ShimError("it was built without its CUDA half: %s" % shim.cuda_half(torch))
+        return lib, None
     except shim.ShimError as e:
         if m == "required":
             raise RuntimeError("hoff.install(): HOFF_SHIM=1 and hoff's PyTorch shim cannot be used: %s" % e) from e

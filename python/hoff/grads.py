@@ -53,10 +53,10 @@ _offload_override = None  # OffloadConfig(offload_gradients=...) of the open ses
 
 # aten op names (without the overload) that belong to the loss: the loss functions and the log-softmax a
 # cross-entropy is made of, and their backward ops.
-_LOSS_WORDS = ("nll_loss", "cross_entropy", "log_softmax", "mse_loss", "l1_loss", "smooth_l1_loss",
-               "huber_loss", "binary_cross_entropy", "kl_div", "soft_margin_loss", "multi_margin_loss",
-               "multilabel_margin_loss", "ctc_loss", "poisson_nll_loss", "cosine_embedding_loss",
-               "margin_ranking_loss", "hinge_embedding_loss", "triplet_margin_loss")
+LOSS_WORDS = ("nll_loss", "cross_entropy", "log_softmax", "mse_loss", "l1_loss", "smooth_l1_loss",
+              "huber_loss", "binary_cross_entropy", "kl_div", "soft_margin_loss", "multi_margin_loss",
+              "multilabel_margin_loss", "ctc_loss", "poisson_nll_loss", "cosine_embedding_loss",
+              "margin_ranking_loss", "hinge_embedding_loss", "triplet_margin_loss")
 _loss_cache = {}
 
 
@@ -65,8 +65,27 @@ def is_loss_op(name):
     r = _loss_cache.get(name)
     if r is None:
         base = name.split(".")[1] if name.startswith("aten.") and name.count(".") >= 1 else name
-        r = _loss_cache[name] = any(w in base for w in _LOSS_WORDS)
+        r = _loss_cache[name] = any(w in base for w in LOSS_WORDS)
     return r
+
+
+_phase_listener = None  # called with (optimizer depth, backward depth) when either changes (the shim's marks)
+
+
+def set_phase_listener(fn):
+    """fn(optimizer_depth, backward_depth) is told the state op_phase reads, now and at every change (None: stop)."""
+    global _phase_listener
+    with _lock:
+        _phase_listener = fn
+        if fn is not None:
+            fn(_opt_depth, _backward_depth)
+
+
+def _tell():
+    """The state changed (the lock is held)."""
+    fn = _phase_listener
+    if fn is not None:
+        fn(_opt_depth, _backward_depth)
 
 
 def op_phase(name):
@@ -187,6 +206,7 @@ def optimizer_begin(opt):
     global _opt_depth, _opt_regions
     with _lock:
         _opt_depth += 1
+        _tell()
         if _opt_depth > 1:
             return
         _opt_regions = []
@@ -217,6 +237,7 @@ def optimizer_end(opt=None):
         if _opt_depth == 0:
             return
         _opt_depth -= 1
+        _tell()
         if _opt_depth:
             return
         regions, _opt_regions = _opt_regions, []
@@ -280,11 +301,13 @@ def _count_backward(fn):
         global _backward_depth
         with _lock:
             _backward_depth += 1
+            _tell()
         try:
             return fn(*args, **kwargs)
         finally:
             with _lock:
                 _backward_depth -= 1
+                _tell()
 
     call._hoff_grads = True
     return call

@@ -19,6 +19,7 @@ before it dead.
 
 import threading
 
+from . import compiled
 from .opmarks import quiet, storage_of
 
 
@@ -89,6 +90,7 @@ class AccessHooks:
         self.targets = list(targets)
         self.log = [] if log else None
         self.packed = 0
+        self.packed_bytes = 0  # the bytes of the storages packed (a storage saved twice counts twice)
         self.unpacked = 0
         self.unmatched = 0  # saved tensors that are no block of the first target
         self.mode_missing = 0  # unpacks on a thread the op-marks mode did not reach
@@ -114,8 +116,11 @@ class AccessHooks:
         return block
 
     def pack(self, t):
-        ptr = storage_ptr(t)
+        ptr, nbytes = storage_of(t)
         self._mark("pack", ptr)
+        with self._lock:
+            self.packed_bytes += nbytes
+        compiled.saved(nbytes)
         # A detached alias: it keeps the storage alive as autograd would, but
         # holds no grad_fn, so a saved output makes no reference cycle.  Its
         # aten detach is the package's, not the model's: no op mark.

@@ -1,8 +1,9 @@
-# opmarks.py — op boundaries from PyTorch's dispatcher: a TorchDispatchMode that marks, for every aten op, the
-# accesses of its tensors' blocks and then an op boundary once the op's kernels are enqueued.
-# Threading: the mode reaches every thread autograd runs backward on through PyTorch's ThreadLocalState (the
-# dispatch-mode stack is part of it, 1.13 and 2.x); counters are per-thread lists summed on demand; the
-# targets lock on the C side.
+# opmarks.py — op boundaries from PyTorch's dispatcher: for every aten op, the accesses of its tensors' blocks and
+# then an op boundary once the op's kernels are enqueued; natively (the shim's RecordFunction callback,
+# _shim/hoff_marks.cpp) where the shim builds, else a Python TorchDispatchMode with the same rule.
+# Threading: the native callback runs on every thread; the Python mode reaches every thread autograd runs backward
+# on through PyTorch's ThreadLocalState (the dispatch-mode stack is part of it, 1.13 and 2.x); counters are atomics
+# (native) or updated under a lock (Python); the targets lock on the C side.
 """Op boundaries at every aten op.
 
 A use window (hoff(7)) opened by an access mark may close only once every
@@ -32,6 +33,23 @@ Only storages of at least the targets' smallest offload candidate (hoff's
 ``managed_min``, ``HOFF_MANAGED_MIN``, 1 MiB by default; hoff-record's
 threshold) get access marks; every op gets its boundary.  Aten ops that the
 package's own pack/unpack hooks run (a ``detach``) are not marked.
+
+Two implementations of that rule:
+
+* **native** (:class:`NativeMarks`, the default where hoff's shim builds,
+  see :mod:`hoff.shim`): a ``RecordFunction`` global callback in C++, about
+  0.3 µs of CPU per op (``bench/marks.py``).  It marks the ops called through
+  the dispatcher from outside any other op: ``aten.linear`` as one op where
+  the Python mode, below autograd, sees its ``t`` and ``addmm``; every tensor
+  it touches is marked, so its kernels lie inside the windows as before.  It
+  reaches autograd's backward threads by itself, skips ops on fake or meta
+  tensors (TorchDynamo tracing: no memory, no kernel), and does not stop
+  TorchDynamo from running compiled frames (:mod:`hoff.compiled`).
+* **Python** (:func:`mode_class`, a ``TorchDispatchMode``): where the shim
+  cannot be built (no C++ compiler or no PyTorch headers), with
+  ``HOFF_SHIM=0``, for targets the shim does not know (a test's), and for a
+  session that logs its accesses (``log_accesses``).  About 10-20 µs of CPU
+  per op, and TorchDynamo runs no compiled frame under a dispatch mode.
 """
 
 import threading
@@ -46,6 +64,62 @@ def suppressed():
     return getattr(_tls, "quiet", 0) > 0
 
 
+_native = {"lib": None, "tried": False, "why": None}
+
+
+def native_lib():
+    """The shim (ctypes.CDLL) whose marks this process uses, or None (the Python mode).  Built or loaded at the
+    first step (hoff.shim); under HOFF_SHIM=auto a failure is warned once, under HOFF_SHIM=1 it raises."""
+    if _native["tried"]:
+        return _native["lib"]
+    from . import shim
+    m = shim.mode()
+    lib, why = None, "HOFF_SHIM=0"
+    if m != "off":
+        try:
+            import torch
+            from . import _lib
+            try:
+                path = _lib.path()
+            except Exception:  # no libhoff (hoff-record's recorder only): the marks go to the recorder
+                path = None
+            lib, why = shim.load(torch, path), None
+        except shim.ShimError as e:
+            if m == "required":
+                raise RuntimeError("hoff: HOFF_SHIM=1 and hoff's PyTorch shim cannot be used for the op marks: %s"
+                                   % e) from e
+            why = str(e)
+            import warnings
+            warnings.warn("hoff: the op marks run in Python (a TorchDispatchMode: about 10-20 us of CPU per aten op, "
+                          "and torch.compile'd code runs eagerly inside hoff's steps) because hoff's PyTorch shim "
+                          "cannot be built: %s" % e, RuntimeWarning, stacklevel=3)
+    _native.update(lib=lib, tried=True, why=why)
+    return lib
+
+
+def native_why():
+    """Why the marks run in Python (None: native, or not decided yet)."""
+    return _native["why"] if _native["lib"] is None else None
+
+
+_last = [None]
+
+
+def last_marks():
+    """The marks of the last step that ended (NativeMarks or the Python mode), or None."""
+    return _last[0]
+
+
+def set_last(marks):
+    _last[0] = marks
+
+
+def _native_quiet(delta):
+    lib = _native["lib"]
+    if lib is not None:
+        lib.hoff_marks_quiet(delta)
+
+
 class quiet:
     """Context manager: the aten ops run inside are not the model's; they bypass every
     TorchDispatchMode (torch.utils._mode_utils.no_dispatch, 1.13 and 2.x), so they are not
@@ -57,6 +131,7 @@ class quiet:
     def __enter__(self):
         from torch.utils._mode_utils import no_dispatch
         _tls.quiet = getattr(_tls, "quiet", 0) + 1
+        _native_quiet(1)
         self._guard = no_dispatch()
         self._guard.__enter__()
         return self
@@ -67,6 +142,7 @@ class quiet:
             g.__exit__(et, ev, tb)
         finally:
             _tls.quiet -= 1
+            _native_quiet(-1)
         return False
 
 
@@ -279,6 +355,81 @@ def min_block_bytes(targets):
     return min(sizes) if sizes else 0
 
 
+class NativeMarks:
+    """The shim's marks (_shim/hoff_marks.cpp) for one step: a context manager with the Python mode's counters
+    (ops, accesses, threads) and no log."""
+
+    KINDS = {"allocator": 0, "record": 1}
+
+    def __init__(self, lib, targets, min_bytes):
+        self.lib = lib
+        self.targets = list(targets)
+        self.min_bytes = int(min_bytes)
+        self.log = None
+        self.native = True
+        self.ops = self.accesses = self.skipped = self.compiled_ops = 0
+        self.threads = ()
+        self.handles = []     # hooks hoff.compiled registered on this step's tensors (removed at its end)
+        self._on = False
+
+    @classmethod
+    def supports(cls, targets):
+        return bool(targets) and all(getattr(t, "kind", None) in cls.KINDS for t in targets)
+
+    def __enter__(self):
+        import ctypes
+        from . import grads
+        n = len(self.targets)
+        kinds = (ctypes.c_int * n)(*[self.KINDS[t.kind] for t in self.targets])
+        ctxs = (ctypes.c_void_p * n)(*[t.ctx if t.kind == "allocator" else None for t in self.targets])
+        err = ctypes.create_string_buffer(512)
+        words = ",".join(grads.LOSS_WORDS).encode()
+        grads.set_phase_listener(self.lib.hoff_marks_phase_state)
+        if self.lib.hoff_marks_start(kinds, ctxs, n, self.min_bytes, words, err, len(err)) != 0:
+            grads.set_phase_listener(None)
+            raise RuntimeError("hoff: the shim's op marks cannot start: %s" % err.value.decode(errors="replace"))
+        self._on = True
+        global _running
+        _running = self
+        return self
+
+    def counts(self):
+        """[op boundaries, access marks, ops skipped (no memory), threads, aten ops inside compiled regions]."""
+        import ctypes
+        arr = (ctypes.c_uint64 * 5)()
+        self.lib.hoff_marks_counts(arr, 5)
+        return [int(x) for x in arr]
+
+    def __exit__(self, et, ev, tb):
+        global _running
+        if self._on:
+            from . import grads
+            if _running is self:
+                _running = None
+            self.lib.hoff_marks_stop()
+            grads.set_phase_listener(None)
+            self._on = False
+            self.ops, self.accesses, self.skipped, nthreads, self.compiled_ops = self.counts()
+            self.threads = tuple(range(nthreads))
+            handles, self.handles = self.handles, []
+            for h in handles:  # a compiled region whose backward did not run (no backward, or it raised)
+                h.remove()
+        return False
+
+
+_running = None  # the NativeMarks of the open step
+
+
+def running():
+    """The NativeMarks of the open step, or None (no step, or the Python mode)."""
+    return _running
+
+
 def make(targets, log=False):
-    """An OpMarks mode for targets (enter it with ``with``)."""
+    """The op marks of a step on targets (enter it with ``with``): native where the shim is available and knows
+    every target, the Python mode otherwise or when log is asked for."""
+    if not log and NativeMarks.supports(targets):
+        lib = native_lib()
+        if lib is not None:
+            return NativeMarks(lib, targets, min_block_bytes(targets))
     return mode_class()(targets, min_block_bytes(targets), log=log)

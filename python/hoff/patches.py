@@ -18,7 +18,7 @@ import os
 import threading
 import warnings
 
-from . import _lib, seams, shim
+from . import _lib, compiled, seams, shim
 
 _lock = threading.Lock()
 _warned = set()
@@ -309,6 +309,7 @@ def apply(torch, with_shim, why_no_shim=None):
     _patch_cudnn(torch)
     if hasattr(torch, "compile"):  # 2.0+
         setattr(torch, "compile", _compile_guard(torch.compile))
+        compiled.install(torch)  # each call of what it makes is one op to hoff (hoff.compiled)
 
     for name in ("_cuda_record_memory_history", "_cuda_record_memory_history_legacy"):
         if hasattr(C, name):

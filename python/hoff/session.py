@@ -12,7 +12,7 @@ import sys
 import threading
 import warnings
 
-from . import _targets, grads
+from . import _targets, compiled, grads
 from .config import OffloadConfig
 from .hooks import AccessHooks
 from . import opmarks
@@ -132,8 +132,8 @@ class OffloadSession:
             if self.config.op_marks and targets:
                 self.ops = opmarks.make(targets, log=self.log_accesses)
                 self.ops.__enter__()
-                if self.hooks is not None:
-                    self.hooks.op_mode = self.ops
+                if self.hooks is not None and not getattr(self.ops, "native", False):
+                    self.hooks.op_mode = self.ops  # the Python mode: unpacks check that it reached their thread
         except BaseException:
             self._close_marks(*sys.exc_info())
             grads.set_step_targets(None)
@@ -151,10 +151,13 @@ class OffloadSession:
         if ops is not None:
             ops.__exit__(et, ev, tb)
             self.last_ops = ops
+            opmarks.set_last(ops)
         hooks, self.hooks = self.hooks, None
         if hooks is not None:
             hooks.__exit__(et, ev, tb)
             self.last_hooks = hooks
+            if ops is not None and et is None and getattr(ops, "native", False):
+                compiled.explain(hooks.packed_bytes)  # a compiled region holding most of the step, said once
             if hooks.mode_missing and not self._warned_mode:
                 self._warned_mode = True
                 warnings.warn("hoff: %d saved tensors were unpacked on a thread the op-marks mode did not "

@@ -1,4 +1,4 @@
-# shim.py — building and loading hoff's C++ shim (_shim/hoff_shim.cpp) against the PyTorch of this process, at
+# shim.py — building and loading hoff's C++ shim (_shim/hoff_shim.cpp and _shim/hoff_marks.cpp) against the PyTorch of this process, at
 # first use, into a per-user cache.  Threading: load() is process-wide, under a lock; the build is guarded across
 # processes (the ranks of one job start together) by a lock file in the cache directory.
 """hoff's native piece for PyTorch (the "shim").
@@ -7,8 +7,12 @@ PyTorch's ``CUDAPluggableAllocator`` takes two C functions from Python; its
 other hooks (empty cache, memory fraction, ``record_stream``, CUDA graph
 pools) are C++ methods, and only a thrown C++ ``c10::OutOfMemoryError``
 becomes ``torch.cuda.OutOfMemoryError``.  ``_shim/hoff_shim.cpp`` does those
-things and nothing else.  It is compiled against the PyTorch that runs, the
-first time ``hoff.install()`` needs it (a pip install has no PyTorch in its
+things and nothing else (the shim's CUDA half, built when PyTorch has CUDA
+and the CUDA runtime headers are found).  ``_shim/hoff_marks.cpp`` is hoff's
+op marks as a ``RecordFunction`` callback (hoff.opmarks), which needs only
+PyTorch's C++ headers (Debian's python3-torch has them in libtorch-dev).
+It is compiled against the PyTorch that runs, the first time
+``hoff.install()`` or a step's marks need it (a pip install has no PyTorch in its
 isolated build environment, and PyTorch's C++ ABI changes between releases),
 with the C++ compiler of the machine (``$CXX``, else ``c++``/``g++``; C++20,
 as PyTorch's own headers need from 2.15: GCC 10 or later), and
@@ -16,9 +20,9 @@ kept in ``$HOFF_SHIM_CACHE`` (default ``$XDG_CACHE_HOME/hoff/shim``, else
 ``~/.cache/hoff/shim``), one build per PyTorch and shim source.
 
 ``HOFF_SHIM``: ``auto`` (default: build it; without it, hoff's Python-level
-answers stand in and one warning says what is lost), ``0`` (never: the same
-answers, and no warning), ``1`` (required: hoff.install() fails when it cannot
-be built or loaded).
+answers and op marks stand in and one warning says what is lost), ``0``
+(never: the same answers, and no warning), ``1`` (required: hoff.install()
+and a step's marks fail when it cannot be built or loaded).
 """
 
 import ctypes
@@ -31,6 +35,7 @@ import tempfile
 import threading
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_shim", "hoff_shim.cpp")
+MARKS_SOURCE = os.path.join(os.path.dirname(SOURCE), "hoff_marks.cpp")
 HOOKS = ("init", "empty_cache", "memory_fraction", "record_stream", "graph_pool_begin", "graph_pool_end",
          "graph_pool_release")
 BUILD_TIMEOUT = 600
@@ -92,39 +97,63 @@ def _cuda_include(torch):
     return None
 
 
+def cuda_half(torch):
+    """None when the shim's CUDA half (the allocator's hooks, hoff_shim.cpp) can be built against this PyTorch,
+    else the reason it cannot (a CPU-only PyTorch, no CUDA runtime headers): the marks are built without it."""
+    root = os.path.dirname(os.path.abspath(torch.__file__))
+    inc = os.path.join(root, "include")
+    if not os.path.isfile(os.path.join(inc, "torch", "csrc", "cuda", "CUDAPluggableAllocator.h")):
+        return ("this PyTorch (%s) has no CUDAPluggableAllocator headers under %s (a CPU-only build, or one older "
+                "than 2.0)" % (torch.__version__, inc))
+    if not os.path.exists(os.path.join(root, "lib", "libtorch_cuda.so")):
+        return "this PyTorch (%s) has no libtorch_cuda.so (a CPU-only build)" % torch.__version__
+    if not _cuda_include(torch):
+        return ("no CUDA runtime headers (cuda_runtime_api.h) in $CUDA_HOME/include, the nvidia-cuda-runtime "
+                "wheel or /usr/local/cuda/include")
+    return None
+
+
 def build_command(torch, out):
-    """The compiler command line that builds the shim into out, or raise ShimError saying what is missing."""
+    """The compiler command line that builds the shim into out, or raise ShimError saying what is missing.
+    The op marks (hoff_marks.cpp) need PyTorch's C++ headers only; the allocator's hooks (hoff_shim.cpp) are
+    added when cuda_half(torch) allows."""
     cxx = _compiler()
     if not cxx:
         raise ShimError("no C++ compiler (set CXX, or install one: Debian's g++)")
     root = os.path.dirname(os.path.abspath(torch.__file__))
     inc = os.path.join(root, "include")
-    if not os.path.isfile(os.path.join(inc, "torch", "csrc", "cuda", "CUDAPluggableAllocator.h")):
-        raise ShimError("this PyTorch (%s) ships no C++ headers for CUDAPluggableAllocator under %s (a CPU-only "
-                        "build, or a distribution package without them)" % (torch.__version__, inc))
-    cuda = _cuda_include(torch)
-    if not cuda:
-        raise ShimError("no CUDA runtime headers (cuda_runtime_api.h) in $CUDA_HOME/include, the nvidia-cuda-runtime "
-                        "wheel or /usr/local/cuda/include")
+    if not os.path.isfile(os.path.join(inc, "ATen", "record_function.h")):
+        raise ShimError("this PyTorch (%s) ships no C++ headers under %s (Debian's python3-torch has them in "
+                        "libtorch-dev)" % (torch.__version__, inc))
     libdir = os.path.join(root, "lib")
     abi = int(bool(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True)))
-    # C++20: the headers of PyTorch 2.15 need it (std::bit_width, std::strong_ordering); 2.4 and 2.9 build with it
-    # too.  CUDAPluggableAllocator lives in libtorch_cuda (2.5 and later) or libtorch_python (2.4 and before); with
-    # --no-undefined a hook this PyTorch lacks fails the build here, not the process at its first allocation.
-    libs = ["-lc10", "-lc10_cuda", "-ltorch_cuda"]
-    if os.path.exists(os.path.join(libdir, "libtorch_python.so")):
-        libs.append("-ltorch_python")
+    # C++20: the headers of PyTorch 2.15 need it (std::bit_width, std::strong_ordering); 1.13, 2.4 and 2.9 build
+    # with it too.  CUDAPluggableAllocator lives in libtorch_cuda (2.5 and later) or libtorch_python (2.4 and
+    # before); with --no-undefined a hook this PyTorch lacks fails the build here, not the process at its first
+    # allocation.
+    sources, defs, incs = [MARKS_SOURCE], [], []
+    libs = ["-lc10", "-ltorch_cpu"]
+    if cuda_half(torch) is None:
+        sources.insert(0, SOURCE)
+        defs.append("-DHOFF_SHIM_CUDA=1")
+        incs.append("-I" + _cuda_include(torch))
+        libs += ["-lc10_cuda", "-ltorch_cuda"]
+        if os.path.exists(os.path.join(libdir, "libtorch_python.so")):
+            libs.append("-ltorch_python")
     return cxx.split() + [
         "-O2", "-DNDEBUG", "-std=c++20", "-shared", "-fPIC", "-fvisibility=hidden",
-        "-D_GLIBCXX_USE_CXX11_ABI=%d" % abi, "-I" + inc, "-I" + os.path.join(inc, "torch", "csrc", "api", "include"),
-        "-I" + cuda, SOURCE, "-L" + libdir] + libs + ["-Wl,--no-undefined", "-Wl,-rpath," + libdir, "-o", out]
+        "-D_GLIBCXX_USE_CXX11_ABI=%d" % abi] + defs + [
+        "-I" + inc, "-I" + os.path.join(inc, "torch", "csrc", "api", "include")] + incs + sources + [
+        "-L" + libdir] + libs + ["-Wl,--no-undefined", "-Wl,-rpath," + libdir, "-o", out]
 
 
 def _key(torch):
     h = hashlib.sha256()
-    with open(SOURCE, "rb") as f:
-        h.update(f.read())
-    for part in (torch.__version__, os.path.abspath(torch.__file__), _compiler() or "", sys.version):
+    for src in (SOURCE, MARKS_SOURCE):
+        with open(src, "rb") as f:
+            h.update(f.read())
+    for part in (torch.__version__, os.path.abspath(torch.__file__), _compiler() or "", sys.version,
+                 cuda_half(torch) is None):
         h.update(b"\0" + str(part).encode())
     return "torch-%s-%s" % (torch.__version__.replace("+", "_"), h.hexdigest()[:16])
 
@@ -167,7 +196,9 @@ def build(torch):
 
 
 def load(torch, libhoff_path):
-    """The loaded shim, bound to libhoff at libhoff_path (ctypes.CDLL); ShimError when it cannot be."""
+    """The loaded shim, bound to libhoff at libhoff_path (ctypes.CDLL); ShimError when it cannot be.  Its marks
+    are bound to libhoff's contexts and, when the process runs under hoff-record, to the recorder; its allocator
+    hooks, when it has them (has_allocator), to libhoff."""
     with _lock:
         if _state["lib"] is not None:
             return _state["lib"]
@@ -176,18 +207,39 @@ def load(torch, libhoff_path):
             lib = ctypes.CDLL(path)
         except OSError as e:
             raise ShimError("cannot load the shim %s: %s (remove it to rebuild)" % (path, e)) from e
-        lib.hoff_shim_bind.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
-        lib.hoff_shim_attach.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-        lib.hoff_shim_counts.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_int]
-        lib.hoff_shim_counts.restype = None
-        lib.hoff_shim_selftest.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.c_double, ctypes.c_void_p,
-                                           ctypes.c_uint64, ctypes.c_uint64, ctypes.POINTER(ctypes.c_void_p),
-                                           ctypes.c_char_p, ctypes.c_size_t]
         err = ctypes.create_string_buffer(1024)
-        if lib.hoff_shim_bind(libhoff_path.encode(), err, len(err)) != 0:
-            raise ShimError("the shim cannot use %s: %s" % (libhoff_path, err.value.decode(errors="replace")))
+        lib.hoff_marks_bind.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+        lib.hoff_marks_start.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_void_p),
+                                         ctypes.c_int, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_char_p,
+                                         ctypes.c_size_t]
+        lib.hoff_marks_stop.restype = None
+        lib.hoff_marks_phase_state.argtypes = [ctypes.c_int, ctypes.c_int]
+        lib.hoff_marks_phase_state.restype = None
+        lib.hoff_marks_quiet.argtypes = [ctypes.c_int]
+        lib.hoff_marks_opaque.argtypes = [ctypes.c_int]
+        lib.hoff_marks_access.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
+        lib.hoff_marks_boundary.argtypes = [ctypes.c_char_p]
+        lib.hoff_marks_counts.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_int]
+        lib.hoff_marks_counts.restype = None
+        if lib.hoff_marks_bind(libhoff_path.encode() if libhoff_path else None, err, len(err)) != 0:
+            raise ShimError("the shim's marks cannot use %s: %s" % (libhoff_path, err.value.decode(errors="replace")))
+        if has_allocator(lib):
+            lib.hoff_shim_bind.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+            lib.hoff_shim_attach.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+            lib.hoff_shim_counts.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_int]
+            lib.hoff_shim_counts.restype = None
+            lib.hoff_shim_selftest.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.c_double, ctypes.c_void_p,
+                                               ctypes.c_uint64, ctypes.c_uint64, ctypes.POINTER(ctypes.c_void_p),
+                                               ctypes.c_char_p, ctypes.c_size_t]
+            if lib.hoff_shim_bind(libhoff_path.encode(), err, len(err)) != 0:
+                raise ShimError("the shim cannot use %s: %s" % (libhoff_path, err.value.decode(errors="replace")))
         _state["lib"], _state["path"] = lib, path
         return lib
+
+
+def has_allocator(lib):
+    """Does the loaded shim have its CUDA half (the allocator's alloc/free and hooks)?"""
+    return hasattr(lib, "hoff_shim_alloc")
 
 
 def attach(lib):
@@ -209,7 +261,7 @@ def path():
 def hook_counts():
     """{hook: calls} of the loaded shim's hooks, or {} without one."""
     lib = _state["lib"]
-    if lib is None:
+    if lib is None or not has_allocator(lib):
         return {}
     arr = (ctypes.c_uint64 * len(HOOKS))()
     lib.hoff_shim_counts(arr, len(HOOKS))
