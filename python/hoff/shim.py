@@ -223,7 +223,7 @@ def load(torch, libhoff_path):
         lib.hoff_marks_counts.restype = None
         if lib.hoff_marks_bind(libhoff_path.encode() if libhoff_path else None, err, len(err)) != 0:
             raise ShimError("the shim's marks cannot use %s: %s" % (libhoff_path, err.value.decode(errors="replace")))
-        if has_allocator(lib):
+        if has_allocator(lib) and libhoff_path:  # (without libhoff, hoff_shim_alloc refuses until it is bound)
             lib.hoff_shim_bind.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
             lib.hoff_shim_attach.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
             lib.hoff_shim_counts.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_int]

@@ -85,6 +85,30 @@ def test_quiet_and_fake_tensors_are_not_marked(native, torch):
     assert got["real"][0] == 1, got
 
 
+def test_accesses_follow_the_schema(native, torch):
+    """Reads of every argument's block, writes of new blocks and of the arguments the schema writes (add_'s self,
+    out=), none for a view's output (its argument's read covers it).  The arguments are 1 MiB: hoff's managed_min."""
+    x, y = torch.zeros(1 << 18), torch.ones(1 << 18)
+    z = torch.empty(1 << 18)
+    got = {}
+
+    def body():
+        m = opmarks.running()
+
+        def delta(name, fn):
+            before = m.counts()
+            fn()
+            got[name] = [a - b for a, b in zip(m.counts(), before)][:2]
+        delta("add_", lambda: x.add_(y))                    # read x, y; write x
+        delta("add", lambda: x + y)                         # read x, y; write the new tensor
+        delta("out", lambda: torch.add(x, y, out=z))        # read x, y, z; write z
+        delta("view", lambda: x.view(-1))                   # read x
+        delta("small", lambda: torch.ones(4).add_(1))       # below managed_min: boundaries only
+
+    _step(torch, body)
+    assert got == {"add_": [1, 3], "add": [1, 3], "out": [1, 4], "view": [1, 1], "small": [2, 0]}, got
+
+
 def test_marks_stop_with_the_step(native, torch):
     s = _step(torch, lambda: torch.randn(4).add(1))
     n = s.last_ops.ops

@@ -14,11 +14,15 @@ RES_IN_FLIGHT = {1, 3, 5, 7}  # evicting, prefetching, spilling, restoring
 
 
 @pytest.fixture
-def dev(libhoff, monkeypatch):
-    # The context is made in the test, from the environment: it plans at the recorded step's end
-    # (HOFF_PLAN_THREAD=0), so that the plan counts below hold right after the step.
-    monkeypatch.setenv("HOFF_PLAN_THREAD", "0")
-    return next(_devices)
+def dev(libhoff):
+    # The context is made in the test: it plans at the recorded step's end (plan_thread 0), so that the plan
+    # counts below hold right after the step.  Set on the device, not in the environment, which PyTorch's entry
+    # points read once per process (an earlier test's context, on device 0, may have read it already).
+    import ctypes
+    d = next(_devices)
+    err = ctypes.create_string_buffer(512)
+    assert libhoff.hoff_torch_configure(d, b"plan_thread", b"0", err, len(err)) == 0, err.value
+    return d
 
 
 class Step:

@@ -99,6 +99,9 @@ thread_local uint64_t t_opaque_gen;
 thread_local bool t_marking; // the open outermost op is marked (not quiet, not fake)
 thread_local std::vector<const void *> t_reads;  // blocks the open outermost op reads
 thread_local std::vector<const void *> t_writes; // ...and writes
+// ...and the blocks of the arguments its schema writes, with their streams: taken at its start, since the inputs a
+// RecordFunction hands over are valid in the start callback only (the dispatcher boxes them into a temporary)
+thread_local std::vector<std::pair<const void *, void *>> t_wargs;
 thread_local std::unordered_map<const char *, const OpInfo *> t_cache; // by RecordFunction::name()'s pointer
 thread_local bool t_seen;                        // ...and has a tensor with memory among its inputs
 thread_local const OpInfo *t_info;               // ...and is this op
@@ -216,7 +219,8 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn) {
     if (!t_marking)
         return nullptr;
     bool real = false;
-    for (const c10::IValue &v : fn.inputs())
+    auto in = fn.inputs();
+    for (const c10::IValue &v : in)
         each_tensor(v, [&](const at::Tensor &t) {
             const void *p = block_of(t, &real);
             if (p && !seen(p)) {
@@ -224,6 +228,14 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn) {
                 access(p, 0, stream_of(t));
             }
         });
+    t_wargs.clear();
+    for (int i : info->written)
+        if ((size_t)i < in.size())
+            each_tensor(in[i], [&](const at::Tensor &t) {
+                const void *p = block_of(t, &real);
+                if (p)
+                    t_wargs.emplace_back(p, stream_of(t));
+            });
     t_seen = real;
     return nullptr;
 }
@@ -275,24 +287,21 @@ void on_end(const at::RecordFunction &fn, at::ObserverContext *) {
     bool real = t_seen;
     std::vector<const void *> &done = t_writes;
     done.clear();
-    auto write = [&](const at::Tensor &t, bool new_only) {
-        const void *p = block_of(t, &real);
-        if (!p || (new_only && seen(p)))
-            return;
+    auto write = [&](const void *p, void *stream) {
         for (const void *q : done)
             if (q == p)
                 return;
         done.push_back(p);
-        access(p, 1, stream_of(t));
+        access(p, 1, stream);
     };
-    for (const c10::IValue &v : fn.outputs())
-        each_tensor(v, [&](const at::Tensor &t) { write(t, info->schema); });
-    if (!info->written.empty()) {
-        auto in = fn.inputs();
-        for (int i : info->written)
-            if ((size_t)i < in.size())
-                each_tensor(in[i], [&](const at::Tensor &t) { write(t, false); });
-    }
+    for (const c10::IValue &v : fn.outputs()) // the outputs are the op's own, valid here
+        each_tensor(v, [&](const at::Tensor &t) {
+            const void *p = block_of(t, &real);
+            if (p && !(info->schema && seen(p))) // a new block (a view of an argument is covered by its read)
+                write(p, stream_of(t));
+        });
+    for (const auto &w : t_wargs)
+        write(w.first, w.second);
     if (!real) { // fake or meta tensors only (TorchDynamo tracing): no block is used, no kernel enqueued
         g_skipped.fetch_add(1, std::memory_order_relaxed);
         return;
