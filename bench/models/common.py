@@ -75,11 +75,11 @@ def train(model, batch, loss_fn, args, lr=1e-3):
           flush=True)
     session = hoff.OffloadSession(hoff.OffloadConfig(access_marks=not args.no_access_marks,
                                                      op_marks=not args.no_op_marks), mode=args.session_mode)
-    times = []
+    times, cpu = [], []
     digest = {"loss": [], "grads": []}
     for i in range(args.steps):
         inputs, target = batch()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         with (contextlib.nullcontext() if args.no_session else session):
             opt.zero_grad(set_to_none=True)
             out = run(*inputs)
@@ -90,6 +90,7 @@ def train(model, batch, loss_fn, args, lr=1e-3):
                 digest["grads"].append(_sha([q.grad for q in model.parameters()]))
             opt.step()
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
         print("step %d (%s): loss %.4f, %.2f s" % (i, "no session" if args.no_session else session.phase,
                                                     loss.item(), times[-1]), flush=True)
     if session.last_hooks is not None:
@@ -102,7 +103,7 @@ def train(model, batch, loss_fn, args, lr=1e-3):
             json.dump(digest, f, indent=1)
     if args.json:
         ops = session.last_ops
-        print(json.dumps({"step_s": times, "aten_ops": ops.ops if ops else None,
+        print(json.dumps({"step_s": times, "cpu_s": cpu, "aten_ops": ops.ops if ops else None,
                           "op_accesses": ops.accesses if ops else None,
                           "marks": "native" if getattr(ops, "native", False) else "python" if ops else None}),
               flush=True)

@@ -154,10 +154,11 @@ SEAMS = (
         what="torch.compile without CUDA graphs (a whole model, or a function)",
         names=("torch.compile", "torch.nn.Module.compile"),
         verdict=WORKS,
-        message=("it runs, but inside hoff's steps the compiled code runs eagerly (hoff's op marks are a "
-                 "TorchDispatchMode, and TorchDynamo runs no compiled frame under one; code outside the steps, "
-                 "such as the first iteration, runs compiled); OffloadConfig(op_marks=False) in the script's own "
-                 "session keeps it compiled, a whole compiled call then being one op to hoff"),
+        message=("it runs compiled inside hoff's steps, each call of what torch.compile made being one op to hoff "
+                 "(hoff.compiled): hoff moves activations between compiled regions, not inside one, so compile per "
+                 "block (as torchtitan does) rather than the whole model, which hoff says once; with hoff's op "
+                 "marks in Python (no shim: HOFF_SHIM=0 or no C++ compiler) the compiled code runs eagerly in the "
+                 "steps, which hoff also says"),
         who="nanoGPT-style training scripts, HF TrainingArguments(torch_compile=True)",
     ),
     Seam(

@@ -213,7 +213,9 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn) {
     if (!info || t_depth++ != 0)
         return nullptr;
     t_info = info;
-    t_marking = t_quiet == 0;
+    // An op in flight when the step's marks stop still gets this callback's end (a RecordFunction keeps the
+    // callbacks it started with): it keeps the depth balanced and marks nothing once g_on is false.
+    t_marking = t_quiet == 0 && g_on.load(std::memory_order_relaxed);
     t_reads.clear();
     t_seen = false;
     if (!t_marking)
@@ -281,7 +283,7 @@ void boundary(const char *name, bool loss) {
 }
 
 void on_end(const at::RecordFunction &fn, at::ObserverContext *) {
-    if (!op_info(fn) || --t_depth != 0 || !t_marking)
+    if (!op_info(fn) || --t_depth != 0 || !t_marking || !g_on.load(std::memory_order_relaxed))
         return;
     const OpInfo *info = t_info;
     bool real = t_seen;
