@@ -243,6 +243,7 @@ class SimTarget(_targets.AllocatorTarget):
                 rec["op_marks"] = int(marks.ops)
                 rec["access_marks"] = int(marks.accesses)
                 rec["compiled_region_aten_ops"] = int(getattr(marks, "compiled_ops", 0))
+                rec["unwrapped_compiled_frames"] = int(getattr(marks, "unwrapped_compiled", 0))
             st.steps.append(rec)
             set_pct = st.budget[0] == "pct" and not st.pct_set and how == "end"
             if set_pct:
@@ -294,7 +295,9 @@ def report(path, script_status):
                                      "bytes": int(final.get("budget_bytes", 0))},
            "script_status": script_status, "integrity": integrity, "preload": layer,
            "steps": list(st.steps), "final": final, "floor": tg.floor(),
-           "degradations": {"torch_compile_calls": st.compile_calls},
+           "degradations": {"torch_compile_calls": st.compile_calls,
+                            "unwrapped_compiled_frames": sum(s.get("unwrapped_compiled_frames", 0)
+                                                             for s in st.steps)},
            "marks": _marks_figures(), "compiled_regions": compiled.figures()}
     floor = doc["floor"]
     if floor.get("bytes"):

@@ -367,7 +367,7 @@ class NativeMarks:
         self.min_bytes = int(min_bytes)
         self.log = None
         self.native = True
-        self.ops = self.accesses = self.skipped = self.compiled_ops = 0
+        self.ops = self.accesses = self.skipped = self.compiled_ops = self.unwrapped_compiled = 0
         self.threads = ()
         self.handles = []     # hooks hoff.compiled registered on this step's tensors (removed at its end)
         self._on = False
@@ -394,10 +394,11 @@ class NativeMarks:
         return self
 
     def counts(self):
-        """[op boundaries, access marks, ops skipped (no memory), threads, aten ops inside compiled regions]."""
+        """[op boundaries, access marks, ops skipped (no memory), threads, aten ops inside compiled regions, runs of
+        compiled frames no hoff region covered]."""
         import ctypes
-        arr = (ctypes.c_uint64 * 5)()
-        self.lib.hoff_marks_counts(arr, 5)
+        arr = (ctypes.c_uint64 * 6)()
+        self.lib.hoff_marks_counts(arr, 6)
         return [int(x) for x in arr]
 
     def __exit__(self, et, ev, tb):
@@ -409,12 +410,30 @@ class NativeMarks:
             self.lib.hoff_marks_stop()
             grads.set_phase_listener(None)
             self._on = False
-            self.ops, self.accesses, self.skipped, nthreads, self.compiled_ops = self.counts()
+            self.ops, self.accesses, self.skipped, nthreads, self.compiled_ops, self.unwrapped_compiled = self.counts()
             self.threads = tuple(range(nthreads))
+            if self.unwrapped_compiled:
+                _warn_unwrapped(self.unwrapped_compiled)
             handles, self.handles = self.handles, []
             for h in handles:  # a compiled region whose backward did not run (no backward, or it raised)
                 h.remove()
         return False
+
+
+_warned_unwrapped = []
+
+
+def _warn_unwrapped(n):
+    """Say once that compiled frames ran in a step that hoff's torch.compile wrapper did not see."""
+    if _warned_unwrapped:
+        return
+    _warned_unwrapped.append(n)
+    import warnings
+    warnings.warn("hoff: %d runs of TorchDynamo-compiled code in this step were not made through torch.compile after "
+                  "hoff was installed (torch._dynamo.optimize, or a model compiled before hoff.install()): hoff sees "
+                  "no read of the blocks they were given, so it may move one they use.  Call torch.compile after "
+                  "hoff.install() (python -m hoff installs hoff before the script runs)" % n,
+                  RuntimeWarning, stacklevel=3)
 
 
 _running = None  # the NativeMarks of the open step

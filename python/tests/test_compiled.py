@@ -112,6 +112,30 @@ def test_per_block_regions_are_not_explained(tc, capfd):
     assert "the compiled region" not in capfd.readouterr().err
 
 
+def test_compiled_code_hoff_did_not_wrap_is_counted_and_said(tc):
+    """torch._dynamo.optimize bypasses torch.compile: the compiled frames it runs in a step are counted (the shim
+    sees TorchDynamo's "Torch-Compiled Region" record with no hoff region open) and said once."""
+    torch = tc
+    import warnings
+    f = torch._dynamo.optimize("aot_eager")(lambda x: (x.sin() * 2).relu())
+    x = torch.randn(8, requires_grad=True)
+    f(x)  # compiled outside the step
+    opmarks._warned_unwrapped.clear()
+    s = hoff.OffloadSession(mode="allocator")
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        with s:
+            f(x).sum().backward()
+    if not hasattr(torch.compiler, "is_compiling") or s.last_ops.unwrapped_compiled == 0:
+        assert torch.__version__ < "2.3", "no Torch-Compiled Region record seen on PyTorch %s" % torch.__version__
+        pytest.skip("PyTorch %s records no Torch-Compiled Region" % torch.__version__)
+    assert s.last_ops.unwrapped_compiled == 1
+    assert sum("not made through torch.compile after hoff was installed" in str(w.message) for w in got) == 1
+    with s:  # a wrapped region is not counted
+        torch.compile(lambda x: x.cos() + 1, backend="aot_eager")(x).sum().backward()
+    assert s.last_ops.unwrapped_compiled == 0
+
+
 def test_python_marks_say_compiled_code_runs_eagerly(tc, tmp_path):
     script = tmp_path / "c.py"
     script.write_text("import torch\n"

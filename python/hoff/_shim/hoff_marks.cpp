@@ -16,7 +16,8 @@
 //   block and gets no boundary;
 // - "opaque" regions (hoff_marks_opaque: a compiled region, whose generated kernels are no aten ops) keep the
 //   access marks of the aten ops inside but no boundary: every window opened in one, or at its entry, lasts to
-//   its end, when the caller marks the boundary.
+//   its end, when the caller marks the boundary;
+// - a compiled frame TorchDynamo runs outside any hoff region is counted and made opaque (unwrapped_begin).
 // Phases: the optimizer and backward depths are hoff.grads' (pushed by hoff_marks_phase_state), the loss words too.
 //
 // Threading: the callback runs on every thread that runs aten ops, while it is added (hoff_marks_start to
@@ -44,6 +45,8 @@
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
+
+extern "C" __attribute__((visibility("default"))) int hoff_marks_opaque(int delta);
 
 namespace {
 
@@ -77,7 +80,7 @@ at::CallbackHandle g_handle;
 
 std::atomic<int> g_opt{0}, g_bwd{0}; // hoff.grads' optimizer and backward depths
 std::atomic<int> g_phase{-1};        // the phase last set on the targets
-std::atomic<uint64_t> g_ops{0}, g_accesses{0}, g_skipped{0}, g_opaque_ops{0};
+std::atomic<uint64_t> g_ops{0}, g_accesses{0}, g_skipped{0}, g_opaque_ops{0}, g_unwrapped{0};
 std::atomic<uint64_t> g_gen{0}; // hoff_marks_start calls: a step's marks (thread state of an older one is void)
 std::mutex g_threads_lock;
 std::unordered_set<uint64_t> g_threads; // threads the callback marked on (ids of this process)
@@ -208,9 +211,30 @@ bool seen(const void *p) {
     return false;
 }
 
+// The record TorchDynamo makes around every run of a compiled frame ("Torch-Compiled Region: 0/0", PyTorch 2.3
+// and later).  One that runs while no hoff region is open on its thread was not made through hoff's torch.compile
+// wrapper (torch._dynamo.optimize, a model compiled before hoff was installed): its kernels' reads of the blocks it
+// was given are not marked.  It is counted (the package says so), and no boundary falls inside it.
+struct UnwrappedRegion : at::ObserverContext {};
+
+bool is_compiled_frame(const char *name) {
+    static const char prefix[] = "Torch-Compiled Region";
+    return name && std::strncmp(name, prefix, sizeof prefix - 1) == 0;
+}
+
+std::unique_ptr<at::ObserverContext> unwrapped_begin(const at::RecordFunction &fn) {
+    if (!g_on.load(std::memory_order_relaxed) || opaque_depth() > 0 || !is_compiled_frame(fn.name()))
+        return nullptr;
+    g_unwrapped.fetch_add(1, std::memory_order_relaxed);
+    hoff_marks_opaque(1);
+    return std::make_unique<UnwrappedRegion>();
+}
+
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn) {
     const OpInfo *info = op_info(fn);
-    if (!info || t_depth++ != 0)
+    if (!info)
+        return unwrapped_begin(fn);
+    if (t_depth++ != 0)
         return nullptr;
     t_info = info;
     // An op in flight when the step's marks stop still gets this callback's end (a RecordFunction keeps the
@@ -282,8 +306,13 @@ void boundary(const char *name, bool loss) {
     note_thread();
 }
 
-void on_end(const at::RecordFunction &fn, at::ObserverContext *) {
-    if (!op_info(fn) || --t_depth != 0 || !t_marking || !g_on.load(std::memory_order_relaxed))
+void on_end(const at::RecordFunction &fn, at::ObserverContext *octx) {
+    if (!op_info(fn)) {
+        if (octx) // an unwrapped compiled frame's end (only those get an observer context)
+            hoff_marks_opaque(-1);
+        return;
+    }
+    if (--t_depth != 0 || !t_marking || !g_on.load(std::memory_order_relaxed))
         return;
     const OpInfo *info = t_info;
     bool real = t_seen;
@@ -393,6 +422,7 @@ __attribute__((visibility("default"))) int hoff_marks_start(const int *kinds, vo
     g_accesses = 0;
     g_skipped = 0;
     g_opaque_ops = 0;
+    g_unwrapped = 0;
     {
         std::lock_guard<std::mutex> t(g_threads_lock);
         g_threads.clear();
@@ -461,14 +491,15 @@ __attribute__((visibility("default"))) int hoff_marks_boundary(const char *name)
 }
 
 // Counters since hoff_marks_start: out[0] op boundaries, out[1] access marks, out[2] ops skipped (no memory),
-// out[3] threads marked on, out[4] aten ops run inside compiled regions (no boundary of their own).
+// out[3] threads marked on, out[4] aten ops run inside compiled regions (no boundary of their own), out[5] runs
+// of compiled frames no hoff region covered (their reads unmarked).
 __attribute__((visibility("default"))) void hoff_marks_counts(uint64_t *out, int n) {
-    uint64_t v[5] = {g_ops.load(), g_accesses.load(), g_skipped.load(), 0, g_opaque_ops.load()};
+    uint64_t v[6] = {g_ops.load(), g_accesses.load(), g_skipped.load(), 0, g_opaque_ops.load(), g_unwrapped.load()};
     {
         std::lock_guard<std::mutex> t(g_threads_lock);
         v[3] = g_threads.size();
     }
-    for (int i = 0; i < n && i < 5; i++)
+    for (int i = 0; i < n && i < 6; i++)
         out[i] = v[i];
 }
 
