@@ -32,7 +32,8 @@ Options:
                     on a machine without CUDA, this is automatic)
   --stats           print hoff.memory_stats() as JSON on stderr at the end
                     (with "shim_hooks": the calls of PyTorch's allocator
-                    hooks that reached hoff through its shim)
+                    hooks that reached hoff through its shim, and "op_marks":
+                    the last step's, native or python, and their counts)
   --sim             what-if and verification mode, on CPU: the script's large
                     CPU storages become blocks of hoff's simulated device
                     (libhoff-sim.so is preloaded), evicted, prefetched and
@@ -71,7 +72,7 @@ import os
 import runpy
 import sys
 
-from . import _record, _sim, allocator, check, grads, session, shim
+from . import _record, _sim, allocator, check, grads, opmarks, session, shim
 
 USAGE = __doc__.split("\n\n", 1)[1].split("\n\n", 1)[0]
 
@@ -308,6 +309,12 @@ def main(argv=None):
             d = allocator.memory_stats()
             if shim.loaded() is not None:  # the calls of PyTorch's hooks that reached hoff (hoff.shim)
                 d["shim_hooks"] = shim.hook_counts()
+            m = opmarks.last_marks()  # the last step's op marks: which ran, and what they counted
+            if m is not None:
+                d["op_marks"] = {"impl": "native" if getattr(m, "native", False) else "python",
+                                 "ops": int(m.ops), "accesses": int(m.accesses),
+                                 "compiled_region_aten_ops": int(getattr(m, "compiled_ops", 0)),
+                                 "unwrapped_compiled_frames": int(getattr(m, "unwrapped_compiled", 0))}
             sys.stderr.write("hoff: stats: %s\n" % json.dumps(d, sort_keys=True))
         except RuntimeError as e:
             _err("no stats: %s" % e)
