@@ -37,12 +37,14 @@ package's own pack/unpack hooks run (a ``detach``) are not marked.
 Two implementations of that rule:
 
 * **native** (:class:`NativeMarks`, the default where hoff's shim builds,
-  see :mod:`hoff.shim`): a ``RecordFunction`` global callback in C++, about
+  see :mod:`hoff.shim`): a thread-local ``RecordFunction`` callback in C++, about
   0.3 µs of CPU per op (``bench/marks.py``).  It marks the ops called through
   the dispatcher from outside any other op: ``aten.linear`` as one op where
   the Python mode, below autograd, sees its ``t`` and ``addmm``; every tensor
   it touches is marked, so its kernels lie inside the windows as before.  It
-  reaches autograd's backward threads by itself, skips ops on fake or meta
+  reaches autograd's backward threads through PyTorch's ThreadLocalState (as
+  a dispatch mode does), marks nothing on intra-op worker threads (they run
+  part of an op), skips ops on fake or meta
   tensors (TorchDynamo tracing: no memory, no kernel), and does not stop
   TorchDynamo from running compiled frames (:mod:`hoff.compiled`).
 * **Python** (:func:`mode_class`, a ``TorchDispatchMode``): where the shim

@@ -109,6 +109,34 @@ def test_accesses_follow_the_schema(native, torch):
     assert got == {"add_": [1, 3], "add": [1, 3], "out": [1, 4], "view": [1, 1], "small": [2, 0]}, got
 
 
+def test_ops_of_other_threads_are_not_marked(native, torch):
+    """A thread running ops of its own during the step (a DataLoader's pin-memory thread) gets no marks: its op
+    boundaries would close the step's windows while the step's kernels run.  (With a global callback they did:
+    on PyTorch 2.x's intra-op threads too, and GPT-2 at 50% touched discarded blocks.)"""
+    import threading
+    import time
+    stop, ran = threading.Event(), [0]
+
+    def busy():
+        a = torch.ones(8)
+        while not stop.is_set():
+            a.add_(1)
+            ran[0] += 1
+            time.sleep(0)
+
+    t = threading.Thread(target=busy)
+    t.start()
+    try:
+        time.sleep(0.05)
+        s = _step(torch, lambda: [torch.ones(4).add(1) for _ in range(50)])
+    finally:
+        stop.set()
+        t.join()
+    assert ran[0] > 0
+    assert s.last_ops.ops == 100, s.last_ops.ops  # ones and add, 50 times: the step's thread's own
+    assert len(s.last_ops.threads) == 1
+
+
 def test_marks_stop_with_the_step(native, torch):
     s = _step(torch, lambda: torch.randn(4).add(1))
     n = s.last_ops.ops

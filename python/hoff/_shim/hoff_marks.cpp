@@ -1,4 +1,4 @@
-// hoff_marks.cpp — hoff's op marks from PyTorch's dispatcher, natively: a RecordFunction global callback that
+// hoff_marks.cpp — hoff's op marks from PyTorch's dispatcher, natively: a thread-local RecordFunction callback that
 // does for each aten op what python/hoff/opmarks.py's TorchDispatchMode does, at a fraction of its CPU cost and
 // without stopping TorchDynamo (a TorchDispatchMode makes compiled frames run eagerly; a RecordFunction callback
 // does not).  Built into the same shim as hoff_shim.cpp (python/hoff/shim.py), with or without its CUDA half.
@@ -11,7 +11,9 @@
 // - the ops are the ones called through the dispatcher from outside any other op (aten::linear, where the Python
 //   mode, below autograd, sees its decomposition t + addmm): one boundary per such op, every tensor it touches
 //   marked, so its kernels lie inside the windows as before;
-// - autograd's backward threads are reached without anything to propagate (a global callback runs everywhere);
+// - autograd's backward threads are reached through PyTorch's ThreadLocalState, which carries a thread-local
+//   callback as it carries a dispatch mode; an intra-op worker thread (at::in_parallel_region) runs part of an op
+//   and marks nothing of its own;
 // - an op whose tensors all lack memory (TorchDynamo tracing with fake tensors, meta tensors) is not a use of any
 //   block and gets no boundary;
 // - "opaque" regions (hoff_marks_opaque: a compiled region, whose generated kernels are no aten ops) keep the
@@ -20,10 +22,12 @@
 // - a compiled frame TorchDynamo runs outside any hoff region is counted and made opaque (unwrapped_begin).
 // Phases: the optimizer and backward depths are hoff.grads' (pushed by hoff_marks_phase_state), the loss words too.
 //
-// Threading: the callback runs on every thread that runs aten ops, while it is added (hoff_marks_start to
-// hoff_marks_stop, one at a time, under g_lock); the targets are written only while it is not added.  Per-thread
+// Threading: the callback runs on the thread that started the marks and the threads its ThreadLocalState reaches
+// (autograd's), from hoff_marks_start to hoff_marks_stop (one at a time, under g_lock, on that thread); the targets
+// are written only while it is not added.  Per-thread
 // state (op depth, quiet and opaque depth, the open op's reads, the op cache) is thread_local; counters are atomics.
 #include <ATen/core/function_schema.h>
+#include <ATen/Parallel.h>
 #include <ATen/core/ivalue.h>
 #include <ATen/record_function.h>
 #include <c10/core/Storage.h>
@@ -231,6 +235,8 @@ std::unique_ptr<at::ObserverContext> unwrapped_begin(const at::RecordFunction &f
 }
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn) {
+    if (at::in_parallel_region()) // an intra-op worker running part of an op: inside that op (on_end skips too)
+        return nullptr;
     const OpInfo *info = op_info(fn);
     if (!info)
         return unwrapped_begin(fn);
@@ -307,6 +313,8 @@ void boundary(const char *name, bool loss) {
 }
 
 void on_end(const at::RecordFunction &fn, at::ObserverContext *octx) {
+    if (at::in_parallel_region())
+        return;
     if (!op_info(fn)) {
         if (octx) // an unwrapped compiled frame's end (only those get an observer context)
             hoff_marks_opaque(-1);
@@ -427,7 +435,11 @@ __attribute__((visibility("default"))) int hoff_marks_start(const int *kinds, vo
         std::lock_guard<std::mutex> t(g_threads_lock);
         g_threads.clear();
     }
-    g_handle = at::addGlobalCallback(at::RecordFunctionCallback(on_start, on_end)
+    // A thread-local callback: PyTorch's ThreadLocalState carries it, as it carries a TorchDispatchMode, to the
+    // threads autograd runs this thread's backward on, and not to threads that run ops of their own at the same
+    // time (a DataLoader's pin-memory thread, another model's): their op boundaries would close this thread's
+    // windows while its kernels run.
+    g_handle = at::addThreadLocalCallback(at::RecordFunctionCallback(on_start, on_end)
                                          .needsInputs(true)
                                          .needsOutputs(true)
                                          .scopes({at::RecordScope::FUNCTION}));
@@ -435,7 +447,7 @@ __attribute__((visibility("default"))) int hoff_marks_start(const int *kinds, vo
     return 0;
 }
 
-// Stop marking (no-op when not running).
+// Stop marking (no-op when not running), on the thread that started (the callback is that thread's).
 __attribute__((visibility("default"))) void hoff_marks_stop(void) {
     std::lock_guard<std::mutex> g(g_lock);
     if (!g_on)
