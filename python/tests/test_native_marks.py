@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from conftest import PYDIR, REQUIRE, builddir, run
+from test_opmarks import CHILD as OPMARKS_CHILD
 
 import hoff
 from hoff import opmarks
@@ -157,36 +158,10 @@ def test_shim_off_uses_the_python_mode(libhoff, torch):
     assert "op marks run in Python" not in r.stderr  # HOFF_SHIM=0 asked for it: no warning
 
 
-CHILD = r"""
-import json, sys, torch, hoff
-torch.manual_seed(0)
-d, s, b = 256, 512, 2
-class Block(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.ln = torch.nn.LayerNorm(d)
-        self.qkv = torch.nn.Linear(d, 3 * d)
-        self.fc = torch.nn.Linear(d, 4 * d)
-        self.out = torch.nn.Linear(4 * d, d)
-    def forward(self, x):
-        q, k, v = self.qkv(self.ln(x)).split(d, dim=2)
-        a = torch.softmax(q @ k.transpose(1, 2) / d ** 0.5, dim=-1) @ v
-        x = x + a
-        return x + self.out(torch.nn.functional.gelu(self.fc(x)))
-blocks = torch.nn.ModuleList([Block() for _ in range(2)])
-opt = torch.optim.SGD(blocks.parameters(), lr=0.01)
-sess = hoff.OffloadSession()
-for step in range(2):
-    x = torch.randn(b, s, d)
-    with sess:
-        h = x
-        for blk in blocks:
-            h = blk(h)
-        h.pow(2).mean().backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-print(json.dumps({"native": getattr(sess.last_ops, "native", False), "ops": sess.last_ops.ops}))
-"""
+# test_opmarks.py's two-block training step, saying which marks its session used
+CHILD = OPMARKS_CHILD + (
+    "\nimport json\n"
+    "print(json.dumps({'native': getattr(sess.last_ops, 'native', False), 'ops': sess.last_ops.ops}))\n")
 
 
 @pytest.mark.parametrize("shim", ["auto", "0"])
@@ -197,7 +172,7 @@ def test_recorded_windows_hold(hoff_record, native, torch, tmp_path, shim):
     if not os.path.exists(checker):
         pytest.skip("tests/window_check.py is not in this tree (an installed package)")
     trace = tmp_path / "t.trace.gz"
-    r = run([hoff_record, "-q", "-o", str(trace), "--", sys.executable, "-c", CHILD], HOFF_SHIM=shim)
+    r = run([hoff_record, "-q", "-o", str(trace), "--", sys.executable, "-c", CHILD, "1"], HOFF_SHIM=shim)
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout.strip().splitlines()[-1])
     assert got["native"] == (shim == "auto"), got
