@@ -38,7 +38,7 @@ Two implementations of that rule:
 
 * **native** (:class:`NativeMarks`, the default where hoff's shim builds,
   see :mod:`hoff.shim`): a thread-local ``RecordFunction`` callback in C++, about
-  0.3 µs of CPU per op (``bench/marks.py``).  It marks the ops called through
+  0.5-1 µs of CPU per op (``bench/marks.py``).  It marks the ops called through
   the dispatcher from outside any other op: ``aten.linear`` as one op where
   the Python mode, below autograd, sees its ``t`` and ``addmm``; every tensor
   it touches is marked, so its kernels lie inside the windows as before.  It
@@ -50,8 +50,9 @@ Two implementations of that rule:
 * **Python** (:func:`mode_class`, a ``TorchDispatchMode``): where the shim
   cannot be built (no C++ compiler or no PyTorch headers), with
   ``HOFF_SHIM=0``, for targets the shim does not know (a test's), and for a
-  session that logs its accesses (``log_accesses``).  About 10-20 µs of CPU
-  per op, and TorchDynamo runs no compiled frame under a dispatch mode.
+  session that logs its accesses (``log_accesses``).  About 20 µs of CPU per
+  op (more with access marks), and TorchDynamo runs no compiled frame under a
+  dispatch mode.
 """
 
 import threading
@@ -92,7 +93,7 @@ def native_lib():
                                    % e) from e
             why = str(e)
             import warnings
-            warnings.warn("hoff: the op marks run in Python (a TorchDispatchMode: about 10-20 us of CPU per aten op, "
+            warnings.warn("hoff: the op marks run in Python (a TorchDispatchMode: about 20 us of CPU per aten op or more, "
                           "and torch.compile'd code runs eagerly inside hoff's steps) because hoff's PyTorch shim "
                           "cannot be built: %s" % e, RuntimeWarning, stacklevel=3)
     _native.update(lib=lib, tried=True, why=why)
