@@ -241,18 +241,26 @@ HOFF_API int hoff_step_abort(hoff_ctx *ctx) {
     return rc;
 }
 
+/* stream computes for ns of virtual time (the lock is held).  Commands queued so far take their place on the
+ * virtual timeline before it moves (see finish() in residency.c). */
+static int sim_compute(struct hoff_ctx *ctx, hoff_stream stream, uint64_t ns) {
+    int rc;
+
+    hoff__issuer_drain(ctx->issuer);
+    rc = ctx->be->ops->compute(ctx->be, stream, ns);
+    if (ctx->res.inf_head)
+        hoff__res_poll(ctx);
+    return rc;
+}
+
 /* The virtual compute stream runs for the CPU time since the previous op mark (hoff_sim_wallclock); the lock is
- * held.  Queued commands take their place on the timeline first, as in hoff_sim_compute. */
+ * held. */
 static void wallclock_advance(struct hoff_ctx *ctx) {
     uint64_t now = hoff__plan_now_ns(), last = ctx->wall_mark_ns;
 
     ctx->wall_mark_ns = now;
-    if (!last || now <= last)
-        return;
-    hoff__issuer_drain(ctx->issuer);
-    ctx->be->ops->compute(ctx->be, NULL, now - last);
-    if (ctx->res.inf_head)
-        hoff__res_poll(ctx);
+    if (last && now > last)
+        sim_compute(ctx, NULL, now - last);
 }
 
 HOFF_API int hoff_mark_op(hoff_ctx *ctx, const char *name) {
@@ -346,12 +354,7 @@ HOFF_API int hoff_sim_compute(hoff_ctx *ctx, hoff_stream stream, uint64_t ns) {
     if (!ctx)
         return -EINVAL;
     LOCK(ctx);
-    /* Commands queued so far take their place on the virtual timeline
-     * before it moves (see finish() in residency.c). */
-    hoff__issuer_drain(ctx->issuer);
-    rc = ctx->be->ops->compute(ctx->be, stream, ns);
-    if (ctx->res.inf_head)
-        hoff__res_poll(ctx);
+    rc = sim_compute(ctx, stream, ns);
     UNLOCK(ctx);
     return rc;
 }
