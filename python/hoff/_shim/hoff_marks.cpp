@@ -69,9 +69,29 @@ struct Fns {
 
 Fns g_fn;
 bool g_ctx_bound, g_rec_bound;
+// A target of the marks: each call goes to a libhoff context or to hoff-record's recorder, by kind.
 struct Target {
     int kind;
     void *ctx;
+
+    void access(const void *p, int write, void *stream) const {
+        if (kind == T_CTX)
+            g_fn.access(ctx, const_cast<void *>(p), write, stream);
+        else
+            g_fn.r_access(p, write);
+    }
+    void phase(int ph) const {
+        if (kind == T_CTX)
+            g_fn.phase(ctx, ph);
+        else
+            g_fn.r_phase(ph);
+    }
+    void mark(const char *name) const {
+        if (kind == T_CTX)
+            g_fn.mark(ctx, name);
+        else
+            g_fn.r_mark(name);
+    }
 };
 Target g_targets[MAX_TARGETS];
 int g_ntargets;
@@ -137,16 +157,16 @@ const OpInfo *op_info(const at::RecordFunction &fn) {
     auto on = fn.operator_name();
     if (!on)
         return nullptr;
-    std::string full = on->name + "." + (on->overload_name.empty() ? "default" : on->overload_name);
+    const std::string overload = on->overload_name.empty() ? "default" : on->overload_name;
     std::lock_guard<std::mutex> g(g_lock);
-    auto &slot = g_table[full];
+    auto &slot = g_table[on->name + "." + overload];
     if (!slot) {
         auto info = std::make_unique<OpInfo>();
         std::string dotted = on->name;
         size_t p = dotted.find("::");
         if (p != std::string::npos)
             dotted.replace(p, 2, ".");
-        info->name = dotted + "." + (on->overload_name.empty() ? "default" : on->overload_name);
+        info->name = dotted + "." + overload;
         info->base = p != std::string::npos ? on->name.substr(p + 2) : on->name;
         info->loss = is_loss(info->base);
         auto sch = fn.operator_schema();
@@ -185,13 +205,8 @@ void *stream_of(const at::Tensor &t) {
 }
 
 void access(const void *p, int write, void *stream) {
-    for (int i = 0; i < g_ntargets; i++) {
-        const Target &tg = g_targets[i];
-        if (tg.kind == T_CTX)
-            g_fn.access(tg.ctx, const_cast<void *>(p), write, stream);
-        else
-            g_fn.r_access(p, write);
-    }
+    for (int i = 0; i < g_ntargets; i++)
+        g_targets[i].access(p, write, stream);
     g_accesses.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -275,13 +290,8 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn) {
 void set_phase(int ph) {
     if (g_phase.exchange(ph, std::memory_order_relaxed) == ph)
         return;
-    for (int i = 0; i < g_ntargets; i++) {
-        const Target &tg = g_targets[i];
-        if (tg.kind == T_CTX)
-            g_fn.phase(tg.ctx, ph);
-        else
-            g_fn.r_phase(ph);
-    }
+    for (int i = 0; i < g_ntargets; i++)
+        g_targets[i].phase(ph);
 }
 
 void note_thread() {
@@ -301,13 +311,8 @@ void boundary(const char *name, bool loss) {
              : g_bwd.load(std::memory_order_relaxed) ? PH_BACKWARD
                                                      : PH_FORWARD;
     set_phase(ph);
-    for (int i = 0; i < g_ntargets; i++) {
-        const Target &tg = g_targets[i];
-        if (tg.kind == T_CTX)
-            g_fn.mark(tg.ctx, name);
-        else
-            g_fn.r_mark(name);
-    }
+    for (int i = 0; i < g_ntargets; i++)
+        g_targets[i].mark(name);
     g_ops.fetch_add(1, std::memory_order_relaxed);
     note_thread();
 }
