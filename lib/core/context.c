@@ -144,7 +144,8 @@ static void close_tiers(struct hoff_ctx *ctx) {
     ctx->host_tier = NULL;
 }
 
-HOFF_API int hoff_init(hoff_ctx **out, const struct hoff_config *cfg) {
+/* hoff_init's work; every failure below says why, and hoff_init makes the message its own. */
+static int init(hoff_ctx **out, const struct hoff_config *cfg) {
     struct hoff_ctx *ctx;
     char err[512];
     int rc;
@@ -249,6 +250,12 @@ fail:
     return rc;
 }
 
+HOFF_API int hoff_init(hoff_ctx **out, const struct hoff_config *cfg) {
+    unsigned seq = hoff__error_seq();
+
+    return hoff__error_since(seq, init(out, cfg), "hoff_init");
+}
+
 static void count_leak(const void *key, void *val, void *arg) {
     struct hoff__block *b = val;
     struct hoff_ctx *ctx = arg;
@@ -267,7 +274,7 @@ HOFF_API int hoff_shutdown(hoff_ctx *ctx) {
     size_t leaked;
 
     if (!ctx)
-        return -EINVAL;
+        return hoff__error(-EINVAL, "hoff_shutdown: NULL context");
     LOCK(ctx);
     ctx->shutting_down = 1;
     hoff__publish_close(ctx->pub);

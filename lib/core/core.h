@@ -38,6 +38,14 @@ void hoff__error_clear(void);
  * memory); the error is cleared.  Hands a failure's message from the thread
  * where it happened to the thread that reports it. */
 char *hoff__error_take(void);
+/* The error contract of the public calls (hoff.h, hoff_last_error): a call that fails has set the thread's
+ * message, and the message names the call.  An entry point whose failure may come from below (a layer that does
+ * not know which public call it serves) brackets its work: seq = hoff__error_seq() first, then
+ * return hoff__error_since(seq, rc, "hoff_x").  For rc < 0 it makes sure the message is this call's: none set
+ * since seq gives "hoff_x: <hoff_strerror(rc)>"; one set that does not name hoff_x gets "hoff_x: " in front.
+ * Returns rc. */
+unsigned hoff__error_seq(void);
+int hoff__error_since(unsigned seq, int rc, const char *fn);
 
 /* "4096", "64K", "1.5G", "2MiB", "3 GB" -> bytes (powers of 1024).  -EINVAL
  * on anything else, -ERANGE on overflow. */

@@ -236,18 +236,25 @@ fail:
 }
 
 HOFF_API void *hoff_malloc_flags(hoff_ctx *ctx, size_t size, hoff_stream stream, unsigned flags) {
+    if (!ctx || (flags & ~7u) || (flags & 3u) == 3u || ((flags & 4u) && (flags & 3u))) {
+        errno = EINVAL;
+        hoff__error(-EINVAL, ctx ? "hoff_malloc_flags: flags 0x%x: accepted are HOFF_ALLOC_AUTO (0), "
+                    "HOFF_ALLOC_DEVICE (1), HOFF_ALLOC_MANAGED (2) and HOFF_ALLOC_CANDIDATE (4)"
+                    : "hoff_malloc_flags: NULL context (flags 0x%x)", flags);
+        return NULL;
+    }
     return hoff__malloc_sized(ctx, size, stream, flags, NULL);
 }
 
 HOFF_API void *hoff_malloc(hoff_ctx *ctx, size_t size, hoff_stream stream) {
-    return hoff_malloc_flags(ctx, size, stream, HOFF_ALLOC_AUTO);
+    return hoff__malloc_sized(ctx, size, stream, HOFF_ALLOC_AUTO, NULL);
 }
 
 int hoff__free_sized(struct hoff_ctx *ctx, void *ptr, hoff_stream stream, size_t *bytes) {
     struct hoff__block *b;
 
     if (!ctx)
-        return -EINVAL;
+        return hoff__error(-EINVAL, "hoff_free: NULL context");
     if (!ptr)
         return 0;
     LOCK(ctx);
@@ -339,8 +346,10 @@ HOFF_API size_t hoff_block_size(hoff_ctx *ctx, const void *ptr) {
     struct hoff__block *b;
     size_t n;
 
-    if (!ctx)
+    if (!ctx) {
+        hoff__error(-EINVAL, "hoff_block_size: NULL context");
         return 0;
+    }
     LOCK(ctx);
     b = hoff__bt_lookup(&ctx->table, ptr);
     n = b ? b->size : 0;
@@ -350,7 +359,7 @@ HOFF_API size_t hoff_block_size(hoff_ctx *ctx, const void *ptr) {
 
 HOFF_API int hoff_empty_cache(hoff_ctx *ctx) {
     if (!ctx)
-        return -EINVAL;
+        return hoff__error(-EINVAL, "hoff_empty_cache: NULL context");
     LOCK(ctx);
     flush_cache(ctx);
     UNLOCK(ctx);

@@ -80,7 +80,7 @@ void hoff__publish_event(struct hoff_ctx *ctx) {
 
 HOFF_API int hoff_stats_get(hoff_ctx *ctx, struct hoff_stats *out) {
     if (!ctx || !out)
-        return -EINVAL;
+        return hoff__error(-EINVAL, "hoff_stats_get: NULL %s", ctx ? "out" : "context");
     LOCK(ctx);
     if (ctx->res.inf_head)
         hoff__res_poll(ctx);
@@ -109,9 +109,17 @@ HOFF_API int hoff_reset_peaks(hoff_ctx *ctx) {
 
 HOFF_API int hoff_stats_json(hoff_ctx *ctx, char *buf, size_t len) {
     struct hoff_stats st;
-    int rc = hoff_stats_get(ctx, &st);
+    unsigned seq = hoff__error_seq();
+    int rc;
 
-    return rc ? rc : hoff_stats_format_json(&st, buf, len);
+    if (!ctx)
+        return hoff__error(-EINVAL, "hoff_stats_json: NULL context");
+    if (!buf && len)
+        return hoff__error(-EINVAL, "hoff_stats_json: buf is NULL");
+    rc = hoff_stats_get(ctx, &st);
+    if (rc == 0)
+        rc = hoff_stats_format_json(&st, buf, len);
+    return hoff__error_since(seq, rc, "hoff_stats_json");
 }
 
 /* A JSON string's body: quotes, backslashes and control bytes escaped. */

@@ -19,11 +19,12 @@
 typedef int (*res_action)(struct hoff_ctx *, struct hoff__block *, hoff_stream);
 
 static int with_block(hoff_ctx *ctx, const void *ptr, const char *what, res_action fn, hoff_stream s) {
+    unsigned seq = hoff__error_seq();
     struct hoff__block *b;
     int rc;
 
     if (!ctx)
-        return -EINVAL;
+        return hoff__error(-EINVAL, "%s: NULL context", what);
     LOCK(ctx);
     if ((rc = hoff__ctx_block(ctx, ptr, what, &b)) != 0) {
         UNLOCK(ctx);
@@ -35,7 +36,7 @@ static int with_block(hoff_ctx *ctx, const void *ptr, const char *what, res_acti
 #endif
     hoff__publish_tick(ctx, NULL);
     UNLOCK(ctx);
-    return rc;
+    return hoff__error_since(seq, rc, what); /* residency's messages do not know the call */
 }
 
 /* The explicit calls close the block's use window: the caller says the work
@@ -123,8 +124,6 @@ static int keep_now(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) 
 }
 
 HOFF_API int hoff_keep(hoff_ctx *ctx, void *ptr) {
-    if (!ctx)
-        return hoff__error(-EINVAL, "hoff_keep: NULL context");
     return with_block(ctx, ptr, "hoff_keep", keep_now, NULL);
 }
 
@@ -133,7 +132,7 @@ HOFF_API int hoff_residency(hoff_ctx *ctx, const void *ptr) {
     int st;
 
     if (!ctx)
-        return -EINVAL;
+        return hoff__error(-EINVAL, "hoff_residency: NULL context");
     LOCK(ctx);
     if (ctx->res.inf_head)
         hoff__res_poll(ctx);
@@ -145,14 +144,15 @@ HOFF_API int hoff_residency(hoff_ctx *ctx, const void *ptr) {
 }
 
 HOFF_API int hoff_sync(hoff_ctx *ctx) {
+    unsigned seq = hoff__error_seq();
     int rc;
 
     if (!ctx)
-        return -EINVAL;
+        return hoff__error(-EINVAL, "hoff_sync: NULL context");
     LOCK(ctx);
     rc = hoff__ctx_settle(ctx);
     UNLOCK(ctx);
-    return rc;
+    return hoff__error_since(seq, rc, "hoff_sync");
 }
 
 /* --- marks ----------------------------------------------------------------- */
@@ -168,10 +168,11 @@ HOFF_API int hoff_step_stream(hoff_ctx *ctx, hoff_stream stream) {
 }
 
 HOFF_API int hoff_step_begin(hoff_ctx *ctx) {
+    unsigned seq = hoff__error_seq();
     int rc;
 
     if (!ctx)
-        return -EINVAL;
+        return hoff__error(-EINVAL, "hoff_step_begin: NULL context");
     LOCK(ctx);
     if (ctx->in_step) {
         UNLOCK(ctx);
@@ -187,14 +188,14 @@ HOFF_API int hoff_step_begin(hoff_ctx *ctx) {
         ctx->in_step = 0;
     hoff__publish_now(ctx);
     UNLOCK(ctx);
-    return rc;
+    return hoff__error_since(seq, rc, "hoff_step_begin");
 }
 
 /* Take the lock for an entry point that ends the open step: 0 with the lock
  * held, or -EINVAL ("<what>: no step is open") without it. */
 static int lock_open_step(struct hoff_ctx *ctx, const char *what) {
     if (!ctx)
-        return -EINVAL;
+        return hoff__error(-EINVAL, "%s: NULL context", what);
     LOCK(ctx);
     if (!ctx->in_step) {
         UNLOCK(ctx);
@@ -204,6 +205,7 @@ static int lock_open_step(struct hoff_ctx *ctx, const char *what) {
 }
 
 HOFF_API int hoff_step_end(hoff_ctx *ctx) {
+    unsigned seq = hoff__error_seq();
     uint64_t now;
     int rc;
 
@@ -223,10 +225,11 @@ HOFF_API int hoff_step_end(hoff_ctx *ctx) {
     hoff__guard_sample(ctx); /* once a step: the device memory that is not hoff's */
     hoff__publish_now(ctx);
     UNLOCK(ctx);
-    return rc;
+    return hoff__error_since(seq, rc, "hoff_step_end");
 }
 
 HOFF_API int hoff_step_abort(hoff_ctx *ctx) {
+    unsigned seq = hoff__error_seq();
     int rc;
 
     if ((rc = lock_open_step(ctx, "hoff_step_abort")) != 0)
@@ -238,7 +241,7 @@ HOFF_API int hoff_step_abort(hoff_ctx *ctx) {
     ctx->region_depth = 0;
     rc = hoff__pipe_step_abort(ctx);
     UNLOCK(ctx);
-    return rc;
+    return hoff__error_since(seq, rc, "hoff_step_abort");
 }
 
 /* stream computes for ns of virtual time (the lock is held).  Commands queued so far take their place on the
@@ -267,7 +270,7 @@ HOFF_API int hoff_mark_op(hoff_ctx *ctx, const char *name) {
     struct hoff__event_info e;
 
     if (!ctx)
-        return -EINVAL;
+        return hoff__error(-EINVAL, "hoff_mark_op: NULL context");
     memset(&e, 0, sizeof e);
     e.kind = HOFF__TEV_OP;
     e.name = name;
@@ -302,22 +305,23 @@ HOFF_API const char *hoff_phase_name(int phase) {
 }
 
 HOFF_API int hoff_trace_save(hoff_ctx *ctx, const char *path) {
+    unsigned seq = hoff__error_seq();
     int rc;
 
     if (!ctx || !path)
-        return -EINVAL;
+        return hoff__error(-EINVAL, "hoff_trace_save: NULL %s", ctx ? "path" : "context");
     LOCK(ctx);
     rc = ctx->pipe.have_trace ? hoff__trace_save(&ctx->pipe.trace, path)
                               : hoff__error(-ENOENT, "hoff_trace_save: no step has been recorded yet");
     UNLOCK(ctx);
-    return rc;
+    return hoff__error_since(seq, rc, "hoff_trace_save");
 }
 
 HOFF_API int hoff_region_begin(hoff_ctx *ctx) {
     struct hoff__event_info e;
 
     if (!ctx)
-        return -EINVAL;
+        return hoff__error(-EINVAL, "hoff_region_begin: NULL context");
     memset(&e, 0, sizeof e);
     e.kind = HOFF__TEV_REGION_BEGIN;
     LOCK(ctx);
@@ -333,7 +337,7 @@ HOFF_API int hoff_region_end(hoff_ctx *ctx) {
     int rc = 0;
 
     if (!ctx)
-        return -EINVAL;
+        return hoff__error(-EINVAL, "hoff_region_end: NULL context");
     memset(&e, 0, sizeof e);
     e.kind = HOFF__TEV_REGION_END;
     LOCK(ctx);
@@ -349,19 +353,20 @@ HOFF_API int hoff_region_end(hoff_ctx *ctx) {
 }
 
 HOFF_API int hoff_sim_compute(hoff_ctx *ctx, hoff_stream stream, uint64_t ns) {
+    unsigned seq = hoff__error_seq();
     int rc;
 
     if (!ctx)
-        return -EINVAL;
+        return hoff__error(-EINVAL, "hoff_sim_compute: NULL context");
     LOCK(ctx);
     rc = sim_compute(ctx, stream, ns);
     UNLOCK(ctx);
-    return rc;
+    return hoff__error_since(seq, rc, "hoff_sim_compute");
 }
 
 HOFF_API int hoff_sim_wallclock(hoff_ctx *ctx, int enable) {
     if (!ctx)
-        return -EINVAL;
+        return hoff__error(-EINVAL, "hoff_sim_wallclock: NULL context");
     if (strcmp(ctx->be->ops->name, "sim") != 0)
         return hoff__error(-ENOTSUP, "hoff_sim_wallclock: the %s backend has a real clock; only sim has a virtual "
                            "one", ctx->be->ops->name);
@@ -393,11 +398,12 @@ static int touch_block(struct hoff_ctx *ctx, struct hoff__block *b, int write) {
 }
 
 HOFF_API int hoff_sim_touch(hoff_ctx *ctx, void *ptr, int write) {
+    unsigned seq = hoff__error_seq();
     struct hoff__block *b;
     int rc;
 
     if (!ctx)
-        return -EINVAL;
+        return hoff__error(-EINVAL, "hoff_sim_touch: NULL context");
     if (strcmp(ctx->be->ops->name, "sim") != 0)
         return hoff__error(-ENOTSUP, "hoff_sim_touch: the %s backend pages in by itself; only sim needs it",
                            ctx->be->ops->name);
@@ -406,5 +412,5 @@ HOFF_API int hoff_sim_touch(hoff_ctx *ctx, void *ptr, int write) {
         rc = touch_block(ctx, b, write);
     hoff__publish_tick(ctx, NULL);
     UNLOCK(ctx);
-    return rc;
+    return hoff__error_since(seq, rc, "hoff_sim_touch");
 }

@@ -10,6 +10,7 @@
 #include "core/core.h"
 
 static _Thread_local char last_error[512];
+static _Thread_local unsigned error_seq; /* messages set on this thread (hoff__error_since) */
 
 int hoff__error(int err, const char *fmt, ...) {
     va_list ap;
@@ -22,6 +23,7 @@ int hoff__error(int err, const char *fmt, ...) {
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     memcpy(last_error, msg, sizeof msg);
+    error_seq++;
     hoff__log(HOFF_LOG_DEBUG, "%s (%s)", last_error, hoff_strerror(err));
     return err;
 }
@@ -35,6 +37,34 @@ char *hoff__error_take(void) {
 
     last_error[0] = '\0';
     return s;
+}
+
+unsigned hoff__error_seq(void) {
+    return error_seq;
+}
+
+/* 1 if msg names fn: fn as a whole word (not the start of a longer name, hoff_free in hoff_free_x). */
+static int names(const char *msg, const char *fn) {
+    size_t n = strlen(fn);
+    const char *p;
+
+    for (p = strstr(msg, fn); p; p = strstr(p + 1, fn)) {
+        char c = p[n];
+
+        if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')))
+            return 1;
+    }
+    return 0;
+}
+
+int hoff__error_since(unsigned seq, int rc, const char *fn) {
+    if (rc >= 0)
+        return rc;
+    if (seq == error_seq || !last_error[0])
+        return hoff__error(rc, "%s: %s", fn, hoff_strerror(rc));
+    if (!names(last_error, fn))
+        hoff__error(rc, "%s: %s", fn, last_error);
+    return rc;
 }
 
 HOFF_API const char *hoff_last_error(void) {

@@ -1,5 +1,7 @@
 /* swapgroup.c — manual swap groups (hoff_group(3)): named sets of offload blocks that the caller evicts and
- * prefetches itself, outside the plan but inside the budget.  Threading: every entry point takes ctx->lock.
+ * prefetches itself, outside the plan but inside the budget: the mechanism.  The public calls (hoff_group_*) are in
+ * core/ctx_group.c, which checks their arguments, takes the context lock and calls the hoff__group_* functions here.
+ * Threading: every function here runs with ctx->lock held (the caller's).
  *
  * The unit is the block (a framework's storage): a block is in at most one
  * group and is moved once however many tensors alias it, and since managed
@@ -12,6 +14,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,14 +25,11 @@
 #include "mem/residency.h"
 #include "mem/swapgroup.h"
 
-#define LOCK(ctx) pthread_mutex_lock(&(ctx)->lock)
-#define UNLOCK(ctx) pthread_mutex_unlock(&(ctx)->lock)
-#define NAME_MAX_LEN 63
 
 struct hoff_group {
     struct hoff_ctx *ctx;
     struct hoff_group *next;       /* the context's list */
-    char name[NAME_MAX_LEN + 1];
+    char name[HOFF__GROUP_NAME_MAX + 1];
     struct hoff__block **m;        /* members; m[i]->mslot == i */
     uint32_t n, cap;
     unsigned flags;                /* enum hoff_group_flags */
@@ -196,25 +196,18 @@ static int pick(struct hoff_ctx *ctx, struct hoff_group *g, int op, hoff_stream 
     return 0;
 }
 
-static int launch(hoff_group *g, int op, hoff_stream s, const char *what) {
-    struct hoff_ctx *ctx;
+int hoff__group_launch(struct hoff_ctx *ctx, struct hoff_group *g, int op, hoff_stream s, const char *what) {
     struct hoff__block **v;
     uint32_t k;
     uint64_t bytes;
     int rc;
 
-    if (!g)
-        return hoff__error(-EINVAL, "%s: NULL group", what);
-    ctx = g->ctx;
-    LOCK(ctx);
-    if (g->launched) {
-        rc = hoff__error(-EBUSY, "%s: group '%s' has %s launched and not waited for (hoff_group_wait first)", what,
-                         g->name, launch_name(g->launched));
-        goto out;
-    }
+    if (g->launched)
+        return hoff__error(-EBUSY, "%s: group '%s' has %s launched and not waited for (hoff_group_wait first)",
+                           what, g->name, launch_name(g->launched));
     hoff__res_poll(ctx);
     if ((rc = pick(ctx, g, op, s, &v, &k, &bytes)) != 0)
-        goto out;
+        return rc;
     /* All or nothing: room for the whole group, or nothing moves. */
     if (k && op == HOFF__CMD_EVICT && (rc = hoff__res_host_room(ctx, bytes, s)) != 0) {
         rc = hoff__error(rc, "%s: group '%s' (%u blocks) cannot be evicted whole, nothing moved: %s", what, g->name,
@@ -239,178 +232,124 @@ static int launch(hoff_group *g, int op, hoff_stream s, const char *what) {
 #ifdef HOFF_DEBUG
     hoff__res_check(ctx);
 #endif
-out:
-    UNLOCK(ctx);
     return rc;
 }
 
-/* --- the API --------------------------------------------------------------- */
+/* --- life cycle and membership (the caller checked the arguments) ---------- */
 
-HOFF_API int hoff_group_create(hoff_ctx *ctx, const char *name, unsigned flags, hoff_group **out) {
+struct hoff_ctx *hoff__group_ctx(const struct hoff_group *g) {
+    return g->ctx;
+}
+
+int hoff__group_create(struct hoff_ctx *ctx, const char *name, unsigned flags, struct hoff_group **out) {
     struct hoff_group *g;
-    size_t len, i;
 
-    if (out)
-        *out = NULL;
-    if (!ctx || !out)
-        return hoff__error(-EINVAL, "hoff_group_create: NULL %s", ctx ? "out" : "context");
-    if (!name || !(len = strlen(name)) || len > NAME_MAX_LEN)
-        return hoff__error(-EINVAL, "hoff_group_create: a group name has 1 to %d characters, got %s", NAME_MAX_LEN,
-                           name ? (len ? "a longer one" : "\"\"") : "NULL");
-    if (flags & ~(unsigned)HOFF_GROUP_ONE_BY_ONE)
-        return hoff__error(-EINVAL, "hoff_group_create: flags 0x%x: accepted are HOFF_GROUP_COLOCATE (0) and "
-                           "HOFF_GROUP_ONE_BY_ONE (1)", flags);
-    for (i = 0; i < len; i++)
-        if ((unsigned char)name[i] < 0x20 || (unsigned char)name[i] == 0x7f)
-            return hoff__error(-EINVAL, "hoff_group_create: a group name is printable text; character %zu is "
-                               "a control character", i);
-    LOCK(ctx);
     for (g = ctx->groups; g; g = g->next)
-        if (!strcmp(g->name, name)) {
-            UNLOCK(ctx);
+        if (!strcmp(g->name, name))
             return hoff__error(-EEXIST, "hoff_group_create: context already has a group named '%s'", name);
-        }
-    if (!(g = calloc(1, sizeof *g))) {
-        UNLOCK(ctx);
+    if (!(g = calloc(1, sizeof *g)))
         return hoff__error(-ENOMEM, "hoff_group_create: no memory");
-    }
     g->ctx = ctx;
     g->flags = flags;
-    memcpy(g->name, name, len + 1);
+    snprintf(g->name, sizeof g->name, "%s", name);
     g->info.version = 1;
     g->info.size = sizeof g->info;
     g->step = ctx->pipe.step;
     g->next = ctx->groups;
     ctx->groups = g;
     ctx->st.manual_groups++;
-    UNLOCK(ctx);
     *out = g;
     return 0;
 }
 
-HOFF_API hoff_group *hoff_group_find(hoff_ctx *ctx, const char *name) {
-    struct hoff_group *g = NULL;
+struct hoff_group *hoff__group_find(struct hoff_ctx *ctx, const char *name) {
+    struct hoff_group *g;
 
-    if (ctx && name) {
-        LOCK(ctx);
-        for (g = ctx->groups; g && strcmp(g->name, name); g = g->next)
-            ;
-        UNLOCK(ctx);
-    }
-    if (!g) {
-        errno = ENOENT;
-        hoff__error(-ENOENT, "hoff_group_find: no group named '%s'", name ? name : "(null)");
-    }
+    for (g = ctx->groups; g && strcmp(g->name, name); g = g->next)
+        ;
     return g;
 }
 
-HOFF_API int hoff_group_add(hoff_group *g, const void *ptr) {
-    struct hoff_ctx *ctx;
-    struct hoff__block *b;
-    int rc = 0;
-
-    if (!g)
-        return hoff__error(-EINVAL, "hoff_group_add: NULL group");
-    ctx = g->ctx;
-    LOCK(ctx);
-    b = lookup(ctx, ptr);
-    if (!b) {
-        rc = hoff__error(-EINVAL, "hoff_group_add: %p is not inside a live hoff block (group '%s')", ptr, g->name);
-    } else if (b->pool != HOFF__POOL_MANAGED) {
-        rc = hoff__error(-EPERM, "hoff_group_add: block %p is in the device pool (parameters, small or "
-                         "out-of-step allocations): not an offload candidate, it cannot join group '%s'",
-                         b->ptr, g->name);
-    } else if (b->flags & HOFF__BLK_PINNED) {
-        rc = hoff__error(-EPERM, "hoff_group_add: block %p was allocated inside a region (skip_offload): never "
-                         "offloaded, it cannot join group '%s'", b->ptr, g->name);
-    } else if (b->mgroup == g) {
-        g->info.duplicates++;
-        rc = 1; /* the same storage again: one block, one copy */
-    } else if (b->mgroup) {
-        rc = hoff__error(-EBUSY, "hoff_group_add: block %p is already in group '%s' (a block is in one group); "
-                         "not added to '%s'", b->ptr, b->mgroup->name, g->name);
-    } else if (g->launched) {
-        rc = hoff__error(-EBUSY, "hoff_group_add: group '%s' has %s launched and not waited for: add blocks "
-                         "before launching it", g->name, launch_name(g->launched));
-    } else if (g->n && g->step != ctx->pipe.step) {
-        rc = hoff__error(-ESTALE, "hoff_group_add: group '%s' holds %u blocks added in step %llu and this is step "
-                         "%llu: a group is filled within one step (release or abort it when its step is done)",
-                         g->name, (unsigned)g->n, (unsigned long long)g->step,
-                         (unsigned long long)ctx->pipe.step);
-    } else {
-        if (g->n == g->cap) {
-            uint32_t cap = g->cap ? 2 * g->cap : 16;
-            struct hoff__block **m = realloc(g->m, cap * sizeof *m);
-
-            if (!m) {
-                UNLOCK(ctx);
-                return hoff__error(-ENOMEM, "hoff_group_add: no memory for group '%s'", g->name);
-            }
-            g->m = m;
-            g->cap = cap;
-        }
-        if (!g->n)
-            g->step = ctx->pipe.step;
-        b->mgroup = g;
-        b->mslot = g->n;
-        g->m[g->n++] = b;
-        g->info.adds++;
-        ctx->st.manual_blocks++;
-        hoff__record_exclude(ctx, b); /* outside the plan from now on */
-    }
-    UNLOCK(ctx);
-    return rc;
-}
-
-HOFF_API int hoff_group_remove(hoff_group *g, const void *ptr) {
-    struct hoff_ctx *ctx;
-    struct hoff__block *b;
-    int rc = 0;
-
-    if (!g)
-        return hoff__error(-EINVAL, "hoff_group_remove: NULL group");
-    ctx = g->ctx;
-    LOCK(ctx);
-    b = lookup(ctx, ptr);
+/* The checks of hoff_group_add, in its order: 0 when b may join g, else the refusal said. */
+static int add_refusal(struct hoff_ctx *ctx, struct hoff_group *g, const struct hoff__block *b, const void *ptr) {
     if (!b)
-        rc = hoff__error(-EINVAL, "hoff_group_remove: %p is not inside a live hoff block (group '%s')", ptr,
-                         g->name);
-    else if (b->mgroup != g)
-        rc = hoff__error(-ENOENT, "hoff_group_remove: block %p is not in group '%s'", b->ptr, g->name);
-    else if (g->launched)
-        rc = hoff__error(-EBUSY, "hoff_group_remove: group '%s' has %s launched and not waited for", g->name,
-                         launch_name(g->launched));
-    else
-        drop_member(ctx, g, b);
-    UNLOCK(ctx);
-    return rc;
+        return hoff__error(-EINVAL, "hoff_group_add: %p is not inside a live hoff block (group '%s')", ptr,
+                           g->name);
+    if (b->pool != HOFF__POOL_MANAGED)
+        return hoff__error(-EPERM, "hoff_group_add: block %p is in the device pool (parameters, small or "
+                           "out-of-step allocations): not an offload candidate, it cannot join group '%s'",
+                           b->ptr, g->name);
+    if (b->flags & HOFF__BLK_PINNED)
+        return hoff__error(-EPERM, "hoff_group_add: block %p was allocated inside a region (skip_offload): never "
+                           "offloaded, it cannot join group '%s'", b->ptr, g->name);
+    if (b->mgroup == g)
+        return 0;
+    if (b->mgroup)
+        return hoff__error(-EBUSY, "hoff_group_add: block %p is already in group '%s' (a block is in one group); "
+                           "not added to '%s'", b->ptr, b->mgroup->name, g->name);
+    if (g->launched)
+        return hoff__error(-EBUSY, "hoff_group_add: group '%s' has %s launched and not waited for: add blocks "
+                           "before launching it", g->name, launch_name(g->launched));
+    if (g->n && g->step != ctx->pipe.step)
+        return hoff__error(-ESTALE, "hoff_group_add: group '%s' holds %u blocks added in step %llu and this is "
+                           "step %llu: a group is filled within one step (release or abort it when its step is "
+                           "done)", g->name, (unsigned)g->n, (unsigned long long)g->step,
+                           (unsigned long long)ctx->pipe.step);
+    return 0;
 }
 
-HOFF_API int hoff_group_evict(hoff_group *g, hoff_stream stream) {
-    return launch(g, HOFF__CMD_EVICT, stream, "hoff_group_evict");
+int hoff__group_add(struct hoff_ctx *ctx, struct hoff_group *g, const void *ptr) {
+    struct hoff__block *b = lookup(ctx, ptr);
+    int rc;
+
+    if ((rc = add_refusal(ctx, g, b, ptr)) != 0)
+        return rc;
+    if (b->mgroup == g) {
+        g->info.duplicates++;
+        return 1; /* the same storage again: one block, one copy */
+    }
+    if (g->n == g->cap) {
+        uint32_t cap = g->cap ? 2 * g->cap : 16;
+        struct hoff__block **m = realloc(g->m, cap * sizeof *m);
+
+        if (!m)
+            return hoff__error(-ENOMEM, "hoff_group_add: no memory for group '%s'", g->name);
+        g->m = m;
+        g->cap = cap;
+    }
+    if (!g->n)
+        g->step = ctx->pipe.step;
+    b->mgroup = g;
+    b->mslot = g->n;
+    g->m[g->n++] = b;
+    g->info.adds++;
+    ctx->st.manual_blocks++;
+    hoff__record_exclude(ctx, b); /* outside the plan from now on */
+    return 0;
 }
 
-HOFF_API int hoff_group_prefetch(hoff_group *g, hoff_stream stream) {
-    return launch(g, HOFF__CMD_PREFETCH, stream, "hoff_group_prefetch");
+int hoff__group_remove(struct hoff_ctx *ctx, struct hoff_group *g, const void *ptr) {
+    struct hoff__block *b = lookup(ctx, ptr);
+
+    if (!b)
+        return hoff__error(-EINVAL, "hoff_group_remove: %p is not inside a live hoff block (group '%s')", ptr,
+                           g->name);
+    if (b->mgroup != g)
+        return hoff__error(-ENOENT, "hoff_group_remove: block %p is not in group '%s'", b->ptr, g->name);
+    if (g->launched)
+        return hoff__error(-EBUSY, "hoff_group_remove: group '%s' has %s launched and not waited for", g->name,
+                           launch_name(g->launched));
+    drop_member(ctx, g, b);
+    return 0;
 }
 
-HOFF_API int hoff_group_wait(hoff_group *g, hoff_stream stream, unsigned flags) {
-    struct hoff_ctx *ctx;
+int hoff__group_wait(struct hoff_ctx *ctx, struct hoff_group *g, hoff_stream stream, unsigned flags) {
     uint32_t i;
     int rc = 0, r;
 
-    if (!g)
-        return hoff__error(-EINVAL, "hoff_group_wait: NULL group");
-    if (flags & ~(unsigned)HOFF_GROUP_WAIT_HOST)
-        return hoff__error(-EINVAL, "hoff_group_wait: flags 0x%x: accepted are HOFF_GROUP_WAIT_STREAM (0) and "
-                           "HOFF_GROUP_WAIT_HOST (1)", flags);
-    ctx = g->ctx;
-    LOCK(ctx);
-    if (!g->launched) {
-        UNLOCK(ctx);
+    if (!g->launched)
         return hoff__error(-EINVAL, "hoff_group_wait: group '%s' has no eviction or prefetch launched to wait for "
                            "(hoff_group_evict or hoff_group_prefetch first)", g->name);
-    }
     for (i = 0; i < g->n; i++) {
         if (flags & HOFF_GROUP_WAIT_HOST)
             hoff__res_settle(ctx, g->m[i]);
@@ -419,19 +358,13 @@ HOFF_API int hoff_group_wait(hoff_group *g, hoff_stream stream, unsigned flags) 
                              g->m[i]->ptr);
     }
     g->launched = 0;
-    UNLOCK(ctx);
     return rc;
 }
 
-HOFF_API int hoff_group_release(hoff_group *g) {
-    struct hoff_ctx *ctx;
+int hoff__group_release(struct hoff_ctx *ctx, struct hoff_group *g) {
     uint32_t i;
     int rc = 0, r;
 
-    if (!g)
-        return hoff__error(-EINVAL, "hoff_group_release: NULL group");
-    ctx = g->ctx;
-    LOCK(ctx);
     hoff__res_poll(ctx);
     for (i = 0; i < g->n; i++) {
         struct hoff__block *b = g->m[i];
@@ -443,37 +376,20 @@ HOFF_API int hoff_group_release(hoff_group *g) {
             rc = r; /* its host copy stays: nothing is lost that was not asked for */
     }
     empty(ctx, g);
-    UNLOCK(ctx);
     return rc;
 }
 
-HOFF_API int hoff_group_clear(hoff_group *g) {
-    struct hoff_ctx *ctx;
-
-    if (!g)
-        return hoff__error(-EINVAL, "hoff_group_clear: NULL group");
-    ctx = g->ctx;
-    LOCK(ctx);
+void hoff__group_clear(struct hoff_ctx *ctx, struct hoff_group *g) {
     empty(ctx, g);
-    UNLOCK(ctx);
-    return 0;
 }
 
-HOFF_API int hoff_group_abort(hoff_group *g) {
-    struct hoff_ctx *ctx;
-
-    if (!g)
-        return hoff__error(-EINVAL, "hoff_group_abort: NULL group");
-    ctx = g->ctx;
-    LOCK(ctx);
+void hoff__group_abort(struct hoff_ctx *ctx, struct hoff_group *g) {
     settle_all(ctx, g);
     empty(ctx, g);
     ctx->st.manual_aborts++;
-    UNLOCK(ctx);
-    return 0;
 }
 
-static void destroy_locked(struct hoff_ctx *ctx, struct hoff_group *g) {
+void hoff__group_destroy(struct hoff_ctx *ctx, struct hoff_group *g) {
     struct hoff_group **pp;
 
     settle_all(ctx, g);
@@ -487,31 +403,14 @@ static void destroy_locked(struct hoff_ctx *ctx, struct hoff_group *g) {
     free(g);
 }
 
-HOFF_API int hoff_group_destroy(hoff_group *g) {
-    struct hoff_ctx *ctx;
-
-    if (!g)
-        return 0;
-    ctx = g->ctx;
-    LOCK(ctx);
-    destroy_locked(ctx, g);
-    UNLOCK(ctx);
-    return 0;
-}
-
 void hoff__groups_destroy_all(struct hoff_ctx *ctx) {
     while (ctx->groups)
-        destroy_locked(ctx, ctx->groups);
+        hoff__group_destroy(ctx, ctx->groups);
 }
 
-HOFF_API int hoff_group_info(hoff_group *g, struct hoff_group_info *out) {
-    struct hoff_ctx *ctx;
+void hoff__group_info(struct hoff_ctx *ctx, const struct hoff_group *g, struct hoff_group_info *out) {
     uint32_t i;
 
-    if (!g || !out)
-        return hoff__error(-EINVAL, "hoff_group_info: NULL %s", g ? "out" : "group");
-    ctx = g->ctx;
-    LOCK(ctx);
     hoff__res_poll(ctx);
     *out = g->info;
     out->blocks = g->n;
@@ -530,6 +429,4 @@ HOFF_API int hoff_group_info(hoff_group *g, struct hoff_group_info *out) {
     }
     out->launched = (uint64_t)g->launched;
     out->step = g->step;
-    UNLOCK(ctx);
-    return 0;
 }
