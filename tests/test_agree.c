@@ -83,7 +83,7 @@ struct run {
 static uint64_t sim_now(struct run *r) {
     struct hoff__sim_counters c;
 
-    CU_ASSERT_EQUAL_FATAL(hoff__sim_counters(r->ctx->be, &c), 0);
+    CU_ASSERT_EQUAL_FATAL(hoff__sim_counters(r->ctx->mem.be, &c), 0);
     return c.now_ns;
 }
 
@@ -125,7 +125,7 @@ static void on_alloc(void *arg, int step, uint32_t block, const void *p, size_t 
     if (step != r->step)
         return;
     pthread_mutex_lock(&r->ctx->lock);
-    b = hoff__bt_lookup(&r->ctx->table, p);
+    b = hoff__bt_lookup(&r->ctx->mem.table, p);
     id = b && b->tstep ? b->tid : UINT32_MAX;
     pthread_mutex_unlock(&r->ctx->lock);
     if (block < r->t->nblocks)
@@ -262,7 +262,7 @@ static void agree(const struct hoff__trace *t, const char *what, int pct, int ca
     CU_ASSERT_PTR_NOT_NULL_FATAL(r.rec_of);
     for (i = 0; i < t->nblocks; i++)
         r.rec_of[i] = UINT32_MAX;
-    CU_ASSERT_EQUAL_FATAL(hoff__sim_observe(r.ctx->be, olog_add, &r.sim), 0);
+    CU_ASSERT_EQUAL_FATAL(hoff__sim_observe(r.ctx->mem.be, olog_add, &r.sim), 0);
 
     memset(&o, 0, sizeof o);
     o.steps = 3;
@@ -279,11 +279,11 @@ static void agree(const struct hoff__trace *t, const char *what, int pct, int ca
     CU_ASSERT_EQUAL(res.step[2].plan_state, HOFF_PLAN_REPLAY);
     /* Everything the step issued has been made: the issuing threads are idle. */
     CU_ASSERT_EQUAL(hoff_sync(r.ctx), 0);
-    CU_ASSERT_EQUAL(hoff__sim_observe(r.ctx->be, NULL, NULL), 0);
+    CU_ASSERT_EQUAL(hoff__sim_observe(r.ctx->mem.be, NULL, NULL), 0);
 
     /* The prediction of the context's own plan, on the recorded step. */
     CU_ASSERT_FATAL(r.ctx->pipe.have_trace);
-    hoff__record_plan_opts(r.ctx, &po);
+    hoff__record_plan_opts(&r.ctx->pipe, &po);
     po.observe = olog_add;
     po.observe_arg = &pred;
     T = hoff__plan_times(&r.ctx->pipe.trace);

@@ -137,7 +137,7 @@ static void rearm(void) {
     case 4: j->fail_complete = 1 + (unsigned)rnd(4); j->complete_err = errs[rnd(3)]; j->disk_full = (int)rnd(2); break;
     }
     cur ^= 1;
-    hoff__nvme_set_inject(ctx->nvme, j);
+    hoff__nvme_set_inject(ctx->mem.nvme, j);
 }
 
 static void one_action(void) {
@@ -219,7 +219,7 @@ static struct {
 } capw;
 
 static void check_cap(void) {
-    const struct hoff_stats *st = &ctx->st;
+    const struct hoff__mem_stats *st = &ctx->mem.st;
     int over = st->host_bytes > capw.cap || (st->peak_host_bytes > capw.peak && st->peak_host_bytes > capw.cap);
 
     if (over && st->host_cap_overruns == capw.overruns) {
@@ -283,7 +283,7 @@ static void one_run(int actions) {
     }
     hoff_sync(ctx);
     tot.fired += inj[cur].fired;
-    hoff__nvme_set_inject(ctx->nvme, NULL);
+    hoff__nvme_set_inject(ctx->mem.nvme, NULL);
     hoff_stats_get(ctx, &st);
     tot.spills += st.spills;
     tot.spill_failures += st.spill_failures;

@@ -309,7 +309,7 @@ static void test_tier_error_carried(void) {
     memset(&inj, 0, sizeof inj);
     inj.fail_complete = 1; /* the restore's first read */
     inj.complete_err = EIO;
-    hoff__nvme_set_inject(ctx->nvme, &inj);
+    hoff__nvme_set_inject(ctx->mem.nvme, &inj);
     rc = hoff_access(ctx, p[0], 0, NULL);
     CU_ASSERT_EQUAL(inj.fired, 1);
     CU_ASSERT(rc < 0);
@@ -317,7 +317,7 @@ static void test_tier_error_carried(void) {
     CU_ASSERT_PTR_NOT_NULL(strstr(hoff_last_error(), "NVMe tier: restore of block"));
     CU_ASSERT_PTR_NOT_NULL(strstr(hoff_last_error(), strerror(EIO)));
     CU_ASSERT_PTR_NULL(strstr(hoff_last_error(), "not a"));
-    hoff__nvme_set_inject(ctx->nvme, NULL);
+    hoff__nvme_set_inject(ctx->mem.nvme, NULL);
     CU_ASSERT_EQUAL(hoff_access(ctx, p[0], 0, NULL), 0); /* the spill was kept: read again */
     for (k = 0; k < 2 * MiB && p[0][k] == 0x60; k++)
         ;
@@ -354,7 +354,7 @@ static void test_full_disk(void) {
     CU_ASSERT_EQUAL_FATAL(hoff_residency(ctx, p[0]), HOFF_RES_NVME);
     memset(&inj, 0, sizeof inj);
     inj.disk_full = 1;
-    hoff__nvme_set_inject(ctx->nvme, &inj);
+    hoff__nvme_set_inject(ctx->mem.nvme, &inj);
     /* The host is full (p[1], p[2]); spilling p[1] fails: p[3] stays. */
     rc = hoff_evict(ctx, p[3], NULL);
     printf("\n    eviction with the host full and the disk full: %d, \"%s\"\n", rc, hoff_last_error());
@@ -396,7 +396,7 @@ static void test_full_disk(void) {
         CU_ASSERT_EQUAL(k, 2 * MiB);
         CU_ASSERT_EQUAL(hoff_free(ctx, p[i], NULL), 0);
     }
-    hoff__nvme_set_inject(ctx->nvme, NULL);
+    hoff__nvme_set_inject(ctx->mem.nvme, NULL);
     CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
 }
 

@@ -28,15 +28,15 @@ static int open_backend(struct hoff_ctx *ctx) {
 
     switch (ctx->cfg.backend) {
     case HOFF_BACKEND_SIM:
-        return hoff__backend_open_sim(&ctx->cfg, &ctx->be);
+        return hoff__backend_open_sim(&ctx->cfg, &ctx->mem.be);
     case HOFF_BACKEND_CUDA:
-        return hoff__backend_open_cuda(&ctx->cfg, &ctx->be);
+        return hoff__backend_open_cuda(&ctx->cfg, &ctx->mem.be);
     default:
-        rc = hoff__backend_open_cuda(&ctx->cfg, &ctx->be);
+        rc = hoff__backend_open_cuda(&ctx->cfg, &ctx->mem.be);
         if (rc == 0)
             return 0;
         hoff__log(HOFF_LOG_INFO, "no usable GPU (%s): using the sim backend", hoff_last_error());
-        return hoff__backend_open_sim(&ctx->cfg, &ctx->be);
+        return hoff__backend_open_sim(&ctx->cfg, &ctx->mem.be);
     }
 }
 
@@ -104,44 +104,51 @@ static int open_tiers(struct hoff_ctx *ctx) {
     const char *busid = NULL;
     int rc;
 
-    if (ctx->be->ops->pci_bus_id && ctx->be->ops->pci_bus_id(ctx->be, bus, sizeof bus) == 0)
+    if (ctx->mem.be->ops->pci_bus_id && ctx->mem.be->ops->pci_bus_id(ctx->mem.be, bus, sizeof bus) == 0)
         busid = bus;
-    rc = hoff__host_tier_open(&ctx->host_tier, ctx->cfg.numa, busid, NULL, 0);
+    rc = hoff__host_tier_open(&ctx->mem.host_tier, ctx->cfg.numa, busid, NULL, 0);
     if (rc)
         return rc; /* a bad HOFF_NUMA: the message says why */
-    hoff__log(HOFF_LOG_INFO, "host tier: %s", hoff__host_tier_describe(ctx->host_tier, desc, sizeof desc));
+    hoff__log(HOFF_LOG_INFO, "host tier: %s", hoff__host_tier_describe(ctx->mem.host_tier, desc, sizeof desc));
     if (!ctx->spill_dir[0])
         return 0;
-    rc = hoff__nvme_open(&ctx->nvme, ctx->spill_dir, (size_t)ctx->cfg.spill_chunk_bytes,
-                         ctx->cfg.io_queue_depth, ctx->host_tier, NULL);
+    rc = hoff__nvme_open(&ctx->mem.nvme, ctx->spill_dir, (size_t)ctx->cfg.spill_chunk_bytes,
+                         ctx->cfg.io_queue_depth, ctx->mem.host_tier, NULL);
     if (rc)
         goto fail;
-    rc = hoff__issuer_start(&ctx->tier_issuer, ctx->be, 64, hoff__res_cmd_done, ctx);
+    rc = hoff__issuer_start(&ctx->mem.tier_issuer, ctx->mem.be, 64, hoff__res_cmd_done, &ctx->mem);
     if (rc) {
         hoff__error(rc, "cannot start the NVMe tier's thread");
         goto fail;
     }
-    hoff__log(HOFF_LOG_INFO, "NVMe tier in %s: %s", ctx->spill_dir, hoff__nvme_mode(ctx->nvme, desc, sizeof desc));
+    hoff__log(HOFF_LOG_INFO, "NVMe tier in %s: %s", ctx->spill_dir, hoff__nvme_mode(ctx->mem.nvme, desc, sizeof desc));
     return 0;
 fail:
-    if (ctx->nvme)
-        hoff__nvme_close(ctx->nvme);
-    ctx->nvme = NULL;
-    hoff__host_tier_close(ctx->host_tier);
-    ctx->host_tier = NULL;
+    if (ctx->mem.nvme)
+        hoff__nvme_close(ctx->mem.nvme);
+    ctx->mem.nvme = NULL;
+    hoff__host_tier_close(ctx->mem.host_tier);
+    ctx->mem.host_tier = NULL;
     return rc;
 }
 
 static void close_tiers(struct hoff_ctx *ctx) {
-    if (ctx->tier_issuer)
-        hoff__issuer_stop(ctx->tier_issuer);
-    if (ctx->nvme)
-        hoff__nvme_close(ctx->nvme);
-    if (ctx->host_tier)
-        hoff__host_tier_close(ctx->host_tier);
-    ctx->tier_issuer = NULL;
-    ctx->nvme = NULL;
-    ctx->host_tier = NULL;
+    if (ctx->mem.tier_issuer)
+        hoff__issuer_stop(ctx->mem.tier_issuer);
+    if (ctx->mem.nvme)
+        hoff__nvme_close(ctx->mem.nvme);
+    if (ctx->mem.host_tier)
+        hoff__host_tier_close(ctx->mem.host_tier);
+    ctx->mem.tier_issuer = NULL;
+    ctx->mem.nvme = NULL;
+    ctx->mem.host_tier = NULL;
+}
+
+void hoff__ctx_push_limits(struct hoff_ctx *ctx) {
+    ctx->mem.lim.budget_bytes = ctx->cfg.budget_bytes;
+    ctx->mem.lim.host_cap_bytes = ctx->cfg.host_cap_bytes;
+    ctx->mem.lim.oversub_margin_bytes = ctx->cfg.oversub_margin_bytes;
+    ctx->mem.lim.oversubscribe = ctx->cfg.oversubscribe;
 }
 
 /* hoff_init's work; every failure below says why, and hoff_init makes the message its own. */
@@ -186,15 +193,15 @@ static int init(hoff_ctx **out, const struct hoff_config *cfg) {
         return rc;
     }
     pthread_mutex_init(&ctx->lock, NULL);
-    pthread_mutex_init(&ctx->done_lock, NULL);
-    pthread_cond_init(&ctx->done_cond, NULL);
+    pthread_mutex_init(&ctx->mem.done_lock, NULL);
+    pthread_cond_init(&ctx->mem.done_cond, NULL);
     if ((rc = open_backend(ctx)) != 0)
         goto fail;
     if (ctx->cfg.budget_pct > 0) { /* a percentage of this rank's own device */
         uint64_t free_b = 0, total_b = 0;
 
-        if ((rc = ctx->be->ops->mem_info(ctx->be, &free_b, &total_b)) != 0) {
-            ctx->be->ops->close(ctx->be);
+        if ((rc = ctx->mem.be->ops->mem_info(ctx->mem.be, &free_b, &total_b)) != 0) {
+            ctx->mem.be->ops->close(ctx->mem.be);
             goto fail;
         }
         ctx->cfg.budget_bytes = (uint64_t)((double)total_b * ctx->cfg.budget_pct / 100.0);
@@ -202,26 +209,26 @@ static int init(hoff_ctx **out, const struct hoff_config *cfg) {
         if (ctx->cfg.budget_bytes == 0)
             ctx->cfg.budget_bytes = 1; /* a tiny percentage is still a budget, not "no limit" */
     }
-    if ((rc = hoff__guard_init(ctx)) != 0)
+    hoff__ctx_push_limits(ctx);
+    if ((rc = hoff__guard_init(&ctx->mem)) != 0)
         goto fail_be;
-    if ((rc = hoff__bt_init(&ctx->table, 1024)) != 0)
+    if ((rc = hoff__bt_init(&ctx->mem.table, 1024)) != 0)
         goto fail_be;
-    hoff__pool_init(&ctx->pools[HOFF__POOL_DEVICE], HOFF__POOL_DEVICE, ctx->be, hoff__guard_check_device, ctx);
-    hoff__pool_init(&ctx->pools[HOFF__POOL_MANAGED], HOFF__POOL_MANAGED, ctx->be, hoff__guard_check, ctx);
-    hoff__pool_init_graph(&ctx->graph_pool, ctx->be, hoff__guard_check_device, ctx);
-    hoff__pool_set_reuse(&ctx->graph_pool, hoff__graph_reuse_ok, ctx);
-    ctx->pools[HOFF__POOL_DEVICE].defer = ctx->cfg.free_fence == HOFF_FENCE_DEVICE;
-    ctx->pools[HOFF__POOL_DEVICE].sum = ctx->pools[HOFF__POOL_MANAGED].sum = &ctx->pool_sum;
-    rc = hoff__issuer_start(&ctx->issuer, ctx->be, (size_t)ctx->cfg.issue_queue_depth,
-                            hoff__res_cmd_done, ctx);
+    hoff__pool_init(&ctx->mem.pools[HOFF__POOL_DEVICE], HOFF__POOL_DEVICE, ctx->mem.be, hoff__guard_check_device,
+                    &ctx->mem);
+    hoff__pool_init(&ctx->mem.pools[HOFF__POOL_MANAGED], HOFF__POOL_MANAGED, ctx->mem.be, hoff__guard_check, &ctx->mem);
+    hoff__pool_init_graph(&ctx->mem.graph_pool, ctx->mem.be, hoff__guard_check_device, &ctx->mem);
+    hoff__pool_set_reuse(&ctx->mem.graph_pool, hoff__graph_reuse_ok, ctx);
+    ctx->mem.pools[HOFF__POOL_DEVICE].defer = ctx->cfg.free_fence == HOFF_FENCE_DEVICE;
+    ctx->mem.pools[HOFF__POOL_DEVICE].sum = ctx->mem.pools[HOFF__POOL_MANAGED].sum = &ctx->mem.pool_sum;
+    rc = hoff__issuer_start(&ctx->mem.issuer, ctx->mem.be, (size_t)ctx->cfg.issue_queue_depth,
+                            hoff__res_cmd_done, &ctx->mem);
     if (rc) {
         hoff__error(rc, "cannot start the issuing thread");
         goto fail_bt;
     }
     if ((rc = open_tiers(ctx)) != 0)
         goto fail_issuer;
-    ctx->st.version = HOFF_STATS_VERSION;
-    ctx->st.size = sizeof ctx->st;
     ctx->st.budget_bytes = ctx->cfg.budget_bytes;
     ctx->st.host_cap_bytes = ctx->cfg.host_cap_bytes;
     ctx->st.rank = (uint64_t)ctx->rank.rank;
@@ -229,22 +236,22 @@ static int init(hoff_ctx **out, const struct hoff_config *cfg) {
     ctx->st.local_rank = ctx->rank.local_rank > 0 ? (uint64_t)ctx->rank.local_rank : 0;
     ctx->st.device = (uint64_t)ctx->cfg.device;
     hoff__pipe_init(ctx);
-    hoff__log(HOFF_LOG_INFO, "context ready: backend %s, budget %llu bytes", ctx->be->ops->name,
+    hoff__log(HOFF_LOG_INFO, "context ready: backend %s, budget %llu bytes", ctx->mem.be->ops->name,
               (unsigned long long)ctx->cfg.budget_bytes);
     if (ctx->cfg.stats_publish) /* stats for hoff-stat; never fails the init */
-        ctx->pub = hoff__publish_open(ctx->cfg.planner, ctx->be->ops->name, ctx->rank.job);
+        ctx->pub = hoff__publish_open(ctx->cfg.planner, ctx->mem.be->ops->name, ctx->rank.job);
     hoff__publish_now(ctx); /* nobody else has ctx yet: no lock needed */
     *out = ctx;
     return 0;
 fail_issuer:
-    hoff__issuer_stop(ctx->issuer);
+    hoff__issuer_stop(ctx->mem.issuer);
 fail_bt:
-    hoff__bt_destroy(&ctx->table);
+    hoff__bt_destroy(&ctx->mem.table);
 fail_be:
-    ctx->be->ops->close(ctx->be);
+    ctx->mem.be->ops->close(ctx->mem.be);
 fail:
-    pthread_cond_destroy(&ctx->done_cond);
-    pthread_mutex_destroy(&ctx->done_lock);
+    pthread_cond_destroy(&ctx->mem.done_cond);
+    pthread_mutex_destroy(&ctx->mem.done_lock);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
     return rc;
@@ -262,12 +269,12 @@ static void count_leak(const void *key, void *val, void *arg) {
 
     (void)key;
     if (b->graph) {
-        hoff__pool_retire(&ctx->graph_pool, b);
+        hoff__pool_retire(&ctx->mem.graph_pool, b);
         return;
     }
-    if (b->pool == HOFF__POOL_MANAGED && hoff__res_on_free(ctx, b) == 0)
+    if (b->pool == HOFF__POOL_MANAGED && hoff__res_on_free(&ctx->mem, b) == 0)
         return; /* cannot happen after wait_all */
-    hoff__pool_put(&ctx->pools[b->pool], b, b->stream);
+    hoff__pool_put(&ctx->mem.pools[b->pool], b, b->stream);
 }
 
 HOFF_API int hoff_shutdown(hoff_ctx *ctx) {
@@ -279,40 +286,40 @@ HOFF_API int hoff_shutdown(hoff_ctx *ctx) {
     ctx->shutting_down = 1;
     hoff__publish_close(ctx->pub);
     ctx->pub = NULL;
-    hoff__res_wait_all(ctx);
+    hoff__res_wait_all(&ctx->mem);
     UNLOCK(ctx);
-    hoff__issuer_stop(ctx->issuer);
-    if (ctx->tier_issuer)
-        hoff__issuer_drain(ctx->tier_issuer);
+    hoff__issuer_stop(ctx->mem.issuer);
+    if (ctx->mem.tier_issuer)
+        hoff__issuer_drain(ctx->mem.tier_issuer);
     LOCK(ctx);
     hoff__ctx_settle(ctx);
-    hoff__guard_close(ctx);
-    hoff__groups_destroy_all(ctx);
-    leaked = ctx->table.count;
+    hoff__guard_close(&ctx->mem);
+    hoff__groups_destroy_all(&ctx->mem);
+    leaked = ctx->mem.table.count;
     if (leaked)
         hoff__log(HOFF_LOG_WARN, "shutdown with %zu blocks still allocated; releasing them", leaked);
-    hoff__bt_foreach(&ctx->table, count_leak, ctx);
+    hoff__bt_foreach(&ctx->mem.table, count_leak, ctx);
     for (size_t i = 0; i < ctx->ncapfree; i++) /* freed during a capture that never ended */
         count_leak(NULL, ctx->capfree[i].b, ctx);
     free(ctx->capfree);
     free(ctx->gpools);
     hoff__pipe_destroy(ctx);
     close_tiers(ctx); /* after the blocks let go of their spills */
-    hoff__pool_destroy(&ctx->pools[HOFF__POOL_DEVICE]);
-    hoff__pool_destroy(&ctx->pools[HOFF__POOL_MANAGED]);
-    hoff__pool_destroy(&ctx->graph_pool);
-    hoff__bt_destroy(&ctx->table);
-    ctx->be->ops->close(ctx->be);
+    hoff__pool_destroy(&ctx->mem.pools[HOFF__POOL_DEVICE]);
+    hoff__pool_destroy(&ctx->mem.pools[HOFF__POOL_MANAGED]);
+    hoff__pool_destroy(&ctx->mem.graph_pool);
+    hoff__bt_destroy(&ctx->mem.table);
+    ctx->mem.be->ops->close(ctx->mem.be);
     UNLOCK(ctx);
-    pthread_cond_destroy(&ctx->done_cond);
-    pthread_mutex_destroy(&ctx->done_lock);
+    pthread_cond_destroy(&ctx->mem.done_cond);
+    pthread_mutex_destroy(&ctx->mem.done_lock);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
     return 0;
 }
 
 HOFF_API const char *hoff_backend_name(const hoff_ctx *ctx) {
-    return ctx && ctx->be ? ctx->be->ops->name : "none";
+    return ctx && ctx->mem.be ? ctx->mem.be->ops->name : "none";
 }
 
 HOFF_API const char *hoff_planner_name(const hoff_ctx *ctx) {

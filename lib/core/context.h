@@ -1,40 +1,39 @@
-/* context.h — struct hoff_ctx: the configuration, backend, pools, block table, residency and counters of one context.
- * Threading: `lock` guards everything here except the issuer (own lock) and `done_lock`/`done_cond` (transfer completions). */
+/* context.h — struct hoff_ctx: the configuration, the API's lock, the memory layer (mem/mem.h), the pipeline of
+ * steps, graph capture and publishing of one context, with the context's own counters.
+ * Threading: `lock` guards everything here and in the memory layer, except what mem/mem.h names (issuers,
+ * completions). */
 #ifndef HOFF_CONTEXT_H
 #define HOFF_CONTEXT_H
 
 #include <limits.h>
 #include <pthread.h>
 
-#include "backend/backend.h"
-#include "exec/executor.h"
-#include "exec/issuer.h"
-#include "mem/blocktable.h"
-#include "mem/guard.h"
-#include "mem/pool.h"
-#include "mem/residency.h"
 #include "core/rank.h"
+#include "core/stat.h"
+#include "exec/pipeline.h"
+#include "mem/mem.h"
 
 struct hoff__publisher;
 
+/* The hoff_stats fields the context keeps itself (core/stat.h); the memory layer's (mem/mem.h), the pipeline's
+ * (exec/executor.h) and the figures read from the pools, the issuer, the backend and the NVMe tier
+ * (core/ctx_stats.c) are folded in on read. */
+#define HOFF__CTX_STATS(X)                                                                                           \
+    X(budget_bytes) X(host_cap_bytes) X(allocs) X(frees) X(alloc_failures) X(cache_flushes) X(steps)                 \
+    X(last_step_ns) X(touch_faults) X(discard_touches) X(rank) X(world_size) X(local_rank) X(device)                 \
+    X(capture_allocs) X(free_fence_syncs) X(side_stream_allocs) X(kept_allocs) X(keep_ignored)                       \
+    X(graph_pool_begins) X(graph_pool_releases) X(graph_released_bytes)
+
+struct hoff__ctx_stats {
+#define HOFF__CTX_STAT_(name) HOFF__STAT_FIELD(name)
+    HOFF__CTX_STATS(HOFF__CTX_STAT_)
+#undef HOFF__CTX_STAT_
+};
+
 struct hoff_ctx {
     struct hoff_config cfg;
-    struct hoff__backend *be;
     pthread_mutex_t lock;
-    /* The issuing thread signals finished commands here; it never takes
-     * `lock`, so a thread holding `lock` may wait on done_cond. */
-    pthread_mutex_t done_lock;
-    pthread_cond_t done_cond;
-    struct hoff__issuer *issuer;
-    /* The tiers below the device: placement of evictions, and the NVMe tier
-     * (NULL without HOFF_SPILL_DIR) with its own thread, so disk I/O never
-     * holds up a transfer. */
-    struct hoff__host_tier *host_tier;
-    struct hoff__nvme *nvme;
-    struct hoff__issuer *tier_issuer;
-    struct hoff__blocktable table;   /* live blocks by address */
-    struct hoff__pool pools[2];      /* indexed by enum hoff__pool_kind */
-    struct hoff__pool graph_pool;    /* device blocks allocated during CUDA graph capture (mem/pool.h) */
+    struct hoff__mem mem;            /* the memory layer: backend, issuers, tiers, pools, residency (mem/mem.h) */
     /* Blocks freed on a stream while it was capturing a graph (other than
      * the graph pool's): freed for real once the capture is over, since
      * hoff's free path records and queries events, which a capture forbids. */
@@ -53,12 +52,8 @@ struct hoff_ctx {
     } *gpools;
     size_t ngpools, capgpools;
     uint32_t captures_open;          /* graph pool begins not yet ended */
-    struct hoff__pool_sum pool_sum;  /* pools[0] and pools[1] together, with peaks (mem/pool.h) */
-    struct hoff__residency res;
     struct hoff__pipeline pipe;      /* warmup / plan / replay of steps */
-    struct hoff__guard guard;        /* the device's size and the drift baseline (mem/guard.h) */
-    struct hoff_stats st;            /* counters kept here; pool and issuer
-                                        figures are folded in on read */
+    struct hoff__ctx_stats st;       /* the context's own counters */
     uint64_t alloc_seq;
     int in_step;
     int region_depth;
@@ -70,13 +65,16 @@ struct hoff_ctx {
                                         previous mark or step begin (hoff_sim_wallclock) */
     uint64_t wall_mark_ns;           /* CLOCK_MONOTONIC of that previous mark (0: none this step) */
     int shutting_down;
-    struct hoff_group *groups;       /* manual swap groups (mem/swapgroup.c) */
     struct hoff__publisher *pub;     /* the stats segment for hoff-stat (core/publish.h), or NULL */
     struct hoff__rank rank;          /* this process in its job (core/rank.h) */
     char trace_path[PATH_MAX];       /* cfg.trace_path with %r / %p expanded ("" = no trace) */
     char spill_dir[PATH_MAX];        /* where the spill file goes: cfg.spill_dir expanded, then rank.<R>/
                                         under it when the job has several ranks */
 };
+
+/* The live limits of the options (budget, host cap, oversubscription) copied into the memory layer: at start and
+ * after every live change of ctx->cfg (core/context.c).  Caller holds ctx->lock (or owns ctx). */
+void hoff__ctx_push_limits(struct hoff_ctx *ctx);
 
 /* hoff_malloc_flags and hoff_free that also give the block's size (hoff's
  * size class, what hoff_block_size says) through bytes when it is not NULL,

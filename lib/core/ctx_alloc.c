@@ -43,19 +43,19 @@ static int choose_pool(struct hoff_ctx *ctx, size_t size, hoff_stream stream, un
 /* Is stream s capturing a CUDA graph?  An answer the backend cannot give
  * counts as yes: the safe side (device pool, no events on s). */
 static int capturing(struct hoff_ctx *ctx, hoff_stream s) {
-    return ctx->be->ops->stream_capturing && ctx->be->ops->stream_capturing(ctx->be, s) != 0;
+    return ctx->mem.be->ops->stream_capturing && ctx->mem.be->ops->stream_capturing(ctx->mem.be, s) != 0;
 }
 
 /* HOFF_FREE_FENCE=device: wait for the whole device, then the deferred
  * frees are safe to reuse. */
 void hoff__ctx_release_deferred(struct hoff_ctx *ctx) {
-    int graph = ctx->graph_pool.deferred != NULL && !ctx->captures_open;
+    int graph = ctx->mem.graph_pool.deferred != NULL && !ctx->captures_open;
 
-    if (!ctx->pools[HOFF__POOL_DEVICE].deferred && !graph)
+    if (!ctx->mem.pools[HOFF__POOL_DEVICE].deferred && !graph)
         return;
-    if (ctx->be->ops->sync(ctx->be) != 0 && graph)
+    if (ctx->mem.be->ops->sync(ctx->mem.be) != 0 && graph)
         graph = 0; /* a reclaimed graph block is never reused without the sync */
-    hoff__pool_fence_all(&ctx->pools[HOFF__POOL_DEVICE]);
+    hoff__pool_fence_all(&ctx->mem.pools[HOFF__POOL_DEVICE]);
     if (graph) /* the released graphs' blocks too (ctx_graph.c) */
         hoff__ctx_graph_fenced(ctx, 0);
     ctx->st.free_fence_syncs++;
@@ -64,13 +64,13 @@ void hoff__ctx_release_deferred(struct hoff_ctx *ctx) {
 /* Wait for the device and give every cached block back to the backend:
  * the graph pool's too, those of pools whose graphs are gone (ctx_graph.c). */
 static void flush_cache(struct hoff_ctx *ctx) {
-    int deferred = ctx->pools[HOFF__POOL_DEVICE].deferred != NULL || ctx->graph_pool.deferred != NULL;
+    int deferred = ctx->mem.pools[HOFF__POOL_DEVICE].deferred != NULL || ctx->mem.graph_pool.deferred != NULL;
     int rc = hoff__ctx_settle(ctx);
 
-    hoff__pool_fence_all(&ctx->pools[0]);
-    hoff__pool_fence_all(&ctx->pools[1]);
-    hoff__pool_trim(&ctx->pools[0]);
-    hoff__pool_trim(&ctx->pools[1]);
+    hoff__pool_fence_all(&ctx->mem.pools[0]);
+    hoff__pool_fence_all(&ctx->mem.pools[1]);
+    hoff__pool_trim(&ctx->mem.pools[0]);
+    hoff__pool_trim(&ctx->mem.pools[1]);
     if (rc == 0 && !ctx->captures_open)
         hoff__ctx_graph_fenced(ctx, 1);
     if (deferred)
@@ -117,12 +117,12 @@ static void *capture_alloc(struct hoff_ctx *ctx, size_t size, hoff_stream stream
                     "graph; managed memory cannot be captured (use HOFF_ALLOC_AUTO or DEVICE)", (void *)stream);
         return NULL;
     }
-    cls = hoff__pool_class(&ctx->graph_pool, size);
-    b = cls < 0 ? NULL : hoff__pool_get(&ctx->graph_pool, cls, stream, &err);
+    cls = hoff__pool_class(&ctx->mem.graph_pool, size);
+    b = cls < 0 ? NULL : hoff__pool_get(&ctx->mem.graph_pool, cls, stream, &err);
     if (cls < 0)
         err = -ENOMEM;
-    if (b && (err = hoff__bt_insert(&ctx->table, b->ptr, b)) != 0) {
-        hoff__pool_retire(&ctx->graph_pool, b);
+    if (b && (err = hoff__bt_insert(&ctx->mem.table, b->ptr, b)) != 0) {
+        hoff__pool_retire(&ctx->mem.graph_pool, b);
         b = NULL;
     }
     if (!b) {
@@ -170,7 +170,7 @@ void *hoff__malloc_sized(struct hoff_ctx *ctx, size_t size, hoff_stream stream, 
         errno = EAGAIN;
         return NULL;
     }
-    p = &ctx->pools[kind];
+    p = &ctx->mem.pools[kind];
     cls = hoff__pool_class(p, size);
     memset(&e, 0, sizeof e);
     e.kind = HOFF__TEV_ALLOC;
@@ -185,8 +185,8 @@ void *hoff__malloc_sized(struct hoff_ctx *ctx, size_t size, hoff_stream stream, 
                     (size_t)HOFF__SIZECLASS_MAX_BYTES);
         return NULL;
     }
-    if (ctx->res.inf_head)
-        hoff__res_poll(ctx);
+    if (ctx->mem.res.inf_head)
+        hoff__res_poll(&ctx->mem);
     hoff__pipe_before(ctx, &e);
     b = kind == HOFF__POOL_MANAGED ? hoff__pipe_alloc(ctx, &e, cls) : NULL; /* a group's slot */
     if (!b)
@@ -207,13 +207,13 @@ void *hoff__malloc_sized(struct hoff_ctx *ctx, size_t size, hoff_stream stream, 
         b->flags |= HOFF__BLK_PINNED;
         ctx->st.kept_allocs++;
     }
-    if (kind == HOFF__POOL_MANAGED && (err = hoff__res_on_alloc(ctx, b, stream)) != 0) {
+    if (kind == HOFF__POOL_MANAGED && (err = hoff__res_on_alloc(&ctx->mem, b, stream)) != 0) {
         hoff__pool_put(p, b, stream);
         goto fail;
     }
-    if ((err = hoff__bt_insert(&ctx->table, b->ptr, b)) != 0) {
+    if ((err = hoff__bt_insert(&ctx->mem.table, b->ptr, b)) != 0) {
         if (kind == HOFF__POOL_MANAGED)
-            hoff__res_on_free(ctx, b);
+            hoff__res_on_free(&ctx->mem, b);
         hoff__pool_put(p, b, stream);
         goto fail;
     }
@@ -258,7 +258,7 @@ int hoff__free_sized(struct hoff_ctx *ctx, void *ptr, hoff_stream stream, size_t
     if (!ptr)
         return 0;
     LOCK(ctx);
-    b = hoff__bt_remove(&ctx->table, ptr);
+    b = hoff__bt_remove(&ctx->mem.table, ptr);
     if (!b) {
         UNLOCK(ctx);
         return hoff__error(-EINVAL, "hoff_free: %p is not a live hoff block (double free or foreign pointer)", ptr);
@@ -277,7 +277,7 @@ int hoff__free_sized(struct hoff_ctx *ctx, void *ptr, hoff_stream stream, size_t
             struct hoff__capfree *n = realloc(ctx->capfree, cap * sizeof *n);
 
             if (!n) { /* keep it live rather than free it under a capture */
-                hoff__bt_insert(&ctx->table, b->ptr, b);
+                hoff__bt_insert(&ctx->mem.table, b->ptr, b);
                 ctx->st.frees--;
                 UNLOCK(ctx);
                 return hoff__error(-ENOMEM, "hoff_free: out of host memory deferring a free made during graph "
@@ -294,7 +294,7 @@ int hoff__free_sized(struct hoff_ctx *ctx, void *ptr, hoff_stream stream, size_t
         drain_capfree(ctx);
     free_block(ctx, b, stream);
     {
-        struct hoff__pool *dp = &ctx->pools[HOFF__POOL_DEVICE];
+        struct hoff__pool *dp = &ctx->mem.pools[HOFF__POOL_DEVICE];
         uint64_t lim = dp->mapped_bytes / 8 > (64u << 20) ? dp->mapped_bytes / 8 : (64u << 20);
 
         if (dp->deferred_bytes > lim)
@@ -315,17 +315,17 @@ HOFF_API int hoff_free(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
 static void free_block(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream stream) {
     struct hoff__event_info e;
 
-    if (ctx->res.inf_head)
-        hoff__res_poll(ctx);
+    if (ctx->mem.res.inf_head)
+        hoff__res_poll(&ctx->mem);
     memset(&e, 0, sizeof e);
     e.kind = HOFF__TEV_FREE;
     e.stream = stream;
     e.b = b;
     hoff__pipe_before(ctx, &e);
-    if (b->pool == HOFF__POOL_MANAGED && !hoff__res_on_free(ctx, b))
+    if (b->pool == HOFF__POOL_MANAGED && !hoff__res_on_free(&ctx->mem, b))
         b->stream = stream; /* returned to the cache on this stream when its transfer lands */
     else
-        hoff__pool_put(&ctx->pools[b->pool], b, stream);
+        hoff__pool_put(&ctx->mem.pools[b->pool], b, stream);
     hoff__pipe_after(ctx, &e); /* reads only b's step and id, which the pool keeps */
 }
 
@@ -337,7 +337,7 @@ HOFF_API int hoff_record_stream(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
         return hoff__error(-EINVAL, "hoff_record_stream: NULL context");
     LOCK(ctx);
     if ((rc = hoff__ctx_block(ctx, ptr, "hoff_record_stream", &b)) == 0)
-        hoff__res_note_stream(ctx, b, stream);
+        hoff__res_note_stream(&ctx->mem, b, stream);
     UNLOCK(ctx);
     return rc;
 }
@@ -351,7 +351,7 @@ HOFF_API size_t hoff_block_size(hoff_ctx *ctx, const void *ptr) {
         return 0;
     }
     LOCK(ctx);
-    b = hoff__bt_lookup(&ctx->table, ptr);
+    b = hoff__bt_lookup(&ctx->mem.table, ptr);
     n = b ? b->size : 0;
     UNLOCK(ctx);
     return n;

@@ -78,7 +78,7 @@ int hoff__graph_reuse_ok(const struct hoff__block *b, void *ctx) {
 }
 
 void hoff__ctx_graph_fenced(struct hoff_ctx *ctx, int trim) {
-    struct hoff__pool *gp = &ctx->graph_pool;
+    struct hoff__pool *gp = &ctx->mem.graph_pool;
 
     hoff__pool_fence_all(gp);
     if (trim)
@@ -87,12 +87,12 @@ void hoff__ctx_graph_fenced(struct hoff_ctx *ctx, int trim) {
 
 void hoff__ctx_graph_free(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s, int capturing) {
     if (capturing) {
-        hoff__pool_put(&ctx->graph_pool, b, s); /* reused within its capture, in stream (graph) order */
+        hoff__pool_put(&ctx->mem.graph_pool, b, s); /* reused within its capture, in stream (graph) order */
     } else if (released(ctx, b->gpool)) {
         ctx->st.graph_released_bytes += b->size; /* its graphs are gone: reusable after a device sync */
-        hoff__pool_put_deferred(&ctx->graph_pool, b, s);
+        hoff__pool_put_deferred(&ctx->mem.graph_pool, b, s);
     } else {
-        hoff__pool_retire(&ctx->graph_pool, b); /* its graphs may replay into it */
+        hoff__pool_retire(&ctx->mem.graph_pool, b); /* its graphs may replay into it */
     }
 }
 
@@ -117,8 +117,8 @@ int hoff__ctx_graph_pool_begin(struct hoff_ctx *ctx, uint64_t id0, uint64_t id1)
     }
     /* Reclaimed blocks wait for a device-wide synchronisation; a capture is
      * about to begin, and none is open (one would forbid the sync). */
-    if (!ctx->captures_open && ctx->graph_pool.deferred) {
-        if (ctx->be->ops->sync(ctx->be) == 0) {
+    if (!ctx->captures_open && ctx->mem.graph_pool.deferred) {
+        if (ctx->mem.be->ops->sync(ctx->mem.be) == 0) {
             hoff__ctx_graph_fenced(ctx, 0);
             ctx->st.free_fence_syncs++;
         }
@@ -168,7 +168,7 @@ int hoff__ctx_graph_pool_release(struct hoff_ctx *ctx, uint64_t id0, uint64_t id
         g->uses = 0;
         g->released = 1;
     }
-    bytes = hoff__pool_reclaim(&ctx->graph_pool, id);
+    bytes = hoff__pool_reclaim(&ctx->mem.graph_pool, id);
     ctx->st.graph_released_bytes += bytes;
     hoff__log(HOFF_LOG_DEBUG, "graph pool (%llu, %llu) released: %llu retired bytes reusable after the next "
               "device-wide synchronisation", (unsigned long long)id0, (unsigned long long)id1,

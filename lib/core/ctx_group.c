@@ -40,7 +40,7 @@ HOFF_API int hoff_group_create(hoff_ctx *ctx, const char *name, unsigned flags, 
         return hoff__error(-EINVAL, "hoff_group_create: flags 0x%x: accepted are HOFF_GROUP_COLOCATE (0) and "
                            "HOFF_GROUP_ONE_BY_ONE (1)", flags);
     LOCK(ctx);
-    rc = hoff__group_create(ctx, name, flags, out);
+    rc = hoff__group_create(&ctx->mem, ctx, name, flags, out);
     UNLOCK(ctx);
     return rc;
 }
@@ -54,7 +54,7 @@ HOFF_API hoff_group *hoff_group_find(hoff_ctx *ctx, const char *name) {
         return NULL;
     }
     LOCK(ctx);
-    g = hoff__group_find(ctx, name);
+    g = hoff__group_find(&ctx->mem, name);
     UNLOCK(ctx);
     if (!g) {
         errno = ENOENT;
@@ -63,21 +63,29 @@ HOFF_API hoff_group *hoff_group_find(hoff_ctx *ctx, const char *name) {
     return g;
 }
 
+/* The context g was made for. */
+static struct hoff_ctx *group_ctx(const struct hoff_group *g) {
+    return hoff__group_owner(g);
+}
+
 /* The lock of g's context, taken: 0, or -EINVAL ("<what>: NULL group") without it. */
 static int lock_group(struct hoff_group *g, const char *what) {
     if (!g)
         return hoff__error(-EINVAL, "%s: NULL group", what);
-    LOCK(hoff__group_ctx(g));
+    LOCK(group_ctx(g));
     return 0;
 }
 
 HOFF_API int hoff_group_add(hoff_group *g, const void *ptr) {
+    const struct hoff__block *b = NULL;
     int rc;
 
     if ((rc = lock_group(g, "hoff_group_add")) != 0)
         return rc;
-    rc = hoff__group_add(hoff__group_ctx(g), g, ptr);
-    UNLOCK(hoff__group_ctx(g));
+    rc = hoff__group_add(&group_ctx(g)->mem, g, ptr, &b);
+    if (rc == 0 && b)
+        hoff__record_exclude(&group_ctx(g)->pipe, &group_ctx(g)->mem, b); /* outside the plan from now on */
+    UNLOCK(group_ctx(g));
     return rc;
 }
 
@@ -86,8 +94,8 @@ HOFF_API int hoff_group_remove(hoff_group *g, const void *ptr) {
 
     if ((rc = lock_group(g, "hoff_group_remove")) != 0)
         return rc;
-    rc = hoff__group_remove(hoff__group_ctx(g), g, ptr);
-    UNLOCK(hoff__group_ctx(g));
+    rc = hoff__group_remove(&group_ctx(g)->mem, g, ptr);
+    UNLOCK(group_ctx(g));
     return rc;
 }
 
@@ -97,8 +105,8 @@ static int launch(struct hoff_group *g, int op, hoff_stream stream, const char *
 
     if ((rc = lock_group(g, what)) != 0)
         return rc;
-    rc = hoff__group_launch(hoff__group_ctx(g), g, op, stream, what);
-    UNLOCK(hoff__group_ctx(g));
+    rc = hoff__group_launch(&group_ctx(g)->mem, g, op, stream, what);
+    UNLOCK(group_ctx(g));
     return hoff__error_since(seq, rc, what);
 }
 
@@ -118,9 +126,9 @@ HOFF_API int hoff_group_wait(hoff_group *g, hoff_stream stream, unsigned flags) 
     if (flags & ~(unsigned)HOFF_GROUP_WAIT_HOST)
         return hoff__error(-EINVAL, "hoff_group_wait: flags 0x%x: accepted are HOFF_GROUP_WAIT_STREAM (0) and "
                            "HOFF_GROUP_WAIT_HOST (1)", flags);
-    LOCK(hoff__group_ctx(g));
-    rc = hoff__group_wait(hoff__group_ctx(g), g, stream, flags);
-    UNLOCK(hoff__group_ctx(g));
+    LOCK(group_ctx(g));
+    rc = hoff__group_wait(&group_ctx(g)->mem, g, stream, flags);
+    UNLOCK(group_ctx(g));
     return rc; /* every failure of hoff__group_wait names hoff_group_wait */
 }
 
@@ -130,8 +138,8 @@ HOFF_API int hoff_group_release(hoff_group *g) {
 
     if ((rc = lock_group(g, "hoff_group_release")) != 0)
         return rc;
-    rc = hoff__group_release(hoff__group_ctx(g), g);
-    UNLOCK(hoff__group_ctx(g));
+    rc = hoff__group_release(&group_ctx(g)->mem, g);
+    UNLOCK(group_ctx(g));
     return hoff__error_since(seq, rc, "hoff_group_release");
 }
 
@@ -140,8 +148,8 @@ HOFF_API int hoff_group_clear(hoff_group *g) {
 
     if ((rc = lock_group(g, "hoff_group_clear")) != 0)
         return rc;
-    hoff__group_clear(hoff__group_ctx(g), g);
-    UNLOCK(hoff__group_ctx(g));
+    hoff__group_clear(&group_ctx(g)->mem, g);
+    UNLOCK(group_ctx(g));
     return 0;
 }
 
@@ -150,8 +158,8 @@ HOFF_API int hoff_group_abort(hoff_group *g) {
 
     if ((rc = lock_group(g, "hoff_group_abort")) != 0)
         return rc;
-    hoff__group_abort(hoff__group_ctx(g), g);
-    UNLOCK(hoff__group_ctx(g));
+    hoff__group_abort(&group_ctx(g)->mem, g);
+    UNLOCK(group_ctx(g));
     return 0;
 }
 
@@ -161,9 +169,9 @@ HOFF_API int hoff_group_destroy(hoff_group *g) {
 
     if (!g)
         return 0;
-    ctx = hoff__group_ctx(g);
+    ctx = group_ctx(g);
     LOCK(ctx);
-    hoff__group_destroy(ctx, g);
+    hoff__group_destroy(&ctx->mem, g);
     UNLOCK(ctx);
     return 0;
 }
@@ -171,8 +179,8 @@ HOFF_API int hoff_group_destroy(hoff_group *g) {
 HOFF_API int hoff_group_info(hoff_group *g, struct hoff_group_info *out) {
     if (!g || !out)
         return hoff__error(-EINVAL, "hoff_group_info: NULL %s", g ? "out" : "group");
-    LOCK(hoff__group_ctx(g));
-    hoff__group_info(hoff__group_ctx(g), g, out);
-    UNLOCK(hoff__group_ctx(g));
+    LOCK(group_ctx(g));
+    hoff__group_info(&group_ctx(g)->mem, g, out);
+    UNLOCK(group_ctx(g));
     return 0;
 }

@@ -24,14 +24,14 @@ void hoff__ctx_release_deferred(struct hoff_ctx *ctx);
  * (hoff_sync, a step's abort, the cache flush, shutdown).  The backend's
  * sync result.  Caller holds the lock. */
 static inline int hoff__ctx_settle(struct hoff_ctx *ctx) {
-    hoff__res_wait_all(ctx);
-    return ctx->be->ops->sync(ctx->be);
+    hoff__res_wait_all(&ctx->mem);
+    return ctx->mem.be->ops->sync(ctx->mem.be);
 }
 
 /* The live block at ptr: 0 and *out, or -EINVAL with "<what>: <ptr> is not
  * a live hoff block" said (*out NULL).  Caller holds the lock. */
 static inline int hoff__ctx_block(struct hoff_ctx *ctx, const void *ptr, const char *what, struct hoff__block **out) {
-    *out = hoff__bt_lookup(&ctx->table, ptr);
+    *out = hoff__bt_lookup(&ctx->mem.table, ptr);
     return *out ? 0 : hoff__error(-EINVAL, "%s: %p is not a live hoff block", what, ptr);
 }
 

@@ -32,7 +32,7 @@ static int with_block(hoff_ctx *ctx, const void *ptr, const char *what, res_acti
     }
     rc = fn(ctx, b, s);
 #ifdef HOFF_DEBUG
-    hoff__res_check(ctx);
+    hoff__res_check(&ctx->mem);
 #endif
     hoff__publish_tick(ctx, NULL);
     UNLOCK(ctx);
@@ -43,14 +43,18 @@ static int with_block(hoff_ctx *ctx, const void *ptr, const char *what, res_acti
  * that uses it is enqueued on the stream it names (hoff_evict(3)). */
 static int evict_now(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
     if (b->pool == HOFF__POOL_MANAGED)
-        hoff__res_end_use(ctx, b);
-    return hoff__res_evict(ctx, b, s);
+        hoff__res_end_use(&ctx->mem, b);
+    return hoff__res_evict(&ctx->mem, b, s);
 }
 
 static int discard_now(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
     if (b->pool == HOFF__POOL_MANAGED)
-        hoff__res_end_use(ctx, b);
-    return hoff__res_discard(ctx, b, s);
+        hoff__res_end_use(&ctx->mem, b);
+    return hoff__res_discard(&ctx->mem, b, s);
+}
+
+static int prefetch_now(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+    return hoff__res_prefetch(&ctx->mem, b, s);
 }
 
 HOFF_API int hoff_evict(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
@@ -58,7 +62,7 @@ HOFF_API int hoff_evict(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
 }
 
 HOFF_API int hoff_prefetch(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
-    return with_block(ctx, ptr, "hoff_prefetch", hoff__res_prefetch, stream);
+    return with_block(ctx, ptr, "hoff_prefetch", prefetch_now, stream);
 }
 
 HOFF_API int hoff_discard(hoff_ctx *ctx, void *ptr, hoff_stream stream) {
@@ -91,7 +95,7 @@ static int access_marked(struct hoff_ctx *ctx, struct hoff__block *b, hoff_strea
     e.write = write;
     e.b = b;
     hoff__pipe_before(ctx, &e);
-    rc = hoff__res_access(ctx, b, write, s);
+    rc = hoff__res_access(&ctx->mem, b, write, s);
     hoff__pipe_after(ctx, &e);
     return rc;
 }
@@ -117,9 +121,9 @@ static int keep_now(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) 
         ctx->st.keep_ignored++;
         return 0;
     }
-    rc = hoff__res_keep(ctx, b, b->use_stream ? b->use_stream : b->stream);
+    rc = hoff__res_keep(&ctx->mem, b, b->use_stream ? b->use_stream : b->stream);
     if (rc == 0)
-        hoff__record_keep(ctx, b);
+        hoff__record_keep(&ctx->pipe, &ctx->mem, b);
     return rc;
 }
 
@@ -134,8 +138,8 @@ HOFF_API int hoff_residency(hoff_ctx *ctx, const void *ptr) {
     if (!ctx)
         return hoff__error(-EINVAL, "hoff_residency: NULL context");
     LOCK(ctx);
-    if (ctx->res.inf_head)
-        hoff__res_poll(ctx);
+    if (ctx->mem.res.inf_head)
+        hoff__res_poll(&ctx->mem);
     st = hoff__ctx_block(ctx, ptr, "hoff_residency", &b);
     if (st == 0)
         st = b->state;
@@ -178,14 +182,17 @@ HOFF_API int hoff_step_begin(hoff_ctx *ctx) {
         UNLOCK(ctx);
         return hoff__error(-EALREADY, "hoff_step_begin: a step is already open (missing hoff_step_end)");
     }
-    hoff__res_close_windows(ctx);
+    hoff__res_close_windows(&ctx->mem);
     ctx->in_step = 1;
+    hoff__pipe_policy(ctx);
     ctx->phase = HOFF_PHASE_NONE; /* the framework says it again (hoff_set_phase) */
-    ctx->step_start_ns = ctx->be->ops->clock_ns(ctx->be);
+    ctx->step_start_ns = ctx->mem.be->ops->clock_ns(ctx->mem.be);
     ctx->wall_mark_ns = ctx->sim_wallclock ? hoff__plan_now_ns() : 0;
     rc = hoff__pipe_step_begin(ctx);
-    if (rc)
+    if (rc) {
         ctx->in_step = 0;
+        hoff__pipe_policy(ctx);
+    }
     hoff__publish_now(ctx);
     UNLOCK(ctx);
     return hoff__error_since(seq, rc, "hoff_step_begin");
@@ -215,14 +222,15 @@ HOFF_API int hoff_step_end(hoff_ctx *ctx) {
         UNLOCK(ctx);
         return hoff__error(-EBUSY, "hoff_step_end: %d region(s) still open", ctx->region_depth);
     }
-    hoff__res_close_windows(ctx); /* the step's work is enqueued: every window closes */
+    hoff__res_close_windows(&ctx->mem); /* the step's work is enqueued: every window closes */
     hoff__ctx_release_deferred(ctx); /* HOFF_FREE_FENCE=device: the step's frees become reusable */
     ctx->in_step = 0;
-    now = ctx->be->ops->clock_ns(ctx->be);
+    now = ctx->mem.be->ops->clock_ns(ctx->mem.be);
     ctx->st.steps++;
     ctx->st.last_step_ns = now - ctx->step_start_ns;
+    hoff__pipe_policy(ctx);
     rc = hoff__pipe_step_end(ctx);
-    hoff__guard_sample(ctx); /* once a step: the device memory that is not hoff's */
+    hoff__guard_sample(&ctx->mem); /* once a step: the device memory that is not hoff's */
     hoff__publish_now(ctx);
     UNLOCK(ctx);
     return hoff__error_since(seq, rc, "hoff_step_end");
@@ -235,10 +243,11 @@ HOFF_API int hoff_step_abort(hoff_ctx *ctx) {
     if ((rc = lock_open_step(ctx, "hoff_step_abort")) != 0)
         return rc;
     /* Transfers land first, so every block is in a settled state. */
-    hoff__res_close_windows(ctx);
+    hoff__res_close_windows(&ctx->mem);
     hoff__ctx_settle(ctx);
     ctx->in_step = 0;
     ctx->region_depth = 0;
+    hoff__pipe_policy(ctx);
     rc = hoff__pipe_step_abort(ctx);
     UNLOCK(ctx);
     return hoff__error_since(seq, rc, "hoff_step_abort");
@@ -249,10 +258,10 @@ HOFF_API int hoff_step_abort(hoff_ctx *ctx) {
 static int sim_compute(struct hoff_ctx *ctx, hoff_stream stream, uint64_t ns) {
     int rc;
 
-    hoff__issuer_drain(ctx->issuer);
-    rc = ctx->be->ops->compute(ctx->be, stream, ns);
-    if (ctx->res.inf_head)
-        hoff__res_poll(ctx);
+    hoff__issuer_drain(ctx->mem.issuer);
+    rc = ctx->mem.be->ops->compute(ctx->mem.be, stream, ns);
+    if (ctx->mem.res.inf_head)
+        hoff__res_poll(&ctx->mem);
     return rc;
 }
 
@@ -279,7 +288,7 @@ HOFF_API int hoff_mark_op(hoff_ctx *ctx, const char *name) {
         wallclock_advance(ctx);
     /* The previous op's work is enqueued: its use windows close before the
      * actions planned at this boundary fire. */
-    hoff__res_close_windows(ctx);
+    hoff__res_close_windows(&ctx->mem);
     hoff__pipe_before(ctx, &e);
     hoff__pipe_after(ctx, &e);
     UNLOCK(ctx);
@@ -367,9 +376,9 @@ HOFF_API int hoff_sim_compute(hoff_ctx *ctx, hoff_stream stream, uint64_t ns) {
 HOFF_API int hoff_sim_wallclock(hoff_ctx *ctx, int enable) {
     if (!ctx)
         return hoff__error(-EINVAL, "hoff_sim_wallclock: NULL context");
-    if (strcmp(ctx->be->ops->name, "sim") != 0)
+    if (strcmp(ctx->mem.be->ops->name, "sim") != 0)
         return hoff__error(-ENOTSUP, "hoff_sim_wallclock: the %s backend has a real clock; only sim has a virtual "
-                           "one", ctx->be->ops->name);
+                           "one", ctx->mem.be->ops->name);
     if (enable != 0 && enable != 1)
         return hoff__error(-EINVAL, "hoff_sim_wallclock: enable %d: expected 0 or 1", enable);
     LOCK(ctx);
@@ -382,18 +391,18 @@ HOFF_API int hoff_sim_wallclock(hoff_ctx *ctx, int enable) {
 /* A page fault on a block that is away (python -m hoff --sim): page it in as
  * an access does; a block the plan released is an error, counted. */
 static int touch_block(struct hoff_ctx *ctx, struct hoff__block *b, int write) {
-    uint64_t faults = ctx->st.faults;
+    uint64_t faults = ctx->mem.st.faults;
     int dropped, rc;
 
     if (b->pool != HOFF__POOL_MANAGED)
         return 0; /* device pool: never away */
     dropped = released_use(ctx, b, "touched");
-    rc = hoff__res_access(ctx, b, write, NULL);
+    rc = hoff__res_access(&ctx->mem, b, write, NULL);
     if (dropped) {
         return hoff__error(-ENODATA, "hoff_sim_touch: block %p was released (discarded) before this use",
                            b->ptr);
     }
-    ctx->st.touch_faults += ctx->st.faults - faults; /* 0 when it was resident, or only late */
+    ctx->st.touch_faults += ctx->mem.st.faults - faults; /* 0 when it was resident, or only late */
     return rc;
 }
 
@@ -404,9 +413,9 @@ HOFF_API int hoff_sim_touch(hoff_ctx *ctx, void *ptr, int write) {
 
     if (!ctx)
         return hoff__error(-EINVAL, "hoff_sim_touch: NULL context");
-    if (strcmp(ctx->be->ops->name, "sim") != 0)
+    if (strcmp(ctx->mem.be->ops->name, "sim") != 0)
         return hoff__error(-ENOTSUP, "hoff_sim_touch: the %s backend pages in by itself; only sim needs it",
-                           ctx->be->ops->name);
+                           ctx->mem.be->ops->name);
     LOCK(ctx);
     if ((rc = hoff__ctx_block(ctx, ptr, "hoff_sim_touch", &b)) == 0)
         rc = touch_block(ctx, b, write);

@@ -6,7 +6,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/context.h"
 #include "core/core.h"
 #include "exec/executor.h"
 #include "tier/nvme.h"
@@ -43,20 +42,19 @@ static int probe(struct hoff__backend *be, void *p, double *d2h, double *h2d) {
     return rc;
 }
 
-void hoff__bandwidth_measure(struct hoff_ctx *ctx, double *h2d, double *d2h) {
-    struct hoff__backend *be = ctx->be;
+void hoff__bandwidth_measure(struct hoff__backend *be, const struct hoff_config *cfg, double *h2d, double *d2h) {
     void *p = NULL;
 
-    *h2d = *d2h = ctx->cfg.bandwidth_gbps;
+    *h2d = *d2h = cfg->bandwidth_gbps;
     if (strcmp(be->ops->name, "sim") == 0) {
         /* The model's own figures: measuring them would only move the clock. */
-        *h2d = ctx->cfg.sim_h2d_gbps;
-        *d2h = ctx->cfg.sim_d2h_gbps;
+        *h2d = cfg->sim_h2d_gbps;
+        *d2h = cfg->sim_d2h_gbps;
         return;
     }
     if (be->ops->managed_alloc(be, PROBE_BYTES, &p) != 0) {
         hoff__log(HOFF_LOG_INFO, "bandwidth probe: no managed memory for it; assuming %.1f GB/s (HOFF_BANDWIDTH_GBPS)",
-                  ctx->cfg.bandwidth_gbps);
+                  cfg->bandwidth_gbps);
         return;
     }
     {
@@ -68,7 +66,7 @@ void hoff__bandwidth_measure(struct hoff_ctx *ctx, double *h2d, double *d2h) {
             hoff__log(HOFF_LOG_INFO, "bandwidth probe: D2H %.1f GB/s, H2D %.1f GB/s", d, h);
         } else {
             hoff__log(HOFF_LOG_WARN, "bandwidth probe failed (%s); assuming %.1f GB/s (HOFF_BANDWIDTH_GBPS)",
-                      hoff_strerror(rc), ctx->cfg.bandwidth_gbps);
+                      hoff_strerror(rc), cfg->bandwidth_gbps);
         }
     }
     be->ops->managed_free(be, p, PROBE_BYTES);
@@ -80,23 +78,24 @@ static uint64_t mono_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-void hoff__nvme_bandwidth_measure(struct hoff_ctx *ctx, double *rd, double *wr) {
+void hoff__nvme_bandwidth_measure(struct hoff__backend *be, struct hoff__nvme *nvme, const struct hoff_config *cfg,
+                                  double *rd, double *wr) {
     struct hoff__nvme_spill *sp = NULL;
     unsigned char *buf;
     uint64_t t0, t1, t2;
 
-    *rd = ctx->cfg.sim_nvme_read_gbps;
-    *wr = ctx->cfg.sim_nvme_write_gbps;
-    if (!ctx->nvme || strcmp(ctx->be->ops->name, "sim") == 0)
+    *rd = cfg->sim_nvme_read_gbps;
+    *wr = cfg->sim_nvme_write_gbps;
+    if (!nvme || strcmp(be->ops->name, "sim") == 0)
         return; /* no tier, or the model's own figures */
     buf = malloc(PROBE_BYTES);
     if (!buf)
         return;
     memset(buf, 0x5A, PROBE_BYTES);
     t0 = mono_ns();
-    if (hoff__nvme_spill(ctx->nvme, buf, PROBE_BYTES, 0, &sp) == 0) {
+    if (hoff__nvme_spill(nvme, buf, PROBE_BYTES, 0, &sp) == 0) {
         t1 = mono_ns();
-        if (hoff__nvme_restore(ctx->nvme, sp, buf, PROBE_BYTES) == 0) {
+        if (hoff__nvme_restore(nvme, sp, buf, PROBE_BYTES) == 0) {
             t2 = mono_ns();
             if (t1 > t0 && t2 > t1) {
                 *wr = (double)PROBE_BYTES / (double)(t1 - t0);
@@ -104,7 +103,7 @@ void hoff__nvme_bandwidth_measure(struct hoff_ctx *ctx, double *rd, double *wr) 
                 hoff__log(HOFF_LOG_INFO, "NVMe probe: write %.2f GB/s, read %.2f GB/s", *wr, *rd);
             }
         }
-        hoff__nvme_drop(ctx->nvme, sp);
+        hoff__nvme_drop(nvme, sp);
     } else {
         hoff__log(HOFF_LOG_WARN, "NVMe probe failed (%s); the planner assumes %.1f GB/s read, %.1f GB/s write",
                   hoff_last_error(), *rd, *wr);

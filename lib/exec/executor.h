@@ -1,15 +1,16 @@
 /* executor.h — the pipeline of steps: warmup records a step, the planner turns it into a schedule at its end,
- * replay fires the schedule in later steps and falls back when a step diverges.  Threading: caller holds ctx->lock. */
+ * replay fires the schedule in later steps and falls back when a step diverges.  Threading: caller holds the context lock. */
 #ifndef HOFF_EXECUTOR_H
 #define HOFF_EXECUTOR_H
 
 #include <stdint.h>
 
+#include "core/stat.h"
 #include "mem/block.h"
+#include "mem/mem.h"
 #include "plan/plan.h"
 #include "trace/trace.h"
 
-struct hoff_ctx;
 struct hoff__planjob;
 struct hoff__plan_result;
 
@@ -22,6 +23,7 @@ struct hoff__event_info {
     hoff_stream stream;
     int write;                  /* access */
     const char *name;           /* op */
+    int phase;                  /* enum hoff_phase of the op marks now (recorded in the event's flags) */
     struct hoff__block *b;      /* free/access: the block; alloc: set once allocated */
 };
 
@@ -36,7 +38,23 @@ struct hoff__rgroup {
     uint8_t evict_one, prefetch_one;    /* ...as one call (1) or member by member (0) */
 };
 
+/* The hoff_stats fields the pipeline keeps (core/stat.h); core/ctx_stats.c folds them in on read. */
+#define HOFF__PIPE_STATS(X)                                                                                          \
+    X(plan_state) X(plans) X(plan_actions) X(plan_feasible) X(plan_peak_bytes) X(plan_ns) X(plan_stall_ns)          \
+    X(actions_fired) X(actions_skipped) X(divergent_steps) X(replans) X(h2d_mbps) X(d2h_mbps) X(group_fallbacks)    \
+    X(plan_groups) X(plan_floor_bytes) X(plan_floor_phase) X(plan_floor_blocks) X(plan_pending) X(plan_online_steps) \
+    X(plan_lag_steps) X(plan_lag_ns) X(plan_wait_ns) X(plans_dropped) X(recorded_peak_bytes)
+
+struct hoff__pipe_stats {
+#define HOFF__PIPE_STAT_(name) HOFF__STAT_FIELD(name)
+    HOFF__PIPE_STATS(HOFF__PIPE_STAT_)
+#undef HOFF__PIPE_STAT_
+};
+
 struct hoff__pipeline {
+    const struct hoff_config *cfg; /* the context's options, as they are now (read only) */
+    const char *trace_path;     /* where each recorded step's trace goes ("": nowhere) */
+    struct hoff__pipe_stats st;
     int state;                  /* enum hoff_plan_state */
     uint64_t step;              /* steps begun (the current one while in a step) */
     struct hoff__trace trace;   /* recording (warmup), else the last recorded step */
@@ -78,19 +96,6 @@ struct hoff__pipeline {
     char floor_op[128];         /* the plan's floor: the op mark that ends it (hoff_floor_json) */
 };
 
-void hoff__pipe_init(struct hoff_ctx *ctx);
-void hoff__pipe_destroy(struct hoff_ctx *ctx);
-
-/* Step marks: 0 or -errno (-ENOMEM recording; a planning failure is logged
- * and leaves the context a plain caching allocator with the budget kept
- * online, not an error of the step). */
-int hoff__pipe_step_begin(struct hoff_ctx *ctx);
-int hoff__pipe_step_end(struct hoff_ctx *ctx);
-/* The step failed (an exception in the framework): a warmup's recording is
- * dropped (the next step records again); a replay's remaining actions count
- * as skipped and the plan stays.  Caller has waited for the transfers. */
-int hoff__pipe_step_abort(struct hoff_ctx *ctx);
-
 /* The plan was made for other options (a live change of budget, host cap or
  * planner): the next step records and plans again (nothing to do before a
  * plan exists).  Caller holds the context lock. */
@@ -102,57 +107,50 @@ void hoff__pipe_replan(struct hoff__pipeline *p);
  * result; the caller destroys both.  Caller holds the context lock. */
 int hoff__pipe_copy_plan(const struct hoff__pipeline *p, struct hoff__schedule *s, struct hoff__trace *t);
 
-/* Replay: the block of allocation e (the next one of the step) from its
- * group's region when the plan has it in a group and the step still
- * follows the plan; NULL to allocate normally (not grouped, groups off,
- * diverged, inside a region, the region refused or its slot busy). */
-struct hoff__block *hoff__pipe_alloc(struct hoff_ctx *ctx, const struct hoff__event_info *e, int cls);
-
 /* Is this block part of the current step's trace? */
 static inline int hoff__pipe_owns(const struct hoff__pipeline *p, const struct hoff__block *b) {
     return p->state != 0 && b->tstep == p->step;
 }
 
-/* Around every event of a step: `before` runs first (replay: checks the
- * event against the plan and fires the actions planned before it), then the
- * API does its work, then `after` (warmup: records it; replay: binds a new
- * block and fires the actions planned after it).  No-ops outside a step. */
-void hoff__pipe_before(struct hoff_ctx *ctx, struct hoff__event_info *e);
-void hoff__pipe_after(struct hoff_ctx *ctx, struct hoff__event_info *e);
+/* The memory layer's view of the pipeline's state (mem/mem.h): pushed after every change of p's state, plan,
+ * divergence or step (the context pushes its own step state beside it: exec/pipeline.h hoff__pipe_policy). */
+static inline void hoff__pipe_push_policy(const struct hoff__pipeline *p, struct hoff__mem_policy *pol) {
+    pol->warmup = p->state == HOFF_PLAN_WARMUP;
+    pol->replaying = p->have_plan && p->state == HOFF_PLAN_REPLAY && !p->diverged;
+    pol->floor_bytes = p->sched.floor_bytes;
+    pol->step = p->step;
+}
 
 /* warmup (record.c) */
-void hoff__record_begin(struct hoff_ctx *ctx);
-void hoff__record_event(struct hoff_ctx *ctx, const struct hoff__event_info *e);
-/* What the planner gets for ctx's recorded step: the configuration, the
- * measured bandwidths and, on sim, the sim's costs.  Caller holds ctx->lock
- * (or owns ctx). */
-void hoff__record_plan_opts(const struct hoff_ctx *ctx, struct hoff__plan_opts *o);
+void hoff__record_begin(struct hoff__pipeline *p, struct hoff__mem *mem);
+void hoff__record_event(struct hoff__pipeline *p, struct hoff__mem *mem, const struct hoff__event_info *e);
+/* What the planner gets for p's recorded step: the configuration, the
+ * measured bandwidths and, on sim, the sim's costs.  Caller holds the context
+ * lock (or owns the context). */
+void hoff__record_plan_opts(const struct hoff__pipeline *p, struct hoff__plan_opts *o);
 
 /* The recorded step is over: finish its trace and plan it, on a planning
  * job (HOFF_PLAN_THREAD: the pipeline collects it at a later step's start)
  * or inline (the training thread waits: counted in plan_wait_ns). */
-int hoff__record_finish(struct hoff_ctx *ctx);
+int hoff__record_finish(struct hoff__pipeline *p, struct hoff__mem *mem);
 /* Make r (planned by pl with o for the recorded trace) the context's plan,
  * with its statistics and log lines; a failed plan makes the next step
  * record again.  r's schedule is moved out. */
-void hoff__record_adopt(struct hoff_ctx *ctx, const struct hoff__planner *pl, const struct hoff__plan_opts *o,
-                        struct hoff__plan_result *r);
+void hoff__record_adopt(struct hoff__pipeline *p, struct hoff__mem *mem, const struct hoff__planner *pl,
+                        const struct hoff__plan_opts *o, struct hoff__plan_result *r);
 /* Was a plan made with pl and o for another budget, host cap or planner
  * than the context has now (a live change while it was planned)? */
-int hoff__record_stale(const struct hoff_ctx *ctx, const struct hoff__planner *pl, const struct hoff__plan_opts *o);
+int hoff__record_stale(const struct hoff__pipeline *p, const struct hoff__planner *pl, const struct hoff__plan_opts *o);
 /* b joined a manual swap group: it is outside the plan.  While its step is
  * recorded its allocation is recorded as pinned (never a candidate; the
  * budget counts it); in a replayed step whose plan counted it as a
  * candidate, the next step records and plans again. */
-void hoff__record_exclude(struct hoff_ctx *ctx, const struct hoff__block *b);
+void hoff__record_exclude(struct hoff__pipeline *p, struct hoff__mem *mem, const struct hoff__block *b);
 /* hoff_keep of b: a recorded step notes it (its allocation is flagged kept:
  * the plan counts it as device memory); a replayed step whose plan had it as
  * a candidate records again. */
-void hoff__record_keep(struct hoff_ctx *ctx, const struct hoff__block *b);
-/* Replay: the step's next event is the allocation of size bytes of a block
- * the recorded step kept (it goes outside the budget: ctx_alloc.c). */
-int hoff__pipe_kept_next(const struct hoff_ctx *ctx, uint64_t size);
-void hoff__record_release(struct hoff_ctx *ctx);  /* free the timed events */
+void hoff__record_keep(struct hoff__pipeline *p, struct hoff__mem *mem, const struct hoff__block *b);
+void hoff__record_release(struct hoff__pipeline *p, struct hoff__mem *mem); /* free the timed events */
 
 /* planning (planjob.c): what planning a recorded step produces */
 struct hoff__plan_result {
@@ -189,18 +187,19 @@ void hoff__planjob_collect(struct hoff__planjob *j, struct hoff__plan_result *r)
 void hoff__planjob_cancel(struct hoff__planjob *j);
 
 /* replay (replay.c) */
-void hoff__replay_before(struct hoff_ctx *ctx, struct hoff__event_info *e);
-void hoff__replay_after(struct hoff_ctx *ctx, struct hoff__event_info *e);
+void hoff__replay_before(struct hoff__pipeline *p, struct hoff__mem *mem, struct hoff__event_info *e);
+void hoff__replay_after(struct hoff__pipeline *p, struct hoff__mem *mem, struct hoff__event_info *e);
 /* The step is over: count what did not happen. */
-void hoff__replay_finish(struct hoff_ctx *ctx);
+void hoff__replay_finish(struct hoff__pipeline *p, struct hoff__mem *mem);
 
 /* bandwidth.c: D2H and H2D GB/s of this backend: measured with a 16 MiB probe
  * on a real device, the model's figures on sim, cfg.bandwidth_gbps where
  * neither works. */
-void hoff__bandwidth_measure(struct hoff_ctx *ctx, double *h2d_gbps, double *d2h_gbps);
+void hoff__bandwidth_measure(struct hoff__backend *be, const struct hoff_config *cfg, double *h2d_gbps, double *d2h_gbps);
 /* The NVMe tier's read and write GB/s: the model's on sim, measured with a
  * 16 MiB probe spill on a real device, the sim defaults where neither works
  * (or there is no NVMe tier). */
-void hoff__nvme_bandwidth_measure(struct hoff_ctx *ctx, double *read_gbps, double *write_gbps);
+void hoff__nvme_bandwidth_measure(struct hoff__backend *be, struct hoff__nvme *nvme, const struct hoff_config *cfg,
+                                  double *read_gbps, double *write_gbps);
 
 #endif

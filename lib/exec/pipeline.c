@@ -1,6 +1,6 @@
 /* pipeline.c — the life of steps: which executor runs a step (warmup or replay), planning at the end of a
  * recorded step (collected from its planning job at a later step's start), and re-recording after repeated
- * divergence.  Threading: caller holds ctx->lock; the planning job's thread never touches the pipeline. */
+ * divergence.  Threading: caller holds the context lock; the planning job's thread never touches the pipeline. */
 #include "config.h"
 
 #include <errno.h>
@@ -11,6 +11,7 @@
 #include "core/context.h"
 #include "core/core.h"
 #include "exec/executor.h"
+#include "exec/pipeline.h"
 
 static uint64_t mono_ns(void) {
     struct timespec ts;
@@ -24,11 +25,20 @@ void hoff__pipe_init(struct hoff_ctx *ctx) {
     memset(p, 0, sizeof *p);
     hoff__trace_init(&p->trace);
     hoff__schedule_init(&p->sched);
-    p->sim = strcmp(ctx->be->ops->name, "sim") == 0;
-    hoff__bandwidth_measure(ctx, &p->h2d_gbps, &p->d2h_gbps);
-    hoff__nvme_bandwidth_measure(ctx, &p->nvme_read_gbps, &p->nvme_write_gbps);
-    ctx->st.h2d_mbps = (uint64_t)(p->h2d_gbps * 1000.0 + 0.5);
-    ctx->st.d2h_mbps = (uint64_t)(p->d2h_gbps * 1000.0 + 0.5);
+    p->sim = strcmp(ctx->mem.be->ops->name, "sim") == 0;
+    p->cfg = &ctx->cfg;
+    p->trace_path = ctx->trace_path;
+    hoff__bandwidth_measure(ctx->mem.be, &ctx->cfg, &p->h2d_gbps, &p->d2h_gbps);
+    hoff__nvme_bandwidth_measure(ctx->mem.be, ctx->mem.nvme, &ctx->cfg, &p->nvme_read_gbps, &p->nvme_write_gbps);
+    ctx->pipe.st.h2d_mbps = (uint64_t)(p->h2d_gbps * 1000.0 + 0.5);
+    ctx->pipe.st.d2h_mbps = (uint64_t)(p->d2h_gbps * 1000.0 + 0.5);
+    hoff__pipe_policy(ctx);
+}
+
+void hoff__pipe_policy(struct hoff_ctx *ctx) {
+    hoff__pipe_push_policy(&ctx->pipe, &ctx->mem.pol);
+    ctx->mem.pol.in_step = ctx->in_step;
+    ctx->mem.pol.steps = ctx->st.steps;
 }
 
 /* The plan's groups are done with: their regions go back to the pool (at
@@ -39,7 +49,7 @@ static void groups_release(struct hoff_ctx *ctx) {
 
     if (p->rg)
         for (i = 0; i < p->sched.ngroups; i++)
-            hoff__pool_region_release(&ctx->pools[HOFF__POOL_MANAGED], p->rg[i].region);
+            hoff__pool_region_release(&ctx->mem.pools[HOFF__POOL_MANAGED], p->rg[i].region);
     free(p->rg);
     free(p->gm);
     p->rg = NULL;
@@ -72,7 +82,7 @@ static int groups_ready(struct hoff_ctx *ctx) {
 struct hoff__block *hoff__pipe_alloc(struct hoff_ctx *ctx, const struct hoff__event_info *e, int cls) {
     struct hoff__pipeline *p = &ctx->pipe;
     const struct hoff__schedule *sc = &p->sched;
-    struct hoff__pool *mp = &ctx->pools[HOFF__POOL_MANAGED];
+    struct hoff__pool *mp = &ctx->mem.pools[HOFF__POOL_MANAGED];
     const struct hoff__group *g;
     struct hoff__rgroup *rg;
     struct hoff__block *b;
@@ -118,7 +128,7 @@ struct hoff__block *hoff__pipe_alloc(struct hoff_ctx *ctx, const struct hoff__ev
         struct hoff__block *old = hoff__pool_region_slot(rg->region, k);
 
         if (old && (old->flags & HOFF__BLK_FREED)) {
-            hoff__res_settle(ctx, old);
+            hoff__res_settle(&ctx->mem, old);
             b = hoff__pool_region_get(mp, rg->region, k, cls, e->stream, &err);
         }
     }
@@ -131,19 +141,21 @@ void hoff__pipe_destroy(struct hoff_ctx *ctx) {
     if (p->job) { /* its trace is about to go: stop it first */
         hoff__planjob_cancel(p->job);
         p->job = NULL;
-        ctx->st.plans_dropped++;
+        ctx->pipe.st.plans_dropped++;
     }
     groups_release(ctx);
-    hoff__record_release(ctx);
+    hoff__record_release(p, &ctx->mem);
     hoff__trace_destroy(&p->trace);
     hoff__schedule_destroy(&p->sched);
     free(p->map);
     memset(p, 0, sizeof *p);
+    hoff__pipe_policy(ctx);
 }
 
 static void set_state(struct hoff_ctx *ctx, int st) {
     ctx->pipe.state = st;
-    ctx->st.plan_state = (uint64_t)st;
+    ctx->pipe.st.plan_state = (uint64_t)st;
+    hoff__pipe_policy(ctx);
 }
 
 /* A step begins while a planning job runs: take its plan if it is ready
@@ -162,21 +174,21 @@ static void job_poll(struct hoff_ctx *ctx) {
     o.stop = NULL;
     hoff__planjob_collect(p->job, &r);
     p->job = NULL;
-    ctx->st.plan_pending = 0;
-    ctx->st.plan_lag_steps = p->lag;
-    ctx->st.plan_lag_ns = r.done_ns > p->t_job ? r.done_ns - p->t_job : 0;
-    if (hoff__record_stale(ctx, pl, &o)) {
+    ctx->pipe.st.plan_pending = 0;
+    ctx->pipe.st.plan_lag_steps = p->lag;
+    ctx->pipe.st.plan_lag_ns = r.done_ns > p->t_job ? r.done_ns - p->t_job : 0;
+    if (hoff__record_stale(p, pl, &o)) {
         hoff__log(HOFF_LOG_INFO, "the plan made in the background was for another budget, host cap or planner "
                   "than the context has now: dropped, and this step records again");
         if (r.save_err[0])
             hoff__log(HOFF_LOG_WARN, "cannot write the trace to HOFF_TRACE=%s: %s", ctx->trace_path,
                       r.save_err);
         hoff__schedule_destroy(&r.sched);
-        ctx->st.plans_dropped++;
+        ctx->pipe.st.plans_dropped++;
         p->rerecord = 1;
         return;
     }
-    hoff__record_adopt(ctx, pl, &o, &r);
+    hoff__record_adopt(p, &ctx->mem, pl, &o, &r);
 }
 
 int hoff__pipe_step_begin(struct hoff_ctx *ctx) {
@@ -188,10 +200,11 @@ int hoff__pipe_step_begin(struct hoff_ctx *ctx) {
     p->next_act = 0;
     p->diverged = 0;
     p->fired = p->skipped = 0;
+    hoff__pipe_policy(ctx);
     p->t0_cpu = mono_ns();
-    p->t0_be = ctx->be->ops->clock_ns(ctx->be);
-    p->stall0_ns = ctx->st.stall_ns;
-    ctx->st.step_peak_resident_bytes = ctx->res.resident;
+    p->t0_be = ctx->mem.be->ops->clock_ns(ctx->mem.be);
+    p->stall0_ns = ctx->mem.st.stall_ns;
+    ctx->mem.st.step_peak_resident_bytes = ctx->mem.res.resident;
     p->online = 0;
     job_poll(ctx);
     if (p->job) {
@@ -199,7 +212,7 @@ int hoff__pipe_step_begin(struct hoff_ctx *ctx) {
          * does, and is neither recorded nor replayed. */
         p->online = 1;
         p->lag++;
-        ctx->st.plan_online_steps++;
+        ctx->pipe.st.plan_online_steps++;
         set_state(ctx, HOFF_PLAN_WARMUP);
         return 0;
     }
@@ -221,7 +234,7 @@ int hoff__pipe_step_begin(struct hoff_ctx *ctx) {
     }
     /* Warmup: record this step. */
     if (p->rerecord)
-        ctx->st.replans++;
+        ctx->pipe.st.replans++;
     p->rerecord = 0;
     p->have_plan = 0;
     groups_release(ctx);
@@ -230,13 +243,14 @@ int hoff__pipe_step_begin(struct hoff_ctx *ctx) {
     hoff__trace_destroy(&p->trace);
     hoff__trace_init(&p->trace);
     p->have_trace = 0;
+    hoff__pipe_policy(ctx);
     p->trace.budget_bytes = ctx->cfg.budget_bytes;
     p->trace.host_cap_bytes = ctx->cfg.host_cap_bytes;
     p->trace.h2d_gbps = p->h2d_gbps;
     p->trace.d2h_gbps = p->d2h_gbps;
-    snprintf(p->trace.backend, sizeof p->trace.backend, "%s", ctx->be->ops->name);
+    snprintf(p->trace.backend, sizeof p->trace.backend, "%s", ctx->mem.be->ops->name);
     set_state(ctx, HOFF_PLAN_WARMUP);
-    hoff__record_begin(ctx);
+    hoff__record_begin(p, &ctx->mem);
     return 0;
 }
 
@@ -248,20 +262,20 @@ int hoff__pipe_step_end(struct hoff_ctx *ctx) {
         if (p->online)
             return 0;
         p->trace.step_ns = mono_ns() - p->t0_cpu;
-        p->trace.step_gpu_ns = strcmp(ctx->be->ops->name, "sim") == 0
-                                   ? ctx->be->ops->clock_ns(ctx->be) - p->t0_be -
-                                         (ctx->st.stall_ns - p->stall0_ns)
+        p->trace.step_gpu_ns = strcmp(ctx->mem.be->ops->name, "sim") == 0
+                                   ? ctx->mem.be->ops->clock_ns(ctx->mem.be) - p->t0_be -
+                                         (ctx->mem.st.stall_ns - p->stall0_ns)
                                    : HOFF__TIME_UNKNOWN; /* record_finish fills it from events */
         {
-            int rc = hoff__record_finish(ctx);
+            int rc = hoff__record_finish(p, &ctx->mem);
             set_state(ctx, p->have_plan ? HOFF_PLAN_REPLAY : HOFF_PLAN_WARMUP);
             return rc;
         }
     case HOFF_PLAN_REPLAY:
     case HOFF_PLAN_FALLBACK:
-        hoff__replay_finish(ctx);
+        hoff__replay_finish(p, &ctx->mem);
         if (p->diverged) {
-            ctx->st.divergent_steps++;
+            ctx->pipe.st.divergent_steps++;
             p->divergent_run++;
             if (ctx->cfg.replan_after && p->divergent_run >= ctx->cfg.replan_after) {
                 hoff__log(HOFF_LOG_INFO, "%u divergent steps in a row: recording the next step and planning again",
@@ -295,7 +309,8 @@ int hoff__pipe_step_abort(struct hoff_ctx *ctx) {
     case HOFF_PLAN_REPLAY:
     case HOFF_PLAN_FALLBACK:
         p->diverged = 1; /* fire nothing more */
-        hoff__replay_finish(ctx);
+        hoff__pipe_policy(ctx);
+        hoff__replay_finish(p, &ctx->mem);
         set_state(ctx, HOFF_PLAN_REPLAY);
         hoff__log(HOFF_LOG_INFO, "step %llu aborted during replay: %llu planned actions skipped",
                   (unsigned long long)p->step, (unsigned long long)p->skipped);
@@ -353,7 +368,7 @@ void hoff__pipe_before(struct hoff_ctx *ctx, struct hoff__event_info *e) {
     if (e->stream || e->kind == HOFF__TEV_ALLOC || e->kind == HOFF__TEV_FREE)
         p->last_stream = e->stream;
     if (p->state == HOFF_PLAN_REPLAY)
-        hoff__replay_before(ctx, e);
+        hoff__replay_before(p, &ctx->mem, e);
 }
 
 void hoff__pipe_after(struct hoff_ctx *ctx, struct hoff__event_info *e) {
@@ -367,12 +382,14 @@ void hoff__pipe_after(struct hoff_ctx *ctx, struct hoff__event_info *e) {
     }
     switch (p->state) {
     case HOFF_PLAN_WARMUP:
-        if (!p->online)
-            hoff__record_event(ctx, e);
+        if (!p->online) {
+            e->phase = ctx->phase;
+            hoff__record_event(p, &ctx->mem, e);
+        }
         break;
     case HOFF_PLAN_REPLAY:
     case HOFF_PLAN_FALLBACK:
-        hoff__replay_after(ctx, e);
+        hoff__replay_after(p, &ctx->mem, e);
         break;
     default:
         break;

@@ -1,6 +1,6 @@
 /* record.c — the warmup executor: records every event of a step into the trace (the budget meanwhile is kept
  * online by residency, earliest-allocated first), and at the step's end hands the trace to the planner.
- * Threading: caller holds ctx->lock. */
+ * Threading: caller holds the context lock. */
 #include "config.h"
 
 #include <errno.h>
@@ -19,18 +19,17 @@ static uint64_t mono_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int is_sim(const struct hoff_ctx *ctx) {
-    return ctx->pipe.sim;
+static int is_sim(const struct hoff__pipeline *p) {
+    return p->sim;
 }
 
 /* A real device's timeline: a timed event recorded on the stream of each
  * event; resolved into t_gpu_ns once the step is over. */
-void hoff__record_begin(struct hoff_ctx *ctx) {
-    struct hoff__pipeline *p = &ctx->pipe;
-    struct hoff__backend *be = ctx->be;
+void hoff__record_begin(struct hoff__pipeline *p, struct hoff__mem *mem) {
+    struct hoff__backend *be = mem->be;
 
     p->ntev = 0;
-    if (is_sim(ctx) || !be->ops->event_create_timed)
+    if (is_sim(p) || !be->ops->event_create_timed)
         return;
     if (!p->tev0 && be->ops->event_create_timed(be, &p->tev0) != 0)
         p->tev0 = NULL;
@@ -40,9 +39,8 @@ void hoff__record_begin(struct hoff_ctx *ctx) {
     }
 }
 
-static void record_timed(struct hoff_ctx *ctx, hoff_stream s) {
-    struct hoff__pipeline *p = &ctx->pipe;
-    struct hoff__backend *be = ctx->be;
+static void record_timed(struct hoff__pipeline *p, struct hoff__mem *mem, hoff_stream s) {
+    struct hoff__backend *be = mem->be;
 
     if (!p->tev0)
         return;
@@ -68,9 +66,8 @@ off: /* no estimate for this step: the times stay unknown */
 }
 
 /* Fill t_gpu_ns of every event from the timed events. */
-static void resolve_timed(struct hoff_ctx *ctx) {
-    struct hoff__pipeline *p = &ctx->pipe;
-    struct hoff__backend *be = ctx->be;
+static void resolve_timed(struct hoff__pipeline *p, struct hoff__mem *mem) {
+    struct hoff__backend *be = mem->be;
     size_t i;
     uint64_t ns;
 
@@ -88,23 +85,21 @@ static void resolve_timed(struct hoff_ctx *ctx) {
         p->trace.step_gpu_ns = p->trace.ev[p->ntev - 1].t_gpu_ns;
 }
 
-void hoff__record_release(struct hoff_ctx *ctx) {
-    struct hoff__pipeline *p = &ctx->pipe;
+void hoff__record_release(struct hoff__pipeline *p, struct hoff__mem *mem) {
     size_t i;
 
     for (i = 0; i < p->cap_tev; i++)
         if (p->tev[i])
-            ctx->be->ops->event_destroy(ctx->be, p->tev[i]);
+            mem->be->ops->event_destroy(mem->be, p->tev[i]);
     free(p->tev);
     if (p->tev0)
-        ctx->be->ops->event_destroy(ctx->be, p->tev0);
+        mem->be->ops->event_destroy(mem->be, p->tev0);
     p->tev = NULL;
     p->tev0 = NULL;
     p->ntev = p->cap_tev = 0;
 }
 
-void hoff__record_event(struct hoff_ctx *ctx, const struct hoff__event_info *e) {
-    struct hoff__pipeline *p = &ctx->pipe;
+void hoff__record_event(struct hoff__pipeline *p, struct hoff__mem *mem, const struct hoff__event_info *e) {
     struct hoff__tev ev;
     int rc;
 
@@ -120,13 +115,13 @@ void hoff__record_event(struct hoff_ctx *ctx, const struct hoff__event_info *e) 
      * the recorded step (the warmup's on-demand evictions and faults are not
      * compute: planners time their copies against compute); on a real device
      * a timed event on the stream, resolved at the step's end. */
-    if (is_sim(ctx)) {
-        uint64_t now = ctx->be->ops->clock_ns(ctx->be) - p->t0_be, st = ctx->st.stall_ns - p->stall0_ns;
+    if (is_sim(p)) {
+        uint64_t now = mem->be->ops->clock_ns(mem->be) - p->t0_be, st = mem->st.stall_ns - p->stall0_ns;
 
         ev.t_gpu_ns = now > st ? now - st : 0;
     } else {
         ev.t_gpu_ns = HOFF__TIME_UNKNOWN;
-        record_timed(ctx, e->stream ? e->stream : p->last_stream);
+        record_timed(p, mem, e->stream ? e->stream : p->last_stream);
     }
     switch (e->kind) {
     case HOFF__TEV_ALLOC:
@@ -145,7 +140,7 @@ void hoff__record_event(struct hoff_ctx *ctx, const struct hoff__event_info *e) 
     case HOFF__TEV_OP:
         if (e->name && *e->name)
             ev.name = hoff__trace_name(&p->trace, e->name);
-        ev.flags = (uint8_t)((unsigned)ctx->phase << HOFF__TEV_PHASE_SHIFT);
+        ev.flags = (uint8_t)((unsigned)e->phase << HOFF__TEV_PHASE_SHIFT);
         break;
     default:
         break;
@@ -156,34 +151,32 @@ void hoff__record_event(struct hoff_ctx *ctx, const struct hoff__event_info *e) 
         hoff__log(HOFF_LOG_WARN, "recording the step failed (%s: %s); this step will not be planned",
                   hoff_strerror(rc), hoff_last_error());
         p->diverged = 1;
+        hoff__pipe_push_policy(p, &mem->pol);
     }
 }
 
-void hoff__record_plan_opts(const struct hoff_ctx *ctx, struct hoff__plan_opts *o) {
-    const struct hoff__pipeline *p = &ctx->pipe;
-
+void hoff__record_plan_opts(const struct hoff__pipeline *p, struct hoff__plan_opts *o) {
     memset(o, 0, sizeof *o);
-    o->budget_bytes = ctx->cfg.budget_bytes;
-    o->host_cap_bytes = ctx->cfg.host_cap_bytes;
-    o->guard_after_alloc = ctx->cfg.guard_after_alloc;
-    o->guard_before_free = ctx->cfg.guard_before_free;
+    o->budget_bytes = p->cfg->budget_bytes;
+    o->host_cap_bytes = p->cfg->host_cap_bytes;
+    o->guard_after_alloc = p->cfg->guard_after_alloc;
+    o->guard_before_free = p->cfg->guard_before_free;
     o->h2d_gbps = p->h2d_gbps;
     o->d2h_gbps = p->d2h_gbps;
     o->block_bytes = hoff__pool_block_bytes; /* plan in the bytes the budget counts */
-    o->nvme = ctx->cfg.spill_dir[0] != 0;
+    o->nvme = p->cfg->spill_dir[0] != 0;
     o->nvme_read_gbps = p->nvme_read_gbps;
     o->nvme_write_gbps = p->nvme_write_gbps;
-    if (is_sim(ctx)) { /* the sim's costs are known exactly; on a GPU predict.c's defaults stand */
-        o->latency_ns = ctx->cfg.sim_latency_ns;
-        o->call_ns = ctx->cfg.sim_call_ns;
-        o->fault_ns = ctx->cfg.sim_fault_ns;
-        o->fault_gbps = ctx->cfg.sim_fault_gbps;
+    if (is_sim(p)) { /* the sim's costs are known exactly; on a GPU predict.c's defaults stand */
+        o->latency_ns = p->cfg->sim_latency_ns;
+        o->call_ns = p->cfg->sim_call_ns;
+        o->fault_ns = p->cfg->sim_fault_ns;
+        o->fault_gbps = p->cfg->sim_fault_gbps;
     }
-    o->groups = ctx->cfg.groups;
+    o->groups = p->cfg->groups;
 }
 
-int hoff__record_finish(struct hoff_ctx *ctx) {
-    struct hoff__pipeline *p = &ctx->pipe;
+int hoff__record_finish(struct hoff__pipeline *p, struct hoff__mem *mem) {
     const struct hoff__planner *pl;
     struct hoff__plan_result r;
     struct hoff__plan_opts o;
@@ -194,8 +187,8 @@ int hoff__record_finish(struct hoff_ctx *ctx) {
         p->rerecord = 1;
         return 0;
     }
-    if (!is_sim(ctx))
-        resolve_timed(ctx);
+    if (!is_sim(p))
+        resolve_timed(p, mem);
     rc = hoff__trace_finish(&p->trace);
     if (rc) {
         hoff__log(HOFF_LOG_WARN, "the recorded step is inconsistent (%s); recording again next step",
@@ -206,45 +199,44 @@ int hoff__record_finish(struct hoff_ctx *ctx) {
     p->have_trace = 1;
     /* What the step's activations need with no offload: kept blocks (gradients) are not counted, though
      * the warmup counted them until it learnt what they were. */
-    ctx->st.recorded_peak_bytes = hoff__trace_offload_peak(&p->trace, hoff__pool_block_bytes, NULL);
-    pl = hoff__planner_find(ctx->cfg.planner);
+    p->st.recorded_peak_bytes = hoff__trace_offload_peak(&p->trace, hoff__pool_block_bytes, NULL);
+    pl = hoff__planner_find(p->cfg->planner);
     if (!pl) /* validated at init; a planner removed since cannot happen */
-        return hoff__error(-EINVAL, "unknown planner '%s'", ctx->cfg.planner);
-    hoff__record_plan_opts(ctx, &o);
+        return hoff__error(-EINVAL, "unknown planner '%s'", p->cfg->planner);
+    hoff__record_plan_opts(p, &o);
     hoff__schedule_destroy(&p->sched);
     hoff__schedule_init(&p->sched);
-    if (ctx->cfg.plan_thread) {
+    if (p->cfg->plan_thread) {
         p->t_job = mono_ns(); /* before the thread can start planning */
-        rc = hoff__planjob_start(&p->job, pl, &p->trace, &o, ctx->cfg.plan_time_ns, ctx->trace_path);
+        rc = hoff__planjob_start(&p->job, pl, &p->trace, &o, p->cfg->plan_time_ns, p->trace_path);
         if (rc == 0) {
             p->lag = 0;
-            ctx->st.plan_pending = 1;
+            p->st.plan_pending = 1;
             return 0;
         }
         HOFF__LOG_ONCE(HOFF_LOG_WARN, "%s; planning on the training thread instead", hoff_last_error());
     }
     /* Inline: the training thread waits for the planner. */
     t0 = mono_ns();
-    hoff__plan_make(pl, &p->trace, &o, ctx->cfg.plan_time_ns, ctx->trace_path, &r);
-    ctx->st.plan_wait_ns += mono_ns() - t0;
-    ctx->st.plan_lag_steps = 0;
-    ctx->st.plan_lag_ns = mono_ns() - t0;
-    hoff__record_adopt(ctx, pl, &o, &r);
+    hoff__plan_make(pl, &p->trace, &o, p->cfg->plan_time_ns, p->trace_path, &r);
+    p->st.plan_wait_ns += mono_ns() - t0;
+    p->st.plan_lag_steps = 0;
+    p->st.plan_lag_ns = mono_ns() - t0;
+    hoff__record_adopt(p, mem, pl, &o, &r);
     return 0;
 }
 
-int hoff__record_stale(const struct hoff_ctx *ctx, const struct hoff__planner *pl, const struct hoff__plan_opts *o) {
-    return o->budget_bytes != ctx->cfg.budget_bytes || o->host_cap_bytes != ctx->cfg.host_cap_bytes ||
-           strcmp(pl->name, ctx->cfg.planner) != 0;
+int hoff__record_stale(const struct hoff__pipeline *p, const struct hoff__planner *pl, const struct hoff__plan_opts *o) {
+    return o->budget_bytes != p->cfg->budget_bytes || o->host_cap_bytes != p->cfg->host_cap_bytes ||
+           strcmp(pl->name, p->cfg->planner) != 0;
 }
 
-void hoff__record_adopt(struct hoff_ctx *ctx, const struct hoff__planner *pl, const struct hoff__plan_opts *o,
-                        struct hoff__plan_result *r) {
-    struct hoff__pipeline *p = &ctx->pipe;
+void hoff__record_adopt(struct hoff__pipeline *p, struct hoff__mem *mem, const struct hoff__planner *pl,
+                        const struct hoff__plan_opts *o, struct hoff__plan_result *r) {
     char a[32], b[32];
 
     if (r->save_err[0])
-        hoff__log(HOFF_LOG_WARN, "cannot write the trace to HOFF_TRACE=%s: %s", ctx->trace_path, r->save_err);
+        hoff__log(HOFF_LOG_WARN, "cannot write the trace to HOFF_TRACE=%s: %s", p->trace_path, r->save_err);
     if (r->rc) {
         hoff__log(HOFF_LOG_WARN, "planner %s failed (%s: %s); the budget is kept online without a plan",
                   pl->name, hoff_strerror(r->rc), r->err);
@@ -259,16 +251,17 @@ void hoff__record_adopt(struct hoff_ctx *ctx, const struct hoff__planner *pl, co
     p->sched = r->sched; /* moved */
     hoff__schedule_init(&r->sched);
     p->have_plan = 1;
-    ctx->st.plans++;
-    ctx->st.plan_groups = p->sched.ngroups;
-    ctx->st.plan_actions = p->sched.nact;
-    ctx->st.plan_feasible = (uint64_t)p->sched.feasible;
-    ctx->st.plan_peak_bytes = p->sched.peak_bytes;
-    ctx->st.plan_ns = p->sched.plan_ns;
-    ctx->st.plan_stall_ns = p->sched.stall_ns == UINT64_MAX ? 0 : p->sched.stall_ns;
-    ctx->st.plan_floor_bytes = p->sched.floor_bytes;
-    ctx->st.plan_floor_phase = p->sched.floor_phase;
-    ctx->st.plan_floor_blocks = p->sched.floor_blocks;
+    hoff__pipe_push_policy(p, &mem->pol);
+    p->st.plans++;
+    p->st.plan_groups = p->sched.ngroups;
+    p->st.plan_actions = p->sched.nact;
+    p->st.plan_feasible = (uint64_t)p->sched.feasible;
+    p->st.plan_peak_bytes = p->sched.peak_bytes;
+    p->st.plan_ns = p->sched.plan_ns;
+    p->st.plan_stall_ns = p->sched.stall_ns == UINT64_MAX ? 0 : p->sched.stall_ns;
+    p->st.plan_floor_bytes = p->sched.floor_bytes;
+    p->st.plan_floor_phase = p->sched.floor_phase;
+    p->st.plan_floor_blocks = p->sched.floor_blocks;
     snprintf(p->floor_op, sizeof p->floor_op, "%s", hoff__plan_op_name(&p->trace, p->sched.floor_op_ev));
     if (o->budget_bytes && o->budget_bytes < p->sched.floor_bytes) {
         const char *why = hoff__plan_floor_advice(p->sched.floor_phase);
@@ -298,11 +291,10 @@ void hoff__record_adopt(struct hoff_ctx *ctx, const struct hoff__planner *pl, co
  * know it (a replan is asked for when stale says the plan is wrong, which the
  * caller tells from the trace) or when nothing is recorded (outside a step, an
  * online step while a planning job reads the trace, a failed recording). */
-static int learnt(struct hoff_ctx *ctx, const struct hoff__block *b, int (*stale)(const struct hoff__tblock *)) {
-    struct hoff__pipeline *p = &ctx->pipe;
+static int learnt(struct hoff__pipeline *p, struct hoff__mem *mem, const struct hoff__block *b, int (*stale)(const struct hoff__tblock *)) {
     struct hoff__trace *t = &p->trace;
 
-    if (!ctx->in_step || !hoff__pipe_owns(p, b) || b->tid >= t->nblocks)
+    if (!mem->pol.in_step || !hoff__pipe_owns(p, b) || b->tid >= t->nblocks)
         return 0;
     if (p->state == HOFF_PLAN_WARMUP)
         return !p->online && !p->diverged; /* an online step: the trace is the planning job's, read-only */
@@ -319,19 +311,19 @@ static int not_kept(const struct hoff__tblock *tb) {
     return !tb->kept;
 }
 
-void hoff__record_exclude(struct hoff_ctx *ctx, const struct hoff__block *b) {
-    struct hoff__trace *t = &ctx->pipe.trace;
+void hoff__record_exclude(struct hoff__pipeline *p, struct hoff__mem *mem, const struct hoff__block *b) {
+    struct hoff__trace *t = &p->trace;
 
-    if (!learnt(ctx, b, not_pinned))
+    if (!learnt(p, mem, b, not_pinned))
         return;
     t->blocks[b->tid].pinned = 1;
     t->ev[t->blocks[b->tid].alloc_ev].flags |= HOFF__TEV_PINNED;
 }
 
-void hoff__record_keep(struct hoff_ctx *ctx, const struct hoff__block *b) {
-    struct hoff__trace *t = &ctx->pipe.trace;
+void hoff__record_keep(struct hoff__pipeline *p, struct hoff__mem *mem, const struct hoff__block *b) {
+    struct hoff__trace *t = &p->trace;
 
-    if (!learnt(ctx, b, not_kept))
+    if (!learnt(p, mem, b, not_kept))
         return;
     t->blocks[b->tid].kept = 1;
     t->blocks[b->tid].pool = 0; /* as hoff__trace_finish derives it */

@@ -1,5 +1,5 @@
 /* replay.c — the replay executor: checks every event of a step against the recorded one and fires the actions
- * planned around it; on a mismatch it stops firing for the rest of the step (fallback).  Threading: ctx->lock held. */
+ * planned around it; on a mismatch it stops firing for the rest of the step (fallback).  Threading: the context lock held. */
 #include "config.h"
 
 #include <errno.h>
@@ -34,12 +34,11 @@ static int matches(const struct hoff__pipeline *p, const struct hoff__event_info
     }
 }
 
-static void diverge(struct hoff_ctx *ctx, const struct hoff__event_info *e) {
-    struct hoff__pipeline *p = &ctx->pipe;
-
+static void diverge(struct hoff__pipeline *p, struct hoff__mem *mem, const struct hoff__event_info *e) {
     p->diverged = 1;
-    ctx->pipe.state = HOFF_PLAN_FALLBACK;
-    ctx->st.plan_state = HOFF_PLAN_FALLBACK;
+    p->state = HOFF_PLAN_FALLBACK;
+    p->st.plan_state = HOFF_PLAN_FALLBACK;
+    hoff__pipe_push_policy(p, &mem->pol);
     if (p->ev < p->trace.nev)
         hoff__log(HOFF_LOG_INFO, "step %llu diverged from the plan at event %u (a %s where the plan has a %s); "
                   "no planned actions for the rest of the step",
@@ -55,8 +54,7 @@ static void diverge(struct hoff_ctx *ctx, const struct hoff__event_info *e) {
  * live in its slot and where the call moves it from; the other members'
  * actions are then covered (1).  Otherwise, and for every member of a group
  * that fell back, 0: the member's action fires on its own. */
-static int fire_group(struct hoff_ctx *ctx, const struct hoff__action *a, hoff_stream s) {
-    struct hoff__pipeline *p = &ctx->pipe;
+static int fire_group(struct hoff__pipeline *p, struct hoff__mem *mem, const struct hoff__action *a, hoff_stream s) {
     const struct hoff__schedule *sc = &p->sched;
     const struct hoff__group *g;
     struct hoff__rgroup *rg;
@@ -84,17 +82,16 @@ static int fire_group(struct hoff_ctx *ctx, const struct hoff__action *a, hoff_s
             break;
         p->gm[k] = b;
     }
-    if (k == g->n && hoff__res_group(ctx, evict ? HOFF__CMD_EVICT : HOFF__CMD_PREFETCH, p->gm, g->n,
+    if (k == g->n && hoff__res_group(mem, evict ? HOFF__CMD_EVICT : HOFF__CMD_PREFETCH, p->gm, g->n,
                                      hoff__pool_region_base(rg->region), hoff__pool_region_size(rg->region),
                                      s) == 0)
         *one = 1;
     else
-        ctx->st.group_fallbacks++;
+        p->st.group_fallbacks++;
     return *one;
 }
 
-static void fire(struct hoff_ctx *ctx, const struct hoff__action *a, hoff_stream s) {
-    struct hoff__pipeline *p = &ctx->pipe;
+static void fire(struct hoff__pipeline *p, struct hoff__mem *mem, const struct hoff__action *a, hoff_stream s) {
     struct hoff__block *b = a->block < p->map_len ? p->map[a->block] : NULL;
     int rc;
 
@@ -103,13 +100,13 @@ static void fire(struct hoff_ctx *ctx, const struct hoff__action *a, hoff_stream
         p->skipped++;
         return;
     }
-    if (fire_group(ctx, a, s)) { /* moved with its group */
+    if (fire_group(p, mem, a, s)) { /* moved with its group */
         p->fired++;
         return;
     }
     switch (a->kind) {
     case HOFF__ACT_EVICT:
-        rc = hoff__res_evict(ctx, b, s);
+        rc = hoff__res_evict(mem, b, s);
         break;
     case HOFF__ACT_PREFETCH:
         /* Its eviction, spill or restore has not landed yet (the replay
@@ -118,22 +115,22 @@ static void fire(struct hoff_ctx *ctx, const struct hoff__action *a, hoff_stream
          * page the block in at its use (a block left on the NVMe tier is
          * restored first, waiting).  predict.c assumes the same. */
         if (b->state == HOFF_RES_EVICTING || b->state == HOFF_RES_SPILLING || b->state == HOFF_RES_RESTORING)
-            hoff__res_settle(ctx, b);
-        rc = hoff__res_prefetch(ctx, b, s);
+            hoff__res_settle(mem, b);
+        rc = hoff__res_prefetch(mem, b, s);
         break;
     case HOFF__ACT_RELEASE:
-        rc = hoff__res_discard(ctx, b, s);
+        rc = hoff__res_discard(mem, b, s);
         break;
     case HOFF__ACT_SPILL:
         /* Its eviction still in flight: it spills once that lands. */
-        rc = hoff__res_spill(ctx, b, s);
+        rc = hoff__res_spill(mem, b, s);
         break;
     case HOFF__ACT_RESTORE:
         /* Its spill has not landed yet: wait for it (a counted stall) and
          * restore, rather than leave the read to the prefetch. */
         if (b->state == HOFF_RES_SPILLING)
-            hoff__res_settle(ctx, b);
-        rc = hoff__res_restore(ctx, b, s);
+            hoff__res_settle(mem, b);
+        rc = hoff__res_restore(mem, b, s);
         break;
     default:
         rc = -EINVAL;
@@ -150,33 +147,28 @@ static void fire(struct hoff_ctx *ctx, const struct hoff__action *a, hoff_stream
 }
 
 /* Fire the actions of event ev with the given timing. */
-static void fire_at(struct hoff_ctx *ctx, uint32_t ev, int when, hoff_stream s) {
-    struct hoff__pipeline *p = &ctx->pipe;
+static void fire_at(struct hoff__pipeline *p, struct hoff__mem *mem, uint32_t ev, int when, hoff_stream s) {
     const struct hoff__schedule *sc = &p->sched;
 
     while (p->next_act < sc->nact && sc->act[p->next_act].ev == ev && sc->act[p->next_act].when == when)
-        fire(ctx, &sc->act[p->next_act++], s);
+        fire(p, mem, &sc->act[p->next_act++], s);
 }
 
 /* Actions planned "after" event i fire when the next event comes (or the
  * step ends): only then is the work of event i done or queued — the caller
  * fills a block after hoff_malloc returns and uses it after hoff_access
  * returns, so an eviction fired at once would race that work. */
-static void fire_pending_after(struct hoff_ctx *ctx) {
-    struct hoff__pipeline *p = &ctx->pipe;
-
+static void fire_pending_after(struct hoff__pipeline *p, struct hoff__mem *mem) {
     if (p->ev > 0)
-        fire_at(ctx, p->ev - 1, HOFF__ACT_AFTER, p->last_stream);
+        fire_at(p, mem, p->ev - 1, HOFF__ACT_AFTER, p->last_stream);
 }
 
-void hoff__replay_before(struct hoff_ctx *ctx, struct hoff__event_info *e) {
-    struct hoff__pipeline *p = &ctx->pipe;
-
+void hoff__replay_before(struct hoff__pipeline *p, struct hoff__mem *mem, struct hoff__event_info *e) {
     if (p->diverged)
         return;
-    fire_pending_after(ctx);
+    fire_pending_after(p, mem);
     if (!matches(p, e)) {
-        diverge(ctx, e);
+        diverge(p, mem, e);
         return;
     }
     /* Actions of earlier events never fired (an earlier event had none of
@@ -185,12 +177,10 @@ void hoff__replay_before(struct hoff_ctx *ctx, struct hoff__event_info *e) {
         p->next_act++;
         p->skipped++;
     }
-    fire_at(ctx, p->ev, HOFF__ACT_BEFORE, e->stream ? e->stream : p->last_stream);
+    fire_at(p, mem, p->ev, HOFF__ACT_BEFORE, e->stream ? e->stream : p->last_stream);
 }
 
-void hoff__replay_after(struct hoff_ctx *ctx, struct hoff__event_info *e) {
-    struct hoff__pipeline *p = &ctx->pipe;
-
+void hoff__replay_after(struct hoff__pipeline *p, struct hoff__mem *mem, struct hoff__event_info *e) {
     if (e->b && e->b->tid < p->map_len) {
         if (e->kind == HOFF__TEV_ALLOC)
             p->map[e->b->tid] = e->b;
@@ -200,18 +190,17 @@ void hoff__replay_after(struct hoff_ctx *ctx, struct hoff__event_info *e) {
     /* Its "after" actions wait for the next event: fire_pending_after(). */
 }
 
-void hoff__replay_finish(struct hoff_ctx *ctx) {
-    struct hoff__pipeline *p = &ctx->pipe;
-
+void hoff__replay_finish(struct hoff__pipeline *p, struct hoff__mem *mem) {
     if (!p->diverged)
-        fire_pending_after(ctx);
+        fire_pending_after(p, mem);
     if (!p->diverged && p->ev != p->trace.nev) {
         hoff__log(HOFF_LOG_INFO, "step %llu ended after %u events; the recorded step had %zu",
                   (unsigned long long)p->step, p->ev, p->trace.nev);
         p->diverged = 1;
+        hoff__pipe_push_policy(p, &mem->pol);
     }
     p->skipped += p->sched.nact - p->next_act;
     p->next_act = p->sched.nact;
-    ctx->st.actions_fired += p->fired;
-    ctx->st.actions_skipped += p->skipped;
+    p->st.actions_fired += p->fired;
+    p->st.actions_skipped += p->skipped;
 }

@@ -13,71 +13,71 @@
 
 #include <errno.h>
 
-#include "core/context.h"
+#include "mem/mem.h"
 #include "core/core.h"
 #include "mem/block.h"
 #include "mem/guard.h"
 #include "mem/residency.h"
 
-int hoff__guard_init(struct hoff_ctx *ctx) {
+int hoff__guard_init(struct hoff__mem *mem) {
     uint64_t free_b = 0, total_b = 0;
     char a[32], b[32], c[32];
     int rc;
 
-    rc = ctx->be->ops->mem_info(ctx->be, &free_b, &total_b);
+    rc = mem->be->ops->mem_info(mem->be, &free_b, &total_b);
     if (rc)
         return hoff__error(rc, "cannot read the device's memory size (%s)", hoff_strerror(rc));
-    ctx->guard.total = total_b;
-    if (ctx->cfg.oversubscribe || !ctx->cfg.budget_bytes)
+    mem->guard.total = total_b;
+    if (mem->lim.oversubscribe || !mem->lim.budget_bytes)
         return 0;
-    if (ctx->cfg.budget_bytes + ctx->cfg.oversub_margin_bytes > total_b)
+    if (mem->lim.budget_bytes + mem->lim.oversub_margin_bytes > total_b)
         return hoff__error(-EINVAL,
                            "HOFF_BUDGET=%s does not fit the device: it has %s in all and %s is kept free "
                            "(HOFF_OVERSUB_MARGIN); lower the budget, or set HOFF_OVERSUBSCRIBE=1 to allow it",
-                           hoff__fmt_size(ctx->cfg.budget_bytes, a, sizeof a),
+                           hoff__fmt_size(mem->lim.budget_bytes, a, sizeof a),
                            hoff__fmt_size(total_b, b, sizeof b),
-                           hoff__fmt_size(ctx->cfg.oversub_margin_bytes, c, sizeof c));
+                           hoff__fmt_size(mem->lim.oversub_margin_bytes, c, sizeof c));
     return 0;
 }
 
 /* Plain device memory hoff holds: the device pool, and the graph pool's
  * blocks (cudaMalloc'd too; kept for captured graphs until shutdown).  Every
  * book below counts device memory through this one sum. */
-static uint64_t plain_pools(const struct hoff_ctx *ctx) {
-    return ctx->pools[HOFF__POOL_DEVICE].mapped_bytes + ctx->graph_pool.mapped_bytes;
+static uint64_t plain_pools(const struct hoff__mem *mem) {
+    return mem->pools[HOFF__POOL_DEVICE].mapped_bytes + mem->graph_pool.mapped_bytes;
 }
 
 /* ...and the kept managed blocks (hoff_keep: gradients made before hoff knew
  * them), which hold the device as the device pool does until they are freed
  * and which the budget no longer counts. */
-static uint64_t device_pools(const struct hoff_ctx *ctx) {
-    return plain_pools(ctx) + ctx->res.kept;
+static uint64_t device_pools(const struct hoff__mem *mem) {
+    return plain_pools(mem) + mem->res.kept;
 }
 
 /* Device memory hoff may hold by its books: the device pools, and every
  * mapped managed byte not known to be on the host. */
-static uint64_t on_device(const struct hoff_ctx *ctx) {
-    const struct hoff__pool *mp = &ctx->pools[HOFF__POOL_MANAGED];
-    uint64_t host = ctx->res.host;
+static uint64_t on_device(const struct hoff__mem *mem) {
+    const struct hoff__pool *mp = &mem->pools[HOFF__POOL_MANAGED];
+    uint64_t host = mem->res.host;
 
-    return plain_pools(ctx) + (mp->mapped_bytes > host ? mp->mapped_bytes - host : 0);
+    return plain_pools(mem) + (mp->mapped_bytes > host ? mp->mapped_bytes - host : 0);
 }
 
 int hoff__guard_check(void *arg, size_t bytes) {
-    struct hoff_ctx *ctx = arg;
-    uint64_t free_b = 0, total_b = 0, margin = ctx->cfg.oversub_margin_bytes;
+    struct hoff__mem *mem = arg;
+    uint64_t free_b = 0, total_b = 0, margin = mem->lim.oversub_margin_bytes;
     uint64_t on_dev;
     char a[32], b[32], c[32];
     int rc;
 
-    if (ctx->cfg.oversubscribe)
+    if (mem->lim.oversubscribe)
         return 0;
-    rc = ctx->be->ops->mem_info(ctx->be, &free_b, &total_b);
+    rc = mem->be->ops->mem_info(mem->be, &free_b, &total_b);
     if (rc)
         return rc;
-    on_dev = on_device(ctx);
+    on_dev = on_device(mem);
     if (on_dev + bytes + margin > total_b || bytes + margin > free_b) {
-        ctx->st.oversub_refusals++;
+        mem->st.oversub_refusals++;
         return hoff__error(-EOVERFLOW,
                            "refusing to map %s of managed memory: the device has %s free of %s and "
                            "hoff holds %s there, with %s kept free (HOFF_OVERSUB_MARGIN); "
@@ -90,50 +90,50 @@ int hoff__guard_check(void *arg, size_t bytes) {
     return 0;
 }
 
-uint64_t hoff__guard_cap(const struct hoff_ctx *ctx) {
-    uint64_t pool = device_pools(ctx) + ctx->guard.growing;
-    uint64_t margin = ctx->cfg.oversub_margin_bytes;
+uint64_t hoff__guard_cap(const struct hoff__mem *mem) {
+    uint64_t pool = device_pools(mem) + mem->guard.growing;
+    uint64_t margin = mem->lim.oversub_margin_bytes;
 
-    if (ctx->cfg.oversubscribe || !ctx->guard.total)
+    if (mem->lim.oversubscribe || !mem->guard.total)
         return 0;
     /* At least one byte: 0 would mean "no limit". */
-    return pool + margin < ctx->guard.total ? ctx->guard.total - pool - margin : 1;
+    return pool + margin < mem->guard.total ? mem->guard.total - pool - margin : 1;
 }
 
 int hoff__guard_check_device(void *arg, size_t bytes) {
-    struct hoff_ctx *ctx = arg;
-    uint64_t pool = device_pools(ctx);
+    struct hoff__mem *mem = arg;
+    uint64_t pool = device_pools(mem);
     char a[32], b[32], c[32];
     int rc;
 
-    if (!ctx->guard.total)
+    if (!mem->guard.total)
         return 0;
-    if (pool + bytes > ctx->guard.total) /* no driver can map that: say so before asking */
+    if (pool + bytes > mem->guard.total) /* no driver can map that: say so before asking */
         return hoff__error(-ENOMEM, "cannot grow the device pool by %s: hoff's device pools (graph-private blocks "
                            "included) hold %s of the device's %s",
                            hoff__fmt_size(bytes, a, sizeof a), hoff__fmt_size(pool, b, sizeof b),
-                           hoff__fmt_size(ctx->guard.total, c, sizeof c));
-    if (ctx->cfg.oversubscribe)
+                           hoff__fmt_size(mem->guard.total, c, sizeof c));
+    if (mem->lim.oversubscribe)
         return 0; /* the user lets the driver share the device as it likes */
     /* Make the room now, and wait for it, rather than leave the driver to
      * evict hoff's blocks for cudaMalloc, behind hoff's books. */
-    ctx->guard.growing = bytes;
-    rc = hoff__res_fit_device(ctx);
-    ctx->guard.growing = 0;
+    mem->guard.growing = bytes;
+    rc = hoff__res_fit_device(mem);
+    mem->guard.growing = 0;
     if (rc)
         hoff__log(HOFF_LOG_DEBUG, "the device pool grows by %s while offload blocks that cannot move hold "
                   "the room; the driver may evict some (driver_drift_bytes)", hoff__fmt_size(bytes, a, sizeof a));
     return 0;
 }
 
-void hoff__guard_sample(struct hoff_ctx *ctx) {
+void hoff__guard_sample(struct hoff__mem *mem) {
     uint64_t free_b = 0, total_b = 0, used, mine;
 
-    if (ctx->be->ops->mem_info(ctx->be, &free_b, &total_b) != 0 || free_b > total_b)
+    if (mem->be->ops->mem_info(mem->be, &free_b, &total_b) != 0 || free_b > total_b)
         return;
     used = total_b - free_b;
-    mine = device_pools(ctx) + ctx->res.resident;
-    ctx->st.device_foreign_bytes = used > mine ? used - mine : 0;
+    mine = device_pools(mem) + mem->res.resident;
+    mem->st.device_foreign_bytes = used > mine ? used - mine : 0;
 }
 
 /* --- driver drift, measured on moves ---------------------------------------- */
@@ -144,12 +144,12 @@ void hoff__guard_sample(struct hoff_ctx *ctx) {
  * resident at once (cuda), a device-pool one is device memory, an unmap
  * gives memory back; any of these during a measure changes the free memory
  * by more than the eviction. */
-static uint64_t mapped(const struct hoff_ctx *ctx) {
-    return device_pools(ctx) + ctx->pools[HOFF__POOL_MANAGED].mapped_bytes;
+static uint64_t mapped(const struct hoff__mem *mem) {
+    return device_pools(mem) + mem->pools[HOFF__POOL_MANAGED].mapped_bytes;
 }
 
-void hoff__guard_probe_issue(struct hoff_ctx *ctx, const struct hoff__block *b, int evict) {
-    struct hoff__guard *g = &ctx->guard;
+void hoff__guard_probe_issue(struct hoff__mem *mem, const struct hoff__block *b, int evict) {
+    struct hoff__guard *g = &mem->guard;
     uint64_t free_b = 0, total_b = 0, now;
 
     if (g->probe) {
@@ -160,65 +160,65 @@ void hoff__guard_probe_issue(struct hoff_ctx *ctx, const struct hoff__block *b, 
     /* Only a lone eviction of one block says something: a prefetch may
      * take memory the driver still holds for discarded pages (freed lazily),
      * so taking less than the block would not mean drift. */
-    if (evict != 1 || ctx->res.inf_head)
+    if (evict != 1 || mem->res.inf_head)
         return;
-    if (g->fault_recorded && ctx->be->ops->event_query(ctx->be, g->fault_ev) != 0)
+    if (g->fault_recorded && mem->be->ops->event_query(mem->be, g->fault_ev) != 0)
         return; /* a page-in is still moving pages */
-    now = ctx->be->ops->clock_ns(ctx->be);
+    now = mem->be->ops->clock_ns(mem->be);
     if (g->probe_last_ns && now - g->probe_last_ns < PROBE_EVERY_NS)
         return;
-    if (ctx->be->ops->mem_info(ctx->be, &free_b, &total_b) != 0)
+    if (mem->be->ops->mem_info(mem->be, &free_b, &total_b) != 0)
         return;
     g->probe = b;
     g->probe_evict = evict;
     g->probe_spoiled = 0;
     g->probe_free0 = free_b;
-    g->probe_mapped0 = mapped(ctx);
+    g->probe_mapped0 = mapped(mem);
     g->probe_last_ns = now;
 }
 
-void hoff__guard_fault(struct hoff_ctx *ctx, hoff_stream s) {
-    struct hoff__guard *g = &ctx->guard;
+void hoff__guard_fault(struct hoff__mem *mem, hoff_stream s) {
+    struct hoff__guard *g = &mem->guard;
 
     g->probe_spoiled = 1;
-    if (!g->fault_ev && ctx->be->ops->event_create(ctx->be, &g->fault_ev) != 0)
+    if (!g->fault_ev && mem->be->ops->event_create(mem->be, &g->fault_ev) != 0)
         g->fault_ev = NULL;
-    if (g->fault_ev && ctx->be->ops->event_record(ctx->be, g->fault_ev, s) == 0)
+    if (g->fault_ev && mem->be->ops->event_record(mem->be, g->fault_ev, s) == 0)
         g->fault_recorded = 1;
     else /* cannot tell when it is done: measure nothing more */
         g->probe_last_ns = UINT64_MAX - PROBE_EVERY_NS;
 }
 
-void hoff__guard_close(struct hoff_ctx *ctx) {
-    if (ctx->guard.fault_ev)
-        ctx->be->ops->event_destroy(ctx->be, ctx->guard.fault_ev);
-    ctx->guard.fault_ev = NULL;
-    ctx->guard.fault_recorded = 0;
+void hoff__guard_close(struct hoff__mem *mem) {
+    if (mem->guard.fault_ev)
+        mem->be->ops->event_destroy(mem->be, mem->guard.fault_ev);
+    mem->guard.fault_ev = NULL;
+    mem->guard.fault_recorded = 0;
 }
 
-void hoff__guard_probe_cancel(struct hoff_ctx *ctx, const struct hoff__block *b) {
-    if (ctx->guard.probe == b)
-        ctx->guard.probe = NULL;
+void hoff__guard_probe_cancel(struct hoff__mem *mem, const struct hoff__block *b) {
+    if (mem->guard.probe == b)
+        mem->guard.probe = NULL;
 }
 
-void hoff__guard_probe_retire(struct hoff_ctx *ctx, const struct hoff__block *b, int rc) {
-    struct hoff__guard *g = &ctx->guard;
+void hoff__guard_probe_retire(struct hoff__mem *mem, const struct hoff__block *b, int rc) {
+    struct hoff__guard *g = &mem->guard;
     uint64_t free_b = 0, total_b = 0, moved;
 
     if (g->probe != b)
         return;
     g->probe = NULL;
-    if (rc || g->probe_spoiled || mapped(ctx) != g->probe_mapped0 ||
-        ctx->be->ops->mem_info(ctx->be, &free_b, &total_b) != 0)
+    if (rc || g->probe_spoiled || mapped(mem) != g->probe_mapped0 ||
+        mem->be->ops->mem_info(mem->be, &free_b, &total_b) != 0)
         return;
     if (g->probe_evict)
         moved = free_b > g->probe_free0 ? free_b - g->probe_free0 : 0;
     else
         moved = g->probe_free0 > free_b ? g->probe_free0 - free_b : 0;
-    ctx->st.driver_drift_samples++;
+    mem->st.driver_drift_samples++;
     if (moved < b->size) {
-        ctx->st.driver_drift_moves++;
-        ctx->st.driver_drift_bytes += b->size - moved;
+        mem->st.driver_drift_moves++;
+        mem->st.driver_drift_bytes += b->size - moved;
         HOFF__LOG_ONCE(HOFF_LOG_WARN, "the driver moved offload blocks behind hoff's books: %s of a %s block "
                        "was not where hoff had it (cudaMalloc outside hoff, or kernels touching evicted blocks "
                        "without an access mark; counted in driver_drift_bytes)",

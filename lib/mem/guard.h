@@ -8,10 +8,10 @@
 
 #include "backend/backend.h"
 
-struct hoff_ctx;
+struct hoff__mem;
 struct hoff__block;
 
-/* What the guard keeps between calls (struct hoff_ctx.guard). */
+/* What the guard keeps between calls (struct hoff__mem.guard). */
 struct hoff__guard {
     uint64_t total;        /* the device's memory, read at start */
     uint64_t growing;      /* bytes the device pool is about to map (its check is running) */
@@ -27,24 +27,24 @@ struct hoff__guard {
 
 /* Check the configuration against the device at start-up: a budget the
  * device cannot hold is an error (-EINVAL with a message). */
-int hoff__guard_init(struct hoff_ctx *ctx);
+int hoff__guard_init(struct hoff__mem *mem);
 
 /* The managed pool's map check (hoff__pool_map_check): 0 when `bytes` more
  * managed memory fits, -EOVERFLOW (counted, with a message) when it would
  * oversubscribe the device and the user has not opted in. */
-int hoff__guard_check(void *ctx, size_t bytes);
+int hoff__guard_check(void *mem, size_t bytes);
 
 /* The device pool's map check: -ENOMEM (with a message) if the pool would
  * outgrow the device; else hoff first evicts offload blocks so that what
  * stays resident fits beside the grown pool and the margin (counted in
  * device_squeezes), and waits for them, so the driver never has to evict
  * them for cudaMalloc behind hoff's books. */
-int hoff__guard_check_device(void *ctx, size_t bytes);
+int hoff__guard_check_device(void *mem, size_t bytes);
 
 /* The most offload bytes hoff keeps resident beside its device pool: the
  * device's memory less the pool (and its growth in progress) and the margin;
  * 0 = no such limit (HOFF_OVERSUBSCRIBE=1, or the size is unknown). */
-uint64_t hoff__guard_cap(const struct hoff_ctx *ctx);
+uint64_t hoff__guard_cap(const struct hoff__mem *mem);
 
 /* Driver drift, measured on evictions (doc/design.md, "What hoff can and
  * cannot know"): an eviction of one block issued while nothing else is in
@@ -55,18 +55,18 @@ uint64_t hoff__guard_cap(const struct hoff_ctx *ctx);
  * prefetch, -1 any other move; anything but the measured eviction spoils
  * it), probe_cancel if the push failed, probe_retire when a block's transfer
  * is retired. */
-void hoff__guard_probe_issue(struct hoff_ctx *ctx, const struct hoff__block *b, int evict);
-void hoff__guard_probe_cancel(struct hoff_ctx *ctx, const struct hoff__block *b);
-void hoff__guard_probe_retire(struct hoff_ctx *ctx, const struct hoff__block *b, int rc);
+void hoff__guard_probe_issue(struct hoff__mem *mem, const struct hoff__block *b, int evict);
+void hoff__guard_probe_cancel(struct hoff__mem *mem, const struct hoff__block *b);
+void hoff__guard_probe_retire(struct hoff__mem *mem, const struct hoff__block *b, int rc);
 /* A page-in or populate was queued on stream s (a block that was away or
  * discarded is used):
  * it spoils a measure in progress, and none starts before it is done.
  * Free the event with hoff__guard_close. */
-void hoff__guard_fault(struct hoff_ctx *ctx, hoff_stream s);
-void hoff__guard_close(struct hoff_ctx *ctx);
+void hoff__guard_fault(struct hoff__mem *mem, hoff_stream s);
+void hoff__guard_close(struct hoff__mem *mem);
 
 /* At a step's end (one mem_info call): device_foreign_bytes, the device
  * memory in use that hoff does not count as a live block. */
-void hoff__guard_sample(struct hoff_ctx *ctx);
+void hoff__guard_sample(struct hoff__mem *mem);
 
 #endif

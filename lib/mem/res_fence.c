@@ -1,5 +1,5 @@
 /* res_fence.c — when a managed block may move: the streams its work was queued on, the fence of a move away after
- * all of them, and its use window (doc/design.md, "Use windows").  Threading: caller holds ctx->lock. */
+ * all of them, and its use window (doc/design.md, "Use windows").  Threading: caller holds the context lock. */
 #include "config.h"
 
 #include <errno.h>
@@ -22,8 +22,8 @@ static void note_stream(struct hoff__block *b, hoff_stream s) {
         b->streams_lost = 1;
 }
 
-void hoff__res_note_stream(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
-    (void)ctx;
+void hoff__res_note_stream(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s) {
+    (void)mem;
     note_stream(b, s);
 }
 
@@ -31,9 +31,9 @@ void hoff__res_note_stream(struct hoff_ctx *ctx, struct hoff__block *b, hoff_str
  * last use stream when the command has none yet, then an event on each
  * other stream not fenced yet (done[0..*ndone), at most 1 + HOFF__CMD_ALSO).
  * *lost: some stream could not be fenced (the caller synchronises). */
-static int fence_block(struct hoff_ctx *ctx, struct hoff__block *b, struct hoff__cmd *cmd, hoff_stream *done,
+static int fence_block(struct hoff__mem *mem, struct hoff__block *b, struct hoff__cmd *cmd, hoff_stream *done,
                        unsigned *ndone, int *lost) {
-    struct hoff__backend *be = ctx->be;
+    struct hoff__backend *be = mem->be;
     unsigned i, j;
     int rc;
 
@@ -69,7 +69,7 @@ static int fence_block(struct hoff_ctx *ctx, struct hoff__block *b, struct hoff_
 /* The fence of moving blocks m[0..n) away (evict, discard): after the work
  * queued on every stream they were used on.  A stream that does not fit the
  * command: wait for the whole device now (slow, never unsafe; fence_syncs). */
-int hoff__res_fence_move(struct hoff_ctx *ctx, struct hoff__block *const *m, unsigned n, struct hoff__cmd *cmd) {
+int hoff__res_fence_move(struct hoff__mem *mem, struct hoff__block *const *m, unsigned n, struct hoff__cmd *cmd) {
     hoff_stream done[1 + HOFF__CMD_ALSO];
     unsigned i, ndone = 0;
     int lost = 0, rc;
@@ -77,13 +77,13 @@ int hoff__res_fence_move(struct hoff_ctx *ctx, struct hoff__block *const *m, uns
     cmd->after = NULL;
     cmd->nalso = 0;
     for (i = 0; i < n; i++)
-        if ((rc = fence_block(ctx, m[i], cmd, done, &ndone, &lost)) != 0)
+        if ((rc = fence_block(mem, m[i], cmd, done, &ndone, &lost)) != 0)
             return rc;
     if (lost) {
-        ctx->st.fence_syncs++;
+        mem->st.fence_syncs++;
         HOFF__LOG_ONCE(HOFF_LOG_WARN, "a block was used on more streams than hoff fences one move after (%d); "
                        "such moves wait for the whole device (counted in fence_syncs)", HOFF__BLOCK_STREAMS);
-        if ((rc = ctx->be->ops->sync(ctx->be)) != 0)
+        if ((rc = mem->be->ops->sync(mem->be)) != 0)
             return rc;
     }
     return 0;
@@ -91,8 +91,8 @@ int hoff__res_fence_move(struct hoff_ctx *ctx, struct hoff__block *const *m, uns
 
 /* --- use windows ----------------------------------------------------------- */
 
-void hoff__res_window_open(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
-    struct hoff__backend *be = ctx->be;
+void hoff__res_window_open(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s) {
+    struct hoff__backend *be = mem->be;
 
     b->use_stream = s;
     note_stream(b, s);
@@ -100,23 +100,23 @@ void hoff__res_window_open(struct hoff_ctx *ctx, struct hoff__block *b, hoff_str
         return;
     b->win = 1;
     b->wprev = NULL;
-    b->wnext = ctx->res.win_head;
+    b->wnext = mem->res.win_head;
     if (b->wnext)
         b->wnext->wprev = b;
-    ctx->res.win_head = b;
+    mem->res.win_head = b;
     if (be->ops->window_open)
         be->ops->window_open(be, b->ptr, b->size, s);
 }
 
-void hoff__res_end_use(struct hoff_ctx *ctx, struct hoff__block *b) {
-    struct hoff__backend *be = ctx->be;
+void hoff__res_end_use(struct hoff__mem *mem, struct hoff__block *b) {
+    struct hoff__backend *be = mem->be;
 
     if (!b->win)
         return;
     if (b->wprev)
         b->wprev->wnext = b->wnext;
     else
-        ctx->res.win_head = b->wnext;
+        mem->res.win_head = b->wnext;
     if (b->wnext)
         b->wnext->wprev = b->wprev;
     b->wnext = b->wprev = NULL;
@@ -125,18 +125,18 @@ void hoff__res_end_use(struct hoff_ctx *ctx, struct hoff__block *b) {
         be->ops->window_close(be, b->ptr, b->size);
 }
 
-void hoff__res_close_windows(struct hoff_ctx *ctx) {
-    if (!ctx->res.marks_seen)
+void hoff__res_close_windows(struct hoff__mem *mem) {
+    if (!mem->res.marks_seen)
         return; /* no access marks: a block's uses are unknown until its free */
-    while (ctx->res.win_head)
-        hoff__res_end_use(ctx, ctx->res.win_head);
+    while (mem->res.win_head)
+        hoff__res_end_use(mem, mem->res.win_head);
 }
 
 /* Nothing moves a block away or drops it inside its use window. */
-int hoff__res_window_closed(struct hoff_ctx *ctx, const struct hoff__block *b, const char *what) {
+int hoff__res_window_closed(struct hoff__mem *mem, const struct hoff__block *b, const char *what) {
     if (!b->win)
         return 0;
-    ctx->st.window_refusals++;
+    mem->st.window_refusals++;
     return hoff__error(-EBUSY, "cannot %s block %p: it is in use (its use window stays open until the next "
                        "op mark, its free or the step's end)", what, b->ptr);
 }

@@ -1,12 +1,12 @@
 /* res_internal.h — the interface between the pieces of the runtime's residency (residency.c: the state machine and
  * the actions; res_fence.c: use windows and move fences; res_xfer.c: issuing and retiring transfers; res_room.c:
- * making room on the device and the host).  Threading: caller holds ctx->lock, as for residency.h. */
+ * making room on the device and the host).  Threading: caller holds the context lock, as for residency.h. */
 #ifndef HOFF_RES_INTERNAL_H
 #define HOFF_RES_INTERNAL_H
 
 #include <stdint.h>
 
-#include "core/context.h"
+#include "mem/mem.h"
 #include "mem/block.h"
 #include "mem/residency.h"
 
@@ -30,22 +30,22 @@ static inline int hoff__res_evictable(const struct hoff__block *b) {
 /* --- residency.c ----------------------------------------------------------- */
 
 /* The block enters state st: move it between lists (LRU on the device, in flight, on the host). */
-void hoff__res_set_state(struct hoff_ctx *ctx, struct hoff__block *b, int st);
+void hoff__res_set_state(struct hoff__mem *mem, struct hoff__block *b, int st);
 /* Publish the byte counters in the stats (peaks, budget overruns). */
-void hoff__res_note_resident(struct hoff_ctx *ctx);
+void hoff__res_note_resident(struct hoff__mem *mem);
 /* Bring a block on the NVMe tier (or on its way there or back) to the host, waiting for it. */
-int hoff__res_to_host_now(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
+int hoff__res_to_host_now(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s);
 /* The spilled copy is dead (freed, discarded): give its file space back. */
-void hoff__res_drop_spill(struct hoff_ctx *ctx, struct hoff__block *b);
+void hoff__res_drop_spill(struct hoff__mem *mem, struct hoff__block *b);
 
 /* --- res_fence.c ----------------------------------------------------------- */
 
 /* Fence moving blocks m[0..n) away after the work queued on every stream they were used on. */
-int hoff__res_fence_move(struct hoff_ctx *ctx, struct hoff__block *const *m, unsigned n, struct hoff__cmd *cmd);
+int hoff__res_fence_move(struct hoff__mem *mem, struct hoff__block *const *m, unsigned n, struct hoff__cmd *cmd);
 /* Open b's use window on stream s (an access, its allocation). */
-void hoff__res_window_open(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
+void hoff__res_window_open(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s);
 /* 0, or -EBUSY (counted in window_refusals) when b's use window is open: nothing may `what` it. */
-int hoff__res_window_closed(struct hoff_ctx *ctx, const struct hoff__block *b, const char *what);
+int hoff__res_window_closed(struct hoff__mem *mem, const struct hoff__block *b, const char *what);
 
 /* --- res_xfer.c ------------------------------------------------------------ */
 
@@ -58,16 +58,16 @@ enum hoff__res_wait {
 /* The command that moves m[0..n) (one block, or a group's members tiling (ptr, size)) with op, carried by m[0]:
  * its events made, fenced (a move away after every stream the blocks were used on, a move back after s), and
  * filled in.  0 or -errno. */
-int hoff__res_cmd_prepare(struct hoff_ctx *ctx, struct hoff__block *const *m, unsigned n, int op, void *ptr,
+int hoff__res_cmd_prepare(struct hoff__mem *mem, struct hoff__block *const *m, unsigned n, int op, void *ptr,
                           size_t size, hoff_stream s, struct hoff__cmd *cmd);
 /* Queue command op for b on the issuing thread (HOFF__CMD_RUN: run() on the tier thread), fenced. */
-int hoff__res_issue_run(struct hoff_ctx *ctx, struct hoff__block *b, int op,
+int hoff__res_issue_run(struct hoff__mem *mem, struct hoff__block *b, int op,
                         int (*run)(void *, const struct hoff__cmd *), hoff_stream s);
-int hoff__res_issue(struct hoff_ctx *ctx, struct hoff__block *b, int op, hoff_stream s);
+int hoff__res_issue(struct hoff__mem *mem, struct hoff__block *b, int op, hoff_stream s);
 /* The block whose command carries b's transfer: b, or its group's leader. */
 struct hoff__block *hoff__res_carrier(struct hoff__block *b);
 /* Wait until b's transfer is over and retire it. */
-void hoff__res_finish(struct hoff_ctx *ctx, struct hoff__block *b, enum hoff__res_wait why);
+void hoff__res_finish(struct hoff__mem *mem, struct hoff__block *b, enum hoff__res_wait why);
 
 /* --- res_room.c ------------------------------------------------------------ */
 
@@ -79,23 +79,23 @@ enum hoff__room_why {
 };
 
 /* Can the host tier ever take b? */
-int hoff__res_fits_host(const struct hoff_ctx *ctx, const struct hoff__block *b);
+int hoff__res_fits_host(const struct hoff__mem *mem, const struct hoff__block *b);
 /* Would one more eviction (or restore) of `bytes` take the host tier over its cap? */
-int hoff__res_host_full(const struct hoff_ctx *ctx, uint64_t bytes);
+int hoff__res_host_full(const struct hoff__mem *mem, uint64_t bytes);
 /* Make room on the host tier for `bytes` more, never spilling keep: 0 or -HOFF_EHOSTCAP. */
-int hoff__res_make_host_room(struct hoff_ctx *ctx, uint64_t bytes, const struct hoff__block *keep, hoff_stream s);
+int hoff__res_make_host_room(struct hoff__mem *mem, uint64_t bytes, const struct hoff__block *keep, hoff_stream s);
 /* Write a host block to the NVMe tier (on the tier thread). */
-int hoff__res_start_spill(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
+int hoff__res_start_spill(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s);
 /* Start evicting b: host room first. */
-int hoff__res_start_evict(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
+int hoff__res_start_evict(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s);
 /* Make resident + need fit in the budget, never evicting keep: 0, or -ENOSPC with the cause in *why. */
-int hoff__res_make_room(struct hoff_ctx *ctx, uint64_t need, struct hoff__block *keep, hoff_stream s,
+int hoff__res_make_room(struct hoff__mem *mem, uint64_t need, struct hoff__block *keep, hoff_stream s,
                         enum hoff__room_why *why);
 /* Why no more room could be made, in words. */
-const char *hoff__res_room_cause(const struct hoff_ctx *ctx, enum hoff__room_why why, char *buf, size_t len);
+const char *hoff__res_room_cause(const struct hoff__mem *mem, enum hoff__room_why why, char *buf, size_t len);
 /* The budget is passed (counted by note_resident): say why, once per cause. */
-void hoff__res_overrun(struct hoff_ctx *ctx, uint64_t need, enum hoff__room_why why);
+void hoff__res_overrun(struct hoff__mem *mem, uint64_t need, enum hoff__room_why why);
 /* A new offload candidate that the host tier can never take: count it, say so once. */
-void hoff__res_check_host_cap(struct hoff_ctx *ctx, const struct hoff__block *b);
+void hoff__res_check_host_cap(struct hoff__mem *mem, const struct hoff__block *b);
 
 #endif

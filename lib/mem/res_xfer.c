@@ -1,6 +1,6 @@
 /* res_xfer.c — a managed block's transfers: commands queued on the issuing threads, their completion, and
  * retiring them (the transition's end, its books, the stats); waits for them.
- * Threading: caller holds ctx->lock; hoff__res_cmd_done runs on the issuing thread. */
+ * Threading: caller holds the context lock; hoff__res_cmd_done runs on the issuing thread. */
 #include "config.h"
 
 #include <errno.h>
@@ -16,8 +16,8 @@
 
 /* --- issuing --------------------------------------------------------------- */
 
-static int ensure_events(struct hoff_ctx *ctx, struct hoff__block *b) {
-    struct hoff__backend *be = ctx->be;
+static int ensure_events(struct hoff__mem *mem, struct hoff__block *b) {
+    struct hoff__backend *be = mem->be;
     int rc;
 
     if (!b->ev && (rc = be->ops->event_create(be, &b->ev)) != 0) {
@@ -31,19 +31,19 @@ static int ensure_events(struct hoff_ctx *ctx, struct hoff__block *b) {
     return 0;
 }
 
-int hoff__res_cmd_prepare(struct hoff_ctx *ctx, struct hoff__block *const *m, unsigned n, int op, void *ptr,
+int hoff__res_cmd_prepare(struct hoff__mem *mem, struct hoff__block *const *m, unsigned n, int op, void *ptr,
                           size_t size, hoff_stream s, struct hoff__cmd *cmd) {
-    struct hoff__backend *be = ctx->be;
+    struct hoff__backend *be = mem->be;
     struct hoff__block *lead = m[0];
     int rc;
 
-    if ((rc = ensure_events(ctx, lead)) != 0)
+    if ((rc = ensure_events(mem, lead)) != 0)
         return rc;
     memset(cmd, 0, sizeof *cmd);
     /* A move away is fenced after the work queued on every stream that used
      * the blocks; a move back after the caller's. */
     if (op == HOFF__CMD_EVICT || op == HOFF__CMD_DISCARD) {
-        if ((rc = hoff__res_fence_move(ctx, m, n, cmd)) != 0)
+        if ((rc = hoff__res_fence_move(mem, m, n, cmd)) != 0)
             return rc;
     } else {
         if ((rc = be->ops->event_record(be, lead->after, s)) != 0)
@@ -55,43 +55,43 @@ int hoff__res_cmd_prepare(struct hoff_ctx *ctx, struct hoff__block *const *m, un
     cmd->size = size;
     cmd->done = lead->ev;
     cmd->cookie = lead;
-    cmd->node = op == HOFF__CMD_EVICT && ctx->host_tier ? hoff__host_tier_node(ctx->host_tier) : -1;
+    cmd->node = op == HOFF__CMD_EVICT && mem->host_tier ? hoff__host_tier_node(mem->host_tier) : -1;
     return 0;
 }
 
-int hoff__res_issue_run(struct hoff_ctx *ctx, struct hoff__block *b, int op,
+int hoff__res_issue_run(struct hoff__mem *mem, struct hoff__block *b, int op,
                         int (*run)(void *, const struct hoff__cmd *), hoff_stream s) {
-    struct hoff__backend *be = ctx->be;
+    struct hoff__backend *be = mem->be;
     struct hoff__cmd cmd;
     int rc;
 
-    if ((rc = hoff__res_cmd_prepare(ctx, &b, 1, op, b->ptr, b->size, s, &cmd)) != 0)
+    if ((rc = hoff__res_cmd_prepare(mem, &b, 1, op, b->ptr, b->size, s, &cmd)) != 0)
         return rc;
     if (op == HOFF__CMD_RUN) { /* the NVMe tier: its own thread */
         cmd.run = run;
-        cmd.run_arg = ctx;
+        cmd.run_arg = mem;
     }
     __atomic_store_n(&b->xfer_rc, 0, __ATOMIC_RELAXED);
     b->t_issue = be->ops->clock_ns(be);
-    hoff__guard_probe_issue(ctx, b, op == HOFF__CMD_EVICT ? 1 : op == HOFF__CMD_PREFETCH ? 0 : -1);
+    hoff__guard_probe_issue(mem, b, op == HOFF__CMD_EVICT ? 1 : op == HOFF__CMD_PREFETCH ? 0 : -1);
     __atomic_add_fetch(&b->pending, 1, __ATOMIC_ACQ_REL);
-    rc = hoff__issuer_push(op == HOFF__CMD_RUN ? ctx->tier_issuer : ctx->issuer, &cmd);
+    rc = hoff__issuer_push(op == HOFF__CMD_RUN ? mem->tier_issuer : mem->issuer, &cmd);
     if (rc) {
         __atomic_sub_fetch(&b->pending, 1, __ATOMIC_ACQ_REL);
-        hoff__guard_probe_cancel(ctx, b);
+        hoff__guard_probe_cancel(mem, b);
     } else if (op == HOFF__CMD_EVICT)
-        ctx->st.evict_calls++;
+        mem->st.evict_calls++;
     else if (op == HOFF__CMD_PREFETCH)
-        ctx->st.prefetch_calls++;
+        mem->st.prefetch_calls++;
     return rc;
 }
 
-int hoff__res_issue(struct hoff_ctx *ctx, struct hoff__block *b, int op, hoff_stream s) {
-    return hoff__res_issue_run(ctx, b, op, NULL, s);
+int hoff__res_issue(struct hoff__mem *mem, struct hoff__block *b, int op, hoff_stream s) {
+    return hoff__res_issue_run(mem, b, op, NULL, s);
 }
 
 void hoff__res_cmd_done(void *arg, const struct hoff__cmd *cmd, int rc) {
-    struct hoff_ctx *ctx = arg;
+    struct hoff__mem *mem = arg;
     struct hoff__block *b = cmd->cookie;
     /* The failure's message travels with the command: it was written on this
      * thread, and the thread that retires the transfer reports it.  Cleared
@@ -100,13 +100,13 @@ void hoff__res_cmd_done(void *arg, const struct hoff__cmd *cmd, int rc) {
 
     if (!rc)
         hoff__error_clear();
-    pthread_mutex_lock(&ctx->done_lock);
+    pthread_mutex_lock(&mem->done_lock);
     free(b->xfer_err); /* not consumed: a transfer retired without looking (cannot happen; be safe) */
     b->xfer_err = why;
     __atomic_store_n(&b->xfer_rc, rc, __ATOMIC_RELAXED);
     __atomic_sub_fetch(&b->pending, 1, __ATOMIC_ACQ_REL);
-    pthread_cond_broadcast(&ctx->done_cond);
-    pthread_mutex_unlock(&ctx->done_lock);
+    pthread_cond_broadcast(&mem->done_cond);
+    pthread_mutex_unlock(&mem->done_lock);
 }
 
 /* The block whose command carries b's transfer: b, or its group's leader. */
@@ -115,68 +115,68 @@ struct hoff__block *hoff__res_carrier(struct hoff__block *b) {
 }
 
 /* Wait (real time) until the command of b has run on its thread. */
-static void wait_issued(struct hoff_ctx *ctx, struct hoff__block *b) {
+static void wait_issued(struct hoff__mem *mem, struct hoff__block *b) {
     b = hoff__res_carrier(b);
     if (!__atomic_load_n(&b->pending, __ATOMIC_ACQUIRE))
         return;
-    pthread_mutex_lock(&ctx->done_lock);
+    pthread_mutex_lock(&mem->done_lock);
     while (__atomic_load_n(&b->pending, __ATOMIC_ACQUIRE))
-        pthread_cond_wait(&ctx->done_cond, &ctx->done_lock);
-    pthread_mutex_unlock(&ctx->done_lock);
+        pthread_cond_wait(&mem->done_cond, &mem->done_lock);
+    pthread_mutex_unlock(&mem->done_lock);
 }
 
 /* --- completion ------------------------------------------------------------ */
 
-static void put_back(struct hoff_ctx *ctx, struct hoff__block *b);
+static void put_back(struct hoff__mem *mem, struct hoff__block *b);
 
 /* b's command has run: finish the transition (success or failure); why is
  * the failed command's own message (NULL: rc says all there is). */
-static void retire(struct hoff_ctx *ctx, struct hoff__block *b, int rc, const char *why) {
-    struct hoff_stats *st = &ctx->st;
+static void retire(struct hoff__mem *mem, struct hoff__block *b, int rc, const char *why) {
+    struct hoff__mem_stats *st = &mem->st;
     int live = !(b->flags & HOFF__BLK_FREED);
-    uint64_t now = ctx->be->ops->clock_ns(ctx->be);
+    uint64_t now = mem->be->ops->clock_ns(mem->be);
     /* issue to completion as seen here (sim: the virtual clock when polled) */
     uint64_t took = now > b->t_issue ? now - b->t_issue : 0;
     const char *cause = why ? why : hoff_strerror(rc);
 
     if (rc) /* the caller's last error names the real cause, not one left over on this thread */
         hoff__error(rc, "%s", cause);
-    hoff__guard_probe_retire(ctx, b, rc);
+    hoff__guard_probe_retire(mem, b, rc);
     if (!live) /* freed in flight: finish as a live block, then free it */
         b->flags = (uint8_t)((b->flags & ~HOFF__BLK_FREED) | HOFF__BLK_LIVE);
     if (b->state == S_EVI && (b->flags & HOFF__BLK_DISCARDING)) {
         /* A discard: the device pages are gone once the copy stream got
          * there; nothing went to the host. */
         b->flags &= (uint8_t)~HOFF__BLK_DISCARDING;
-        ctx->res.evicting -= b->size;
+        mem->res.evicting -= b->size;
         if (rc) {
             st->transfer_errors++;
             HOFF__LOG_ONCE(HOFF_LOG_WARN, "discard failed (%s); the block keeps its contents on the device",
                            cause);
-            hoff__res_set_state(ctx, b, S_DEV);
+            hoff__res_set_state(mem, b, S_DEV);
         } else {
             st->discards++;
-            ctx->res.resident -= b->size;
-            hoff__res_set_state(ctx, b, S_DIS);
+            mem->res.resident -= b->size;
+            hoff__res_set_state(mem, b, S_DIS);
         }
     } else if (b->state == S_EVI) {
-        ctx->res.evicting -= b->size;
-        ctx->res.to_host -= b->size;
+        mem->res.evicting -= b->size;
+        mem->res.to_host -= b->size;
         if (rc) {
             st->transfer_errors++;
             HOFF__LOG_ONCE(HOFF_LOG_WARN, "eviction failed (%s); the block stays on the device "
                            "(further transfer errors are counted, not logged)", cause);
-            hoff__res_set_state(ctx, b, hoff__res_next(S_EVI, HOFF__EV_EVICT_FAIL));
+            hoff__res_set_state(mem, b, hoff__res_next(S_EVI, HOFF__EV_EVICT_FAIL));
         } else {
             st->evictions++;
             st->bytes_evicted += b->size;
             st->evict_ns += took;
-            ctx->res.resident -= b->size;
-            ctx->res.host += b->size;
-            hoff__res_set_state(ctx, b, hoff__res_next(S_EVI, HOFF__EV_EVICT_DONE));
+            mem->res.resident -= b->size;
+            mem->res.host += b->size;
+            hoff__res_set_state(mem, b, hoff__res_next(S_EVI, HOFF__EV_EVICT_DONE));
             if ((b->flags & HOFF__BLK_SPILL_AFTER) && live) { /* the planned spill, now that it can */
                 b->flags &= (uint8_t)~HOFF__BLK_SPILL_AFTER;
-                if (hoff__res_start_spill(ctx, b, b->stream) != 0)
+                if (hoff__res_start_spill(mem, b, b->stream) != 0)
                     HOFF__LOG_ONCE(HOFF_LOG_WARN, "a planned spill could not start (%s); the block stays on "
                                    "the host", hoff_last_error());
             }
@@ -187,84 +187,84 @@ static void retire(struct hoff_ctx *ctx, struct hoff__block *b, int rc, const ch
 
         b->flags &= (uint8_t)~HOFF__BLK_DISCARDING;
         if (!dead)
-            ctx->res.from_host -= b->size;
+            mem->res.from_host -= b->size;
         if (rc) {
             st->transfer_errors++;
             HOFF__LOG_ONCE(HOFF_LOG_WARN, "prefetch failed (%s); the block stays on the host (or discarded) and "
                            "is paged in on use", cause);
-            ctx->res.resident -= b->size;
-            hoff__res_set_state(ctx, b, dead ? S_DIS : hoff__res_next(S_PRE, HOFF__EV_PREFETCH_FAIL));
+            mem->res.resident -= b->size;
+            hoff__res_set_state(mem, b, dead ? S_DIS : hoff__res_next(S_PRE, HOFF__EV_PREFETCH_FAIL));
         } else {
             st->prefetches++;
             st->bytes_prefetched += b->size;
             st->prefetch_ns += took;
             if (!dead)
-                ctx->res.host -= b->size;
-            hoff__res_set_state(ctx, b, hoff__res_next(S_PRE, HOFF__EV_PREFETCH_DONE));
+                mem->res.host -= b->size;
+            hoff__res_set_state(mem, b, hoff__res_next(S_PRE, HOFF__EV_PREFETCH_DONE));
         }
     } else if (b->state == S_SPI) {
-        ctx->res.spilling -= b->size;
+        mem->res.spilling -= b->size;
         if (rc) {
             st->spill_failures++;
             HOFF__LOG_ONCE(HOFF_LOG_WARN, "spill to the NVMe tier failed (%s); the block stays on the host "
                            "(further failures are counted in spill_failures)", cause);
-            hoff__res_set_state(ctx, b, hoff__res_next(S_SPI, HOFF__EV_SPILL_FAIL));
+            hoff__res_set_state(mem, b, hoff__res_next(S_SPI, HOFF__EV_SPILL_FAIL));
             /* No more spills for host room until the tier can take them
              * (spill_ok): spilling again at once would fail again, forever. */
-            ctx->res.spill_refused = 1;
-            ctx->res.refused_nvme = ctx->res.nvme;
-            ctx->res.refused_step = st->steps;
-            ctx->res.refused_ns = now;
-            snprintf(ctx->res.refused_why, sizeof ctx->res.refused_why, "%s", cause);
+            mem->res.spill_refused = 1;
+            mem->res.refused_nvme = mem->res.nvme;
+            mem->res.refused_step = mem->pol.steps;
+            mem->res.refused_ns = now;
+            snprintf(mem->res.refused_why, sizeof mem->res.refused_why, "%s", cause);
         } else {
-            ctx->res.spill_refused = 0; /* the tier took one: it has room again */
+            mem->res.spill_refused = 0; /* the tier took one: it has room again */
             st->spills++;
             st->bytes_spilled += b->size;
-            ctx->res.host -= b->size;
-            ctx->res.nvme += b->size;
-            hoff__res_set_state(ctx, b, hoff__res_next(S_SPI, HOFF__EV_SPILL_DONE));
+            mem->res.host -= b->size;
+            mem->res.nvme += b->size;
+            hoff__res_set_state(mem, b, hoff__res_next(S_SPI, HOFF__EV_SPILL_DONE));
         }
     } else if (b->state == S_RES) {
-        ctx->res.to_host -= b->size;
+        mem->res.to_host -= b->size;
         if (rc) {
             st->transfer_errors++;
             HOFF__LOG_ONCE(HOFF_LOG_WARN, "restore from the NVMe tier failed (%s); the spill is kept and "
                            "will be read again when the block is used", cause);
-            hoff__res_set_state(ctx, b, hoff__res_next(S_RES, HOFF__EV_RESTORE_FAIL));
+            hoff__res_set_state(mem, b, hoff__res_next(S_RES, HOFF__EV_RESTORE_FAIL));
         } else {
             st->restores++;
             st->bytes_restored += b->size;
-            ctx->res.nvme -= b->size;
-            ctx->res.host += b->size;
-            hoff__res_set_state(ctx, b, hoff__res_next(S_RES, HOFF__EV_RESTORE_DONE));
+            mem->res.nvme -= b->size;
+            mem->res.host += b->size;
+            hoff__res_set_state(mem, b, hoff__res_next(S_RES, HOFF__EV_RESTORE_DONE));
         }
     }
     if (b->state != S_EVI)
         b->flags &= (uint8_t)~HOFF__BLK_SPILL_AFTER; /* failed, freed, or done: nothing waits */
-    if (!live && hoff__res_on_free(ctx, b))
-        put_back(ctx, b);
-    hoff__res_note_resident(ctx);
+    if (!live && hoff__res_on_free(mem, b))
+        put_back(mem, b);
+    hoff__res_note_resident(mem);
 }
 
-static void put_back(struct hoff_ctx *ctx, struct hoff__block *b) {
-    hoff__pool_put(&ctx->pools[HOFF__POOL_MANAGED], b, b->stream);
+static void put_back(struct hoff__mem *mem, struct hoff__block *b) {
+    hoff__pool_put(&mem->pools[HOFF__POOL_MANAGED], b, b->stream);
 }
 
 /* b's transfer is over with rc: retire b, or every member of its group
  * transfer (the chain is unlinked first: retiring may return a block to its
  * slot). */
-static void retire_xfer(struct hoff_ctx *ctx, struct hoff__block *b, int rc) {
+static void retire_xfer(struct hoff__mem *mem, struct hoff__block *b, int rc) {
     struct hoff__block *m, *next, *c = hoff__res_carrier(b);
     char *why = c->xfer_err; /* the command's message, consumed here */
 
     c->xfer_err = NULL;
     if (!b->xlead) {
-        retire(ctx, b, rc, why);
+        retire(mem, b, rc, why);
     } else {
         for (m = b->xlead; m; m = next) {
             next = m->xnext;
             m->xlead = m->xnext = NULL;
-            retire(ctx, m, rc, why);
+            retire(mem, m, rc, why);
         }
     }
     free(why);
@@ -272,7 +272,7 @@ static void retire_xfer(struct hoff_ctx *ctx, struct hoff__block *b, int rc) {
 
 /* Try to retire b: 1 if its transfer is over (2: with other members of a
  * group), 0 if still running. */
-static int try_retire(struct hoff_ctx *ctx, struct hoff__block *b) {
+static int try_retire(struct hoff__mem *mem, struct hoff__block *b) {
     struct hoff__block *c = hoff__res_carrier(b);
     int rc, group = b->xlead != NULL;
 
@@ -280,71 +280,71 @@ static int try_retire(struct hoff_ctx *ctx, struct hoff__block *b) {
         return 0;
     rc = __atomic_load_n(&c->xfer_rc, __ATOMIC_RELAXED);
     if (rc == 0) {
-        int q = ctx->be->ops->event_query(ctx->be, c->ev);
+        int q = mem->be->ops->event_query(mem->be, c->ev);
         if (q == -EAGAIN)
             return 0;
         rc = q;
     }
-    retire_xfer(ctx, b, rc);
+    retire_xfer(mem, b, rc);
     return group ? 2 : 1;
 }
 
-void hoff__res_poll(struct hoff_ctx *ctx) {
+void hoff__res_poll(struct hoff__mem *mem) {
     struct hoff__block *b, *next;
 
-    for (b = ctx->res.inf_head; b; b = next) {
+    for (b = mem->res.inf_head; b; b = next) {
         next = b->next;
-        if (try_retire(ctx, b) == 2)
-            next = ctx->res.inf_head; /* the group's members left the list too */
+        if (try_retire(mem, b) == 2)
+            next = mem->res.inf_head; /* the group's members left the list too */
     }
 }
 
 /* Wait until b's transfer is over and retire it. */
-void hoff__res_finish(struct hoff_ctx *ctx, struct hoff__block *b, enum hoff__res_wait why) {
-    struct hoff__backend *be = ctx->be;
+void hoff__res_finish(struct hoff__mem *mem, struct hoff__block *b, enum hoff__res_wait why) {
+    struct hoff__backend *be = mem->be;
 
     /* Every queued command runs before the host waits: on sim, a command run
      * after the clock moved would start later than its place in the program
      * (the simulation stays deterministic); on cuda it is on the way anyway.
      * A tier command runs on the tier thread: wait for that one too. */
-    hoff__issuer_drain(ctx->issuer);
-    wait_issued(ctx, b);
-    if (try_retire(ctx, b))
+    hoff__issuer_drain(mem->issuer);
+    wait_issued(mem, b);
+    if (try_retire(mem, b))
         return;
     {
         uint64_t t0 = be->ops->clock_ns(be);
         int rc = be->ops->event_sync(be, hoff__res_carrier(b)->ev);
         uint64_t t1 = be->ops->clock_ns(be);
         if (why != HOFF__WAIT_SYNC)
-            ctx->st.stall_ns += t1 > t0 ? t1 - t0 : 0;
+            mem->st.stall_ns += t1 > t0 ? t1 - t0 : 0;
         if (why == HOFF__WAIT_LATE)
-            ctx->st.late_prefetches++;
-        retire_xfer(ctx, b, rc);
+            mem->st.late_prefetches++;
+        retire_xfer(mem, b, rc);
     }
 }
 
-void hoff__res_settle(struct hoff_ctx *ctx, struct hoff__block *b) {
+void hoff__res_settle(struct hoff__mem *mem, struct hoff__block *b) {
     if (!b)
         return;
     b->flags &= (uint8_t)~HOFF__BLK_SPILL_AFTER; /* wanted back: no spill when it lands */
     if (hoff__res_in_flight(b->state))
-        hoff__res_finish(ctx, b, HOFF__WAIT_USE);
+        hoff__res_finish(mem, b, HOFF__WAIT_USE);
 }
 
-int hoff__res_wait_all(struct hoff_ctx *ctx) {
-    while (ctx->res.inf_head)
-        hoff__res_finish(ctx, ctx->res.inf_head, HOFF__WAIT_SYNC);
+int hoff__res_wait_all(struct hoff__mem *mem) {
+    while (mem->res.inf_head)
+        hoff__res_finish(mem, mem->res.inf_head, HOFF__WAIT_SYNC);
     return 0;
 }
 
-int hoff__res_stream_wait(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
-    struct hoff__backend *be = ctx->be;
+int hoff__res_stream_wait(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s) {
+    struct hoff__backend *be = mem->be;
 
     if (!hoff__res_in_flight(b->state) || b->state == S_SPI || b->state == S_RES)
         return 0;
     /* The issuing thread records the transfer's event when it runs the
      * command: a stream cannot wait for an event not recorded yet. */
-    hoff__issuer_drain(ctx->issuer);
-    wait_issued(ctx, b);
+    hoff__issuer_drain(mem->issuer);
+    wait_issued(mem, b);
     return be->ops->stream_wait ? be->ops->stream_wait(be, s, hoff__res_carrier(b)->ev) : 0;
 }

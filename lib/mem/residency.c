@@ -1,5 +1,5 @@
 /* residency.c — the residency state machine of offload candidates, exact budget accounting and the actions
- * issued through the issuing thread.  Threading: caller holds ctx->lock; hoff__res_cmd_done runs on the issuing thread.
+ * issued through the issuing thread.  Threading: caller holds the context lock; hoff__res_cmd_done runs on the issuing thread.
  *
  * Accounting.  `resident` counts the bytes of live managed blocks that hold
  * device memory: DEVICE, EVICTING (the device copy lives until the D2H copy
@@ -95,60 +95,60 @@ static void list_remove(struct hoff__block **head, struct hoff__block **tail, st
     b->next = b->prev = NULL;
 }
 
-#define LRU(ctx) &(ctx)->res.lru_head, &(ctx)->res.lru_tail
-#define INF(ctx) &(ctx)->res.inf_head, &(ctx)->res.inf_tail
-#define HOSTL(ctx) &(ctx)->res.host_head, &(ctx)->res.host_tail
+#define LRU(mem) &(mem)->res.lru_head, &(mem)->res.lru_tail
+#define INF(mem) &(mem)->res.inf_head, &(mem)->res.inf_tail
+#define HOSTL(mem) &(mem)->res.host_head, &(mem)->res.host_tail
 
 /* The block enters state st: move it between lists (LRU on the device,
  * in flight, on the host; none for the others). */
-void hoff__res_set_state(struct hoff_ctx *ctx, struct hoff__block *b, int st) {
+void hoff__res_set_state(struct hoff__mem *mem, struct hoff__block *b, int st) {
     int live = (b->flags & HOFF__BLK_LIVE) != 0;
 
     if (b->state == S_DEV && hoff__res_evictable(b) && live)
-        list_remove(LRU(ctx), b);
+        list_remove(LRU(mem), b);
     else if (hoff__res_in_flight(b->state))
-        list_remove(INF(ctx), b);
+        list_remove(INF(mem), b);
     else if (b->state == S_HOST && live)
-        list_remove(HOSTL(ctx), b);
+        list_remove(HOSTL(mem), b);
     b->state = (uint8_t)st;
     if (st == S_DEV && hoff__res_evictable(b) && live)
-        list_append(LRU(ctx), b);
+        list_append(LRU(mem), b);
     else if (hoff__res_in_flight(st))
-        list_append(INF(ctx), b);
+        list_append(INF(mem), b);
     else if (st == S_HOST && live)
-        list_append(HOSTL(ctx), b);
+        list_append(HOSTL(mem), b);
 }
 
-void hoff__res_note_resident(struct hoff_ctx *ctx) {
-    struct hoff_stats *st = &ctx->st;
+void hoff__res_note_resident(struct hoff__mem *mem) {
+    struct hoff__mem_stats *st = &mem->st;
 
-    st->resident_bytes = ctx->res.resident;
-    if (ctx->res.resident > st->peak_resident_bytes)
-        st->peak_resident_bytes = ctx->res.resident;
-    if (ctx->res.resident > st->step_peak_resident_bytes)
-        st->step_peak_resident_bytes = ctx->res.resident;
-    if (ctx->cfg.budget_bytes && ctx->res.resident > ctx->cfg.budget_bytes)
+    st->resident_bytes = mem->res.resident;
+    if (mem->res.resident > st->peak_resident_bytes)
+        st->peak_resident_bytes = mem->res.resident;
+    if (mem->res.resident > st->step_peak_resident_bytes)
+        st->step_peak_resident_bytes = mem->res.resident;
+    if (mem->lim.budget_bytes && mem->res.resident > mem->lim.budget_bytes)
         st->budget_overruns++;
-    st->host_bytes = ctx->res.host;
-    if (ctx->res.host > st->peak_host_bytes)
-        st->peak_host_bytes = ctx->res.host;
-    st->nvme_bytes = ctx->res.nvme;
-    if (ctx->res.nvme > st->peak_nvme_bytes)
-        st->peak_nvme_bytes = ctx->res.nvme;
+    st->host_bytes = mem->res.host;
+    if (mem->res.host > st->peak_host_bytes)
+        st->peak_host_bytes = mem->res.host;
+    st->nvme_bytes = mem->res.nvme;
+    if (mem->res.nvme > st->peak_nvme_bytes)
+        st->peak_nvme_bytes = mem->res.nvme;
 }
 
 /* --- actions --------------------------------------------------------------- */
 
-int hoff__res_on_alloc(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
-    struct hoff__backend *be = ctx->be;
+int hoff__res_on_alloc(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s) {
+    struct hoff__backend *be = mem->be;
     enum hoff__room_why why;
     int rc;
 
     b->moved = 0;
     if (!b->kept) {
-        hoff__res_check_host_cap(ctx, b);
-        if (hoff__res_make_room(ctx, b->size, b, s, &why) != 0)
-            hoff__res_overrun(ctx, b->size, why);
+        hoff__res_check_host_cap(mem, b);
+        if (hoff__res_make_room(mem, b->size, b, s, &why) != 0)
+            hoff__res_overrun(mem, b->size, why);
     }
     if (b->state != S_DEV) {
         /* A cached mapping whose contents were dropped: contents undefined. */
@@ -158,31 +158,31 @@ int hoff__res_on_alloc(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream 
         rc = be->ops->populate(be, b->ptr, b->size, s);
         if (rc)
             return rc;
-        hoff__guard_fault(ctx, s); /* pages appear: no measure of the driver meanwhile */
+        hoff__guard_fault(mem, s); /* pages appear: no measure of the driver meanwhile */
     }
     b->state = S_DEV;
     if (b->kept) { /* the recorded step kept it (ctx_alloc.c): outside the budget from the start */
-        ctx->res.kept += b->size;
+        mem->res.kept += b->size;
     } else {
-        ctx->res.resident += b->size;
+        mem->res.resident += b->size;
         if (hoff__res_evictable(b))
-            list_append(LRU(ctx), b);
+            list_append(LRU(mem), b);
     }
-    hoff__res_note_resident(ctx);
-    hoff__res_window_open(ctx, b, s); /* the caller fills it next (its streams: s's, from the pool) */
+    hoff__res_note_resident(mem);
+    hoff__res_window_open(mem, b, s); /* the caller fills it next (its streams: s's, from the pool) */
     return 0;
 }
 
 /* The spilled copy is dead (freed, discarded): give its file space back. */
-void hoff__res_drop_spill(struct hoff_ctx *ctx, struct hoff__block *b) {
-    hoff__nvme_drop(ctx->nvme, b->spill);
+void hoff__res_drop_spill(struct hoff__mem *mem, struct hoff__block *b) {
+    hoff__nvme_drop(mem->nvme, b->spill);
     b->spill = NULL;
-    ctx->res.nvme -= b->size;
+    mem->res.nvme -= b->size;
 }
 
-int hoff__res_on_free(struct hoff_ctx *ctx, struct hoff__block *b) {
-    hoff__res_end_use(ctx, b); /* stream-ordered: its uses are enqueued */
-    hoff__group_leave(ctx, b);  /* a freed block is no member of a manual group */
+int hoff__res_on_free(struct hoff__mem *mem, struct hoff__block *b) {
+    hoff__res_end_use(mem, b); /* stream-ordered: its uses are enqueued */
+    hoff__group_leave(mem, b);  /* a freed block is no member of a manual group */
     b->flags &= (uint8_t)~HOFF__BLK_SPILL_AFTER;
     switch (b->state) {
     case S_EVI:
@@ -194,27 +194,27 @@ int hoff__res_on_free(struct hoff_ctx *ctx, struct hoff__block *b) {
         return 0;
     case S_DEV:
         if (b->kept) {
-            ctx->res.kept -= b->size;
+            mem->res.kept -= b->size;
         } else {
             if (hoff__res_evictable(b))
-                list_remove(LRU(ctx), b);
-            ctx->res.resident -= b->size;
+                list_remove(LRU(mem), b);
+            mem->res.resident -= b->size;
         }
         break;
     case S_HOST:
-        ctx->res.host -= b->size;
-        hoff__res_set_state(ctx, b, S_DIS); /* the host copy is dead: reuse repopulates */
+        mem->res.host -= b->size;
+        hoff__res_set_state(mem, b, S_DIS); /* the host copy is dead: reuse repopulates */
         break;
     case S_NVM:
-        hoff__res_drop_spill(ctx, b);
-        hoff__res_set_state(ctx, b, S_DIS);
+        hoff__res_drop_spill(mem, b);
+        hoff__res_set_state(mem, b, S_DIS);
         break;
     default:
         break;
     }
     b->flags &= (uint8_t)~HOFF__BLK_LIVE;
     b->kept = 0;
-    hoff__res_note_resident(ctx);
+    hoff__res_note_resident(mem);
     return 1;
 }
 
@@ -238,54 +238,54 @@ static int check_next(const struct hoff__block *b, int ev) {
     return n;
 }
 
-int hoff__res_evict(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+int hoff__res_evict(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s) {
     int rc;
 
     if ((rc = candidate(b)) != 0)
         return rc;
-    hoff__res_poll(ctx);
+    hoff__res_poll(mem);
     if ((rc = check_next(b, HOFF__EV_EVICT)) < 0)
         return rc;
-    if ((rc = hoff__res_window_closed(ctx, b, "evict")) != 0)
+    if ((rc = hoff__res_window_closed(mem, b, "evict")) != 0)
         return rc;
-    rc = hoff__res_start_evict(ctx, b, s);
-    hoff__res_note_resident(ctx);
+    rc = hoff__res_start_evict(mem, b, s);
+    hoff__res_note_resident(mem);
     return rc;
 }
 
-int hoff__res_prefetch(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+int hoff__res_prefetch(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s) {
     enum hoff__room_why why;
     int rc;
 
     if ((rc = candidate(b)) != 0)
         return rc;
     b->flags &= (uint8_t)~HOFF__BLK_SPILL_AFTER; /* wanted back */
-    hoff__res_poll(ctx);
-    if (b->state == S_NVM && (rc = hoff__res_to_host_now(ctx, b, s)) != 0)
+    hoff__res_poll(mem);
+    if (b->state == S_NVM && (rc = hoff__res_to_host_now(mem, b, s)) != 0)
         return rc; /* an online prefetch of a spilled block: restore, waiting */
     if ((rc = check_next(b, HOFF__EV_PREFETCH)) < 0)
         return rc;
-    if (hoff__res_make_room(ctx, b->size, b, s, &why) != 0) {
+    if (hoff__res_make_room(mem, b->size, b, s, &why) != 0) {
         char cause[400];
 
         return hoff__error(-HOFF_EBUDGET, "prefetch of %p (%zu bytes) does not fit in the budget: %s", b->ptr,
-                           b->size, hoff__res_room_cause(ctx, why, cause, sizeof cause));
+                           b->size, hoff__res_room_cause(mem, why, cause, sizeof cause));
     }
-    if ((rc = hoff__res_issue(ctx, b, HOFF__CMD_PREFETCH, s)) != 0)
+    if ((rc = hoff__res_issue(mem, b, HOFF__CMD_PREFETCH, s)) != 0)
         return rc;
-    ctx->res.resident += b->size;
+    mem->res.resident += b->size;
     if (b->state == S_DIS) /* no bytes on the host to move: it takes no host room (retire) */
         b->flags |= HOFF__BLK_DISCARDING;
     else
-        ctx->res.from_host += b->size;
-    hoff__res_set_state(ctx, b, S_PRE);
-    hoff__res_note_resident(ctx);
+        mem->res.from_host += b->size;
+    hoff__res_set_state(mem, b, S_PRE);
+    hoff__res_note_resident(mem);
     return 0;
 }
 
-int hoff__res_group(struct hoff_ctx *ctx, int op, struct hoff__block *const *m, unsigned n, void *base,
+int hoff__res_group(struct hoff__mem *mem, int op, struct hoff__block *const *m, unsigned n, void *base,
                     size_t size, hoff_stream s) {
-    struct hoff__backend *be = ctx->be;
+    struct hoff__backend *be = mem->be;
     struct hoff__block *lead;
     struct hoff__cmd cmd;
     uint64_t total = 0, now;
@@ -294,14 +294,14 @@ int hoff__res_group(struct hoff_ctx *ctx, int op, struct hoff__block *const *m, 
 
     if ((op != HOFF__CMD_EVICT && op != HOFF__CMD_PREFETCH) || !n || !m)
         return -EINVAL;
-    hoff__res_poll(ctx);
+    hoff__res_poll(mem);
     /* A member whose own eviction is still in flight: wait for it to land,
      * as hoff__res_prefetch does. */
     for (i = 0; op == HOFF__CMD_PREFETCH && i < n; i++) {
         if (m[i])
             m[i]->flags &= (uint8_t)~HOFF__BLK_SPILL_AFTER; /* wanted back */
         if (m[i] && m[i]->state == S_EVI && (m[i]->flags & HOFF__BLK_LIVE))
-            hoff__res_finish(ctx, m[i], HOFF__WAIT_USE);
+            hoff__res_finish(mem, m[i], HOFF__WAIT_USE);
     }
     /* Every member live, movable, settled where the call moves it from, and
      * the members tile the range in order. */
@@ -319,12 +319,12 @@ int hoff__res_group(struct hoff_ctx *ctx, int op, struct hoff__block *const *m, 
         return -EAGAIN;
     lead = m[0];
     if (op == HOFF__CMD_EVICT) {
-        if (hoff__res_host_full(ctx, total))
+        if (hoff__res_host_full(mem, total))
             return -ENOSPC; /* block by block: the host tier makes room as it must */
     } else {
         for (i = 0; i < n; i++) /* the members stay on the host while room is made */
             m[i]->flags |= HOFF__BLK_HOLD;
-        rc = hoff__res_make_room(ctx, total, lead, s, &(enum hoff__room_why){HOFF__WHY_NOTHING});
+        rc = hoff__res_make_room(mem, total, lead, s, &(enum hoff__room_why){HOFF__WHY_NOTHING});
         for (i = 0; i < n; i++)
             m[i]->flags &= (uint8_t)~HOFF__BLK_HOLD;
         if (rc != 0)
@@ -335,21 +335,21 @@ int hoff__res_group(struct hoff_ctx *ctx, int op, struct hoff__block *const *m, 
             if (m[i]->state != want || !(m[i]->flags & HOFF__BLK_LIVE))
                 return -EAGAIN;
     }
-    if ((rc = hoff__res_cmd_prepare(ctx, m, n, op, base, size, s, &cmd)) != 0)
+    if ((rc = hoff__res_cmd_prepare(mem, m, n, op, base, size, s, &cmd)) != 0)
         return rc; /* an eviction: after every stream any member was used on */
     __atomic_store_n(&lead->xfer_rc, 0, __ATOMIC_RELAXED);
-    hoff__guard_probe_issue(ctx, lead, -1); /* a group: not measured */
+    hoff__guard_probe_issue(mem, lead, -1); /* a group: not measured */
     __atomic_add_fetch(&lead->pending, 1, __ATOMIC_ACQ_REL);
-    rc = hoff__issuer_push(ctx->issuer, &cmd);
+    rc = hoff__issuer_push(mem->issuer, &cmd);
     if (rc) {
         __atomic_sub_fetch(&lead->pending, 1, __ATOMIC_ACQ_REL);
         return rc;
     }
     if (op == HOFF__CMD_EVICT)
-        ctx->st.evict_calls++;
+        mem->st.evict_calls++;
     else
-        ctx->st.prefetch_calls++;
-    ctx->st.group_calls_saved += n - 1;
+        mem->st.prefetch_calls++;
+    mem->st.group_calls_saved += n - 1;
     now = be->ops->clock_ns(be);
     for (i = 0; i < n; i++) {
         struct hoff__block *b = m[i];
@@ -358,29 +358,29 @@ int hoff__res_group(struct hoff_ctx *ctx, int op, struct hoff__block *const *m, 
         b->xnext = i + 1 < n ? m[i + 1] : NULL;
         b->t_issue = now;
         if (op == HOFF__CMD_EVICT) {
-            ctx->res.evicting += b->size;
-            ctx->res.to_host += b->size;
+            mem->res.evicting += b->size;
+            mem->res.to_host += b->size;
             b->moved = 1;
-            hoff__res_set_state(ctx, b, S_EVI);
+            hoff__res_set_state(mem, b, S_EVI);
         } else {
-            ctx->res.resident += b->size;
-            ctx->res.from_host += b->size;
-            hoff__res_set_state(ctx, b, S_PRE);
+            mem->res.resident += b->size;
+            mem->res.from_host += b->size;
+            hoff__res_set_state(mem, b, S_PRE);
         }
     }
-    hoff__res_note_resident(ctx);
+    hoff__res_note_resident(mem);
     return 0;
 }
 
-int hoff__res_discard(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+int hoff__res_discard(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s) {
     int rc;
 
     if ((rc = candidate(b)) != 0)
         return rc;
-    hoff__res_poll(ctx);
+    hoff__res_poll(mem);
     if ((rc = check_next(b, HOFF__EV_DISCARD)) < 0)
         return rc;
-    if ((rc = hoff__res_window_closed(ctx, b, "discard")) != 0)
+    if ((rc = hoff__res_window_closed(mem, b, "discard")) != 0)
         return rc;
     b->flags &= (uint8_t)~HOFF__BLK_SPILL_AFTER; /* dead: nothing to keep */
     if (b->state == S_DEV) {
@@ -389,31 +389,31 @@ int hoff__res_discard(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s
          * against the budget until it lands), and retired the same way.
          * Until then the block may not be touched or reused: a use waits for
          * it (hoff__res_access), a free is deferred (hoff__res_on_free). */
-        if ((rc = hoff__res_issue(ctx, b, HOFF__CMD_DISCARD, s)) != 0)
+        if ((rc = hoff__res_issue(mem, b, HOFF__CMD_DISCARD, s)) != 0)
             return rc;
-        ctx->res.evicting += b->size;
+        mem->res.evicting += b->size;
         b->flags |= HOFF__BLK_DISCARDING;
         b->moved = 1;
-        hoff__res_set_state(ctx, b, S_EVI);
+        hoff__res_set_state(mem, b, S_EVI);
     } else if (b->state == S_NVM) {
-        struct hoff__backend *be = ctx->be;
+        struct hoff__backend *be = mem->be;
         void *host;
 
-        hoff__res_drop_spill(ctx, b); /* the spilled copy is simply dead */
+        hoff__res_drop_spill(mem, b); /* the spilled copy is simply dead */
         /* The backend dropped the host pages at the spill: give them back
          * (contents undefined, as after any discard) so that the next use
          * pages the block in like any discarded one instead of finding no
          * copy anywhere.  The block is settled (no transfer in flight). */
         if (be->ops->host_make && (rc = be->ops->host_make(be, b->ptr, b->size, &host)) != 0)
             return hoff__error(rc, "discard of %p (on the NVMe tier): %s", b->ptr, hoff_last_error());
-        hoff__res_set_state(ctx, b, S_DIS);
-        ctx->st.discards++;
+        hoff__res_set_state(mem, b, S_DIS);
+        mem->st.discards++;
     } else {
-        ctx->res.host -= b->size; /* the host copy is simply dead */
-        hoff__res_set_state(ctx, b, S_DIS);
-        ctx->st.discards++;
+        mem->res.host -= b->size; /* the host copy is simply dead */
+        hoff__res_set_state(mem, b, S_DIS);
+        mem->st.discards++;
     }
-    hoff__res_note_resident(ctx);
+    hoff__res_note_resident(mem);
     return 0;
 }
 
@@ -422,32 +422,32 @@ int hoff__res_discard(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s
  * made (the NVMe tier refuses spills, every host block is held) the block
  * comes back over the cap rather than never: counted in host_cap_overruns
  * and said once with the cause. */
-static int start_restore(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s, int use) {
+static int start_restore(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s, int use) {
     int rc;
 
-    if (hoff__res_host_full(ctx, b->size) && (rc = hoff__res_make_host_room(ctx, b->size, b, s)) != 0) {
+    if (hoff__res_host_full(mem, b->size) && (rc = hoff__res_make_host_room(mem, b->size, b, s)) != 0) {
         if (!use)
             return rc;
-        ctx->st.host_cap_overruns++;
+        mem->st.host_cap_overruns++;
         HOFF__LOG_ONCE(HOFF_LOG_WARN, "a spilled block in use comes back over the host cap: %s; counted in "
                        "host_cap_overruns", hoff_last_error());
     }
-    rc = hoff__res_issue_run(ctx, b, HOFF__CMD_RUN, hoff__restore_run, s);
+    rc = hoff__res_issue_run(mem, b, HOFF__CMD_RUN, hoff__restore_run, s);
     if (rc)
         return rc;
-    ctx->res.to_host += b->size;
-    hoff__res_set_state(ctx, b, S_RES);
+    mem->res.to_host += b->size;
+    hoff__res_set_state(mem, b, S_RES);
     return 0;
 }
 
-int hoff__res_spill(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+int hoff__res_spill(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s) {
     int rc;
 
     if ((rc = candidate(b)) != 0)
         return rc;
-    if (!ctx->nvme)
+    if (!mem->nvme)
         return hoff__error(-ENOTSUP, "no NVMe tier (set HOFF_SPILL_DIR)");
-    hoff__res_poll(ctx);
+    hoff__res_poll(mem);
     if (b->state == S_EVI && !(b->flags & HOFF__BLK_DISCARDING)) {
         /* The replay runs ahead of the plan's timing: spill once the
          * eviction lands (retire), unless the block is wanted back first. */
@@ -456,70 +456,70 @@ int hoff__res_spill(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) 
     }
     if ((rc = check_next(b, HOFF__EV_SPILL)) < 0)
         return rc;
-    rc = hoff__res_start_spill(ctx, b, s);
-    hoff__res_note_resident(ctx);
+    rc = hoff__res_start_spill(mem, b, s);
+    hoff__res_note_resident(mem);
     return rc;
 }
 
-int hoff__res_restore(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+int hoff__res_restore(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s) {
     int rc;
 
     if ((rc = candidate(b)) != 0)
         return rc;
-    hoff__res_poll(ctx);
+    hoff__res_poll(mem);
     if ((rc = check_next(b, HOFF__EV_RESTORE)) < 0)
         return rc;
-    rc = start_restore(ctx, b, s, 0);
-    hoff__res_note_resident(ctx);
+    rc = start_restore(mem, b, s, 0);
+    hoff__res_note_resident(mem);
     return rc;
 }
 
 /* Bring a block on the NVMe tier (or on its way there or back) to the host,
  * waiting for it: a use or a prefetch needs the bytes. */
-int hoff__res_to_host_now(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+int hoff__res_to_host_now(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s) {
     int rc;
 
     if (b->state == S_SPI || b->state == S_RES)
-        hoff__res_finish(ctx, b, HOFF__WAIT_USE);
+        hoff__res_finish(mem, b, HOFF__WAIT_USE);
     if (b->state == S_NVM) {
-        if ((rc = start_restore(ctx, b, s, 1)) != 0)
+        if ((rc = start_restore(mem, b, s, 1)) != 0)
             return rc;
-        hoff__res_finish(ctx, b, HOFF__WAIT_USE);
+        hoff__res_finish(mem, b, HOFF__WAIT_USE);
     }
     return b->state == S_NVM ? hoff__error(-EIO, "restore of %p from the NVMe tier failed: %s", b->ptr,
                                            hoff_last_error())
                              : 0;
 }
 
-static int bring_back(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s, int budgeted) {
-    struct hoff__backend *be = ctx->be;
+static int bring_back(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s, int budgeted) {
+    struct hoff__backend *be = mem->be;
     enum hoff__room_why why;
     uint64_t stall = 0;
     int rc;
 
     b->flags &= (uint8_t)~HOFF__BLK_SPILL_AFTER; /* wanted back */
-    hoff__res_poll(ctx);
+    hoff__res_poll(mem);
     switch (b->state) {
     case S_DEV:
         if (hoff__res_evictable(b)) { /* most recently used */
-            list_remove(LRU(ctx), b);
-            list_append(LRU(ctx), b);
+            list_remove(LRU(mem), b);
+            list_append(LRU(mem), b);
         }
         return 0;
     case S_PRE:
-        hoff__res_finish(ctx, b, HOFF__WAIT_LATE); /* used before its prefetch completed */
+        hoff__res_finish(mem, b, HOFF__WAIT_LATE); /* used before its prefetch completed */
         if (b->state == S_DEV)
             return 0;
         break; /* the prefetch failed: page it in */
     case S_EVI:
-        hoff__res_finish(ctx, b, HOFF__WAIT_USE); /* the eviction must land before the page-in */
+        hoff__res_finish(mem, b, HOFF__WAIT_USE); /* the eviction must land before the page-in */
         if (b->state == S_DEV)
             return 0;
         break;
     case S_SPI:
     case S_NVM:
     case S_RES:
-        if ((rc = hoff__res_to_host_now(ctx, b, s)) != 0) /* off the disk first */
+        if ((rc = hoff__res_to_host_now(mem, b, s)) != 0) /* off the disk first */
             return rc;
         break;
     default:
@@ -528,29 +528,29 @@ static int bring_back(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s
     if ((rc = check_next(b, HOFF__EV_FAULT)) < 0)
         return rc;
     /* A block coming back to be kept (hoff_keep) leaves the budget at once: no room is made for it. */
-    if (budgeted && hoff__res_make_room(ctx, b->size, b, s, &why) != 0)
-        hoff__res_overrun(ctx, b->size, why);
-    hoff__issuer_drain(ctx->issuer); /* the fault moves the clock: see hoff__res_finish() */
+    if (budgeted && hoff__res_make_room(mem, b->size, b, s, &why) != 0)
+        hoff__res_overrun(mem, b->size, why);
+    hoff__issuer_drain(mem->issuer); /* the fault moves the clock: see hoff__res_finish() */
     rc = be->ops->fault(be, b->ptr, b->size, s, &stall);
     if (rc) {
-        ctx->st.transfer_errors++;
+        mem->st.transfer_errors++;
         return hoff__error(rc, "paging in block %p failed", b->ptr);
     }
-    ctx->st.faults++;
-    hoff__guard_fault(ctx, s);
+    mem->st.faults++;
+    hoff__guard_fault(mem, s);
     if (b->state == S_HOST) { /* a discarded block has no bytes to move */
-        ctx->res.host -= b->size;
-        ctx->st.bytes_faulted += b->size;
+        mem->res.host -= b->size;
+        mem->st.bytes_faulted += b->size;
     }
-    ctx->res.resident += b->size;
-    hoff__res_set_state(ctx, b, S_DEV);
-    ctx->st.stall_ns += stall;
+    mem->res.resident += b->size;
+    hoff__res_set_state(mem, b, S_DEV);
+    mem->st.stall_ns += stall;
     if (budgeted) /* a kept block leaves `resident` before anything reads it (hoff__res_keep) */
-        hoff__res_note_resident(ctx);
+        hoff__res_note_resident(mem);
     return 0;
 }
 
-int hoff__res_keep(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
+int hoff__res_keep(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s) {
     int rc;
 
     if (b->pool != HOFF__POOL_MANAGED || b->kept)
@@ -558,48 +558,48 @@ int hoff__res_keep(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) {
     if (b->mgroup)
         return hoff__error(-EBUSY, "block %p is a member of a manual swap group, which alone moves it: not kept",
                            b->ptr);
-    if ((rc = bring_back(ctx, b, s, 0)) != 0)
+    if ((rc = bring_back(mem, b, s, 0)) != 0)
         return rc;
     if (b->state != S_DEV)
         return hoff__error(-EIO, "block %p could not be brought back to the device to be kept (it is %s)", b->ptr,
                            hoff__res_state_name(b->state));
     if (b->moved)
-        ctx->st.kept_evicted++;
+        mem->st.kept_evicted++;
     if (hoff__res_evictable(b))
-        list_remove(LRU(ctx), b);
+        list_remove(LRU(mem), b);
     b->flags |= HOFF__BLK_PINNED;
     b->kept = 1;
-    ctx->res.resident -= b->size;
-    ctx->res.kept += b->size;
-    ctx->st.keep_marks++;
-    ctx->st.kept_bytes += b->size;
-    hoff__res_note_resident(ctx);
+    mem->res.resident -= b->size;
+    mem->res.kept += b->size;
+    mem->st.keep_marks++;
+    mem->st.kept_bytes += b->size;
+    hoff__res_note_resident(mem);
     return 0;
 }
 
-int hoff__res_access(struct hoff_ctx *ctx, struct hoff__block *b, int write, hoff_stream s) {
+int hoff__res_access(struct hoff__mem *mem, struct hoff__block *b, int write, hoff_stream s) {
     int rc;
 
     (void)write;
-    ctx->res.marks_seen = 1;
+    mem->res.marks_seen = 1;
     if (b->pool != HOFF__POOL_MANAGED)
         return 0;
-    rc = bring_back(ctx, b, s, 1);
+    rc = bring_back(mem, b, s, 1);
     /* Resident now (or paging in failed, and the work runs anyway): its
      * window opens only here, so that a move still in flight from before
      * never counts as inside it. */
-    hoff__res_window_open(ctx, b, s);
+    hoff__res_window_open(mem, b, s);
     return rc;
 }
 
 #ifdef HOFF_DEBUG
 #include <stdio.h>
 
-void hoff__res_check(struct hoff_ctx *ctx) {
+void hoff__res_check(struct hoff__mem *mem) {
     uint64_t lru = 0, evi = 0, pre = 0;
     struct hoff__block *b;
 
-    for (b = ctx->res.lru_head; b; b = b->next) {
+    for (b = mem->res.lru_head; b; b = b->next) {
         if (b->state != S_DEV || !(b->flags & HOFF__BLK_LIVE)) {
             fprintf(stderr, "hoff: debug: block %p on the LRU list is %s\n", b->ptr,
                     hoff__res_state_name(b->state));
@@ -607,7 +607,7 @@ void hoff__res_check(struct hoff_ctx *ctx) {
         }
         lru += b->size;
     }
-    for (b = ctx->res.inf_head; b; b = b->next) {
+    for (b = mem->res.inf_head; b; b = b->next) {
         if (b->state == S_EVI)
             evi += b->size;
         else if (b->state == S_PRE)
@@ -615,10 +615,10 @@ void hoff__res_check(struct hoff_ctx *ctx) {
         else if (b->state != S_SPI && b->state != S_RES)
             abort();
     }
-    if (evi != ctx->res.evicting || lru + evi + pre > ctx->res.resident) {
+    if (evi != mem->res.evicting || lru + evi + pre > mem->res.resident) {
         fprintf(stderr, "hoff: debug: residency books: lru %llu evicting %llu/%llu prefetching %llu resident %llu\n",
-                (unsigned long long)lru, (unsigned long long)evi, (unsigned long long)ctx->res.evicting,
-                (unsigned long long)pre, (unsigned long long)ctx->res.resident);
+                (unsigned long long)lru, (unsigned long long)evi, (unsigned long long)mem->res.evicting,
+                (unsigned long long)pre, (unsigned long long)mem->res.resident);
         abort();
     }
 }

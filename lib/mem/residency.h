@@ -8,7 +8,7 @@
 #include "exec/issuer.h"
 #include "mem/block.h"
 
-struct hoff_ctx;
+struct hoff__mem;
 
 /* What happens to a block. */
 enum hoff__res_event {
@@ -67,19 +67,19 @@ struct hoff__residency {
 
 /* A managed block was handed out (new or from the cache): make room in the
  * budget, make it resident and count it. */
-int hoff__res_on_alloc(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
+int hoff__res_on_alloc(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s);
 /* A managed block is being freed.  Returns 1 when it may go back to the pool
  * now, 0 when a transfer is in flight (hoff__res_poll returns it later). */
-int hoff__res_on_free(struct hoff_ctx *ctx, struct hoff__block *b);
+int hoff__res_on_free(struct hoff__mem *mem, struct hoff__block *b);
 
 /* hoff_keep of a managed block (any other: 0): bring it back if it is away,
  * then pin it and move its bytes from `resident` to `kept`.  0, -EBUSY for a
  * manual group's member, or paging in's error. */
-int hoff__res_keep(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
+int hoff__res_keep(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s);
 
-int hoff__res_evict(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
-int hoff__res_prefetch(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
-int hoff__res_discard(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
+int hoff__res_evict(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s);
+int hoff__res_prefetch(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s);
+int hoff__res_discard(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s);
 /* Evict (op HOFF__CMD_EVICT) or prefetch (HOFF__CMD_PREFETCH) the n blocks m
  * of a group with ONE backend call over (base, size), which they tile in
  * order (a region's slots).  Each member makes its own transition and keeps
@@ -89,28 +89,28 @@ int hoff__res_discard(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s
  * a prefetch); -ENOSPC when the host tier or the budget has no room for the
  * whole group at once.  On any error the caller moves the members one by
  * one (the fallback). */
-int hoff__res_group(struct hoff_ctx *ctx, int op, struct hoff__block *const *m, unsigned n, void *base,
+int hoff__res_group(struct hoff__mem *mem, int op, struct hoff__block *const *m, unsigned n, void *base,
                     size_t size, hoff_stream s);
 /* Make room in the budget for need more resident bytes, evicting other
  * blocks (never a manual group's) and waiting for them: 0, or -HOFF_EBUDGET
  * with a message that starts with what and says why. */
-int hoff__res_budget_room(struct hoff_ctx *ctx, uint64_t need, hoff_stream s, const char *what);
+int hoff__res_budget_room(struct hoff__mem *mem, uint64_t need, hoff_stream s, const char *what);
 /* Make room on the host tier for bytes more (spilling, waiting): 0 or
  * -HOFF_EHOSTCAP with the message. */
-int hoff__res_host_room(struct hoff_ctx *ctx, uint64_t bytes, hoff_stream s);
+int hoff__res_host_room(struct hoff__mem *mem, uint64_t bytes, hoff_stream s);
 /* Work queued on stream s afterwards waits for b's eviction or prefetch in
  * flight (none: 0). */
-int hoff__res_stream_wait(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
+int hoff__res_stream_wait(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s);
 /* Evict until the resident bytes fit what the device leaves beside the
  * device pool (hoff__guard_cap) and the budget, and wait for it: before the
  * device pool grows.  0, or -ENOSPC when nothing more can be evicted. */
-int hoff__res_fit_device(struct hoff_ctx *ctx);
+int hoff__res_fit_device(struct hoff__mem *mem);
 /* Work on stream s also uses b (hoff_record_stream): its moves away are
  * fenced after that stream's work too. */
-void hoff__res_note_stream(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
+void hoff__res_note_stream(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s);
 /* An access: bring the block back if it is away (waiting, or paging it in),
  * then open its use window on stream s. */
-int hoff__res_access(struct hoff_ctx *ctx, struct hoff__block *b, int write, hoff_stream s);
+int hoff__res_access(struct hoff__mem *mem, struct hoff__block *b, int write, hoff_stream s);
 /* Use windows (doc/design.md, "Use windows").  An access, or the allocation,
  * opens one; an op mark, the step's end (hoff__res_close_windows) or the
  * block's free closes it — but until the context has seen an access mark,
@@ -120,29 +120,29 @@ int hoff__res_access(struct hoff_ctx *ctx, struct hoff__block *b, int write, hof
  * the close is fenced on the stream of the block's last use.
  * hoff__res_end_use closes one block's window: the explicit API's caller
  * asserts that the work using it is enqueued on the stream it names. */
-void hoff__res_close_windows(struct hoff_ctx *ctx);
-void hoff__res_end_use(struct hoff_ctx *ctx, struct hoff__block *b);
+void hoff__res_close_windows(struct hoff__mem *mem);
+void hoff__res_end_use(struct hoff__mem *mem, struct hoff__block *b);
 /* The NVMe tier: write a block on the host to it / read it back to the host.
  * A spill of a block whose eviction is still in flight starts when that
  * lands (0 now), unless the block is wanted back (prefetched, used,
  * discarded, freed) first. */
-int hoff__res_spill(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
-int hoff__res_restore(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s);
+int hoff__res_spill(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s);
+int hoff__res_restore(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s);
 
 /* Wait for b's transfer in flight, if any (a counted stall), and retire it:
  * a block freed while its transfer was in flight then goes back to its pool
  * (a group's slot that the next step wants again). */
-void hoff__res_settle(struct hoff_ctx *ctx, struct hoff__block *b);
+void hoff__res_settle(struct hoff__mem *mem, struct hoff__block *b);
 /* Retire completed transfers (cheap when nothing is in flight). */
-void hoff__res_poll(struct hoff_ctx *ctx);
+void hoff__res_poll(struct hoff__mem *mem);
 /* Wait for every transfer in flight and retire it. */
-int hoff__res_wait_all(struct hoff_ctx *ctx);
+int hoff__res_wait_all(struct hoff__mem *mem);
 /* The issuing thread's completion callback (struct hoff__cmd.cookie is the block). */
-void hoff__res_cmd_done(void *ctx, const struct hoff__cmd *cmd, int rc);
+void hoff__res_cmd_done(void *mem, const struct hoff__cmd *cmd, int rc);
 
 #ifdef HOFF_DEBUG
 /* Recount every list and compare with the counters; aborts on a mismatch. */
-void hoff__res_check(struct hoff_ctx *ctx);
+void hoff__res_check(struct hoff__mem *mem);
 #endif
 
 #endif

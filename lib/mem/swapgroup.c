@@ -1,7 +1,7 @@
 /* swapgroup.c — manual swap groups (hoff_group(3)): named sets of offload blocks that the caller evicts and
  * prefetches itself, outside the plan but inside the budget: the mechanism.  The public calls (hoff_group_*) are in
  * core/ctx_group.c, which checks their arguments, takes the context lock and calls the hoff__group_* functions here.
- * Threading: every function here runs with ctx->lock held (the caller's).
+ * Threading: every function here runs with the context lock held (the caller's).
  *
  * The unit is the block (a framework's storage): a block is in at most one
  * group and is moved once however many tensors alias it, and since managed
@@ -18,23 +18,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/context.h"
 #include "core/core.h"
-#include "exec/executor.h"
+#include "core/grow.h"
+#include "mem/mem.h"
 #include "mem/pool.h"
 #include "mem/residency.h"
 #include "mem/swapgroup.h"
 
 
 struct hoff_group {
-    struct hoff_ctx *ctx;
+    void *owner;                   /* the context that made it (core/ctx_group.c's; opaque here) */
     struct hoff_group *next;       /* the context's list */
     char name[HOFF__GROUP_NAME_MAX + 1];
     struct hoff__block **m;        /* members; m[i]->mslot == i */
-    uint32_t n, cap;
+    uint32_t n;
+    size_t cap;
     unsigned flags;                /* enum hoff_group_flags */
     int launched;                  /* 0, 1 eviction, 2 prefetch: launched and not waited for */
-    uint64_t step;                 /* the step (ctx->pipe.step) the members were added in */
+    uint64_t step;                 /* the step (mem->pol.step) the members were added in */
     struct hoff_group_info info;   /* the counters (adds, duplicates, moved blocks and bytes, calls) */
 };
 
@@ -47,35 +48,35 @@ static const char *launch_name(int l) {
 
 /* --- membership ------------------------------------------------------------ */
 
-static void drop_member(struct hoff_ctx *ctx, struct hoff_group *g, struct hoff__block *b) {
+static void drop_member(struct hoff__mem *mem, struct hoff_group *g, struct hoff__block *b) {
     uint32_t i = b->mslot;
 
     g->m[i] = g->m[--g->n];
     g->m[i]->mslot = i;
     b->mgroup = NULL;
     b->mslot = 0;
-    ctx->st.manual_blocks--;
+    mem->st.manual_blocks--;
 }
 
-void hoff__group_leave(struct hoff_ctx *ctx, struct hoff__block *b) {
+void hoff__group_leave(struct hoff__mem *mem, struct hoff__block *b) {
     if (b->mgroup)
-        drop_member(ctx, b->mgroup, b);
+        drop_member(mem, b->mgroup, b);
 }
 
 /* Every member leaves the group (it stays where it is). */
-static void empty(struct hoff_ctx *ctx, struct hoff_group *g) {
+static void empty(struct hoff__mem *mem, struct hoff_group *g) {
     while (g->n)
-        drop_member(ctx, g, g->m[g->n - 1]);
+        drop_member(mem, g, g->m[g->n - 1]);
     g->launched = 0;
 }
 
 /* Wait for every member's transfer in flight: each lands or fails, and
  * either way its bytes are in one valid place. */
-static void settle_all(struct hoff_ctx *ctx, struct hoff_group *g) {
+static void settle_all(struct hoff__mem *mem, struct hoff_group *g) {
     uint32_t i;
 
     for (i = 0; i < g->n; i++)
-        hoff__res_settle(ctx, g->m[i]);
+        hoff__res_settle(mem, g->m[i]);
 }
 
 /* The live block whose bytes hold p: the block table knows base addresses;
@@ -94,14 +95,14 @@ static void find_containing(const void *key, void *val, void *arg) {
         a->found = b;
 }
 
-static struct hoff__block *lookup(struct hoff_ctx *ctx, const void *p) {
+static struct hoff__block *lookup(struct hoff__mem *mem, const void *p) {
     struct find_arg a = {p, NULL};
 
     if (!p)
         return NULL;
-    a.found = hoff__bt_lookup(&ctx->table, p);
+    a.found = hoff__bt_lookup(&mem->table, p);
     if (!a.found)
-        hoff__bt_foreach(&ctx->table, find_containing, &a);
+        hoff__bt_foreach(&mem->table, find_containing, &a);
     return a.found;
 }
 
@@ -117,7 +118,7 @@ static int by_address(const void *a, const void *b) {
  * their layout allows: a run of neighbours in one region goes with one call,
  * every other block on its own.  Counts what moved in g's info.  Returns the
  * first error of a block that could not be moved (the others still move). */
-static int move(struct hoff_ctx *ctx, struct hoff_group *g, int op, struct hoff__block **v, uint32_t k,
+static int move(struct hoff__mem *mem, struct hoff_group *g, int op, struct hoff__block **v, uint32_t k,
                 hoff_stream s) {
     uint32_t i = 0, j, moved;
     int rc, first = 0;
@@ -133,12 +134,12 @@ static int move(struct hoff_ctx *ctx, struct hoff_group *g, int op, struct hoff_
         moved = 0;
         if (g->flags & HOFF_GROUP_ONE_BY_ONE)
             j = i + 1;
-        if (j - i > 1 && hoff__res_group(ctx, op, v + i, j - i, v[i]->ptr, size, s) == 0) {
+        if (j - i > 1 && hoff__res_group(mem, op, v + i, j - i, v[i]->ptr, size, s) == 0) {
             moved = j - i;
             g->info.calls++;
         } else {
             j = i + 1;
-            rc = op == HOFF__CMD_EVICT ? hoff__res_evict(ctx, v[i], s) : hoff__res_prefetch(ctx, v[i], s);
+            rc = op == HOFF__CMD_EVICT ? hoff__res_evict(mem, v[i], s) : hoff__res_prefetch(mem, v[i], s);
             if (rc == 0) {
                 moved = 1;
                 g->info.calls++;
@@ -160,7 +161,7 @@ static int move(struct hoff_ctx *ctx, struct hoff_group *g, int op, struct hoff_
 }
 
 /* The members to move for op, in a scratch array (the caller frees it). */
-static int pick(struct hoff_ctx *ctx, struct hoff_group *g, int op, hoff_stream s, struct hoff__block ***out,
+static int pick(struct hoff__mem *mem, struct hoff_group *g, int op, hoff_stream s, struct hoff__block ***out,
                 uint32_t *k, uint64_t *bytes) {
     struct hoff__block **v;
     uint32_t i;
@@ -178,13 +179,13 @@ static int pick(struct hoff_ctx *ctx, struct hoff_group *g, int op, hoff_stream 
         if (op == HOFF__CMD_EVICT) {
             /* A transfer of the block still in flight (a prefetch): it lands first. */
             if (b->state == HOFF_RES_PREFETCHING)
-                hoff__res_settle(ctx, b);
+                hoff__res_settle(mem, b);
             if (b->state != HOFF_RES_DEVICE)
                 continue; /* already away */
-            hoff__res_end_use(ctx, b); /* the caller says its work is enqueued */
+            hoff__res_end_use(mem, b); /* the caller says its work is enqueued */
         } else {
             if (b->state == HOFF_RES_EVICTING || b->state == HOFF_RES_SPILLING || b->state == HOFF_RES_RESTORING)
-                hoff__res_settle(ctx, b); /* wanted back: its move away lands first */
+                hoff__res_settle(mem, b); /* wanted back: its move away lands first */
             if (b->state == HOFF_RES_DEVICE || b->state == HOFF_RES_PREFETCHING)
                 continue; /* there already, or on its way */
         }
@@ -196,7 +197,7 @@ static int pick(struct hoff_ctx *ctx, struct hoff_group *g, int op, hoff_stream 
     return 0;
 }
 
-int hoff__group_launch(struct hoff_ctx *ctx, struct hoff_group *g, int op, hoff_stream s, const char *what) {
+int hoff__group_launch(struct hoff__mem *mem, struct hoff_group *g, int op, hoff_stream s, const char *what) {
     struct hoff__block **v;
     uint32_t k;
     uint64_t bytes;
@@ -205,73 +206,73 @@ int hoff__group_launch(struct hoff_ctx *ctx, struct hoff_group *g, int op, hoff_
     if (g->launched)
         return hoff__error(-EBUSY, "%s: group '%s' has %s launched and not waited for (hoff_group_wait first)",
                            what, g->name, launch_name(g->launched));
-    hoff__res_poll(ctx);
-    if ((rc = pick(ctx, g, op, s, &v, &k, &bytes)) != 0)
+    hoff__res_poll(mem);
+    if ((rc = pick(mem, g, op, s, &v, &k, &bytes)) != 0)
         return rc;
     /* All or nothing: room for the whole group, or nothing moves. */
-    if (k && op == HOFF__CMD_EVICT && (rc = hoff__res_host_room(ctx, bytes, s)) != 0) {
+    if (k && op == HOFF__CMD_EVICT && (rc = hoff__res_host_room(mem, bytes, s)) != 0) {
         rc = hoff__error(rc, "%s: group '%s' (%u blocks) cannot be evicted whole, nothing moved: %s", what, g->name,
                          (unsigned)k, hoff_last_error());
-        ctx->st.manual_refusals++;
+        mem->st.manual_refusals++;
     } else if (k && op == HOFF__CMD_PREFETCH) {
         char why[128];
 
         snprintf(why, sizeof why, "%s of group '%s'", what, g->name);
-        if ((rc = hoff__res_budget_room(ctx, bytes, s, why)) != 0) {
+        if ((rc = hoff__res_budget_room(mem, bytes, s, why)) != 0) {
             hoff__error(rc, "%s; nothing moved", hoff_last_error());
-            ctx->st.manual_refusals++;
+            mem->st.manual_refusals++;
         }
     }
     if (rc == 0) {
         g->launched = op == HOFF__CMD_EVICT ? LAUNCH_EVICT : LAUNCH_PREFETCH;
-        if (k && (rc = move(ctx, g, op, v, k, s)) != 0)
+        if (k && (rc = move(mem, g, op, v, k, s)) != 0)
             hoff__error(rc, "%s: group '%s': a block could not be moved (it stays where it was): %s", what,
                         g->name, hoff_last_error());
     }
     free(v);
 #ifdef HOFF_DEBUG
-    hoff__res_check(ctx);
+    hoff__res_check(mem);
 #endif
     return rc;
 }
 
 /* --- life cycle and membership (the caller checked the arguments) ---------- */
 
-struct hoff_ctx *hoff__group_ctx(const struct hoff_group *g) {
-    return g->ctx;
+void *hoff__group_owner(const struct hoff_group *g) {
+    return g->owner;
 }
 
-int hoff__group_create(struct hoff_ctx *ctx, const char *name, unsigned flags, struct hoff_group **out) {
+int hoff__group_create(struct hoff__mem *mem, void *owner, const char *name, unsigned flags, struct hoff_group **out) {
     struct hoff_group *g;
 
-    for (g = ctx->groups; g; g = g->next)
+    for (g = mem->groups; g; g = g->next)
         if (!strcmp(g->name, name))
             return hoff__error(-EEXIST, "hoff_group_create: context already has a group named '%s'", name);
     if (!(g = calloc(1, sizeof *g)))
         return hoff__error(-ENOMEM, "hoff_group_create: no memory");
-    g->ctx = ctx;
+    g->owner = owner;
     g->flags = flags;
     snprintf(g->name, sizeof g->name, "%s", name);
     g->info.version = 1;
     g->info.size = sizeof g->info;
-    g->step = ctx->pipe.step;
-    g->next = ctx->groups;
-    ctx->groups = g;
-    ctx->st.manual_groups++;
+    g->step = mem->pol.step;
+    g->next = mem->groups;
+    mem->groups = g;
+    mem->st.manual_groups++;
     *out = g;
     return 0;
 }
 
-struct hoff_group *hoff__group_find(struct hoff_ctx *ctx, const char *name) {
+struct hoff_group *hoff__group_find(struct hoff__mem *mem, const char *name) {
     struct hoff_group *g;
 
-    for (g = ctx->groups; g && strcmp(g->name, name); g = g->next)
+    for (g = mem->groups; g && strcmp(g->name, name); g = g->next)
         ;
     return g;
 }
 
 /* The checks of hoff_group_add, in its order: 0 when b may join g, else the refusal said. */
-static int add_refusal(struct hoff_ctx *ctx, struct hoff_group *g, const struct hoff__block *b, const void *ptr) {
+static int add_refusal(struct hoff__mem *mem, struct hoff_group *g, const struct hoff__block *b, const void *ptr) {
     if (!b)
         return hoff__error(-EINVAL, "hoff_group_add: %p is not inside a live hoff block (group '%s')", ptr,
                            g->name);
@@ -290,46 +291,39 @@ static int add_refusal(struct hoff_ctx *ctx, struct hoff_group *g, const struct 
     if (g->launched)
         return hoff__error(-EBUSY, "hoff_group_add: group '%s' has %s launched and not waited for: add blocks "
                            "before launching it", g->name, launch_name(g->launched));
-    if (g->n && g->step != ctx->pipe.step)
+    if (g->n && g->step != mem->pol.step)
         return hoff__error(-ESTALE, "hoff_group_add: group '%s' holds %u blocks added in step %llu and this is "
                            "step %llu: a group is filled within one step (release or abort it when its step is "
                            "done)", g->name, (unsigned)g->n, (unsigned long long)g->step,
-                           (unsigned long long)ctx->pipe.step);
+                           (unsigned long long)mem->pol.step);
     return 0;
 }
 
-int hoff__group_add(struct hoff_ctx *ctx, struct hoff_group *g, const void *ptr) {
-    struct hoff__block *b = lookup(ctx, ptr);
+int hoff__group_add(struct hoff__mem *mem, struct hoff_group *g, const void *ptr, const struct hoff__block **added) {
+    struct hoff__block *b = lookup(mem, ptr);
     int rc;
 
-    if ((rc = add_refusal(ctx, g, b, ptr)) != 0)
+    if ((rc = add_refusal(mem, g, b, ptr)) != 0)
         return rc;
     if (b->mgroup == g) {
         g->info.duplicates++;
         return 1; /* the same storage again: one block, one copy */
     }
-    if (g->n == g->cap) {
-        uint32_t cap = g->cap ? 2 * g->cap : 16;
-        struct hoff__block **m = realloc(g->m, cap * sizeof *m);
-
-        if (!m)
-            return hoff__error(-ENOMEM, "hoff_group_add: no memory for group '%s'", g->name);
-        g->m = m;
-        g->cap = cap;
-    }
+    if (HOFF__GROW(g->m, g->cap, (size_t)g->n + 1) != 0)
+        return hoff__error(-ENOMEM, "hoff_group_add: no memory for group '%s'", g->name);
     if (!g->n)
-        g->step = ctx->pipe.step;
+        g->step = mem->pol.step;
     b->mgroup = g;
     b->mslot = g->n;
     g->m[g->n++] = b;
     g->info.adds++;
-    ctx->st.manual_blocks++;
-    hoff__record_exclude(ctx, b); /* outside the plan from now on */
+    mem->st.manual_blocks++;
+    *added = b;
     return 0;
 }
 
-int hoff__group_remove(struct hoff_ctx *ctx, struct hoff_group *g, const void *ptr) {
-    struct hoff__block *b = lookup(ctx, ptr);
+int hoff__group_remove(struct hoff__mem *mem, struct hoff_group *g, const void *ptr) {
+    struct hoff__block *b = lookup(mem, ptr);
 
     if (!b)
         return hoff__error(-EINVAL, "hoff_group_remove: %p is not inside a live hoff block (group '%s')", ptr,
@@ -339,11 +333,11 @@ int hoff__group_remove(struct hoff_ctx *ctx, struct hoff_group *g, const void *p
     if (g->launched)
         return hoff__error(-EBUSY, "hoff_group_remove: group '%s' has %s launched and not waited for", g->name,
                            launch_name(g->launched));
-    drop_member(ctx, g, b);
+    drop_member(mem, g, b);
     return 0;
 }
 
-int hoff__group_wait(struct hoff_ctx *ctx, struct hoff_group *g, hoff_stream stream, unsigned flags) {
+int hoff__group_wait(struct hoff__mem *mem, struct hoff_group *g, hoff_stream stream, unsigned flags) {
     uint32_t i;
     int rc = 0, r;
 
@@ -352,8 +346,8 @@ int hoff__group_wait(struct hoff_ctx *ctx, struct hoff_group *g, hoff_stream str
                            "(hoff_group_evict or hoff_group_prefetch first)", g->name);
     for (i = 0; i < g->n; i++) {
         if (flags & HOFF_GROUP_WAIT_HOST)
-            hoff__res_settle(ctx, g->m[i]);
-        else if ((r = hoff__res_stream_wait(ctx, g->m[i], stream)) != 0 && !rc)
+            hoff__res_settle(mem, g->m[i]);
+        else if ((r = hoff__res_stream_wait(mem, g->m[i], stream)) != 0 && !rc)
             rc = hoff__error(r, "hoff_group_wait: group '%s': the stream cannot wait for block %p", g->name,
                              g->m[i]->ptr);
     }
@@ -361,57 +355,57 @@ int hoff__group_wait(struct hoff_ctx *ctx, struct hoff_group *g, hoff_stream str
     return rc;
 }
 
-int hoff__group_release(struct hoff_ctx *ctx, struct hoff_group *g) {
+int hoff__group_release(struct hoff__mem *mem, struct hoff_group *g) {
     uint32_t i;
     int rc = 0, r;
 
-    hoff__res_poll(ctx);
+    hoff__res_poll(mem);
     for (i = 0; i < g->n; i++) {
         struct hoff__block *b = g->m[i];
 
         if (b->state == HOFF_RES_DEVICE || b->state == HOFF_RES_PREFETCHING || b->state == HOFF_RES_DISCARDED)
             continue; /* on the device or on its way: nothing to drop, nothing to wait for */
-        hoff__res_settle(ctx, b); /* an eviction, spill or restore in flight lands first */
-        if (b->state != HOFF_RES_DEVICE && (r = hoff__res_discard(ctx, b, NULL)) != 0 && !rc)
+        hoff__res_settle(mem, b); /* an eviction, spill or restore in flight lands first */
+        if (b->state != HOFF_RES_DEVICE && (r = hoff__res_discard(mem, b, NULL)) != 0 && !rc)
             rc = r; /* its host copy stays: nothing is lost that was not asked for */
     }
-    empty(ctx, g);
+    empty(mem, g);
     return rc;
 }
 
-void hoff__group_clear(struct hoff_ctx *ctx, struct hoff_group *g) {
-    empty(ctx, g);
+void hoff__group_clear(struct hoff__mem *mem, struct hoff_group *g) {
+    empty(mem, g);
 }
 
-void hoff__group_abort(struct hoff_ctx *ctx, struct hoff_group *g) {
-    settle_all(ctx, g);
-    empty(ctx, g);
-    ctx->st.manual_aborts++;
+void hoff__group_abort(struct hoff__mem *mem, struct hoff_group *g) {
+    settle_all(mem, g);
+    empty(mem, g);
+    mem->st.manual_aborts++;
 }
 
-void hoff__group_destroy(struct hoff_ctx *ctx, struct hoff_group *g) {
+void hoff__group_destroy(struct hoff__mem *mem, struct hoff_group *g) {
     struct hoff_group **pp;
 
-    settle_all(ctx, g);
-    empty(ctx, g);
-    for (pp = &ctx->groups; *pp && *pp != g; pp = &(*pp)->next)
+    settle_all(mem, g);
+    empty(mem, g);
+    for (pp = &mem->groups; *pp && *pp != g; pp = &(*pp)->next)
         ;
     if (*pp)
         *pp = g->next;
-    ctx->st.manual_groups--;
+    mem->st.manual_groups--;
     free(g->m);
     free(g);
 }
 
-void hoff__groups_destroy_all(struct hoff_ctx *ctx) {
-    while (ctx->groups)
-        hoff__group_destroy(ctx, ctx->groups);
+void hoff__groups_destroy_all(struct hoff__mem *mem) {
+    while (mem->groups)
+        hoff__group_destroy(mem, mem->groups);
 }
 
-void hoff__group_info(struct hoff_ctx *ctx, const struct hoff_group *g, struct hoff_group_info *out) {
+void hoff__group_info(struct hoff__mem *mem, const struct hoff_group *g, struct hoff_group_info *out) {
     uint32_t i;
 
-    hoff__res_poll(ctx);
+    hoff__res_poll(mem);
     *out = g->info;
     out->blocks = g->n;
     out->bytes = out->on_device = out->on_host = out->in_flight = 0;

@@ -50,7 +50,7 @@ HOFF_API int hoff_torch_oom_text(int device, size_t size, char *buf, size_t len)
     st.version = HOFF_STATS_VERSION;
     st.size = sizeof st;
     hoff_stats_get(ctx, &st);
-    if (ctx->be->ops->mem_info(ctx->be, &free_b, &total_b) == 0 && total_b)
+    if (ctx->mem.be->ops->mem_info(ctx->mem.be, &free_b, &total_b) == 0 && total_b)
         put(buf, len, &n, " GPU %d has a total capacity of %s of which %s is free.", device,
             hoff__fmt_size(total_b, b, sizeof b), hoff__fmt_size(free_b, c, sizeof c));
     put(buf, len, &n,

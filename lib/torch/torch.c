@@ -58,7 +58,7 @@ static int check_device(int device, const char *what) {
 static uint64_t fraction_bytes(struct hoff_ctx *ctx, double fraction) {
     uint64_t free_b = 0, total_b = 0;
 
-    if (ctx->be->ops->mem_info(ctx->be, &free_b, &total_b) != 0 || total_b == 0)
+    if (ctx->mem.be->ops->mem_info(ctx->mem.be, &free_b, &total_b) != 0 || total_b == 0)
         return 0;
     return (uint64_t)(fraction * (double)total_b);
 }
@@ -74,6 +74,7 @@ static void set_budget_live(struct hoff_ctx *ctx, uint64_t budget) {
     pthread_mutex_lock(&ctx->lock);
     if (ctx->cfg.budget_bytes != budget) {
         ctx->cfg.budget_bytes = budget;
+        hoff__ctx_push_limits(ctx);
         replan_live(ctx);
     }
     pthread_mutex_unlock(&ctx->lock);
@@ -341,6 +342,7 @@ static int configure_live(struct hoff_ctx *ctx, int device, const char *name, co
     }
     if (memcmp(&d, &ctx->cfg, sizeof d) != 0) {
         ctx->cfg = d;
+        hoff__ctx_push_limits(ctx);
         hoff__log_set_level(d.log_level);
         if (replan)
             replan_live(ctx);

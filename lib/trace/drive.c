@@ -525,7 +525,7 @@ int hoff__trace_drive(hoff_ctx *ctx, const struct hoff__trace *t, const struct h
         if (r->step[k].peak_resident_bytes > r->peak_resident_bytes)
             r->peak_resident_bytes = r->step[k].peak_resident_bytes;
     }
-    if (d.is_sim && hoff__sim_counters(ctx->be, &c) == 0)
+    if (d.is_sim && hoff__sim_counters(ctx->mem.be, &c) == 0)
         r->peak_device_bytes = c.peak_device_used;
 out:
     free(d.ptr);

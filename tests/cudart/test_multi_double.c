@@ -387,7 +387,7 @@ static int mode_rank(int k) {
         hoff_step_end(ctx);
     }
     if (getenv("HWLOC_XMLFILE")) { /* the 8-GPU, 2-socket node of tests/data/topologies/eight-gpus.xml */
-        int node = hoff__host_tier_nearest(ctx->host_tier);
+        int node = hoff__host_tier_nearest(ctx->mem.host_tier);
 
         check(node == k / 4, "rank %d: the host tier is on NUMA node %d, its GPU's socket's (want %d)", k, node,
               k / 4);

@@ -78,7 +78,7 @@ static void rec_on_event(void *arg, int step, size_t ev) {
     pthread_mutex_lock(&r->ctx->lock);
     hoff__stats_snapshot(r->ctx, &s->st);
     pthread_mutex_unlock(&r->ctx->lock);
-    s->t = r->ctx->be->ops->clock_ns(r->ctx->be);
+    s->t = r->ctx->mem.be->ops->clock_ns(r->ctx->mem.be);
     r->have[(size_t)step * r->per_step + i] = 1;
 }
 
@@ -139,7 +139,7 @@ static int run(struct pic *p) {
         fprintf(stderr, "%s %s: out of memory\n", hp_cmd, sub);
         return -1;
     }
-    if ((rc = hoff__sim_observe(ctx->be, rec_observe, r)) != 0) {
+    if ((rc = hoff__sim_observe(ctx->mem.be, rec_observe, r)) != 0) {
         hoff_shutdown(ctx);
         fprintf(stderr, "%s %s: cannot observe the sim: %s\n", hp_cmd, sub, hoff_strerror(rc));
         return -1;
@@ -160,7 +160,7 @@ static int run(struct pic *p) {
         fprintf(stderr, "%s %s: %s: %s\n", hp_cmd, sub, p->a.trace_path, hoff_last_error());
     else
         keep_plan(p, ctx, sub);
-    hoff__sim_observe(ctx->be, NULL, NULL); /* shutdown's own waits are not the replay's */
+    hoff__sim_observe(ctx->mem.be, NULL, NULL); /* shutdown's own waits are not the replay's */
     hoff_shutdown(ctx);
     if (r->oom) {
         fprintf(stderr, "%s %s: out of memory recording the replay\n", hp_cmd, sub);
