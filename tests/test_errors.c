@@ -176,6 +176,9 @@ static void test_alloc(void) {
     FAILS(hoff_malloc_flags, NULL, hoff_malloc_flags(NULL, 4096, S, HOFF_ALLOC_AUTO) == NULL && errno == EINVAL);
     FAILS(hoff_malloc_flags, NULL, hoff_malloc_flags(ctx, 4096, S, 3) == NULL && errno == EINVAL);
     FAILS(hoff_malloc_flags, NULL, hoff_malloc_flags(ctx, 4096, S, 64) == NULL && errno == EINVAL);
+    /* A failure below the entry point (hoff_malloc's own message), made hoff_malloc_flags's. */
+    FAILS(hoff_malloc_flags, NULL, hoff_malloc_flags(ctx, (size_t)1 << 62, S, HOFF_ALLOC_DEVICE) == NULL &&
+                                       errno == ENOMEM);
     FAILS(hoff_free, NULL, hoff_free(NULL, dev, S) == -EINVAL);
     FAILS(hoff_free, NULL, hoff_free(ctx, &x, S) == -EINVAL);
     FAILS(hoff_record_stream, NULL, hoff_record_stream(NULL, dev, S) == -EINVAL);

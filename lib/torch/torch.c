@@ -121,7 +121,12 @@ out:
 }
 
 HOFF_API hoff_ctx *hoff_torch_context(int device) {
-    return get_ctx(device, 1, "hoff_torch_context");
+    unsigned seq = hoff__error_seq();
+    struct hoff_ctx *ctx = get_ctx(device, 1, "hoff_torch_context");
+
+    if (!ctx) /* hoff_init's message, made this call's */
+        hoff__error_since(seq, -ENODEV, "hoff_torch_context");
+    return ctx;
 }
 
 /* --- record-stream -------------------------------------------------------------- */
