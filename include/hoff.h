@@ -118,8 +118,9 @@ HOFF_API void hoff_config_init(struct hoff_config *cfg);
 
 /* Set one option by name ("budget", "sim_h2d_gbps", ... case-insensitive;
  * "HOFF_BUDGET" is accepted too).  On error returns -EINVAL (bad value) or
- * -ENOENT (no such option) and, if err != NULL, writes a message naming the
- * option and the accepted form. */
+ * -ENOENT (no such option) with hoff_last_error() naming the option and the
+ * accepted form; if err != NULL (deprecated: pass NULL, 0), a copy of that
+ * message is written there. */
 HOFF_API int hoff_config_set(struct hoff_config *cfg, const char *name,
                              const char *value, char *err, size_t errlen);
 
@@ -174,7 +175,16 @@ HOFF_API const char *hoff_backend_name(const hoff_ctx *ctx);
 /* The planner in use, by name ("timed"); hoff-stat(1) shows it too. */
 HOFF_API const char *hoff_planner_name(const hoff_ctx *ctx);
 
-/* The message of the last failed call on this thread (never NULL). */
+/* The message of the last failed call on this thread (never NULL; "no error"
+ * before any failure).  The one channel for why a call failed (hoff(3),
+ * ERRORS): every function here that fails (a negative return, NULL for a
+ * pointer, a void hook that could not do what was asked), for a NULL context
+ * too, sets it, naming the call and what was wrong or what is accepted (the
+ * configuration calls name the option or HOFF_* variable), so after a failed
+ * call it is never an older message.  A successful call does not clear it:
+ * read it after a failure, before the next call.  The returned code (errno
+ * after a NULL pointer) is the category; the err/errlen parameters of the
+ * configuration calls are deprecated and only receive a copy of this message. */
 HOFF_API const char *hoff_last_error(void);
 
 /* ---------------------------------------------------------------------------
@@ -655,7 +665,8 @@ HOFF_API hoff_ctx *hoff_torch_context(int device);
  * -EINVAL/-ENOENT with the message in err as hoff_config_set. */
 HOFF_API int hoff_torch_configure(int device, const char *name,
                                   const char *value, char *err, size_t errlen);
-/* Check name=value the way hoff_torch_configure would, changing nothing. */
+/* Check name=value the way hoff_torch_configure would, changing nothing.
+ * Both write into err (deprecated) a copy of hoff_last_error()'s message. */
 HOFF_API int hoff_torch_config_check(const char *name, const char *value,
                                      char *err, size_t errlen);
 /* torch.cuda.reset_peak_memory_stats: hoff_reset_peaks on device's context.

@@ -235,7 +235,21 @@ fail:
     return NULL;
 }
 
+/* A failed allocation's message made the entry point's own (hoff__error_since), errno kept; EAGAIN (not a
+ * candidate) is an answer, not a failure. */
+static void *own_failure(void *p, unsigned seq, const char *what) {
+    int e = errno;
+
+    if (!p && e != EAGAIN) {
+        hoff__error_since(seq, -e, what);
+        errno = e;
+    }
+    return p;
+}
+
 HOFF_API void *hoff_malloc_flags(hoff_ctx *ctx, size_t size, hoff_stream stream, unsigned flags) {
+    unsigned seq = hoff__error_seq();
+
     if (!ctx || (flags & ~7u) || (flags & 3u) == 3u || ((flags & 4u) && (flags & 3u))) {
         errno = EINVAL;
         hoff__error(-EINVAL, ctx ? "hoff_malloc_flags: flags 0x%x: accepted are HOFF_ALLOC_AUTO (0), "
@@ -243,11 +257,13 @@ HOFF_API void *hoff_malloc_flags(hoff_ctx *ctx, size_t size, hoff_stream stream,
                     : "hoff_malloc_flags: NULL context (flags 0x%x)", flags);
         return NULL;
     }
-    return hoff__malloc_sized(ctx, size, stream, flags, NULL);
+    return own_failure(hoff__malloc_sized(ctx, size, stream, flags, NULL), seq, "hoff_malloc_flags");
 }
 
 HOFF_API void *hoff_malloc(hoff_ctx *ctx, size_t size, hoff_stream stream) {
-    return hoff__malloc_sized(ctx, size, stream, HOFF_ALLOC_AUTO, NULL);
+    unsigned seq = hoff__error_seq();
+
+    return own_failure(hoff__malloc_sized(ctx, size, stream, HOFF_ALLOC_AUTO, NULL), seq, "hoff_malloc");
 }
 
 int hoff__free_sized(struct hoff_ctx *ctx, void *ptr, hoff_stream stream, size_t *bytes) {

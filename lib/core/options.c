@@ -411,8 +411,10 @@ HOFF_API void hoff_config_init(struct hoff_config *cfg) {
     union hoff__optval v;
     int i;
 
-    if (!cfg)
+    if (!cfg) {
+        hoff__error(-EINVAL, "hoff_config_init: cfg is NULL");
         return;
+    }
     memset(cfg, 0, sizeof *cfg);
     cfg->version = HOFF_CONFIG_VERSION;
     cfg->size = sizeof *cfg;
@@ -556,6 +558,8 @@ HOFF_API int hoff_config_check(const char *name, const char *value, char *buf, s
     struct hoff_config cfg;
     int rc;
 
+    if (!name)
+        return hoff__opt_fail(-EINVAL, err, errlen, "hoff_config_check: name is NULL");
     hoff_config_init(&cfg);
     rc = hoff_config_set(&cfg, name, value, err, errlen);
     if (rc || !buf)
@@ -571,11 +575,21 @@ HOFF_API int hoff_config_count(void) {
 }
 
 HOFF_API const char *hoff_config_name(int i) {
-    return i >= 0 && i < NOPTS ? opts[i].name : NULL;
+    if (i < 0 || i >= NOPTS) {
+        hoff__error(-EINVAL, "hoff_config_name: option index %d: expected 0 to %d (hoff_config_count() - 1)", i,
+                    NOPTS - 1);
+        return NULL;
+    }
+    return opts[i].name;
 }
 
 HOFF_API const char *hoff_config_help(int i) {
-    return i >= 0 && i < NOPTS ? opts[i].help : NULL;
+    if (i < 0 || i >= NOPTS) {
+        hoff__error(-EINVAL, "hoff_config_help: option index %d: expected 0 to %d (hoff_config_count() - 1)", i,
+                    NOPTS - 1);
+        return NULL;
+    }
+    return opts[i].help;
 }
 
 int hoff__config_validate(const struct hoff_config *cfg, char *err, size_t errlen) {

@@ -103,7 +103,7 @@ HOFF_API int hoff_torch_memory_stats_json(int device, char *buf, size_t len) {
     do {                                                                                                      \
         w = snprintf(buf && n < len ? buf + n : NULL, buf && n < len ? len - n : 0, __VA_ARGS__);             \
         if (w < 0)                                                                                            \
-            return -EIO;                                                                                      \
+            return hoff__error(-EIO, "hoff_torch_memory_stats_json: snprintf failed");                        \
         n += (size_t)w;                                                                                       \
     } while (0)
     PUT("{");
@@ -118,5 +118,7 @@ HOFF_API int hoff_torch_memory_stats_json(int device, char *buf, size_t len) {
     }
     PUT("\"num_ooms\": %llu}", (unsigned long long)__atomic_load_n(&ooms[device], __ATOMIC_RELAXED));
 #undef PUT
-    return n > (size_t)INT32_MAX ? -EOVERFLOW : (int)n;
+    if (n > (size_t)INT32_MAX)
+        return hoff__error(-EOVERFLOW, "hoff_torch_memory_stats_json: %zu bytes do not fit the int it returns", n);
+    return (int)n;
 }

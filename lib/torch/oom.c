@@ -38,7 +38,8 @@ HOFF_API int hoff_torch_oom_text(int device, size_t size, char *buf, size_t len)
     size_t n = 0;
 
     if (!buf || !len)
-        return -EINVAL;
+        return hoff__error(-EINVAL, "hoff_torch_oom_text: %s (a buffer of at least 1 byte is needed)",
+                           buf ? "len is 0" : "buf is NULL");
     snprintf(why, sizeof why, "%s", le && *le ? le : "the allocation failed");
     put(buf, len, &n, "CUDA out of memory. Tried to allocate %s.", hoff__fmt_size(size, a, sizeof a));
     ctx = device >= 0 ? hoff_torch_context(device) : NULL;

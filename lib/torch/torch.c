@@ -122,7 +122,12 @@ out:
 }
 
 HOFF_API hoff_ctx *hoff_torch_context(int device) {
-    return get_ctx(device, 1, "hoff_torch_context");
+    unsigned seq = hoff__error_seq();
+    struct hoff_ctx *ctx = get_ctx(device, 1, "hoff_torch_context");
+
+    if (!ctx) /* hoff_init's message, made this call's */
+        hoff__error_since(seq, -ENODEV, "hoff_torch_context");
+    return ctx;
 }
 
 /* --- record-stream -------------------------------------------------------------- */
@@ -142,12 +147,14 @@ HOFF_API void hoff_torch_record_stream(void *ptr, void *stream) {
         if (c && hoff_record_stream(c, ptr, stream) == 0)
             return;
     }
-    hoff__log(HOFF_LOG_WARN, "hoff_torch_record_stream: %p is not a live hoff block", ptr);
+    hoff__error(-EINVAL, "hoff_torch_record_stream: %p is not a live hoff block", ptr);
+    hoff__log(HOFF_LOG_WARN, "%s", hoff_last_error());
 }
 
 /* --- allocation ---------------------------------------------------------------- */
 
 HOFF_API void *hoff_torch_alloc(ssize_t size, int device, void *stream) {
+    unsigned seq = hoff__error_seq();
     struct hoff_ctx *ctx;
     size_t block;
     void *p;
@@ -160,7 +167,8 @@ HOFF_API void *hoff_torch_alloc(ssize_t size, int device, void *stream) {
     }
     ctx = get_ctx(device, 1, "hoff_torch_alloc");
     if (!ctx) {
-        HOFF__LOG_ONCE(HOFF_LOG_ERROR, "hoff_torch_alloc: %s", hoff_last_error());
+        hoff__error_since(seq, -ENODEV, "hoff_torch_alloc");
+        HOFF__LOG_ONCE(HOFF_LOG_ERROR, "%s", hoff_last_error());
         errno = ENODEV;
         return NULL;
     }
@@ -176,6 +184,7 @@ HOFF_API void *hoff_torch_alloc(ssize_t size, int device, void *stream) {
     oom = e != EINVAL && e != ENOTSUP;
     if (oom)
         hoff__torch_stats_oom(device);
+    hoff__error_since(seq, -e, "hoff_torch_alloc");
     HOFF__LOG_ONCE(HOFF_LOG_WARN, "hoff_torch_alloc: %zd bytes on device %d: %s (PyTorch reports it as out "
                    "of memory; later failures are logged at level info)", size, device, hoff_last_error());
     hoff__log(HOFF_LOG_INFO, "hoff_torch_alloc: %zd bytes on device %d: %s", size, device, hoff_last_error());
@@ -184,6 +193,7 @@ HOFF_API void *hoff_torch_alloc(ssize_t size, int device, void *stream) {
 }
 
 HOFF_API void hoff_torch_free(void *ptr, ssize_t size, int device, void *stream) {
+    unsigned seq = hoff__error_seq();
     struct hoff_ctx *ctx;
     size_t block;
     int rc;
@@ -192,13 +202,16 @@ HOFF_API void hoff_torch_free(void *ptr, ssize_t size, int device, void *stream)
         return;
     ctx = get_ctx(device, 0, "hoff_torch_free");
     if (!ctx) {
-        hoff__log(HOFF_LOG_ERROR, "hoff_torch_free: %p on device %d: no hoff context there (%s)", ptr, device,
-                  check_device(device, "hoff_torch_free") ? hoff_last_error() : "never allocated");
+        hoff__error(-ENODEV, "hoff_torch_free: %p on device %d: no hoff context there (%s)", ptr, device,
+                    check_device(device, "hoff_torch_free") ? hoff_last_error() : "never allocated");
+        hoff__log(HOFF_LOG_ERROR, "%s", hoff_last_error());
         return;
     }
     rc = hoff__free_sized(ctx, ptr, stream, &block);
     if (rc)
         hoff__log(HOFF_LOG_ERROR, "hoff_torch_free: %p: %s", ptr, hoff_last_error());
+    if (rc)
+        hoff__error_since(seq, rc, "hoff_torch_free");
     else
         hoff__torch_stats_free(device, size > 0 ? (size_t)size : 0, block);
 }
@@ -209,7 +222,8 @@ HOFF_API void hoff_torch_init(int count) {
     pthread_mutex_lock(&torch_lock);
     if (count >= 0)
         device_count = count;
-    load_pending(); /* a bad HOFF_* variable is reported now, not at the first allocation */
+    if (load_pending() != 0) /* a bad HOFF_* variable is reported now, not at the first allocation */
+        hoff__error(pending_state, "hoff_torch_init: %s", pending_err);
     pthread_mutex_unlock(&torch_lock);
 }
 
@@ -229,8 +243,9 @@ HOFF_API void hoff_torch_set_memory_fraction(double fraction, int device) {
     struct hoff_ctx *ctx;
 
     if (!(fraction > 0.0 && fraction <= 1.0)) {
-        hoff__log(HOFF_LOG_ERROR, "hoff_torch_set_memory_fraction: fraction %g: expected more than 0 and at most 1",
-                  fraction);
+        hoff__error(-EINVAL, "hoff_torch_set_memory_fraction: fraction %g: expected more than 0 and at most 1",
+                    fraction);
+        hoff__log(HOFF_LOG_ERROR, "%s", hoff_last_error());
         return;
     }
     if (check_device(device, "hoff_torch_set_memory_fraction") != 0) {
@@ -282,14 +297,19 @@ static struct hoff_ctx *pool_ctx(int device, const char *what) {
 }
 
 HOFF_API void hoff_torch_graph_pool_begin(int device, uint64_t id0, uint64_t id1) {
+    unsigned seq = hoff__error_seq();
     struct hoff_ctx *ctx = get_ctx(device, 1, "hoff_torch_graph_pool_begin"); /* its captures will allocate */
+    int rc;
 
     if (!ctx) {
-        hoff__log(HOFF_LOG_ERROR, "hoff_torch_graph_pool_begin: %s", hoff_last_error());
+        hoff__error_since(seq, -ENODEV, "hoff_torch_graph_pool_begin");
+        hoff__log(HOFF_LOG_ERROR, "%s", hoff_last_error());
         return;
     }
-    if (hoff__ctx_graph_pool_begin(ctx, id0, id1) != 0)
-        hoff__log(HOFF_LOG_WARN, "hoff_torch_graph_pool_begin: %s", hoff_last_error());
+    if ((rc = hoff__ctx_graph_pool_begin(ctx, id0, id1)) != 0) {
+        hoff__error_since(seq, rc, "hoff_torch_graph_pool_begin");
+        hoff__log(HOFF_LOG_WARN, "%s", hoff_last_error());
+    }
 }
 
 HOFF_API void hoff_torch_graph_pool_end(int device, uint64_t id0, uint64_t id1) {
@@ -300,15 +320,25 @@ HOFF_API void hoff_torch_graph_pool_end(int device, uint64_t id0, uint64_t id1) 
 }
 
 HOFF_API void hoff_torch_graph_pool_release(int device, uint64_t id0, uint64_t id1) {
+    unsigned seq = hoff__error_seq();
     struct hoff_ctx *ctx = pool_ctx(device, "hoff_torch_graph_pool_release");
+    int rc;
 
-    if (ctx && hoff__ctx_graph_pool_release(ctx, id0, id1) != 0)
-        hoff__log(HOFF_LOG_WARN, "hoff_torch_graph_pool_release: %s", hoff_last_error());
+    if (ctx && (rc = hoff__ctx_graph_pool_release(ctx, id0, id1)) != 0) {
+        hoff__error_since(seq, rc, "hoff_torch_graph_pool_release");
+        hoff__log(HOFF_LOG_WARN, "%s", hoff_last_error());
+    }
 }
 
 /* --- configuration ------------------------------------------------------------- */
 
 HOFF_API int hoff_torch_config_check(const char *name, const char *value, char *err, size_t errlen) {
+    if (!name) {
+        hoff__error(-EINVAL, "hoff_torch_config_check: name is NULL");
+        if (err && errlen)
+            snprintf(err, errlen, "%s", hoff_last_error());
+        return -EINVAL;
+    }
     return hoff_config_check(name, value, NULL, 0, err, errlen);
 }
 
@@ -334,11 +364,9 @@ static int configure_live(struct hoff_ctx *ctx, int device, const char *name, co
     if (hoff__config_live_update(&d, &c, NULL, &replan) != 0) {
         pthread_mutex_unlock(&ctx->lock);
         hoff__config_live_names(live, sizeof live);
-        if (err && errlen)
-            snprintf(err, errlen, "option '%s' cannot change once device %d's context exists (only %s can); "
-                     "set it before the first CUDA allocation (hoff.install(config) or its HOFF_* variable)",
-                     name, device, live);
-        return hoff__error(-EBUSY, "%s", err && errlen ? err : "option fixed once the context exists");
+        return hoff__error(-EBUSY, "option '%s' cannot change once device %d's context exists (only %s can); "
+                           "set it before the first CUDA allocation (hoff.install(config) or its HOFF_* variable)",
+                           name, device, live);
     }
     if (memcmp(&d, &ctx->cfg, sizeof d) != 0) {
         ctx->cfg = d;
@@ -351,27 +379,19 @@ static int configure_live(struct hoff_ctx *ctx, int device, const char *name, co
     return 0;
 }
 
-HOFF_API int hoff_torch_configure(int device, const char *name, const char *value, char *err, size_t errlen) {
+/* hoff_torch_configure's work: every failure sets the thread's message (err is filled from it). */
+static int configure(int device, const char *name, const char *value, char *err, size_t errlen) {
     struct hoff_config c;
     int i, rc, first, last;
 
-    if (err && errlen)
-        err[0] = '\0';
-    if (!name || !value) {
-        if (err && errlen)
-            snprintf(err, errlen, "hoff_torch_configure: name and value must not be NULL");
+    if (!name || !value)
         return hoff__error(-EINVAL, "hoff_torch_configure: name and value must not be NULL");
-    }
-    if (device != -1 && (rc = check_device(device, "hoff_torch_configure")) != 0) {
-        if (err && errlen)
-            snprintf(err, errlen, "%s", hoff_last_error());
+    if (device != -1 && (rc = check_device(device, "hoff_torch_configure")) != 0)
         return rc;
-    }
     pthread_mutex_lock(&torch_lock);
     rc = load_pending();
     if (rc) {
-        if (err && errlen)
-            snprintf(err, errlen, "%s", pending_err);
+        hoff__error(rc, "%s", pending_err);
         pthread_mutex_unlock(&torch_lock);
         return rc;
     }
@@ -397,5 +417,16 @@ HOFF_API int hoff_torch_configure(int device, const char *name, const char *valu
         devices[device].own = 1;
     }
     pthread_mutex_unlock(&torch_lock);
+    return rc;
+}
+
+HOFF_API int hoff_torch_configure(int device, const char *name, const char *value, char *err, size_t errlen) {
+    int rc;
+
+    if (err && errlen)
+        err[0] = '\0';
+    rc = configure(device, name, value, err, errlen);
+    if (rc && err && errlen) /* a copy of the one message (hoff_last_error) */
+        snprintf(err, errlen, "%s", hoff_last_error());
     return rc;
 }
