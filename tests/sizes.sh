@@ -1,6 +1,7 @@
 #!/bin/sh
-# sizes.sh — the size rule of the sources (issue 17): no file in lib/ or tools/ over 900 lines, no function over 150
-# lines, so that a newcomer can read a file and a function at once.  Fails (exit 1) on
+# sizes.sh — the size rule of the sources (issue 17; issue 28 lowered the function limit from 150 to 100): no file in
+# lib/ or tools/ over 900 lines, no function over 100 lines, so that a newcomer can read a file and a function at
+# once.  Fails (exit 1) on
 #   - a file or a function over its limit that is not a listed debt (below);
 #   - a listed debt that is paid (the file or function is within the limit now, or gone: remove it, so the list
 #     only shrinks).
@@ -11,11 +12,13 @@ set -u
 top=$(cd "${srcdir:-.}" && pwd)
 cd "$top" || exit 99
 max_file=900
-max_func=150
+max_func=100
 
 # The debts: "file" (a file over max_file lines) or "file:function" (a function over max_func), with why.
-# Each line goes when its file or function is within the limit (none are left).
+# Each line goes when its file or function is within the limit.
 debts='
+lib/mem/res_xfer.c:retire issue 28: split with the memory layer'\''s struct
+lib/core/context.c:hoff_init issue 28: split with the memory layer'\''s struct
 '
 
 files=$(ls lib/*/*.c lib/*/*.h tools/*.c tools/*/*.c tools/*/*.h 2>/dev/null)

@@ -220,16 +220,12 @@ int hoff__cuda_current_device(void) {
     return dev;
 }
 
-int hoff__backend_open_cuda(const struct hoff_config *cfg, struct hoff__backend **out) {
-    struct cuda_be *b;
-    struct cudaDeviceProp prop;
+/* Open, first phase: the device ordinal to use (cfg's, or -1: the calling thread's), checked against the devices
+ * there are; -ENODEV (with the error set) when there is none. */
+static int open_pick_device(const struct hoff_config *cfg) {
     int n = 0, dev = cfg ? cfg->device : 0;
-    int managed = 0, cma = 0, numa = -1, least = 0, greatest = 0, saved = -1, rc;
-    size_t f = 0, t = 0;
-    char sf[32], st[32], lt[48];
     cudaError_t e;
 
-    *out = NULL;
     e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
@@ -245,6 +241,72 @@ int hoff__backend_open_cuda(const struct hoff_config *cfg, struct hoff__backend 
     if (dev < 0 || dev >= n)
         return hoff__error(-ENODEV, "cuda: no CUDA device %d (HOFF_DEVICE, or LOCAL_RANK when HOFF_DEVICE is -1): %d device%s, "
                            "ordinals 0..%d", dev, n, n == 1 ? "" : "s", n - 1);
+    return dev;
+}
+
+/* Open: name the device (b->name) and check it has what hoff needs, managed memory with concurrent access. */
+static int open_check_device(struct cuda_be *b, int dev) {
+    struct cudaDeviceProp prop;
+    int managed = 0, cma = 0;
+
+    memset(&prop, 0, sizeof prop);
+    if (cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        snprintf(b->name, sizeof b->name, "device %d", dev);
+    } else {
+        snprintf(b->name, sizeof b->name, "%s", prop.name);
+    }
+    attr(&managed, cudaDevAttrManagedMemory, dev);
+    attr(&cma, cudaDevAttrConcurrentManagedAccess, dev);
+    if (!managed)
+        return hoff__error(-ENODEV, "cuda: device %d (%s) cannot allocate managed memory "
+                           "(cudaDevAttrManagedMemory = 0); hoff offloads through managed memory",
+                           dev, b->name);
+    if (!cma)
+        return hoff__error(-ENODEV, "cuda: device %d (%s) has no concurrent managed access "
+                           "(cudaDevAttrConcurrentManagedAccess = 0: Windows/WSL, a GPU older than "
+                           "Pascal, or a virtual GPU without it), so managed memory cannot be "
+                           "prefetched; hoff needs it", dev, b->name);
+    return 0;
+}
+
+/* Open: the four streams (the copies at the greatest priority, the host drop at the least) and the device and
+ * host locations that evictions move between. */
+static int open_streams(struct cuda_be *b, int dev) {
+    int numa = -1, least = 0, greatest = 0, rc;
+
+    if (cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess) {
+        (void)cudaGetLastError();
+        greatest = 0;
+    }
+    if ((rc = make_stream(&b->d2h, greatest, "D2H")) ||
+        (rc = make_stream(&b->h2d, greatest, "H2D")) ||
+        (rc = make_stream(&b->pop, greatest, "populate")) ||
+        (rc = make_stream(&b->drop, least, "host drop")))
+        return rc;
+
+    b->dev_loc.type = cudaMemLocationTypeDevice;
+    b->dev_loc.id = dev;
+    if (attr(&numa, cudaDevAttrHostNumaId, dev) == 0 && numa >= 0) {
+        b->host_loc.type = cudaMemLocationTypeHostNuma;
+        b->host_loc.id = numa;
+    } else {
+        b->host_loc.type = cudaMemLocationTypeHost;
+        b->host_loc.id = 0;
+    }
+    return 0;
+}
+
+int hoff__backend_open_cuda(const struct hoff_config *cfg, struct hoff__backend **out) {
+    struct cuda_be *b;
+    int dev, saved = -1, rc;
+    size_t f = 0, t = 0;
+    char sf[32], st[32], lt[48];
+
+    *out = NULL;
+    dev = open_pick_device(cfg);
+    if (dev < 0)
+        return dev;
 
     b = calloc(1, sizeof *b);
     if (!b)
@@ -270,48 +332,8 @@ int hoff__backend_open_cuda(const struct hoff_config *cfg, struct hoff__backend 
         return rc;
     }
 
-    memset(&prop, 0, sizeof prop);
-    if (cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
-        (void)cudaGetLastError();
-        snprintf(b->name, sizeof b->name, "device %d", dev);
-    } else {
-        snprintf(b->name, sizeof b->name, "%s", prop.name);
-    }
-    attr(&managed, cudaDevAttrManagedMemory, dev);
-    attr(&cma, cudaDevAttrConcurrentManagedAccess, dev);
-    if (!managed) {
-        rc = hoff__error(-ENODEV, "cuda: device %d (%s) cannot allocate managed memory "
-                         "(cudaDevAttrManagedMemory = 0); hoff offloads through managed memory",
-                         dev, b->name);
+    if ((rc = open_check_device(b, dev)) || (rc = open_streams(b, dev)))
         goto fail;
-    }
-    if (!cma) {
-        rc = hoff__error(-ENODEV, "cuda: device %d (%s) has no concurrent managed access "
-                         "(cudaDevAttrConcurrentManagedAccess = 0: Windows/WSL, a GPU older than "
-                         "Pascal, or a virtual GPU without it), so managed memory cannot be "
-                         "prefetched; hoff needs it", dev, b->name);
-        goto fail;
-    }
-
-    if (cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess) {
-        (void)cudaGetLastError();
-        greatest = 0;
-    }
-    if ((rc = make_stream(&b->d2h, greatest, "D2H")) ||
-        (rc = make_stream(&b->h2d, greatest, "H2D")) ||
-        (rc = make_stream(&b->pop, greatest, "populate")) ||
-        (rc = make_stream(&b->drop, least, "host drop")))
-        goto fail;
-
-    b->dev_loc.type = cudaMemLocationTypeDevice;
-    b->dev_loc.id = dev;
-    if (attr(&numa, cudaDevAttrHostNumaId, dev) == 0 && numa >= 0) {
-        b->host_loc.type = cudaMemLocationTypeHostNuma;
-        b->host_loc.id = numa;
-    } else {
-        b->host_loc.type = cudaMemLocationTypeHost;
-        b->host_loc.id = 0;
-    }
 
     if (cudaMemGetInfo(&f, &t) != cudaSuccess)
         (void)cudaGetLastError();

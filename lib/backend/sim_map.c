@@ -13,6 +13,7 @@
 
 #include "backend/sim.h"
 #include "core/core.h"
+#include "core/grow.h"
 
 /* --- the mapping table (lock held) ------------------------------------- */
 
@@ -114,15 +115,8 @@ static int find_managed(struct sim *s, const void *p, size_t size,
 static int sorted_insert(struct sim *s, struct mapping *m) {
     size_t lo = 0, hi = s->nsorted;
 
-    if (s->nsorted == s->cap_sorted) {
-        size_t cap = s->cap_sorted ? s->cap_sorted * 2 : 64;
-        struct mapping **n = realloc(s->sorted, cap * sizeof *n);
-
-        if (!n)
-            return -ENOMEM;
-        s->sorted = n;
-        s->cap_sorted = cap;
-    }
+    if (HOFF__GROW(s->sorted, s->cap_sorted, s->nsorted + 1))
+        return -ENOMEM;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
 

@@ -8,6 +8,7 @@
 
 #include "backend/backend.h"
 #include "core/core.h"
+#include "core/grow.h"
 #include "core/optdefs.h"
 #include "plan/plan.h"
 #include "plan/segtree.h"
@@ -228,15 +229,8 @@ static int keep_group(struct hoff__schedule *s, const struct cand *c, size_t fir
     uint64_t off = 0;
     size_t k;
 
-    if (s->ngroups == *cap_g) {
-        size_t cap = *cap_g ? *cap_g * 2 : 16;
-        struct hoff__group *ng = realloc(s->groups, cap * sizeof *ng);
-
-        if (!ng)
-            return -ENOMEM;
-        s->groups = ng;
-        *cap_g = cap;
-    }
+    if (HOFF__GROW(s->groups, *cap_g, s->ngroups + 1))
+        return -ENOMEM;
     g = &s->groups[s->ngroups];
     g->first = (uint32_t)s->ngmember;
     g->n = (uint32_t)n;
@@ -302,17 +296,69 @@ static int apply(const struct hoff__trace *t, const struct hoff__plan_opts *o, s
     return 1;
 }
 
+/* The scan: the candidates in order, each joining the open group while the resident peak on sg (the schedule's,
+ * with the group's moves added) stays within limit, else closing it (kept when it has two or more members) and
+ * opening one of its own.  0 or -ENOMEM. */
+static int form_groups(struct hoff__schedule *s, const struct cand *c, size_t nc, struct hoff__segtree *sg,
+                       const struct landing *L, uint64_t limit) {
+    uint32_t nev = L->nev, E = 0, P = 0, evict_k = 0;
+    uint32_t XL = 0; /* the group's copy in flight is held on [E, XL) (E == XL: not held) */
+    size_t k, first = 0, n = 0, cap_g = 0;
+    uint64_t S = 0, stream = 0;
+    int rc;
+
+    for (k = 0; k <= nc; k++) {
+        const struct cand *g = k < nc ? &c[k] : NULL;
+
+        if (g && n > 0 && g->stream == stream && n < MAX_MEMBERS && (g->e > E ? g->e : E) < P) {
+            uint32_t E2 = g->e > E ? g->e : E, XL2 = land(L, E2, S + g->bytes, P);
+
+            add(sg, nev, E, XL, -(int64_t)S);            /* the old copy in flight */
+            add(sg, nev, E, E2, (int64_t)S);             /* the members leave later */
+            add(sg, nev, g->e, E, (int64_t)g->bytes);    /* so does g */
+            add(sg, nev, P, g->p, (int64_t)g->bytes);    /* g comes back with the first */
+            add(sg, nev, E2, XL2, (int64_t)(S + g->bytes));  /* the group's copy in flight */
+            if ((uint64_t)hoff__segtree_top(sg) <= limit) {
+                if (g->e > E)
+                    evict_k = g->ie;
+                E = E2;
+                XL = XL2;
+                S += g->bytes;
+                n++;
+                continue;
+            }
+            add(sg, nev, E2, XL2, -(int64_t)(S + g->bytes));
+            add(sg, nev, E, E2, -(int64_t)S);
+            add(sg, nev, g->e, E, -(int64_t)g->bytes);
+            add(sg, nev, P, g->p, -(int64_t)g->bytes);
+            add(sg, nev, E, XL, (int64_t)S);
+        }
+        /* Close the group at the head of the scan, start one with g. */
+        if (n >= 2 && (rc = keep_group(s, c, first, n, evict_k, &cap_g)) != 0)
+            return rc;
+        if (!g)
+            break;
+        first = k;
+        n = 1;
+        E = g->e;
+        XL = E; /* one block alone: as the schedule had it */
+        P = g->p;
+        S = g->bytes;
+        stream = g->stream;
+        evict_k = g->ie;
+    }
+    return 0;
+}
+
 int hoff__plan_groups(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct hoff__schedule *s) {
     uint64_t t0 = hoff__plan_now_ns(), peak = 0, limit, *res = NULL;
-    uint32_t nev = (uint32_t)t->nev, peak_ev = 0, E = 0, P = 0, evict_k = 0;
+    uint32_t nev = (uint32_t)t->nev, peak_ev = 0;
     struct cand *c = NULL;
     struct hoff__segtree sg = {0};
-    size_t nc = 0, k, first = 0, n = 0, cap_g = 0;
+    size_t nc = 0, k;
     int64_t *v = NULL;
-    uint64_t S = 0, stream = 0;
     struct hoff__action *saved = NULL;
     struct landing L = {NULL, nev, o->d2h_gbps};
-    uint32_t XL = 0; /* the group's copy in flight is held on [E, XL) (E == XL: not held) */
     int rc;
 
     drop_groups(s);
@@ -342,46 +388,8 @@ int hoff__plan_groups(const struct hoff__trace *t, const struct hoff__plan_opts 
     if ((rc = hoff__segtree_init(&sg, v, nev)) != 0)
         goto fail;
 
-    for (k = 0; k <= nc; k++) {
-        const struct cand *g = k < nc ? &c[k] : NULL;
-
-        if (g && n > 0 && g->stream == stream && n < MAX_MEMBERS && (g->e > E ? g->e : E) < P) {
-            uint32_t E2 = g->e > E ? g->e : E, XL2 = land(&L, E2, S + g->bytes, P);
-
-            add(&sg, nev, E, XL, -(int64_t)S);           /* the old copy in flight */
-            add(&sg, nev, E, E2, (int64_t)S);            /* the members leave later */
-            add(&sg, nev, g->e, E, (int64_t)g->bytes);   /* so does g */
-            add(&sg, nev, P, g->p, (int64_t)g->bytes);   /* g comes back with the first */
-            add(&sg, nev, E2, XL2, (int64_t)(S + g->bytes)); /* the group's copy in flight */
-            if ((uint64_t)hoff__segtree_top(&sg) <= limit) {
-                if (g->e > E)
-                    evict_k = g->ie;
-                E = E2;
-                XL = XL2;
-                S += g->bytes;
-                n++;
-                continue;
-            }
-            add(&sg, nev, E2, XL2, -(int64_t)(S + g->bytes));
-            add(&sg, nev, E, E2, -(int64_t)S);
-            add(&sg, nev, g->e, E, -(int64_t)g->bytes);
-            add(&sg, nev, P, g->p, -(int64_t)g->bytes);
-            add(&sg, nev, E, XL, (int64_t)S);
-        }
-        /* Close the group at the head of the scan, start one with g. */
-        if (n >= 2 && (rc = keep_group(s, c, first, n, evict_k, &cap_g)) != 0)
-            goto fail;
-        if (!g)
-            break;
-        first = k;
-        n = 1;
-        E = g->e;
-        XL = E; /* one block alone: as the schedule had it */
-        P = g->p;
-        S = g->bytes;
-        stream = g->stream;
-        evict_k = g->ie;
-    }
+    if ((rc = form_groups(s, c, nc, &sg, &L, limit)) != 0)
+        goto fail;
     if (!s->ngroups)
         goto done_ok;
 

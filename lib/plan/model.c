@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/grow.h"
 #include "mem/room.h"
 #include "plan/model.h"
 
@@ -214,17 +215,9 @@ void hoff__pm_poll(struct hoff__pm *p) {
     }
 }
 
+/* Make room for one more entry at the tail *qt of the queue *q (capacity *cap): 0 or -ENOMEM. */
 static int push(struct hoff__pm_q **q, size_t *qt, size_t *cap) {
-    if (*qt == *cap) {
-        size_t n = *cap ? *cap * 2 : 64;
-        struct hoff__pm_q *nq = realloc(*q, n * sizeof *nq);
-
-        if (!nq)
-            return -ENOMEM;
-        *q = nq;
-        *cap = n;
-    }
-    return 0;
+    return HOFF__GROW(*q, *cap, *qt + 1);
 }
 
 /* Compute waits until `when` (a stall, added to *to). */

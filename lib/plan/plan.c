@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "core/core.h"
+#include "core/grow.h"
 #include "mem/hostcap.h"
 #include "plan/plan.h"
 
@@ -108,18 +109,8 @@ int hoff__schedule_add(struct hoff__schedule *s, uint32_t ev, int when, int kind
     if ((when != HOFF__ACT_BEFORE && when != HOFF__ACT_AFTER) || kind < 0 ||
         kind >= HOFF__ACT_KIND_COUNT)
         return -EINVAL;
-    if (s->nact == s->cap_act) {
-        size_t cap = s->cap_act ? s->cap_act * 2 : 64;
-        struct hoff__action *n;
-
-        if (cap > SIZE_MAX / sizeof *n)
-            return -ENOMEM;
-        n = realloc(s->act, cap * sizeof *n);
-        if (!n)
-            return -ENOMEM;
-        s->act = n;
-        s->cap_act = cap;
-    }
+    if (HOFF__GROW(s->act, s->cap_act, s->nact + 1))
+        return -ENOMEM;
     a = &s->act[s->nact++];
     a->ev = ev;
     a->when = (uint8_t)when;
@@ -664,7 +655,7 @@ int hoff__plan_build(const struct hoff__planner *pl, const struct hoff__trace *t
 int hoff__plan_gaps(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct hoff__gap **out,
                     size_t *nout) {
     uint32_t nev = (uint32_t)t->nev, i, p;
-    struct hoff__gap *c = NULL, *n;
+    struct hoff__gap *c = NULL;
     size_t nc = 0, cap = 0;
 
     for (i = 0; i < t->nblocks; i++) {
@@ -677,14 +668,9 @@ int hoff__plan_gaps(const struct hoff__trace *t, const struct hoff__plan_opts *o
             continue;
         if (!hoff__host_takes(o->host_cap_bytes, hoff__plan_bytes(o->block_bytes, b)))
             continue; /* it can never leave the device */
-        if (nc + (b->naccess > 1 ? b->naccess : 1) > cap) {
-            cap = (nc + (b->naccess > 1 ? b->naccess : 1)) * 2 + 64;
-            n = realloc(c, cap * sizeof *c);
-            if (!n) {
-                free(c);
-                return -ENOMEM;
-            }
-            c = n;
+        if (HOFF__GROW(c, cap, nc + (b->naccess > 1 ? b->naccess : 1))) {
+            free(c);
+            return -ENOMEM;
         }
         if (b->naccess > 1) {
             /* Between use windows: evicted once the window of access p has

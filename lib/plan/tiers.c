@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/grow.h"
 #include "core/optdefs.h"
 #include "plan/plan.h"
 #include "plan/segtree.h"
@@ -66,6 +67,14 @@ static uint64_t ev_time(const struct hoff__trace *t, uint32_t i) {
 /* ns to move bytes at gbps (bytes per ns): core/xfer.h's rule; 0 at no rate. */
 static uint64_t xfer_ns(uint64_t bytes, double gbps) {
     return gbps > 0 ? hoff__copy_ns(bytes, gbps) : 0;
+}
+
+/* Append x to the intervals a[0 .. *n - 1] (capacity *cap): 0 or -ENOMEM (a unchanged). */
+static int push_away(struct away **a, size_t *n, size_t *cap, struct away x) {
+    if (HOFF__GROW(*a, *cap, *n + 1))
+        return -ENOMEM;
+    (*a)[(*n)++] = x;
+    return 0;
 }
 
 /* The block intervals on the host, from the schedule's actions, and when
@@ -112,19 +121,10 @@ static int collect_away(const struct hoff__trace *t, const struct hoff__plan_opt
         /* away from since+1; a prefetch BEFORE ev ends it at ev-1, a release
          * AFTER ev at ev */
         to = x->kind == HOFF__ACT_PREFETCH ? x->ev - 1 : x->ev;
-        if (n == cap) {
-            struct away *m = realloc(a, (cap = cap ? cap * 2 : 64) * sizeof *a);
-            if (!m) {
-                free(a);
-                free(since);
-                free(landed);
-                return -ENOMEM;
-            }
-            a = m;
-        }
-        if (to >= since[x->block] + 1)
-            a[n++] = (struct away){x->block, since[x->block] + 1, to, landed[x->block],
-                                   x->kind == HOFF__ACT_PREFETCH};
+        if (to >= since[x->block] + 1 &&
+            push_away(&a, &n, &cap, (struct away){x->block, since[x->block] + 1, to, landed[x->block],
+                                                  x->kind == HOFF__ACT_PREFETCH}))
+            goto nomem;
         since[x->block] = UINT32_MAX;
     }
     /* Still away: until the free, or the step's end for a retained block. */
@@ -137,23 +137,20 @@ static int collect_away(const struct hoff__trace *t, const struct hoff__plan_opt
         to = b->retained ? (uint32_t)t->nev - 1 : b->free_ev;
         if (to < since[i] + 1)
             continue;
-        if (n == cap) {
-            struct away *m = realloc(a, (cap = cap ? cap * 2 : 64) * sizeof *a);
-            if (!m) {
-                free(a);
-                free(since);
-                free(landed);
-                return -ENOMEM;
-            }
-            a = m;
-        }
-        a[n++] = (struct away){i, since[i] + 1, to, landed[i], 0};
+        if (push_away(&a, &n, &cap, (struct away){i, since[i] + 1, to, landed[i], 0}))
+            goto nomem;
     }
     free(since);
     free(landed);
     *out = a;
     *nout = n;
     return 0;
+
+nomem:
+    free(a);
+    free(since);
+    free(landed);
+    return -ENOMEM;
 }
 
 /* First event in [lo, hi] whose time is >= when (hi+1 if none); times are
@@ -171,6 +168,120 @@ static uint32_t first_at(const uint64_t *tmax, uint32_t lo, uint32_t hi, uint64_
     return l;
 }
 
+/* The host tier's profile without spills: host[i] the bytes away on the host at event i (host has nev + 1
+ * entries, zeroed), and tmax[i] the running maximum of the event times. */
+static void host_profile(const struct hoff__trace *t, const struct hoff__plan_opts *o, const struct away *aw,
+                         size_t naw, int64_t *host, uint64_t *tmax) {
+    uint32_t nev = (uint32_t)t->nev, i;
+    size_t k;
+
+    for (k = 0; k < naw; k++) {
+        uint64_t bytes = hoff__plan_bytes(o->block_bytes, &t->blocks[aw[k].block]);
+        host[aw[k].from] += (int64_t)bytes;
+        host[aw[k].to + 1] -= (int64_t)bytes;
+    }
+    for (i = 1; i < nev; i++)
+        host[i] += host[i - 1];
+    for (i = 0; i < nev; i++)
+        tmax[i] = i && tmax[i - 1] > ev_time(t, i) ? tmax[i - 1] : ev_time(t, i);
+}
+
+/* The spills the intervals allow, into sp (naw entries): each interval's, when the disk can write the block
+ * after its eviction has landed and (for one that ends with a prefetch) read it back before the prefetch. */
+static size_t spill_candidates(const struct hoff__trace *t, const struct hoff__plan_opts *o, const struct away *aw,
+                               size_t naw, const uint64_t *tmax, struct spill *sp) {
+    size_t nsp = 0, k;
+
+    for (k = 0; k < naw; k++) {
+        const struct away *x = &aw[k];
+        uint64_t bytes = hoff__plan_bytes(o->block_bytes, &t->blocks[x->block]);
+        /* Spill AFTER the first event by which the eviction has landed;
+         * the host is free from the first event after the write. */
+        uint32_t s_ev = first_at(tmax, x->from, x->to, x->landed), l, r = x->to, rev = UINT32_MAX;
+
+        if (s_ev > x->to)
+            continue; /* back before the eviction could even land */
+        l = first_at(tmax, s_ev + 1, x->to, tmax[s_ev] + xfer_ns(bytes, o->nvme_write_gbps));
+        if (x->prefetched) {
+            /* Read back before the prefetch (BEFORE event x->to + 1):
+             * restore BEFORE the last event that leaves time for the
+             * read; the block is on the host again from there. */
+            uint64_t need = xfer_ns(bytes, o->nvme_read_gbps), at = ev_time(t, x->to + 1);
+            uint32_t e = at >= need ? first_at(tmax, 0, x->to + 1, at - need + 1) : 0;
+
+            if (e > 0)
+                e--; /* the last event whose time is <= at - need */
+            if (e <= l)
+                e = l + 1; /* too short to hide the read: restore as late as it can be */
+            if (e > x->to + 1)
+                continue;
+            rev = e;
+            r = e - 1;
+        }
+        if (l > r)
+            continue;
+        sp[nsp++] = (struct spill){bytes, s_ev, rev, l, r, x->block};
+    }
+    return nsp;
+}
+
+/* Choose spills from sp (sorted) into chosen while the host tier on sg is over cap, then drop the ones the later
+ * choices made redundant; sg ends with the chosen spills taken off. */
+static void choose_spills(struct hoff__segtree *sg, const struct spill *sp, size_t nsp, uint8_t *chosen,
+                          uint64_t cap) {
+    size_t k;
+
+    for (k = 0; k < nsp && hoff__segtree_top(sg) > (int64_t)cap; k++) {
+        const struct spill *x = &sp[k];
+
+        if (hoff__segtree_max(sg, x->l, x->r) <= (int64_t)cap)
+            continue;
+        hoff__segtree_add(sg, x->l, x->r, -(int64_t)x->bytes);
+        chosen[k] = 1;
+    }
+    /* A spill taken early may be redundant once later ones are in (the
+     * host stays within the cap over its interval without it): drop
+     * those, last taken first, so the disk moves no more than needed. */
+    for (k = nsp; k-- > 0;) {
+        const struct spill *x = &sp[k];
+
+        if (chosen[k] &&
+            hoff__segtree_max(sg, x->l, x->r) + (int64_t)x->bytes <= (int64_t)cap) {
+            hoff__segtree_add(sg, x->l, x->r, (int64_t)x->bytes);
+            chosen[k] = 0;
+        }
+    }
+}
+
+/* Add the chosen spills (and their restores) to the schedule and their bytes on the NVMe tier to nvme (a
+ * difference array, nev + 1 entries); the schedule is sorted after.  0 or -errno. */
+static int add_spills(struct hoff__schedule *s, const struct spill *sp, size_t nsp, const uint8_t *chosen,
+                      int64_t *nvme) {
+    size_t k;
+    int rc;
+
+    for (k = 0; k < nsp; k++) {
+        const struct spill *x = &sp[k];
+
+        if (!chosen[k])
+            continue;
+        if ((rc = hoff__schedule_add(s, x->s_ev, HOFF__ACT_AFTER, HOFF__ACT_SPILL, x->block,
+                                     UINT32_MAX)) != 0)
+            return rc;
+        s->bytes_spilled += x->bytes;
+        if (x->r_ev != UINT32_MAX) {
+            if ((rc = hoff__schedule_add(s, x->r_ev, HOFF__ACT_BEFORE, HOFF__ACT_RESTORE, x->block,
+                                         UINT32_MAX)) != 0)
+                return rc;
+            s->bytes_restored += x->bytes;
+        }
+        nvme[x->l] += (int64_t)x->bytes;
+        nvme[x->r + 1] -= (int64_t)x->bytes;
+    }
+    hoff__schedule_sort(s);
+    return 0;
+}
+
 int hoff__plan_tiers(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct hoff__schedule *s) {
     uint32_t nev = (uint32_t)t->nev, i;
     struct away *aw = NULL;
@@ -179,7 +290,7 @@ int hoff__plan_tiers(const struct hoff__trace *t, const struct hoff__plan_opts *
     uint64_t *tmax = NULL;
     int64_t *host = NULL, *nvme = NULL;
     struct hoff__segtree sg = {0};
-    size_t naw = 0, nsp = 0, k;
+    size_t naw = 0, nsp = 0;
     int rc;
 
     s->host_cap_bytes = o->host_cap_bytes;
@@ -199,15 +310,7 @@ int hoff__plan_tiers(const struct hoff__trace *t, const struct hoff__plan_opts *
         rc = -ENOMEM;
         goto out;
     }
-    for (k = 0; k < naw; k++) {
-        uint64_t bytes = hoff__plan_bytes(o->block_bytes, &t->blocks[aw[k].block]);
-        host[aw[k].from] += (int64_t)bytes;
-        host[aw[k].to + 1] -= (int64_t)bytes;
-    }
-    for (i = 1; i < nev; i++)
-        host[i] += host[i - 1];
-    for (i = 0; i < nev; i++)
-        tmax[i] = i && tmax[i - 1] > ev_time(t, i) ? tmax[i - 1] : ev_time(t, i);
+    host_profile(t, o, aw, naw, host, tmax);
     if ((rc = hoff__segtree_init(&sg, host, nev)) != 0)
         goto out;
     if (o->host_cap_bytes && o->nvme && hoff__segtree_top(&sg) > (int64_t)o->host_cap_bytes) {
@@ -216,81 +319,16 @@ int hoff__plan_tiers(const struct hoff__trace *t, const struct hoff__plan_opts *
             rc = -ENOMEM;
             goto out;
         }
-        for (k = 0; k < naw; k++) {
-            const struct away *x = &aw[k];
-            uint64_t bytes = hoff__plan_bytes(o->block_bytes, &t->blocks[x->block]);
-            /* Spill AFTER the first event by which the eviction has landed;
-             * the host is free from the first event after the write. */
-            uint32_t s_ev = first_at(tmax, x->from, x->to, x->landed), l, r = x->to, rev = UINT32_MAX;
-
-            if (s_ev > x->to)
-                continue; /* back before the eviction could even land */
-            l = first_at(tmax, s_ev + 1, x->to, tmax[s_ev] + xfer_ns(bytes, o->nvme_write_gbps));
-            if (x->prefetched) {
-                /* Read back before the prefetch (BEFORE event x->to + 1):
-                 * restore BEFORE the last event that leaves time for the
-                 * read; the block is on the host again from there. */
-                uint64_t need = xfer_ns(bytes, o->nvme_read_gbps), at = ev_time(t, x->to + 1);
-                uint32_t e = at >= need ? first_at(tmax, 0, x->to + 1, at - need + 1) : 0;
-
-                if (e > 0)
-                    e--; /* the last event whose time is <= at - need */
-                if (e <= l)
-                    e = l + 1; /* too short to hide the read: restore as late as it can be */
-                if (e > x->to + 1)
-                    continue;
-                rev = e;
-                r = e - 1;
-            }
-            if (l > r)
-                continue;
-            sp[nsp++] = (struct spill){bytes, s_ev, rev, l, r, x->block};
-        }
+        nsp = spill_candidates(t, o, aw, naw, tmax, sp);
         qsort(sp, nsp, sizeof *sp, spill_cmp);
         chosen = calloc(nsp ? nsp : 1, 1);
         if (!chosen) {
             rc = -ENOMEM;
             goto out;
         }
-        for (k = 0; k < nsp && hoff__segtree_top(&sg) > (int64_t)o->host_cap_bytes; k++) {
-            const struct spill *x = &sp[k];
-
-            if (hoff__segtree_max(&sg, x->l, x->r) <= (int64_t)o->host_cap_bytes)
-                continue;
-            hoff__segtree_add(&sg, x->l, x->r, -(int64_t)x->bytes);
-            chosen[k] = 1;
-        }
-        /* A spill taken early may be redundant once later ones are in (the
-         * host stays within the cap over its interval without it): drop
-         * those, last taken first, so the disk moves no more than needed. */
-        for (k = nsp; k-- > 0;) {
-            const struct spill *x = &sp[k];
-
-            if (chosen[k] &&
-                hoff__segtree_max(&sg, x->l, x->r) + (int64_t)x->bytes <= (int64_t)o->host_cap_bytes) {
-                hoff__segtree_add(&sg, x->l, x->r, (int64_t)x->bytes);
-                chosen[k] = 0;
-            }
-        }
-        for (k = 0; k < nsp; k++) {
-            const struct spill *x = &sp[k];
-
-            if (!chosen[k])
-                continue;
-            if ((rc = hoff__schedule_add(s, x->s_ev, HOFF__ACT_AFTER, HOFF__ACT_SPILL, x->block,
-                                         UINT32_MAX)) != 0)
-                goto out;
-            s->bytes_spilled += x->bytes;
-            if (x->r_ev != UINT32_MAX) {
-                if ((rc = hoff__schedule_add(s, x->r_ev, HOFF__ACT_BEFORE, HOFF__ACT_RESTORE, x->block,
-                                             UINT32_MAX)) != 0)
-                    goto out;
-                s->bytes_restored += x->bytes;
-            }
-            nvme[x->l] += (int64_t)x->bytes;
-            nvme[x->r + 1] -= (int64_t)x->bytes;
-        }
-        hoff__schedule_sort(s);
+        choose_spills(&sg, sp, nsp, chosen, o->host_cap_bytes);
+        if ((rc = add_spills(s, sp, nsp, chosen, nvme)) != 0)
+            goto out;
     }
     s->peak_host_bytes = (uint64_t)(hoff__segtree_top(&sg) > 0 ? hoff__segtree_top(&sg) : 0);
     s->peak_host_ev = hoff__segtree_argmax(&sg);

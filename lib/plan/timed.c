@@ -559,37 +559,26 @@ static int group_best(const struct hoff__trace *t, const struct hoff__plan_opts 
     return rc;
 }
 
-static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct hoff__schedule *out) {
-    /* NU ungrouped candidates, the best of them refined (R), and greedy's
-     * as the runtime groups it (G) */
-    enum { NU = 6, R = NU, G = NU + 1, NC = NU + 2 };
+/* The ungrouped candidates c[0 .. nu - 1] (nu a multiple of 3): two selections (by events, by time), each placed
+ * three ways, with the tiers pass after when there is a host cap; *best (0 on entry) the index of the one that
+ * beats the others.  Under a time budget that runs out, the ones not made are never chosen.  0 or -errno. */
+static int ungrouped(const struct hoff__trace *t, const struct hoff__plan_opts *o, const uint64_t *T,
+                     const int64_t *res, const struct hoff__schedule *out, struct hoff__schedule *c, int nu,
+                     int *best) {
     static const int place[3] = {HOFF__PLACE_KEEP, HOFF__PLACE_EARLY, HOFF__PLACE_EARLY_HEADROOM};
-    uint64_t t0 = hoff__plan_now_ns(), *T = NULL, base;
-    int64_t *res = NULL;
-    struct hoff__schedule c[NC];
     struct hoff__prediction pr;
     struct hoff__plan_opts o2 = *o;
-    int rc, i, best = 0, grouped = 0;
+    int rc = 0, i;
 
-    for (i = 0; i < NC; i++)
-        hoff__schedule_init(&c[i]);
-    rc = hoff__plan_begin(hoff__planner_timed.name, t, o, out, &res);
-    if (rc || !res)
-        goto done;
-    T = hoff__plan_times(t);
-    if (!T) {
-        rc = -ENOMEM;
-        goto done;
-    }
     o2.host_cap_bytes = 0; /* selection and placement first, the tiers after */
     o2.nvme = 0;
     /* Every candidate starts from out as hoff__plan_begin left it (its
      * releases), then selects and places; then the tiers pass keeps the
      * host cap on it, and the prediction judges the whole (host room,
      * spills and restores included). */
-    for (i = 0; i < NU && !rc; i++) {
+    for (i = 0; i < nu && !rc; i++) {
         if (i && cut(o)) { /* anytime: greedy's, predicted, is an answer */
-            for (; i < NU; i++) {
+            for (; i < nu; i++) {
                 c[i].stall_ns = UINT64_MAX; /* never chosen */
                 c[i].overruns = UINT64_MAX;
             }
@@ -611,9 +600,33 @@ static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts
             rc = hoff__plan_predict(t, &o2, T, &c[i], place[i % 3], &pr);
         if (!rc && o->host_cap_bytes)
             rc = tiers_and_predict(t, o, T, &c[i]);
-        if (!rc && beats(&c[i], &c[best]))
-            best = i;
+        if (!rc && beats(&c[i], &c[*best]))
+            *best = i;
     }
+    return rc;
+}
+
+static int timed_build(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct hoff__schedule *out) {
+    /* NU ungrouped candidates, the best of them refined (R), and greedy's
+     * as the runtime groups it (G) */
+    enum { NU = 6, R = NU, G = NU + 1, NC = NU + 2 };
+    uint64_t t0 = hoff__plan_now_ns(), *T = NULL, base;
+    int64_t *res = NULL;
+    struct hoff__schedule c[NC];
+    struct hoff__prediction pr;
+    int rc, i, best = 0, grouped = 0;
+
+    for (i = 0; i < NC; i++)
+        hoff__schedule_init(&c[i]);
+    rc = hoff__plan_begin(hoff__planner_timed.name, t, o, out, &res);
+    if (rc || !res)
+        goto done;
+    T = hoff__plan_times(t);
+    if (!T) {
+        rc = -ENOMEM;
+        goto done;
+    }
+    rc = ungrouped(t, o, T, res, out, c, NU, &best);
     if (rc || (rc = hoff__schedule_copy(&c[R], &c[best])) != 0 || (rc = refine_selection(t, o, T, &c[R])) != 0 ||
         (rc = refine(t, o, T, &c[R])) != 0)
         goto done;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "core/grow.h"
 #include "tier/host.h"
 #include "tier/nvme.h"
 #include "tier/nvme_impl.h"
@@ -88,15 +89,9 @@ static void ext_free(struct hoff__nvme *n, uint64_t off, uint64_t len) {
         n->fr[lo].off = off;
         n->fr[lo].len += len;
     } else {
-        if (n->nfr == n->capfr) {
-            size_t cap = n->capfr ? n->capfr * 2 : 64;
-            struct hoff__nvme_extent *fr = realloc(n->fr, cap * sizeof *fr);
-            if (!fr) { /* leak the extent rather than fail a free */
-                n->st.quarantined_bytes += len;
-                return;
-            }
-            n->fr = fr;
-            n->capfr = cap;
+        if (HOFF__GROW(n->fr, n->capfr, n->nfr + 1)) { /* leak the extent rather than fail a free */
+            n->st.quarantined_bytes += len;
+            return;
         }
         memmove(&n->fr[lo + 1], &n->fr[lo], (n->nfr - lo) * sizeof *n->fr);
         n->fr[lo] = (struct hoff__nvme_extent){off, len};

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/grow.h"
 #include "trace/synth.h"
 
 /*
@@ -787,16 +788,9 @@ int hoff__synth_events(struct hoff__trace *t, size_t nev, uint64_t seed) {
     while (total < nev) {
         struct rlayer *r;
 
-        if (nl == cap) {
-            size_t nc = cap ? cap * 2 : 64;
-            struct rlayer *nlp = realloc(L, nc * sizeof *L);
-
-            if (!nlp) {
-                free(L);
-                return hoff__error(-ENOMEM, "synth: out of memory");
-            }
-            L = nlp;
-            cap = nc;
+        if (HOFF__GROW(L, cap, nl + 1)) {
+            free(L);
+            return hoff__error(-ENOMEM, "synth: out of memory");
         }
         r = &L[nl];
         memset(r, 0, sizeof *r);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/grow.h"
 #include "trace/trace.h"
 
 /* Sizes of allocations are > 0 and below this (the reader checks the same). */
@@ -37,47 +38,29 @@ static struct hoff__tblock *scratch(const struct hoff__trace *t) {
     return t->blocks ? &t->blocks[t->nblocks] : NULL;
 }
 
-/* Make room for one more block and the scratch entry. */
+/* Make room for `more` more blocks and the scratch entry (whose naccess holds the capacity, at most UINT32_MAX:
+ * an array grown past that records UINT32_MAX and never uses the rest). */
 static int blocks_reserve(struct hoff__trace *t, uint32_t more) {
-    struct hoff__tblock *s = scratch(t), *nb, keep;
-    uint64_t cap = s ? s->naccess : 0, need = (uint64_t)t->nblocks + more + 1, ncap;
+    struct hoff__tblock *s = scratch(t);
+    uint64_t need = (uint64_t)t->nblocks + more + 1;
+    size_t cap = s ? s->naccess : 0;
 
     if (need <= cap)
         return 0;
-    ncap = cap ? cap : 64;
-    while (ncap < need)
-        ncap *= 2;
-    if (ncap > UINT32_MAX)
-        ncap = UINT32_MAX;
-    if (ncap < need)
+    if (need > UINT32_MAX)
         return hoff__error(-ERANGE, "trace: too many blocks (%u)", t->nblocks);
-    if (s)
-        keep = *s;
-    else
-        memset(&keep, 0, sizeof keep);
-    nb = realloc(t->blocks, (size_t)ncap * sizeof *nb);
-    if (!nb)
-        return hoff__error(-ENOMEM, "trace: out of memory for %llu blocks", (unsigned long long)ncap);
-    t->blocks = nb;
-    keep.naccess = (uint32_t)ncap;
-    nb[t->nblocks] = keep;
+    if (HOFF__GROW(t->blocks, cap, (size_t)need))
+        return hoff__error(-ENOMEM, "trace: out of memory for %llu blocks", (unsigned long long)need);
+    if (!s) /* the first: no scratch entry yet */
+        memset(&t->blocks[t->nblocks], 0, sizeof t->blocks[t->nblocks]);
+    t->blocks[t->nblocks].naccess = cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
     return 0;
 }
 
+/* Make room for one more event (the caller keeps nev under TRACE_INDEX_LIMIT). */
 static int events_reserve(struct hoff__trace *t) {
-    size_t ncap;
-    struct hoff__tev *ne;
-
-    if (t->nev < t->cap_ev)
-        return 0;
-    ncap = t->cap_ev ? t->cap_ev * 2 : 1024;
-    if (ncap > (size_t)TRACE_INDEX_LIMIT + 1)
-        ncap = (size_t)TRACE_INDEX_LIMIT + 1;
-    ne = realloc(t->ev, ncap * sizeof *ne);
-    if (!ne)
-        return hoff__error(-ENOMEM, "trace: out of memory for %zu events", ncap);
-    t->ev = ne;
-    t->cap_ev = ncap;
+    if (HOFF__GROW(t->ev, t->cap_ev, t->nev + 1))
+        return hoff__error(-ENOMEM, "trace: out of memory for %zu events", t->nev + 1);
     return 0;
 }
 
@@ -102,13 +85,13 @@ static int block_live(const struct hoff__trace *t, uint32_t b) {
     return b < t->nblocks && t->blocks[b].free_ev == UINT32_MAX;
 }
 
-int hoff__trace_append(struct hoff__trace *t, const struct hoff__tev *e) {
+/* Append, first phase: check e against the trace so far and fill *evp with the normalized copy to store; makes
+ * room for the block an allocation adds (and the scratch entry).  0 or -errno (the events and blocks as they
+ * were). */
+static int append_check(struct hoff__trace *t, const struct hoff__tev *e, struct hoff__tev *evp) {
     struct hoff__tev ev;
-    struct hoff__tblock *s;
     int err;
 
-    if (t->nev >= TRACE_INDEX_LIMIT)
-        return hoff__error(-ERANGE, "trace: too many events (%zu)", t->nev);
     /* Store a normalized copy: fields that do not apply to the kind are zero
      * (name: UINT32_MAX), so a trace round-trips through its file exactly. */
     memset(&ev, 0, sizeof ev);
@@ -171,18 +154,22 @@ int hoff__trace_append(struct hoff__trace *t, const struct hoff__tev *e) {
     default:
         return hoff__error(-EINVAL, "trace: unknown event kind %u", e->kind);
     }
-    if ((err = events_reserve(t)) < 0)
-        return err;
+    *evp = ev;
+    return 0;
+}
 
-    /* Commit. */
-    switch (ev.kind) {
+/* Append, last phase: the checked event ev goes in, and the block facts and region depth it changes with it. */
+static void append_commit(struct hoff__trace *t, const struct hoff__tev *ev) {
+    struct hoff__tblock *s;
+
+    switch (ev->kind) {
     case HOFF__TEV_ALLOC:
         s = scratch(t);
         t->blocks[t->nblocks + 1] = *s;
-        s->size = ev.size;
-        s->kept = !!(ev.flags & HOFF__TEV_KEPT);
-        s->pool = s->kept ? 0 : ev.pool;
-        s->pinned = !!(ev.flags & HOFF__TEV_PINNED);
+        s->size = ev->size;
+        s->kept = !!(ev->flags & HOFF__TEV_KEPT);
+        s->pool = s->kept ? 0 : ev->pool;
+        s->pinned = !!(ev->flags & HOFF__TEV_PINNED);
         s->retained = 0;
         s->alloc_ev = (uint32_t)t->nev;
         s->free_ev = UINT32_MAX;
@@ -191,7 +178,7 @@ int hoff__trace_append(struct hoff__trace *t, const struct hoff__tev *e) {
         t->nblocks++;
         break;
     case HOFF__TEV_FREE:
-        t->blocks[ev.block].free_ev = (uint32_t)t->nev;
+        t->blocks[ev->block].free_ev = (uint32_t)t->nev;
         break;
     case HOFF__TEV_ACCESS:
         t->has_access_events = 1;
@@ -203,7 +190,18 @@ int hoff__trace_append(struct hoff__trace *t, const struct hoff__tev *e) {
         scratch(t)->alloc_ev--;
         break;
     }
-    t->ev[t->nev++] = ev;
+    t->ev[t->nev++] = *ev;
+}
+
+int hoff__trace_append(struct hoff__trace *t, const struct hoff__tev *e) {
+    struct hoff__tev ev;
+    int err;
+
+    if (t->nev >= TRACE_INDEX_LIMIT)
+        return hoff__error(-ERANGE, "trace: too many events (%zu)", t->nev);
+    if ((err = append_check(t, e, &ev)) < 0 || (err = events_reserve(t)) < 0)
+        return err;
+    append_commit(t, &ev);
     return 0;
 }
 
@@ -247,21 +245,21 @@ uint32_t hoff__trace_name(struct hoff__trace *t, const char *name) {
         return UINT32_MAX;
     }
     if (t->nnames >= t->cap_names) {
-        uint32_t ncap = t->cap_names ? t->cap_names * 2 : 16;
-        char **nn;
+        /* an entry is a pointer and its two hash slots; the hash is rebuilt at the new size */
+        size_t ncap = t->cap_names;
+        void *nn = t->names;
 
-        if (ncap > (1u << 28)) {
+        if (t->cap_names > (1u << 27)) { /* it would double past 2^28 */
             hoff__error(-ERANGE, "trace: too many op names");
             return UINT32_MAX;
         }
-        nn = realloc(t->names, (size_t)ncap * (sizeof(char *) + 2 * sizeof(uint32_t)));
-        if (!nn) {
+        if (hoff__grow(&nn, &ncap, (size_t)t->nnames + 1, sizeof(char *) + 2 * sizeof(uint32_t))) {
             hoff__error(-ENOMEM, "trace: out of memory for op names");
             return UINT32_MAX;
         }
         t->names = nn;
-        t->cap_names = ncap;
-        memset(name_hash(t), 0, (size_t)ncap * 2 * sizeof(uint32_t));
+        t->cap_names = (uint32_t)ncap;
+        memset(name_hash(t), 0, ncap * 2 * sizeof(uint32_t));
         for (i = 0; i < t->nnames; i++)
             hash_insert(t, i);
     }
@@ -277,16 +275,12 @@ uint32_t hoff__trace_name(struct hoff__trace *t, const char *name) {
 
 /* --- finish ---------------------------------------------------------------- */
 
-int hoff__trace_finish(struct hoff__trace *t) {
-    uint32_t nalloc = 0, depth = 0, b, *pend, npend = 0;
+/* Finish, pass 1: per-block facts, region nesting, pinning, and the access counts (per block in naccess, the
+ * allocation counting as one; *nacc_out their sum).  0 or -EINVAL when the events do not hold together. */
+static int finish_blocks(struct hoff__trace *t, size_t *nacc_out) {
+    uint32_t nalloc = 0, depth = 0;
     size_t i, nacc = 0, last_begin = 0;
-    struct hoff__tacc *acc;
-    int err;
 
-    if ((err = blocks_reserve(t, 0)) < 0)
-        return err;
-
-    /* Pass 1: per-block facts, region nesting, pinning, access counts. */
     t->has_access_events = 0;
     t->has_op_events = 0;
     for (i = 0; i < t->nev; i++) {
@@ -345,25 +339,18 @@ int hoff__trace_finish(struct hoff__trace *t) {
     if (depth)
         return hoff__error(-EINVAL, "trace: unbalanced regions: %u still open at the end of the step "
                            "(the outermost begins at event %zu)", depth, last_begin);
+    *nacc_out = nacc;
+    return 0;
+}
 
-    /* Pass 2: retained blocks, access ranges, and the accesses themselves. */
-    acc = nacc ? realloc(t->acc, nacc * sizeof *acc) : (free(t->acc), NULL);
-    if (nacc && !acc)
-        return hoff__error(-ENOMEM, "trace: out of memory for %zu accesses", nacc);
-    t->acc = acc;
-    t->nacc = nacc;
-    nacc = 0;
-    for (b = 0; b < t->nblocks; b++) {
-        struct hoff__tblock *bl = &t->blocks[b];
+/* Finish, pass 2's last part: the accesses in acc (each block's range set up, its naccess 0), in event order,
+ * each with its use window's close: the first op mark after it, or the block's free, or the step's end
+ * (doc/design.md, "Use windows").  0 or -ENOMEM. */
+static int finish_windows(struct hoff__trace *t, struct hoff__tacc *acc, size_t nacc) {
+    uint32_t *pend, npend = 0;
+    size_t i;
 
-        bl->retained = bl->free_ev == UINT32_MAX;
-        bl->first_access = (uint32_t)nacc;
-        nacc += bl->naccess;
-        bl->naccess = 0;
-    }
-    /* Each access's use window closes at the first op mark after it, or at
-     * the block's free, or at the step's end (doc/design.md, "Use windows");
-     * pend holds the accesses whose window is still open. */
+    /* pend holds the accesses whose window is still open. */
     pend = nacc ? malloc(nacc * sizeof *pend) : NULL;
     if (nacc && !pend)
         return hoff__error(-ENOMEM, "trace: out of memory for %zu accesses", nacc);
@@ -400,6 +387,35 @@ int hoff__trace_finish(struct hoff__trace *t) {
         if (acc[pend[i]].close == UINT32_MAX)
             acc[pend[i]].close = (uint32_t)t->nev; /* retained: open to the step's end */
     free(pend);
+    return 0;
+}
+
+int hoff__trace_finish(struct hoff__trace *t) {
+    uint32_t b;
+    size_t nacc = 0;
+    struct hoff__tacc *acc;
+    int err;
+
+    if ((err = blocks_reserve(t, 0)) < 0 || (err = finish_blocks(t, &nacc)) < 0)
+        return err;
+
+    /* Pass 2: retained blocks, access ranges, and the accesses themselves. */
+    acc = nacc ? realloc(t->acc, nacc * sizeof *acc) : (free(t->acc), NULL);
+    if (nacc && !acc)
+        return hoff__error(-ENOMEM, "trace: out of memory for %zu accesses", nacc);
+    t->acc = acc;
+    t->nacc = nacc;
+    nacc = 0;
+    for (b = 0; b < t->nblocks; b++) {
+        struct hoff__tblock *bl = &t->blocks[b];
+
+        bl->retained = bl->free_ev == UINT32_MAX;
+        bl->first_access = (uint32_t)nacc;
+        nacc += bl->naccess;
+        bl->naccess = 0;
+    }
+    if ((err = finish_windows(t, acc, nacc)) < 0)
+        return err;
     /* A step without any access mark says nothing of when its blocks are
      * used: every allocation's window lasts until the free (or the step's
      * end), as the runtime keeps it (residency.c). */

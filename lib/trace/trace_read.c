@@ -13,6 +13,7 @@
 #endif
 
 #include "core/core.h"
+#include "core/grow.h"
 #include "trace/trace.h"
 #include "trace/trace_io.h"
 
@@ -174,7 +175,7 @@ static void src_close(struct src *s) {
  * needs the room; a partial line left over is at most HOFF__TRACE_MAX_LINE <= CHUNK / 4,
  * and at most half the buffer before it doubles, so every read has room. */
 static int drive(struct hoff__trace_rd *r, struct src *s) {
-    unsigned char *buf, *nb;
+    unsigned char *buf;
     size_t cap = (size_t)64 << 10, have = 0, got, used;
     int e = 0, eof = 0;
 
@@ -190,13 +191,9 @@ static int drive(struct hoff__trace_rd *r, struct src *s) {
         if ((e = hoff__trace_rd_lines(r, (const char *)buf, have, eof, &used)) < 0)
             break;
         memmove(buf, buf + used, have - used);
-        if (cap < CHUNK && (have == cap || have - used > cap / 2)) {
-            if (!(nb = realloc(buf, cap * 2))) {
-                e = hoff__trace_rd_fail(r, -ENOMEM, "out of memory");
-                break;
-            }
-            buf = nb;
-            cap *= 2;
+        if (cap < CHUNK && (have == cap || have - used > cap / 2) && HOFF__GROW(buf, cap, cap * 2)) {
+            e = hoff__trace_rd_fail(r, -ENOMEM, "out of memory");
+            break;
         }
         have -= used;
     }

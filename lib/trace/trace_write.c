@@ -128,26 +128,66 @@ static void w_key_double(struct wr *w, int key, double v, locale_t cloc) {
     w->buf[w->n++] = '\n';
 }
 
-static int write_all(const struct hoff__trace *t, struct wr *w) {
-    size_t i, blen = strnlen(t->backend, sizeof t->backend - 1);
-    uint32_t k;
-    locale_t cloc;
+/* One event's line, without its newline, into w (room for 128 bytes made): 0, or -EINVAL for an unknown kind
+ * (nothing written). */
+static int write_event(struct wr *w, const struct hoff__tev *e) {
+    switch (e->kind) {
+    case HOFF__TEV_ALLOC:
+        w->buf[w->n++] = 'a';
+        w_sp_u64(w, e->block);
+        w_sp_u64(w, e->size);
+        w_sp_u64(w, e->pool);
+        w_sp_u64(w, e->stream);
+        w_sp_u64(w, e->t_cpu_ns);
+        if (e->t_gpu_ns != HOFF__TIME_UNKNOWN)
+            w_sp_u64(w, e->t_gpu_ns);
+        if (e->flags & HOFF__TEV_PINNED)
+            w_str(w, " p", 2);
+        if (e->flags & HOFF__TEV_KEPT)
+            w_str(w, " k", 2);
+        break;
+    case HOFF__TEV_FREE:
+    case HOFF__TEV_ACCESS:
+        w->buf[w->n++] = e->kind == HOFF__TEV_FREE ? 'f' : (e->flags & HOFF__TEV_WRITE) ? 'w' : 'r';
+        w_sp_u64(w, e->block);
+        w_sp_u64(w, e->stream);
+        w_sp_u64(w, e->t_cpu_ns);
+        if (e->t_gpu_ns != HOFF__TIME_UNKNOWN)
+            w_sp_u64(w, e->t_gpu_ns);
+        break;
+    case HOFF__TEV_OP:
+        w->buf[w->n++] = 'o';
+        if (e->name == UINT32_MAX)
+            w_str(w, " -", 2);
+        else
+            w_sp_u64(w, e->name);
+        w_sp_u64(w, e->t_cpu_ns);
+        if (e->t_gpu_ns != HOFF__TIME_UNKNOWN)
+            w_sp_u64(w, e->t_gpu_ns);
+        if (hoff__tev_phase(e)) {
+            const char *ph = hoff__trace_phase_word(hoff__tev_phase(e));
 
-    for (k = 0; k < t->nnames; k++)
-        if (t->names[k] && escaped_len(t->names[k], strlen(t->names[k])) + 16 > HOFF__TRACE_MAX_LINE)
-            return hoff__error(-ENAMETOOLONG, "trace: op name %u is too long to write", k);
-    if (!isfinite(t->h2d_gbps) || signbit(t->h2d_gbps) || !isfinite(t->d2h_gbps) || signbit(t->d2h_gbps))
-        return hoff__error(-EINVAL, "trace: bandwidths must be finite and >= 0 (h2d %g, d2h %g GB/s)",
-                           t->h2d_gbps, t->d2h_gbps);
-    for (k = 0; k < blen; k++)
-        if (t->backend[k] == 0)
-            blen = k;
-    if (!(cloc = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0)))
-        return hoff__error(-ENOMEM, "trace: out of memory");
-    if (!(w->buf = malloc(WBUF))) {
-        freelocale(cloc);
-        return hoff__error(-ENOMEM, "trace: out of memory");
+            w->buf[w->n++] = ' ';
+            w_str(w, ph, strlen(ph));
+        }
+        break;
+    case HOFF__TEV_REGION_BEGIN:
+    case HOFF__TEV_REGION_END:
+        w_str(w, e->kind == HOFF__TEV_REGION_BEGIN ? "rb" : "re", 2);
+        w_sp_u64(w, e->t_cpu_ns);
+        if (e->t_gpu_ns != HOFF__TIME_UNKNOWN)
+            w_sp_u64(w, e->t_gpu_ns);
+        break;
+    default:
+        return -EINVAL;
     }
+    return 0;
+}
+
+/* The header: the magic and version, the step's keys, the backend, and the op names, each a line into w. */
+static void write_header(const struct hoff__trace *t, struct wr *w, locale_t cloc, size_t blen) {
+    uint32_t k;
+
     w_need(w, 16);
     w_str(w, HOFF__TRACE_MAGIC, HOFF__TRACE_MAGIC_LEN);
     w_sp_u64(w, HOFF__TRACE_VERSION);
@@ -158,7 +198,6 @@ static int write_all(const struct hoff__trace *t, struct wr *w) {
     w_key_double(w, HOFF__TK_D2H, t->d2h_gbps, cloc);
     w_key_u64(w, HOFF__TK_STEP, t->step_ns);
     w_key_u64(w, HOFF__TK_STEP_GPU, t->step_gpu_ns);
-    freelocale(cloc);
     if (blen) {
         w_need(w, 16);
         w_key(w, HOFF__TK_BACKEND);
@@ -179,58 +218,35 @@ static int write_all(const struct hoff__trace *t, struct wr *w) {
         }
         w->buf[w->n++] = '\n';
     }
+}
+
+static int write_all(const struct hoff__trace *t, struct wr *w) {
+    size_t i, blen = strnlen(t->backend, sizeof t->backend - 1);
+    uint32_t k;
+    locale_t cloc;
+
+    for (k = 0; k < t->nnames; k++)
+        if (t->names[k] && escaped_len(t->names[k], strlen(t->names[k])) + 16 > HOFF__TRACE_MAX_LINE)
+            return hoff__error(-ENAMETOOLONG, "trace: op name %u is too long to write", k);
+    if (!isfinite(t->h2d_gbps) || signbit(t->h2d_gbps) || !isfinite(t->d2h_gbps) || signbit(t->d2h_gbps))
+        return hoff__error(-EINVAL, "trace: bandwidths must be finite and >= 0 (h2d %g, d2h %g GB/s)",
+                           t->h2d_gbps, t->d2h_gbps);
+    for (k = 0; k < blen; k++)
+        if (t->backend[k] == 0)
+            blen = k;
+    if (!(cloc = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0)))
+        return hoff__error(-ENOMEM, "trace: out of memory");
+    if (!(w->buf = malloc(WBUF))) {
+        freelocale(cloc);
+        return hoff__error(-ENOMEM, "trace: out of memory");
+    }
+    write_header(t, w, cloc, blen);
+    freelocale(cloc);
     for (i = 0; i < t->nev && !w->err; i++) {
         const struct hoff__tev *e = &t->ev[i];
 
         w_need(w, 128);
-        switch (e->kind) {
-        case HOFF__TEV_ALLOC:
-            w->buf[w->n++] = 'a';
-            w_sp_u64(w, e->block);
-            w_sp_u64(w, e->size);
-            w_sp_u64(w, e->pool);
-            w_sp_u64(w, e->stream);
-            w_sp_u64(w, e->t_cpu_ns);
-            if (e->t_gpu_ns != HOFF__TIME_UNKNOWN)
-                w_sp_u64(w, e->t_gpu_ns);
-            if (e->flags & HOFF__TEV_PINNED)
-                w_str(w, " p", 2);
-            if (e->flags & HOFF__TEV_KEPT)
-                w_str(w, " k", 2);
-            break;
-        case HOFF__TEV_FREE:
-        case HOFF__TEV_ACCESS:
-            w->buf[w->n++] = e->kind == HOFF__TEV_FREE ? 'f' : (e->flags & HOFF__TEV_WRITE) ? 'w' : 'r';
-            w_sp_u64(w, e->block);
-            w_sp_u64(w, e->stream);
-            w_sp_u64(w, e->t_cpu_ns);
-            if (e->t_gpu_ns != HOFF__TIME_UNKNOWN)
-                w_sp_u64(w, e->t_gpu_ns);
-            break;
-        case HOFF__TEV_OP:
-            w->buf[w->n++] = 'o';
-            if (e->name == UINT32_MAX)
-                w_str(w, " -", 2);
-            else
-                w_sp_u64(w, e->name);
-            w_sp_u64(w, e->t_cpu_ns);
-            if (e->t_gpu_ns != HOFF__TIME_UNKNOWN)
-                w_sp_u64(w, e->t_gpu_ns);
-            if (hoff__tev_phase(e)) {
-                const char *ph = hoff__trace_phase_word(hoff__tev_phase(e));
-
-                w->buf[w->n++] = ' ';
-                w_str(w, ph, strlen(ph));
-            }
-            break;
-        case HOFF__TEV_REGION_BEGIN:
-        case HOFF__TEV_REGION_END:
-            w_str(w, e->kind == HOFF__TEV_REGION_BEGIN ? "rb" : "re", 2);
-            w_sp_u64(w, e->t_cpu_ns);
-            if (e->t_gpu_ns != HOFF__TIME_UNKNOWN)
-                w_sp_u64(w, e->t_gpu_ns);
-            break;
-        default:
+        if (write_event(w, e) < 0) {
             free(w->buf);
             return hoff__error(-EINVAL, "trace: event %zu has unknown kind %u", i, e->kind);
         }

@@ -9,22 +9,16 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "core/grow.h"
 #include "hoff-plan.h"
 #include "mem/pool.h"
 
 static void span_add(struct recorder *r, int kind, uint64_t t0, uint64_t t1, uint64_t bytes) {
     pthread_mutex_lock(&r->lock);
-    if (r->nsp == r->cap_sp) {
-        size_t cap = r->cap_sp ? r->cap_sp * 2 : 1024;
-        struct rec_span *n = realloc(r->sp, cap * sizeof *n);
-
-        if (!n) {
-            r->oom = 1;
-            pthread_mutex_unlock(&r->lock);
-            return;
-        }
-        r->sp = n;
-        r->cap_sp = cap;
+    if (HOFF__GROW(r->sp, r->cap_sp, r->nsp + 1)) {
+        r->oom = 1;
+        pthread_mutex_unlock(&r->lock);
+        return;
     }
     r->sp[r->nsp++] = (struct rec_span){.t0 = t0, .t1 = t1, .bytes = bytes, .kind = kind, .step = r->step};
     pthread_mutex_unlock(&r->lock);

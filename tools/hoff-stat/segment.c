@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/grow.h"
 #include "hoff-stat.h"
 
 /* --- reading a segment without dying on a truncation under our feet --------- */
@@ -173,18 +174,11 @@ int scan(const char *dir, struct entry **out, size_t *n) {
         if (strncmp(d->d_name, prefix, strlen(prefix)) != 0 || !hoff__pub_parse_name(d->d_name, &uid, &ns, &pid) ||
             uid != getuid())
             continue;
-        if (*n == cap) {
-            struct entry *nv;
-
-            cap = cap ? cap * 2 : 16;
-            nv = realloc(v, cap * sizeof *v);
-            if (!nv) {
-                free(v);
-                closedir(dp);
-                fprintf(stderr, "%s: out of memory\n", cmd);
-                return -1;
-            }
-            v = nv;
+        if (HOFF__GROW(v, cap, *n + 1)) {
+            free(v);
+            closedir(dp);
+            fprintf(stderr, "%s: out of memory\n", cmd);
+            return -1;
         }
         memset(&v[*n], 0, sizeof v[*n]);
         snprintf(v[*n].name, sizeof v[*n].name, "%s", d->d_name);

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/grow.h"
 #include "hoff-stat.h"
 
 /* One sample of segment name: 0, or an exit status with the message printed. */
@@ -142,7 +143,7 @@ static void sum_sample(struct sample *t, const struct sample *s, int first) {
 
 int cmd_job(const struct opts *o) {
     struct rank_slot *slot = NULL;
-    size_t nslot = 0;
+    size_t nslot = 0, cap_slot = 0;
     long i;
     int every = rows_per_header(), lines = 0;
 
@@ -168,15 +169,12 @@ int cmd_job(const struct opts *o) {
             for (s = 0; s < nslot && strcmp(slot[s].name, v[k].name) != 0; s++)
                 ;
             if (s == nslot) {
-                struct rank_slot *ns = realloc(slot, (nslot + 1) * sizeof *slot);
-
-                if (!ns) {
+                if (HOFF__GROW(slot, cap_slot, nslot + 1)) {
                     free(v);
                     free(slot);
                     fprintf(stderr, "%s: out of memory\n", cmd);
                     return EXIT_FAIL;
                 }
-                slot = ns;
                 memset(&slot[nslot], 0, sizeof slot[nslot]);
                 snprintf(slot[nslot].name, sizeof slot[nslot].name, "%s", v[k].name);
                 nslot++;
