@@ -151,8 +151,6 @@ static void test_sim_touch(void) {
     struct hoff_config cfg = hoff_test_sim_config(1ull << 30);
     struct hoff_stats st;
     unsigned char *p;
-    size_t i;
-    int ok = 1;
 
     cfg.sim_protect = HOFF_SIM_PROTECT;
     ctx = hoff_test_open(&cfg);
@@ -160,16 +158,13 @@ static void test_sim_touch(void) {
     CU_ASSERT_EQUAL(hoff_step_begin(ctx), 0);
     p = hoff_malloc(ctx, 4 * MiB, S);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    for (i = 0; i < 4 * MiB; i++)
-        p[i] = (unsigned char)(i * 7);
+    hoff_test_fill_bytes(p, 4 * MiB, 7, 0);
     CU_ASSERT_EQUAL(hoff_evict(ctx, p, S), 0);
     CU_ASSERT_EQUAL(hoff_sync(ctx), 0);
     CU_ASSERT_EQUAL(hoff_residency(ctx, p), HOFF_RES_HOST);
     CU_ASSERT_EQUAL(hoff_sim_touch(ctx, p, 0), 0);
     CU_ASSERT_EQUAL(hoff_residency(ctx, p), HOFF_RES_DEVICE);
-    for (i = 0; i < 4 * MiB; i++)
-        ok &= p[i] == (unsigned char)(i * 7);
-    CU_ASSERT(ok);
+    CU_ASSERT(hoff_test_bytes_ok(p, 4 * MiB, 7, 0));
     CU_ASSERT_EQUAL(hoff_sim_touch(ctx, p, 0), 0); /* resident: nothing to do, no fault */
     CU_ASSERT_EQUAL(hoff_stats_get(ctx, &st), 0);
     CU_ASSERT_EQUAL(st.touch_faults, 1);

@@ -14,14 +14,6 @@
 #define MiB ((size_t)1 << 20)
 #define S ((hoff_stream)0)
 
-static struct hoff_stats stats_of(hoff_ctx *ctx) {
-    struct hoff_stats st;
-
-    memset(&st, 0, sizeof st);
-    CU_ASSERT_EQUAL(hoff_stats_get(ctx, &st), 0);
-    return st;
-}
-
 static void test_alloc_free(void) {
     hoff_ctx *ctx;
     void *p;
@@ -41,7 +33,7 @@ static void test_alloc_free(void) {
     CU_ASSERT_PTR_NULL(hoff_torch_alloc((ssize_t)1 << 50, 0, S));
     CU_ASSERT_EQUAL(errno, ENOMEM);
     hoff_torch_free(NULL, 0, 0, S); /* nothing happens */
-    CU_ASSERT_EQUAL(stats_of(ctx).allocs, 1);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).allocs, 1);
 }
 
 static void test_devices(void) {
@@ -71,10 +63,10 @@ static void test_configure(void) {
     CU_ASSERT_EQUAL(hoff_torch_configure(-1, "budget", "64M", err, sizeof err), 0);
     ctx = hoff_torch_context(5);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
-    CU_ASSERT_EQUAL(stats_of(ctx).budget_bytes, 64 * MiB);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).budget_bytes, 64 * MiB);
     /* Live: the budget may change, a spill directory may not. */
     CU_ASSERT_EQUAL(hoff_torch_configure(5, "budget", "32M", err, sizeof err), 0);
-    CU_ASSERT_EQUAL(stats_of(ctx).budget_bytes, 32 * MiB);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).budget_bytes, 32 * MiB);
     CU_ASSERT_EQUAL(hoff_torch_configure(5, "HOFF_PLANNER", "greedy", err, sizeof err), 0);
     CU_ASSERT_EQUAL(hoff_torch_configure(5, "spill_dir", "/tmp", err, sizeof err), -EBUSY);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "cannot change once"));
@@ -83,7 +75,7 @@ static void test_configure(void) {
     CU_ASSERT_EQUAL(hoff_torch_configure(5, "no_such_option", "1", err, sizeof err), -ENOENT);
     CU_ASSERT_EQUAL(hoff_torch_configure(99, "budget", "1M", err, sizeof err), -ENODEV);
     CU_ASSERT_EQUAL(hoff_torch_configure(5, NULL, "1M", err, sizeof err), -EINVAL);
-    CU_ASSERT_EQUAL(stats_of(ctx).budget_bytes, 32 * MiB); /* the failures changed nothing */
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).budget_bytes, 32 * MiB); /* the failures changed nothing */
     /* Checking changes nothing. */
     CU_ASSERT_EQUAL(hoff_torch_config_check("planner", "nosuch", err, sizeof err), -EINVAL);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "greedy"));
@@ -95,11 +87,11 @@ static void test_configure(void) {
     CU_ASSERT_EQUAL(hoff_torch_configure(-1, "host_cap", "1G", err, sizeof err), 0);
     ctx = hoff_torch_context(12);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
-    CU_ASSERT_EQUAL(stats_of(ctx).budget_bytes, 0);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).budget_bytes, 0);
     ctx = hoff_torch_context(11);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
-    CU_ASSERT_EQUAL(stats_of(ctx).budget_bytes, 48 * MiB);
-    CU_ASSERT_EQUAL(stats_of(ctx).host_cap_bytes, 1ull << 30);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).budget_bytes, 48 * MiB);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).host_cap_bytes, 1ull << 30);
     CU_ASSERT_EQUAL(hoff_torch_configure(-1, "host_cap", "0", err, sizeof err), 0);
 }
 
@@ -129,18 +121,18 @@ static void test_memory_fraction(void) {
     hoff_torch_set_memory_fraction(0.25, 6); /* before the context exists */
     ctx = hoff_torch_context(6);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
-    CU_ASSERT_EQUAL(stats_of(ctx).budget_bytes, total / 4);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).budget_bytes, total / 4);
     one_step(ctx, 6);
-    CU_ASSERT_EQUAL(stats_of(ctx).plans, 1);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).plans, 1);
     hoff_torch_set_memory_fraction(0.5, 6); /* live: the next step records again */
-    CU_ASSERT_EQUAL(stats_of(ctx).budget_bytes, total / 2);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).budget_bytes, total / 2);
     one_step(ctx, 6);
-    st = stats_of(ctx);
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.plans, 2);
     CU_ASSERT_EQUAL(st.replans, 1);
     hoff_torch_set_memory_fraction(1.5, 6); /* refused */
     hoff_torch_set_memory_fraction(0.0, 6);
-    CU_ASSERT_EQUAL(stats_of(ctx).budget_bytes, total / 2);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).budget_bytes, total / 2);
 }
 
 /* record_stream: the free lands where the program makes it (so a recorded
@@ -162,16 +154,16 @@ static void test_record_stream(void) {
     CU_ASSERT_EQUAL(hoff_block_size(ctx, p), 0); /* freed at once */
     q = hoff_torch_alloc(2 * MiB, 7, s1);        /* the same block, for an owner ordered after s2 */
     CU_ASSERT_PTR_EQUAL(q, p);
-    CU_ASSERT_EQUAL(stats_of(ctx).fence_syncs, 0);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).fence_syncs, 0);
     hoff_torch_free(q, 2 * MiB, 7, s1);
     /* More streams than a block remembers: the free waits for the device. */
     p = hoff_torch_alloc(2 * MiB, 7, s1);
     for (uintptr_t k = 2; k < 10; k++)
         hoff_torch_record_stream(p, (hoff_stream)k);
     hoff_torch_free(p, 2 * MiB, 7, s1);
-    CU_ASSERT_EQUAL(stats_of(ctx).fence_syncs, 1);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).fence_syncs, 1);
     hoff_torch_empty_cache();
-    CU_ASSERT(stats_of(ctx).cache_flushes >= 1);
+    CU_ASSERT(hoff_test_stats(ctx).cache_flushes >= 1);
     hoff_torch_record_stream(p, s2); /* not a live block: logged, ignored */
 }
 
@@ -181,9 +173,7 @@ static void test_step_abort(void) {
     hoff_ctx *ctx;
     void *a, *b;
 
-    cfg = hoff_test_sim_config((uint64_t)1 << 30);
-    cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
-    cfg.budget_bytes = 2 * MiB;
+    cfg = hoff_test_replay_config((uint64_t)1 << 30, 2 * MiB);
     cfg.log_level = HOFF_LOG_OFF;
     ctx = hoff_test_open(&cfg);
     CU_ASSERT_EQUAL(hoff_step_abort(ctx), -EINVAL); /* no step */
@@ -194,12 +184,12 @@ static void test_step_abort(void) {
     CU_ASSERT_EQUAL(hoff_step_abort(ctx), 0);
     CU_ASSERT_EQUAL(hoff_region_end(ctx), -EINVAL); /* the abort closed it */
     CU_ASSERT_EQUAL(hoff_free(ctx, a, S), 0);
-    st = stats_of(ctx);
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.plans, 0);
     CU_ASSERT_EQUAL(st.steps, 0);
     /* A full step plans; an aborted replay skips the rest and keeps the plan. */
     CU_ASSERT_EQUAL(hoff_step_begin(ctx), 0);
-    CU_ASSERT_EQUAL(stats_of(ctx).plan_state, HOFF_PLAN_WARMUP);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).plan_state, HOFF_PLAN_WARMUP);
     a = hoff_malloc(ctx, 2 * MiB, S);
     CU_ASSERT_EQUAL(hoff_mark_op(ctx, "fill a"), 0); /* a's use window closes */
     b = hoff_malloc(ctx, 2 * MiB, S); /* over the budget: a is evicted */
@@ -209,14 +199,14 @@ static void test_step_abort(void) {
     CU_ASSERT_EQUAL(hoff_access(ctx, b, 0, S), 0);
     CU_ASSERT_EQUAL(hoff_free(ctx, b, S), 0);
     CU_ASSERT_EQUAL(hoff_step_end(ctx), 0);
-    before = stats_of(ctx);
+    before = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(before.plans, 1);
     CU_ASSERT_FATAL(before.plan_actions > 0);
     CU_ASSERT_EQUAL(hoff_step_begin(ctx), 0);
-    CU_ASSERT_EQUAL(stats_of(ctx).plan_state, HOFF_PLAN_REPLAY);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).plan_state, HOFF_PLAN_REPLAY);
     a = hoff_malloc(ctx, 2 * MiB, S);
     CU_ASSERT_EQUAL(hoff_step_abort(ctx), 0);
-    st = stats_of(ctx);
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.actions_fired + st.actions_skipped,
                     before.actions_fired + before.actions_skipped + before.plan_actions);
     CU_ASSERT(st.actions_skipped > before.actions_skipped);
@@ -226,7 +216,7 @@ static void test_step_abort(void) {
     CU_ASSERT_EQUAL(hoff_free(ctx, a, S), 0);
     /* The plan is kept: the next step replays it to the end. */
     CU_ASSERT_EQUAL(hoff_step_begin(ctx), 0);
-    CU_ASSERT_EQUAL(stats_of(ctx).plan_state, HOFF_PLAN_REPLAY);
+    CU_ASSERT_EQUAL(hoff_test_stats(ctx).plan_state, HOFF_PLAN_REPLAY);
     a = hoff_malloc(ctx, 2 * MiB, S);
     CU_ASSERT_EQUAL(hoff_mark_op(ctx, "fill a"), 0);
     b = hoff_malloc(ctx, 2 * MiB, S);
@@ -236,7 +226,7 @@ static void test_step_abort(void) {
     CU_ASSERT_EQUAL(hoff_access(ctx, b, 0, S), 0);
     CU_ASSERT_EQUAL(hoff_free(ctx, b, S), 0);
     CU_ASSERT_EQUAL(hoff_step_end(ctx), 0);
-    st = stats_of(ctx);
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.divergent_steps, 0);
     CU_ASSERT_EQUAL(st.plans, 1);
     CU_ASSERT_EQUAL(st.steps, 2);
@@ -262,29 +252,29 @@ static void test_reset_peaks(void) {
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     ctx = hoff_torch_context(2);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
-    st = stats_of(ctx);
+    st = hoff_test_stats(ctx);
     high = st.device_in_use_bytes + st.managed_in_use_bytes;
     CU_ASSERT(high >= 16 * MiB);
     CU_ASSERT_EQUAL(st.peak_in_use_bytes, high);
     CU_ASSERT_EQUAL(st.peak_pool_bytes, st.device_pool_bytes + st.managed_pool_bytes);
     hoff_torch_free(a, 8 * MiB, 2, S);
     hoff_torch_free(b, 8 * MiB, 2, S);
-    st = stats_of(ctx);
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.device_in_use_bytes + st.managed_in_use_bytes, 0);
     CU_ASSERT_EQUAL(st.peak_in_use_bytes, high); /* a peak stays after the frees */
     /* A step's offload candidate: resident bytes and their peak. */
     CU_ASSERT_EQUAL(hoff_step_begin(ctx), 0);
     m = hoff_torch_alloc(4 * MiB, 2, S);
     CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-    CU_ASSERT(stats_of(ctx).peak_resident_bytes >= 4 * MiB);
+    CU_ASSERT(hoff_test_stats(ctx).peak_resident_bytes >= 4 * MiB);
     hoff_torch_free(m, 4 * MiB, 2, S);
     CU_ASSERT_EQUAL(hoff_step_end(ctx), 0);
-    st = stats_of(ctx);
+    st = hoff_test_stats(ctx);
     CU_ASSERT(st.peak_resident_bytes >= 4 * MiB);
     CU_ASSERT(st.peak_in_use_bytes >= high);
 
     CU_ASSERT_EQUAL(hoff_torch_reset_peaks(2), 0);
-    st = stats_of(ctx);
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.peak_in_use_bytes, st.device_in_use_bytes + st.managed_in_use_bytes);
     CU_ASSERT_EQUAL(st.peak_in_use_bytes, 0);
     CU_ASSERT_EQUAL(st.peak_pool_bytes, st.device_pool_bytes + st.managed_pool_bytes);
@@ -294,18 +284,18 @@ static void test_reset_peaks(void) {
     /* A smaller high after the reset is the new peak. */
     c = hoff_torch_alloc(2 * MiB, 2, S);
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-    st = stats_of(ctx);
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.peak_in_use_bytes, st.device_in_use_bytes + st.managed_in_use_bytes);
     CU_ASSERT(st.peak_in_use_bytes >= 2 * MiB && st.peak_in_use_bytes < high);
     hoff_torch_free(c, 2 * MiB, 2, S);
     /* empty_cache lowers the pools' bytes, not their peak; a reset then brings the peak down to them. */
-    high = stats_of(ctx).peak_pool_bytes;
+    high = hoff_test_stats(ctx).peak_pool_bytes;
     hoff_torch_empty_cache();
-    st = stats_of(ctx);
+    st = hoff_test_stats(ctx);
     CU_ASSERT(st.device_pool_bytes + st.managed_pool_bytes < high);
     CU_ASSERT_EQUAL(st.peak_pool_bytes, high);
     CU_ASSERT_EQUAL(hoff_reset_peaks(ctx), 0);
-    st = stats_of(ctx);
+    st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.peak_pool_bytes, st.device_pool_bytes + st.managed_pool_bytes);
     CU_ASSERT_EQUAL(st.peak_in_use_bytes, 0);
 }
