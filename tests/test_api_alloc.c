@@ -1,6 +1,6 @@
-/* test_api_alloc.c — hoff_malloc/hoff_free through the public API on sim: their errors, zero sizes, the cache
- * released when the device is full, and the device pool growing into room that resident offload blocks hold.
- * Threading: single-threaded. */
+/* test_api_alloc.c — hoff_malloc/hoff_free through the public API on sim: their errors, zero sizes, the cache released
+ * when the device is full, and the device pool growing into room that resident offload blocks hold.  Threading:
+ * single-threaded. */
 #include "config.h"
 
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* test_api_init.c — a context's life through the public API on sim: hoff_init's errors (bad arguments, version and
- * configuration), init from the environment, the cuda backend's clean refusal without a GPU and auto's fallback to
- * sim, and shutdown with blocks still live.  Threading: single-threaded (it sets environment variables). */
+ * configuration), init from the environment, the cuda backend's clean refusal without a GPU and auto's fallback to sim,
+ * and shutdown with blocks still live.  Threading: single-threaded (it sets environment variables). */
 #include "config.h"
 
 #include <errno.h>

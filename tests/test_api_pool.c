@@ -1,6 +1,6 @@
 /* test_api_pool.c — the pool choice rule through the public API on sim: which allocations are offload candidates
- * (inside a step, above managed_min, outside regions, not forced to the device), HOFF_ALLOC_CANDIDATE, and the
- * step's stream (hoff_step_stream).  Threading: single-threaded. */
+ * (inside a step, above managed_min, outside regions, not forced to the device), HOFF_ALLOC_CANDIDATE, and the step's
+ * stream (hoff_step_stream).  Threading: single-threaded. */
 #include "config.h"
 
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* test_api_sim.c — the public API's sim hooks: hoff_sim_touch (a touch fault pages a block in with its bytes, a
- * released block's touch is counted) and hoff_sim_wallclock (op marks advance the virtual clock by the CPU time
- * between them).  Threading: single-threaded. */
+ * released block's touch is counted) and hoff_sim_wallclock (op marks advance the virtual clock by the CPU time between
+ * them).  Threading: single-threaded. */
 #include "config.h"
 
 #include <errno.h>
