@@ -1,9 +1,9 @@
 /* testutil.h — the CUnit runner every suite uses, and small helpers for tests: random numbers, the clock, the byte
  * patterns a test writes into a block and checks later, the sim context most suites start from, its statistics, a
- * spill directory removed at exit.
+ * spill directory removed at exit; and the trace builders and schedule checks of the planner suites (testplan.c).
  * Threading: call hoff_test_run, hoff_test_open(_sim) and hoff_test_spill_dir from main (the test) thread only;
  * hoff_test_stats from any thread the context allows; the clock and the patterns from any thread (the patterns
- * touch only the memory they are given). */
+ * touch only the memory they are given); the planner suites' helpers from the main thread only. */
 #ifndef HOFF_TESTUTIL_H
 #define HOFF_TESTUTIL_H
 
@@ -77,5 +77,46 @@ struct hoff_stats hoff_test_stats(hoff_ctx *ctx);
  * first of $TMPDIR, /var/tmp, the current directory and /tmp where it can be made) and removed at exit (when the
  * suite left it empty, as every context does at shutdown).  Exits 99 when none can be made. */
 const char *hoff_test_spill_dir(const char *tag);
+
+/* --- the planner suites (testplan.c; a program that uses these links it) -------------------------------------
+ * Steps built event by event, as the recorder would write them: hoff_test_trace_begin starts an empty trace (and
+ * closes every region), hoff_test_al / hoff_test_al_pool append an allocation (pool 1, the managed pool, for
+ * hoff_test_al; pinned while a region is open) and return its block, hoff_test_fr a free, hoff_test_ac an access
+ * (write: 1), hoff_test_op / hoff_test_ops one or n op marks, hoff_test_op_named a named op mark, hoff_test_region
+ * a region's begin (1) or end (0) (hoff_test_region_depth: how many are open), hoff_test_push any event
+ * (timestamps and name filled in), hoff_test_fin finishes the trace.  Any failure fails the running test fatally. */
+struct hoff__trace;
+struct hoff__tev;
+struct hoff__schedule;
+struct hoff__action;
+void hoff_test_trace_begin(struct hoff__trace *t);
+void hoff_test_push(struct hoff__trace *t, struct hoff__tev *e);
+uint32_t hoff_test_al_pool(struct hoff__trace *t, int pool, uint64_t size);
+uint32_t hoff_test_al(struct hoff__trace *t, uint64_t size);
+void hoff_test_fr(struct hoff__trace *t, uint32_t b);
+void hoff_test_ac(struct hoff__trace *t, uint32_t b, int write);
+void hoff_test_op(struct hoff__trace *t);
+void hoff_test_ops(struct hoff__trace *t, int n);
+void hoff_test_op_named(struct hoff__trace *t, const char *name);
+void hoff_test_region(struct hoff__trace *t, int begin);
+int hoff_test_region_depth(void);
+void hoff_test_fin(struct hoff__trace *t);
+
+/* Schedules: hoff_test_count counts the actions of kind on block, hoff_test_one returns the only one (fatal when
+ * there is not exactly one), hoff_test_in_use says whether block b is in a use window at event x (from the raw
+ * events).  hoff_test_check_schedule checks what every greedy schedule must satisfy (sorted, the residency check
+ * agrees with the planner's peak, feasibility, traffic, nothing away when used, nothing leaving inside a use
+ * window).  hoff_test_plan_g plans t with the greedy planner for budget and guard margins ga (after an
+ * allocation) and gb (before a free) into s (initialised here) and checks it; hoff_test_plan is it without guard
+ * margins; hoff_test_plan_build plans through hoff__plan_build (below the working-set floor it plans for the
+ * floor). */
+int hoff_test_count(const struct hoff__schedule *s, int kind, uint32_t block);
+const struct hoff__action *hoff_test_one(const struct hoff__schedule *s, int kind, uint32_t block);
+int hoff_test_in_use(const struct hoff__trace *t, uint32_t b, uint32_t x);
+void hoff_test_check_schedule(const struct hoff__trace *t, const struct hoff__schedule *s);
+void hoff_test_plan_g(const struct hoff__trace *t, uint64_t budget, uint32_t ga, uint32_t gb,
+                      struct hoff__schedule *s);
+void hoff_test_plan(const struct hoff__trace *t, uint64_t budget, struct hoff__schedule *s);
+void hoff_test_plan_build(const struct hoff__trace *t, uint64_t budget, struct hoff__schedule *s);
 
 #endif
