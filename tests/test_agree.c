@@ -247,11 +247,9 @@ static void agree(const struct hoff__trace *t, const char *what, int pct, int ca
 
     peak = hoff__trace_offload_peak(t, hoff__pool_block_bytes, NULL);
     CU_ASSERT_FATAL(peak > 0);
-    cfg = hoff_test_sim_config(16 * GiB);
-    cfg.plan_thread = 0; /* the next step replays */
+    cfg = hoff_test_replay_config(16 * GiB, peak * (uint64_t)pct / 100);
     cfg.sim_h2d_gbps = 50;
     cfg.sim_d2h_gbps = 50;
-    cfg.budget_bytes = peak * (uint64_t)pct / 100;
     if (cap_pct) {
         cfg.host_cap_bytes = peak * (uint64_t)cap_pct / 100;
         CU_ASSERT_EQUAL_FATAL(hoff_config_set(&cfg, "spill_dir", hoff_test_spill_dir("agree"), err, sizeof err), 0);

@@ -304,10 +304,8 @@ static void drive(const struct hoff__trace *t, const char *planner, uint64_t bud
     int k;
 
     memset(out, 0, sizeof *out);
-    cfg = hoff_test_sim_config(16ull << 30);
-    cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
+    cfg = hoff_test_replay_config(16ull << 30, budget);
     cfg.sim_protect = HOFF_SIM_PROTECT; /* a non-resident byte touched crashes */
-    cfg.budget_bytes = budget;
     cfg.groups = groups;
     CU_ASSERT_EQUAL_FATAL(hoff_config_set(&cfg, "planner", planner, NULL, 0), 0);
     ctx = hoff_test_open(&cfg);
@@ -385,10 +383,8 @@ static void test_diverge(void) {
     int step, i;
     size_t j;
 
-    cfg = hoff_test_sim_config(1ull << 30);
-    cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
+    cfg = hoff_test_replay_config(1ull << 30, 24 * MiB);
     cfg.sim_protect = HOFF_SIM_PROTECT;
-    cfg.budget_bytes = 24 * MiB;
     cfg.replan_after = 0; /* keep the plan */
     CU_ASSERT_EQUAL_FATAL(hoff_config_set(&cfg, "planner", "greedy", NULL, 0), 0);
     ctx = hoff_test_open(&cfg);

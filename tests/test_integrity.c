@@ -26,21 +26,15 @@ struct slot {
 static hoff_ctx *ctx;
 
 static void fill(struct slot *s, uint64_t seed) {
-    size_t i, n = s->size / 8;
-    for (i = 0; i < n; i++)
-        s->p[i] = seed * 0x9E3779B97F4A7C15ull + i;
+    hoff_test_fill_seq(s->p, s->size, seed);
     s->seed = seed;
 }
 
 /* 0 when every word is right. */
 static long check(const struct slot *s) {
-    size_t i, n = s->size / 8;
     if (!s->seed)
         return 0;
-    for (i = 0; i < n; i++)
-        if (s->p[i] != s->seed * 0x9E3779B97F4A7C15ull + i)
-            return (long)i + 1;
-    return 0;
+    return (long)hoff_test_seq_bad(s->p, s->size, s->seed);
 }
 
 struct worker {

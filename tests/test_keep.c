@@ -31,11 +31,9 @@
 /* A sim context on a 1 GiB device: budget (0: none), plan at the recorded step's end (step 1 replays), and
  * offload_gradients when og. */
 static hoff_ctx *open_ctx(uint64_t budget, int og) {
-    struct hoff_config cfg = hoff_test_sim_config(GiB);
+    struct hoff_config cfg = hoff_test_replay_config(GiB, budget);
     char err[256];
 
-    cfg.plan_thread = 0;
-    cfg.budget_bytes = budget;
     if (og)
         CU_ASSERT_EQUAL_FATAL(hoff_config_set(&cfg, "offload_gradients", "1", err, sizeof err), 0);
     return hoff_test_open(&cfg);
@@ -465,21 +463,6 @@ static void test_keep_learnt_in_replay(void) {
 
 /* --- 4. kept after it had been evicted -------------------------------------- */
 
-static void fill(unsigned char *p, size_t n, unsigned seed) {
-    size_t i;
-
-    for (i = 0; i < n; i++)
-        p[i] = (unsigned char)(i * 31u + seed);
-}
-
-static int intact(const unsigned char *p, size_t n, unsigned seed) {
-    size_t i;
-
-    for (i = 0; i < n; i++)
-        if (p[i] != (unsigned char)(i * 31u + seed))
-            return 0;
-    return 1;
-}
 
 static void test_keep_evicted(void) {
     hoff_ctx *ctx = open_ctx(0, 0);
@@ -493,9 +476,9 @@ static void test_keep_evicted(void) {
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     CU_ASSERT_PTR_NOT_NULL_FATAL(k);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fill(g, 4 * MiB, 7);
-    fill(k, 4 * MiB, 11);
-    fill(f, 4 * MiB, 13);
+    hoff_test_fill_bytes(g, 4 * MiB, 31, 7);
+    hoff_test_fill_bytes(k, 4 * MiB, 31, 11);
+    hoff_test_fill_bytes(f, 4 * MiB, 31, 13);
 
     /* G evicted and landed on the host: the sim poisons the device's copy. */
     CU_ASSERT_EQUAL(hoff_evict(ctx, g, S), 0);
@@ -518,7 +501,7 @@ static void test_keep_evicted(void) {
     CU_ASSERT_EQUAL(st.kept_bytes, 4 * MiB);
     CU_ASSERT_EQUAL(st.resident_bytes, 8 * MiB); /* K and F only */
     CU_ASSERT_EQUAL(st.host_bytes, 0);
-    CU_ASSERT(intact(g, 4 * MiB, 7));
+    CU_ASSERT(hoff_test_bytes_ok(g, 4 * MiB, 31, 7));
 
     /* K never moved: not counted in kept_evicted. */
     CU_ASSERT_EQUAL(hoff_keep(ctx, k), 0);
@@ -527,7 +510,7 @@ static void test_keep_evicted(void) {
     CU_ASSERT_EQUAL(st.keep_marks, 2);
     CU_ASSERT_EQUAL(st.faults, st0.faults + 1);
     CU_ASSERT_EQUAL(st.resident_bytes, 4 * MiB);
-    CU_ASSERT(intact(k, 4 * MiB, 11));
+    CU_ASSERT(hoff_test_bytes_ok(k, 4 * MiB, 31, 11));
 
     /* F kept while its eviction is still queued: the eviction lands first, then F comes back. */
     CU_ASSERT_EQUAL(hoff_evict(ctx, f, S), 0);
@@ -541,7 +524,7 @@ static void test_keep_evicted(void) {
     CU_ASSERT_EQUAL(st.faults, st0.faults + 2);
     CU_ASSERT_EQUAL(st.resident_bytes, 0);
     CU_ASSERT_EQUAL(st.host_bytes, 0);
-    CU_ASSERT(intact(f, 4 * MiB, 13));
+    CU_ASSERT(hoff_test_bytes_ok(f, 4 * MiB, 31, 13));
 
     CU_ASSERT_EQUAL(hoff_free(ctx, g, S), 0);
     CU_ASSERT_EQUAL(hoff_free(ctx, k, S), 0);

@@ -76,15 +76,7 @@ static int dir_is_empty(const char *d) {
 }
 
 static void fill(unsigned char *p, size_t len, uint64_t seed) {
-    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-    size_t i = 0;
-
-    for (; i + 8 <= len; i += 8) {
-        uint64_t v = hoff_test_rand(&s);
-        memcpy(p + i, &v, 8);
-    }
-    for (; i < len; i++)
-        p[i] = (unsigned char)hoff_test_rand(&s);
+    hoff_test_fill_rand(p, len, seed * 0x9E3779B97F4A7C15ull + 1); /* seeds 1, 2, ... far apart */
 }
 
 static struct hoff__nvme *open_tier(size_t chunk, int depth, struct hoff__nvme_inject *inj) {

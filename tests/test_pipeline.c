@@ -25,12 +25,10 @@ static hoff_ctx *open_ctx_planner(uint64_t budget, uint64_t host_cap, const char
     hoff_ctx *ctx = NULL;
     char err[256];
 
-    cfg = hoff_test_sim_config(16 * GiB);
-    cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
+    cfg = hoff_test_replay_config(16 * GiB, budget);
     cfg.sim_h2d_gbps = 50;
     cfg.sim_d2h_gbps = 50;
     cfg.sim_protect = HOFF_SIM_POISON; /* a stray touch of a non-resident page crashes */
-    cfg.budget_bytes = budget;
     if (host_cap) {
         cfg.host_cap_bytes = host_cap;
         CU_ASSERT_EQUAL(hoff_config_set(&cfg, "spill_dir", hoff_test_spill_dir("pipeline"), err, sizeof err), 0);

@@ -25,21 +25,10 @@
 static hoff_ctx *ctx;
 static uint64_t sync_plan_ns; /* the planning time of the workload on the training thread (test_sync) */
 
-static uint64_t clock_ns(clockid_t id) {
-    struct timespec ts;
-
-    clock_gettime(id, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t now_ns(void) {
-    return clock_ns(CLOCK_MONOTONIC);
-}
-
 /* The calling thread's CPU time: unlike the wall clock, it does not grow while the thread waits for a core, so a
  * bound on it holds on a loaded machine too. */
 static uint64_t cpu_ns(void) {
-    return clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    return hoff_test_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 static void open_ctx(int thread, uint32_t replan_after) {
@@ -52,26 +41,7 @@ static void open_ctx(int thread, uint32_t replan_after) {
     ctx = hoff_test_open(&cfg);
 }
 
-static void stamp(void *p, uint64_t v) {
-    uint64_t *w = p;
-    size_t i;
-
-    for (i = 0; i < 2 * MiB / 8; i += 4096)
-        w[i] = v + i;
-}
-
 static int bad_stamps;
-
-static void check(const void *p, uint64_t v) {
-    const uint64_t *w = p;
-    size_t i;
-
-    for (i = 0; i < 2 * MiB / 8; i += 4096)
-        if (w[i] != v + i) {
-            bad_stamps++;
-            return;
-        }
-}
 
 /* The training thread's time in the step marks of one step (what planning
  * on it would add): wall time, and the thread's CPU time (what it spent
@@ -89,18 +59,18 @@ static void step(int layers, uint64_t k, struct marks *m) {
     uint64_t t0, c0;
     int l, j, o;
 
-    t0 = now_ns();
+    t0 = hoff_test_now_ns();
     c0 = cpu_ns();
     CU_ASSERT_EQUAL_FATAL(hoff_step_begin(ctx), 0);
     m->begin_cpu_ns = cpu_ns() - c0;
-    m->begin_ns = now_ns() - t0;
+    m->begin_ns = hoff_test_now_ns() - t0;
     for (l = 0; l < layers; l++) {
         CU_ASSERT_EQUAL(hoff_mark_op(ctx, "forward"), 0);
         for (j = 0; j < BLOCKS; j++) {
             act[l][j] = hoff_malloc(ctx, 2 * MiB, S);
             CU_ASSERT_PTR_NOT_NULL_FATAL(act[l][j]);
             CU_ASSERT_EQUAL(hoff_access(ctx, act[l][j], 1, S), 0);
-            stamp(act[l][j], k << 32 | (uint64_t)l << 8 | (uint64_t)j);
+            hoff_test_stamp(act[l][j], 2 * MiB, 4096, k << 32 | (uint64_t)l << 8 | (uint64_t)j);
         }
         for (o = 0; o < OPS; o++) {
             CU_ASSERT_EQUAL(hoff_mark_op(ctx, "forward op"), 0);
@@ -114,8 +84,9 @@ static void step(int layers, uint64_t k, struct marks *m) {
             CU_ASSERT_EQUAL(hoff_mark_op(ctx, "backward op"), 0);
             for (j = 0; j < BLOCKS; j++) {
                 CU_ASSERT_EQUAL(hoff_access(ctx, act[l][j], 0, S), 0);
-                if (o == OPS - 1) /* the last use: its window closes at the next op */
-                    check(act[l][j], k << 32 | (uint64_t)l << 8 | (uint64_t)j);
+                if (o == OPS - 1 && /* the last use: its window closes at the next op */
+                    !hoff_test_stamped(act[l][j], 2 * MiB, 4096, k << 32 | (uint64_t)l << 8 | (uint64_t)j))
+                    bad_stamps++;
             }
             CU_ASSERT_EQUAL(hoff_sim_compute(ctx, S, 40000), 0);
         }
@@ -123,11 +94,11 @@ static void step(int layers, uint64_t k, struct marks *m) {
         for (j = 0; j < BLOCKS; j++)
             CU_ASSERT_EQUAL(hoff_free(ctx, act[l][j], S), 0);
     }
-    t0 = now_ns();
+    t0 = hoff_test_now_ns();
     c0 = cpu_ns();
     CU_ASSERT_EQUAL_FATAL(hoff_step_end(ctx), 0);
     m->end_cpu_ns = cpu_ns() - c0;
-    m->end_ns = now_ns() - t0;
+    m->end_ns = hoff_test_now_ns() - t0;
 }
 
 /* Planning on the training thread (HOFF_PLAN_THREAD=0): the step after the
@@ -275,9 +246,9 @@ static void test_shutdown_while_planning(void) {
     open_ctx(1, 2);
     step(LAYERS, 1, &m);
     CU_ASSERT_EQUAL(hoff_test_stats(ctx).plan_pending, 1);
-    t0 = now_ns();
+    t0 = hoff_test_now_ns();
     CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
-    took = now_ns() - t0;
+    took = hoff_test_now_ns() - t0;
     printf("\n    shutdown while planning: %.1f ms (planning on the training thread took %.1f ms)\n",
            (double)took / 1e6, (double)sync_plan_ns / 1e6);
 }

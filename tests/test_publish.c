@@ -320,7 +320,7 @@ static void test_publish_live(void) {
 /* The op of the plan's working-set floor (longer than the field: cut), its bytes, blocks and phase, as the
  * context publishes them: what hoff_floor_json and hoff_stats_get say. */
 static void test_publish_floor(void) {
-    struct hoff_config cfg = hoff_test_sim_config(1ull << 30);
+    struct hoff_config cfg = hoff_test_replay_config(1ull << 30, 64 * MiB); /* the plan adopted at the step's end */
     struct hoff__pub_reader r;
     struct hoff_stats st, mine;
     hoff_ctx *ctx;
@@ -329,8 +329,6 @@ static void test_publish_floor(void) {
     void *a[4];
     int i;
 
-    cfg.plan_thread = 0; /* the plan adopted at the step's end */
-    cfg.budget_bytes = 64 * MiB;
     ctx = hoff_test_open(&cfg);
     seg_name(name, sizeof name, getpid(), 0);
     CU_ASSERT_EQUAL_FATAL(hoff__pub_open(NULL, name, &r, err, sizeof err), 0);

@@ -21,28 +21,10 @@ static hoff_ctx *ctx;
 static void open_ctx(uint64_t budget, uint32_t replan_after) {
     struct hoff_config cfg;
 
-    cfg = hoff_test_sim_config(1ull << 30);
-    cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
+    cfg = hoff_test_replay_config(1ull << 30, budget);
     cfg.sim_protect = HOFF_SIM_PROTECT;
-    cfg.budget_bytes = budget;
     cfg.replan_after = replan_after;
     ctx = hoff_test_open(&cfg);
-}
-
-static void stamp(void *p, size_t n, uint64_t v) {
-    uint64_t *w = p;
-    size_t i;
-    for (i = 0; i < n / 8; i += 512)
-        w[i] = v + i;
-}
-
-static int stamped(const void *p, size_t n, uint64_t v) {
-    const uint64_t *w = p;
-    size_t i;
-    for (i = 0; i < n / 8; i += 512)
-        if (w[i] != v + i)
-            return 0;
-    return 1;
 }
 
 static int bad_stamps;
@@ -61,7 +43,7 @@ static void step(size_t act, int odd) {
         a[i] = hoff_malloc(ctx, n, S);
         CU_ASSERT_PTR_NOT_NULL_FATAL(a[i]);
         CU_ASSERT_EQUAL(hoff_access(ctx, a[i], 1, S), 0);
-        stamp(a[i], n, (uint64_t)i << 32);
+        hoff_test_stamp(a[i], n, 512, (uint64_t)i << 32); /* a stamp a page */
         hoff_sim_compute(ctx, S, 200000);
     }
     for (i = LAYERS - 1; i >= 0; i--) {
@@ -69,7 +51,7 @@ static void step(size_t act, int odd) {
         hoff_mark_op(ctx, "backward");
         hoff_sim_compute(ctx, S, 400000);
         CU_ASSERT_EQUAL(hoff_access(ctx, a[i], 0, S), 0);
-        if (!stamped(a[i], n, (uint64_t)i << 32))
+        if (!hoff_test_stamped(a[i], n, 512, (uint64_t)i << 32))
             bad_stamps++;
         CU_ASSERT_EQUAL(hoff_free(ctx, a[i], S), 0);
     }

@@ -79,24 +79,6 @@ static hoff__event *event(struct hoff__backend *be) {
     return ev;
 }
 
-static void fill(void *p, size_t n, uint64_t seed) {
-    uint64_t st = seed, *w = p;
-    size_t i;
-
-    for (i = 0; i < n / 8; i++)
-        w[i] = hoff_test_rand(&st);
-}
-
-static int check(const void *p, size_t n, uint64_t seed) {
-    uint64_t st = seed;
-    const uint64_t *w = p;
-    size_t i;
-
-    for (i = 0; i < n / 8; i++)
-        if (w[i] != hoff_test_rand(&st))
-            return 0;
-    return 1;
-}
 
 static int all_poison(const void *p, size_t n) {
     const unsigned char *b = p;
@@ -338,7 +320,7 @@ static void test_fault(void) {
     uint64_t stall = 99, t0;
     const uint64_t F = 20000 + 2 * MiB; /* fault_ns + 2 MiB / 1 GB/s */
 
-    fill(a, 2 * MiB, 7);
+    hoff_test_fill_rand(a, 2 * MiB, 7);
     CU_ASSERT_EQUAL(be->ops->fault(be, a, 2 * MiB, NULL, &stall), 0);
     CU_ASSERT_EQUAL(stall, 0); /* resident: no fault */
     CU_ASSERT_EQUAL(ctr(be).faults, 0);
@@ -356,7 +338,7 @@ static void test_fault(void) {
     CU_ASSERT_EQUAL(k.fault_stall_ns, F);
     CU_ASSERT_EQUAL(k.device_used, 2 * MiB);
     CU_ASSERT_EQUAL(k.bytes_h2d, 0); /* not a copy-engine transfer */
-    CU_ASSERT(check(a, 2 * MiB, 7));
+    CU_ASSERT(hoff_test_rand_ok(a, 2 * MiB, 7));
     /* Paged in: a second use is free, and prefetch finds it resident. */
     CU_ASSERT_EQUAL(be->ops->fault(be, a, 2 * MiB, NULL, &stall), 0);
     CU_ASSERT_EQUAL(stall, 0);
@@ -384,23 +366,23 @@ static void test_bytes_move(void) {
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(host);
     CU_ASSERT_EQUAL((uintptr_t)a % GRAIN, 0);
-    fill(a, 4 * MiB, 42);
+    hoff_test_fill_rand(a, 4 * MiB, 42);
     CU_ASSERT_EQUAL(be->ops->evict(be, a, 4 * MiB, NULL, NULL), 0);
     CU_ASSERT(all_poison(a, 4 * MiB));
     CU_ASSERT_EQUAL(be->ops->evict(be, a, 4 * MiB, NULL, NULL), -EALREADY);
     CU_ASSERT_EQUAL(be->ops->prefetch(be, a, 4 * MiB, NULL, NULL), 0);
-    CU_ASSERT(check(a, 4 * MiB, 42));
+    CU_ASSERT(hoff_test_rand_ok(a, 4 * MiB, 42));
 
     /* A second round trip carries new contents (the shadow is reused). */
-    fill(a, 4 * MiB, 43);
+    hoff_test_fill_rand(a, 4 * MiB, 43);
     CU_ASSERT_EQUAL(be->ops->evict(be, a, 4 * MiB, NULL, NULL), 0);
     CU_ASSERT(all_poison(a, 4 * MiB));
     CU_ASSERT_EQUAL(be->ops->prefetch(be, a, 4 * MiB, NULL, NULL), 0);
     CU_ASSERT_EQUAL(be->ops->memcpy(be, host, a, 4 * MiB), 0);
-    CU_ASSERT(check(host, 4 * MiB, 43));
-    fill(host, 4 * MiB, 44);
+    CU_ASSERT(hoff_test_rand_ok(host, 4 * MiB, 43));
+    hoff_test_fill_rand(host, 4 * MiB, 44);
     CU_ASSERT_EQUAL(be->ops->memcpy(be, a, host, 4 * MiB), 0);
-    CU_ASSERT(check(a, 4 * MiB, 44));
+    CU_ASSERT(hoff_test_rand_ok(a, 4 * MiB, 44));
     CU_ASSERT_EQUAL(be->ops->memcpy(be, NULL, host, 8), -EINVAL);
     CU_ASSERT_EQUAL(be->ops->memcpy(be, NULL, NULL, 0), 0);
 
@@ -419,7 +401,7 @@ static void test_discard(void) {
     struct hoff__sim_counters k;
     uint64_t t;
 
-    fill(a, 2 * MiB, 5);
+    hoff_test_fill_rand(a, 2 * MiB, 5);
     CU_ASSERT_EQUAL(be->ops->discard(be, a, 2 * MiB, NULL, done), 0);
     CU_ASSERT(all_poison(a, 2 * MiB));
     k = ctr(be);
@@ -437,7 +419,7 @@ static void test_discard(void) {
     CU_ASSERT_EQUAL(k.device_used, 2 * MiB);
 
     /* Discarding an evicted mapping drops the host copy too. */
-    fill(a, 2 * MiB, 6);
+    hoff_test_fill_rand(a, 2 * MiB, 6);
     CU_ASSERT_EQUAL(be->ops->evict(be, a, 2 * MiB, NULL, NULL), 0);
     CU_ASSERT_EQUAL(be->ops->discard(be, a, 2 * MiB, NULL, NULL), 0);
     CU_ASSERT_EQUAL(ctr(be).device_used, 0);
@@ -445,7 +427,7 @@ static void test_discard(void) {
     CU_ASSERT(all_poison(a, 2 * MiB));
 
     /* populate: resident again at once, at no time cost, contents undefined. */
-    fill(a, 2 * MiB, 8);
+    hoff_test_fill_rand(a, 2 * MiB, 8);
     CU_ASSERT_EQUAL(be->ops->discard(be, a, 2 * MiB, NULL, NULL), 0);
     t = be->ops->clock_ns(be);
     CU_ASSERT_EQUAL(be->ops->populate(be, a, 2 * MiB, NULL), 0);
@@ -454,7 +436,7 @@ static void test_discard(void) {
     CU_ASSERT(all_poison(a, 2 * MiB));
     CU_ASSERT_EQUAL(be->ops->populate(be, a, 2 * MiB, NULL), 0); /* resident: no-op */
     CU_ASSERT_EQUAL(ctr(be).device_used, 2 * MiB);
-    fill(a, 2 * MiB, 9);
+    hoff_test_fill_rand(a, 2 * MiB, 9);
     CU_ASSERT_EQUAL(be->ops->evict(be, a, 2 * MiB, NULL, NULL), 0);
     CU_ASSERT_EQUAL(be->ops->populate(be, a, 2 * MiB, NULL), 0);
     CU_ASSERT(all_poison(a, 2 * MiB));
@@ -503,15 +485,15 @@ static void test_protect(void) {
     be = open_cfg(&cfg);
     a = managed(be, 2 * MiB);
     b = managed(be, 2 * MiB);
-    fill(a, 2 * MiB, 11);
-    fill(b, 2 * MiB, 12);
+    hoff_test_fill_rand(a, 2 * MiB, 11);
+    hoff_test_fill_rand(b, 2 * MiB, 12);
     CU_ASSERT_EQUAL(child_reads(a), 0);
     CU_ASSERT_EQUAL(be->ops->evict(be, a, 2 * MiB, NULL, NULL), 0);
     CU_ASSERT_EQUAL(child_reads(a), 42);
     CU_ASSERT_EQUAL(child_reads(b), 0); /* the neighbour stays usable */
     CU_ASSERT_EQUAL(be->ops->prefetch(be, a, 2 * MiB, NULL, NULL), 0);
     CU_ASSERT_EQUAL(child_reads(a), 0);
-    CU_ASSERT(check(a, 2 * MiB, 11));
+    CU_ASSERT(hoff_test_rand_ok(a, 2 * MiB, 11));
 
     CU_ASSERT_EQUAL(be->ops->discard(be, b, 2 * MiB, NULL, NULL), 0);
     CU_ASSERT_EQUAL(child_reads(b), 42);
@@ -523,7 +505,7 @@ static void test_protect(void) {
     CU_ASSERT_EQUAL(child_reads(a), 42);
     CU_ASSERT_EQUAL(be->ops->fault(be, a, 2 * MiB, NULL, &stall), 0);
     CU_ASSERT(stall > 0);
-    CU_ASSERT(check(a, 2 * MiB, 11));
+    CU_ASSERT(hoff_test_rand_ok(a, 2 * MiB, 11));
     /* Freeing and closing work on protected mappings too. */
     CU_ASSERT_EQUAL(be->ops->evict(be, a, 2 * MiB, NULL, NULL), 0);
     CU_ASSERT_EQUAL(be->ops->managed_free(be, a, 2 * MiB), 0);
@@ -548,7 +530,7 @@ static void test_protect_fail(void) {
     cfg.sim_protect = HOFF_SIM_PROTECT;
     be = open_cfg(&cfg);
     a = managed(be, 4 * GRAIN);
-    fill(a, 4 * GRAIN, 21);
+    hoff_test_fill_rand(a, 4 * GRAIN, 21);
     CU_ASSERT_EQUAL(be->ops->evict(be, a, 4 * GRAIN, NULL, NULL), 0);
 
     /* fault: the third page cannot be shown; the first two are back, and booked */
@@ -560,12 +542,12 @@ static void test_protect_fail(void) {
     CU_ASSERT_EQUAL(k.bytes_faulted, 2 * GRAIN);
     CU_ASSERT_EQUAL(k.fault_stall_ns, F2);
     CU_ASSERT_EQUAL(stall, F2);
-    CU_ASSERT(check(a, 2 * GRAIN, 21));
+    CU_ASSERT(hoff_test_rand_ok(a, 2 * GRAIN, 21));
     CU_ASSERT_EQUAL(be->ops->fault(be, a, 4 * GRAIN, NULL, &stall), 0); /* the other two */
     k = ctr(be);
     CU_ASSERT_EQUAL(k.device_used, 4 * GRAIN);
     CU_ASSERT_EQUAL(k.bytes_faulted, 4 * GRAIN);
-    CU_ASSERT(check(a, 4 * GRAIN, 21));
+    CU_ASSERT(hoff_test_rand_ok(a, 4 * GRAIN, 21));
 
     /* evict: page 1 cannot be hidden; it and page 0 are shown again, nothing moved */
     CU_ASSERT_EQUAL(hoff__sim_test_fail_protect(be, 4, 1), 0);
@@ -584,7 +566,7 @@ static void test_protect_fail(void) {
     CU_ASSERT_EQUAL(child_reads(a + 2 * GRAIN), 0);
     CU_ASSERT_EQUAL(be->ops->fault(be, a, 4 * GRAIN, NULL, &stall), 0);
     CU_ASSERT_EQUAL(ctr(be).device_used, 4 * GRAIN);
-    CU_ASSERT(check(a, 4 * GRAIN, 21));
+    CU_ASSERT(hoff_test_rand_ok(a, 4 * GRAIN, 21));
 
     /* prefetch: the second page cannot be shown; the first is back, and booked */
     CU_ASSERT_EQUAL(be->ops->evict(be, a, 4 * GRAIN, NULL, NULL), 0);
@@ -594,16 +576,16 @@ static void test_protect_fail(void) {
     CU_ASSERT_EQUAL(be->ops->prefetch(be, a, 4 * GRAIN, NULL, NULL), -ENOMEM);
     CU_ASSERT_EQUAL(ctr(be).device_used, GRAIN);
     CU_ASSERT_EQUAL(ctr(be).bytes_h2d, k.bytes_h2d + GRAIN);
-    CU_ASSERT(check(a, GRAIN, 21));
+    CU_ASSERT(hoff_test_rand_ok(a, GRAIN, 21));
     CU_ASSERT_EQUAL(be->ops->fault(be, a, 4 * GRAIN, NULL, &stall), 0);
     CU_ASSERT_EQUAL(ctr(be).device_used, 4 * GRAIN);
-    CU_ASSERT(check(a, 4 * GRAIN, 21));
+    CU_ASSERT(hoff_test_rand_ok(a, 4 * GRAIN, 21));
     /* evict and prefetch balance afterwards */
     CU_ASSERT_EQUAL(be->ops->evict(be, a, 4 * GRAIN, NULL, NULL), 0);
     CU_ASSERT_EQUAL(ctr(be).device_used, 0);
     CU_ASSERT_EQUAL(be->ops->prefetch(be, a, 4 * GRAIN, NULL, NULL), 0);
     CU_ASSERT_EQUAL(ctr(be).device_used, 4 * GRAIN);
-    CU_ASSERT(check(a, 4 * GRAIN, 21));
+    CU_ASSERT(hoff_test_rand_ok(a, 4 * GRAIN, 21));
 
     /* discard of an evicted range: page 0 shown, then cannot be hidden: in view, so booked resident */
     CU_ASSERT_EQUAL(be->ops->evict(be, a, 4 * GRAIN, NULL, NULL), 0);
@@ -806,7 +788,7 @@ static void *worker_main(void *arg) {
             return NULL;
         }
         seed[i] = (uint64_t)w->id * 100 + (uint64_t)i + 1;
-        fill(m[i], GRAIN, seed[i]);
+        hoff_test_fill_rand(m[i], GRAIN, seed[i]);
     }
     for (r = 0; r < ROUNDS; r++) {
         uint64_t x = hoff_test_rand(&st);
@@ -834,11 +816,11 @@ static void *worker_main(void *arg) {
                 be->ops->populate(be, m[j], GRAIN, NULL))
                 w->errors++;
             seed[j] += 1000;
-            fill(m[j], GRAIN, seed[j]);
+            hoff_test_fill_rand(m[j], GRAIN, seed[j]);
             break;
         }
         for (i = 0; i < PER_THREAD; i++)
-            if (!check(m[i], GRAIN, seed[i]))
+            if (!hoff_test_rand_ok(m[i], GRAIN, seed[i]))
                 w->errors++;
     }
     be->ops->event_destroy(be, ev);
@@ -890,7 +872,7 @@ static void test_host_copy(void) {
     uint64_t stall = 99;
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(save);
-    fill(a, 4 * MiB, 11);
+    hoff_test_fill_rand(a, 4 * MiB, 11);
     CU_ASSERT_EQUAL(be->ops->host_bytes(be, a, 4 * MiB, &host), -EINVAL); /* resident */
     CU_ASSERT_EQUAL(be->ops->host_drop(be, a, 4 * MiB), -EINVAL);
     CU_ASSERT_PTR_NOT_NULL(strstr(hoff_last_error(), "host_drop: "));
@@ -901,7 +883,7 @@ static void test_host_copy(void) {
 
     CU_ASSERT_EQUAL(be->ops->evict(be, a, 4 * MiB, NULL, NULL), 0);
     CU_ASSERT_EQUAL_FATAL(be->ops->host_bytes(be, a, 4 * MiB, &host), 0);
-    CU_ASSERT(check(host, 4 * MiB, 11));
+    CU_ASSERT(hoff_test_rand_ok(host, 4 * MiB, 11));
     memcpy(save, host, 4 * MiB); /* the NVMe tier's copy */
     /* The second page alone: spilled, so the whole range cannot come back. */
     CU_ASSERT_EQUAL(be->ops->host_drop(be, a + GRAIN, GRAIN), 0);
@@ -917,14 +899,14 @@ static void test_host_copy(void) {
     CU_ASSERT_EQUAL(ctr(be).device_used, 0);
     /* The first page still has its copy: it comes back alone, by fault. */
     CU_ASSERT_EQUAL(be->ops->fault(be, a, GRAIN, NULL, &stall), 0);
-    CU_ASSERT(check(a, GRAIN, 11));
+    CU_ASSERT(hoff_test_rand_ok(a, GRAIN, 11));
     CU_ASSERT_EQUAL(ctr(be).device_used, GRAIN);
 
     /* Restored into host_make's place, the second page comes back by prefetch. */
     CU_ASSERT_EQUAL_FATAL(be->ops->host_make(be, a + GRAIN, GRAIN, &host), 0);
     memcpy(host, save + GRAIN, GRAIN);
     CU_ASSERT_EQUAL(be->ops->prefetch(be, a + GRAIN, GRAIN, NULL, NULL), 0);
-    CU_ASSERT(check(a, GRAIN, 11) && memcmp(a + GRAIN, save + GRAIN, GRAIN) == 0);
+    CU_ASSERT(hoff_test_rand_ok(a, GRAIN, 11) && memcmp(a + GRAIN, save + GRAIN, GRAIN) == 0);
     CU_ASSERT_EQUAL(ctr(be).device_used, 2 * GRAIN);
     CU_ASSERT_EQUAL(ctr(be).bytes_h2d, GRAIN);
     free(save);
@@ -952,13 +934,6 @@ static struct race {
     int started, stop, writer_done;
     uint64_t faults, fault_errors, passes;
 } race;
-
-static double now_s(void) {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void race_segv(int sig, siginfo_t *si, void *uc) {
     uintptr_t a = (uintptr_t)si->si_addr, base = (uintptr_t)race.blk;
@@ -1035,8 +1010,8 @@ static void test_evict_race(void) {
     while (!__atomic_load_n(&race.started, __ATOMIC_ACQUIRE))
         sched_yield();
     /* 150 rounds, and more until the writer has faulted 20 times (a loaded machine), for at most 4 s */
-    t0 = now_s();
-    for (round = 0; round < 150 || (__atomic_load_n(&race.faults, __ATOMIC_RELAXED) < 20 && now_s() - t0 < 4);
+    t0 = hoff_test_now_s();
+    for (round = 0; round < 150 || (__atomic_load_n(&race.faults, __ATOMIC_RELAXED) < 20 && hoff_test_now_s() - t0 < 4);
          round++) {
         rc = race.be->ops->evict(race.be, (void *)race.blk, RACE_PAGES * GRAIN, NULL, NULL);
         errors += rc != 0;

@@ -59,9 +59,7 @@ static uint64_t rnd(uint64_t n) {
 }
 
 static void fill(struct slot *s, uint64_t seed) {
-    size_t i, n = s->size / 8;
-    for (i = 0; i < n; i++)
-        s->p[i] = seed * 0x9E3779B97F4A7C15ull + i;
+    hoff_test_fill_seq(s->p, s->size, seed);
     s->seed = seed;
 }
 
@@ -96,7 +94,7 @@ static void unexpected(const char *what, int rc) {
 
 /* Use a block (a restore may fail on an injected read error: retried, the spill is kept), then check it. */
 static void verify(struct slot *s) {
-    size_t i, n = s->size / 8;
+    size_t bad;
     int rc, tries;
 
     for (tries = 0; tries < 4; tries++) {
@@ -112,13 +110,11 @@ static void verify(struct slot *s) {
     tot.bytes_verified += s->size;
     if (!s->seed)
         return;
-    for (i = 0; i < n; i++)
-        if (s->p[i] != s->seed * 0x9E3779B97F4A7C15ull + i) {
-            tot.mismatches++;
-            fprintf(stderr, "soak: run %d seed %llu: block %p (%zu bytes) wrong at word %zu\n", run_no,
-                    (unsigned long long)run_seed, (void *)s->p, s->size, i);
-            return;
-        }
+    if ((bad = hoff_test_seq_bad(s->p, s->size, s->seed)) != 0) {
+        tot.mismatches++;
+        fprintf(stderr, "soak: run %d seed %llu: block %p (%zu bytes) wrong at word %zu\n", run_no,
+                (unsigned long long)run_seed, (void *)s->p, s->size, bad - 1);
+    }
 }
 
 /* Change what the disk does (the tier idle in between: hoff_sync). */
@@ -238,11 +234,10 @@ static void check_cap(void) {
 static void one_run(int actions) {
     struct hoff_config cfg;
     struct hoff_stats st;
-    struct timespec t0, t1;
-    double secs;
+    double t0, secs;
     int i;
 
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    t0 = hoff_test_now_s();
     cfg = hoff_test_sim_config(4ull << 30);
     cfg.sim_protect = HOFF_SIM_PROTECT; /* a byte read off the device unannounced crashes */
     cfg.budget_bytes = rnd(3) ? (4 + rnd(12)) * MiB : 0;
@@ -300,8 +295,7 @@ static void one_run(int actions) {
     if (hoff_shutdown(ctx) != 0)
         unexpected("hoff_shutdown", -1);
     ctx = NULL;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    secs = hoff_test_now_s() - t0;
     if (secs > tot.max_run_s)
         tot.max_run_s = secs;
 }

@@ -19,11 +19,9 @@ static hoff_ctx *ctx;
 static void open_sim(uint64_t budget, uint64_t host_cap) {
     struct hoff_config cfg;
 
-    cfg = hoff_test_sim_config(1ull << 30);
-    cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
+    cfg = hoff_test_replay_config(1ull << 30, budget);
     cfg.sim_latency_ns = 0;
     cfg.sim_call_ns = 0;
-    cfg.budget_bytes = budget;
     cfg.host_cap_bytes = host_cap;
     cfg.log_level = HOFF_LOG_OFF;
     ctx = hoff_test_open(&cfg);
@@ -40,14 +38,12 @@ static struct hoff_group_info info(hoff_group *g) {
  * is NULL; its writer's op ends. */
 static void *managed_in(hoff_group *g, size_t size, unsigned seed) {
     unsigned char *p = hoff_malloc_flags(ctx, size, S, HOFF_ALLOC_MANAGED);
-    size_t i;
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     if (g) /* before the op ends: nothing planned after it has fired yet */
         CU_ASSERT_EQUAL(hoff_group_add(g, p), 0);
     CU_ASSERT_EQUAL(hoff_access(ctx, p, 1, S), 0);
-    for (i = 0; i < size; i++)
-        p[i] = (unsigned char)(i * 7 + seed);
+    hoff_test_fill_bytes(p, size, 7, seed);
     CU_ASSERT_EQUAL(hoff_mark_op(ctx, NULL), 0);
     return p;
 }
@@ -59,14 +55,8 @@ static void *managed(size_t size, unsigned seed) {
 /* Read the block back (an access mark first: a block away is paged in) and
  * compare it with its pattern. */
 static int intact(void *p, size_t size, unsigned seed) {
-    const unsigned char *c = p;
-    size_t i;
-
     CU_ASSERT_EQUAL(hoff_access(ctx, p, 0, S), 0);
-    for (i = 0; i < size; i++)
-        if (c[i] != (unsigned char)(i * 7 + seed))
-            return 0;
-    return 1;
+    return hoff_test_bytes_ok(p, size, 7, seed);
 }
 
 /* The same block added many times, by its base and by addresses inside it:
@@ -208,8 +198,7 @@ static void test_abort_mid_transfer(void) {
     struct hoff_group_info in;
     int i, away = 0;
 
-    cfg = hoff_test_sim_config(1ull << 30);
-    cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
+    cfg = hoff_test_replay_config(1ull << 30, 0);
     cfg.sim_d2h_gbps = 0.001; /* 4 MiB take 4 ms of virtual time */
     cfg.log_level = HOFF_LOG_OFF;
     ctx = hoff_test_open(&cfg);
@@ -398,9 +387,7 @@ static void run_colocated(unsigned flags) {
     void *p[8];
     int step, i;
 
-    cfg = hoff_test_sim_config(1ull << 30);
-    cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
-    cfg.budget_bytes = 24 * MiB;
+    cfg = hoff_test_replay_config(1ull << 30, 24 * MiB);
     cfg.replan_after = 0;
     cfg.log_level = HOFF_LOG_OFF;
     CU_ASSERT_EQUAL_FATAL(hoff_config_set(&cfg, "planner", "greedy", NULL, 0), 0);

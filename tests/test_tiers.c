@@ -29,10 +29,8 @@ static hoff_ctx *open_ctx(uint64_t budget, uint64_t host_cap, int nvme) {
     struct hoff_config cfg;
     hoff_ctx *ctx = NULL;
 
-    cfg = hoff_test_sim_config(16 * GiB);
-    cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
+    cfg = hoff_test_replay_config(16 * GiB, budget);
     cfg.sim_protect = HOFF_SIM_PROTECT;
-    cfg.budget_bytes = budget;
     cfg.host_cap_bytes = host_cap;
     cfg.spill_chunk_bytes = 1 * MiB;
     if (nvme)
@@ -404,8 +402,7 @@ static void test_bad_spill_dir(void) {
     struct hoff_config cfg;
     hoff_ctx *ctx = NULL;
 
-    cfg = hoff_test_sim_config(0);
-    cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
+    cfg = hoff_test_replay_config(0, 0);
     cfg.log_level = HOFF_LOG_OFF;
     snprintf(cfg.spill_dir, sizeof cfg.spill_dir, "%.200s/does-not-exist", dir);
     CU_ASSERT(hoff_init(&ctx, &cfg) < 0);

@@ -998,15 +998,14 @@ static void test_drive_keeps_and_phases(void) {
     struct hoff__trace t, rec;
     struct hoff__drive_opts o;
     struct hoff__drive_result r;
-    struct hoff_config cfg = hoff_test_sim_config(0);
+    /* Budget: the floor with the gradients kept (blocks 0 and 1); step 1 replays. */
+    struct hoff_config cfg = hoff_test_replay_config(0, 10u << 20);
     struct hoff_stats st;
     hoff_ctx *ctx;
     char err[256], *path;
     size_t i;
 
     CU_ASSERT_EQUAL_FATAL(hoff__trace_parse(&t, drive_text, sizeof drive_text - 1, err, sizeof err), 0);
-    cfg.budget_bytes = 10u << 20; /* the floor with the gradients kept: blocks 0 and 1 */
-    cfg.plan_thread = 0;          /* step 1 replays */
     cfg.sim_protect = HOFF_SIM_POISON;
     ctx = hoff_test_open(&cfg);
     memset(&o, 0, sizeof o);
@@ -1051,15 +1050,6 @@ static void test_drive_keeps_and_phases(void) {
 
 /* --- 10 million events ------------------------------------------------------------ */
 
-#ifndef SANITIZED
-static double now_s(void) {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-#endif
-
 static void test_ten_million(void) {
 #ifdef SANITIZED
     printf("\n  skipped: 10 million events under sanitizers ");
@@ -1084,7 +1074,7 @@ static void test_ten_million(void) {
         snprintf(nm, sizeof nm, "layers.%u.mlp", k);
         ops[k] = hoff__trace_name(&a, nm);
     }
-    t0 = now_s();
+    t0 = hoff_test_now_s();
     while (a.nev < want - 64 - 1) {
         uint64_t r = hoff_test_rand(&rng);
         struct hoff__tev e;
@@ -1131,13 +1121,13 @@ static void test_ten_million(void) {
     }
     CU_ASSERT_EQUAL_FATAL(hoff__trace_finish(&a), 0);
     path = tmp_path(".trace");
-    t1 = now_s();
+    t1 = hoff_test_now_s();
     CU_ASSERT_EQUAL_FATAL(hoff__trace_save(&a, path), 0);
-    t2 = now_s();
+    t2 = hoff_test_now_s();
     printf("\n  built %zu events in %.2f s, wrote them in %.2f s", a.nev, t1 - t0, t2 - t1);
-    t1 = now_s();
+    t1 = hoff_test_now_s();
     CU_ASSERT_EQUAL(hoff__trace_load(&b, path, err, sizeof err), 0);
-    t2 = now_s();
+    t2 = hoff_test_now_s();
     printf("\n  read them in %.2f s: %.1f M events/s ", t2 - t1, (double)b.nev / (t2 - t1) / 1e6);
     unlink(path);
     CU_ASSERT_EQUAL(b.nev, want);

@@ -138,10 +138,8 @@ static void run(const char *planner, int pct, int marks) {
     char err[256];
     uint64_t k;
 
-    cfg = hoff_test_sim_config(1ull << 30);
-    cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
+    cfg = hoff_test_replay_config(1ull << 30, pct ? peak * (uint64_t)pct / 100 : 0);
     cfg.sim_protect = HOFF_SIM_PROTECT;
-    cfg.budget_bytes = pct ? peak * (uint64_t)pct / 100 : 0;
     cfg.log_level = HOFF_LOG_OFF;
     CU_ASSERT_EQUAL_FATAL(hoff_config_set(&cfg, "planner", planner, err, sizeof err), 0);
     ctx = hoff_test_open(&cfg);
@@ -182,10 +180,8 @@ static void test_autograd_order(void) {
 static void open_plain(uint64_t budget) {
     struct hoff_config cfg;
 
-    cfg = hoff_test_sim_config(1ull << 30);
-    cfg.plan_thread = 0; /* plan at the recorded step's end: the next step replays */
+    cfg = hoff_test_replay_config(1ull << 30, budget);
     cfg.sim_protect = HOFF_SIM_PROTECT;
-    cfg.budget_bytes = budget;
     cfg.log_level = HOFF_LOG_OFF;
     ctx = hoff_test_open(&cfg);
 }

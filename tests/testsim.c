@@ -21,6 +21,14 @@ struct hoff_config hoff_test_sim_config(uint64_t device_bytes) {
     return cfg;
 }
 
+struct hoff_config hoff_test_replay_config(uint64_t device_bytes, uint64_t budget_bytes) {
+    struct hoff_config cfg = hoff_test_sim_config(device_bytes);
+
+    cfg.plan_thread = 0;
+    cfg.budget_bytes = budget_bytes;
+    return cfg;
+}
+
 hoff_ctx *hoff_test_open(const struct hoff_config *cfg) {
     hoff_ctx *ctx = NULL;
     int rc = hoff_init(&ctx, cfg);
@@ -29,6 +37,12 @@ hoff_ctx *hoff_test_open(const struct hoff_config *cfg) {
         fprintf(stderr, "\n  hoff_init: %s (%d)\n", hoff_last_error(), rc);
     CU_ASSERT_EQUAL_FATAL(rc, 0);
     return ctx;
+}
+
+hoff_ctx *hoff_test_open_sim(uint64_t device_bytes) {
+    struct hoff_config cfg = hoff_test_sim_config(device_bytes);
+
+    return hoff_test_open(&cfg);
 }
 
 struct hoff_stats hoff_test_stats(hoff_ctx *ctx) {
