@@ -4,7 +4,10 @@
 #   - an include in lib/ of a header from a higher layer that is not a listed debt;
 #   - a file in lib/ that is in no layer (a .c file beside its own .h takes the header's layer);
 #   - a listed debt that no longer occurs (paid: remove it, so the list only shrinks);
-#   - a table that names a file that does not exist.
+#   - a table that names a file that does not exist;
+#   - a file below the top layer that names the context (struct hoff_ctx, or the public hoff_ctx) outside a
+#     comment: the lower layers take their own state (mem/mem.h struct hoff__mem, the pipeline, a pool), so a
+#     prototype on the context through a forward declaration, which the include check cannot see, fails here.
 # Only "dir/file.h" includes of lib/ are checked; <system> headers, hoff.h and config.h are below every layer.
 set -u
 top=$(cd "${srcdir:-.}" && pwd)
@@ -35,11 +38,18 @@ awk '{ n = $1; for (i = 3; i <= NF; i++) print $i, n }' "$tmp.layers" >"$tmp.map
 done) >"$tmp.inc"
 (cd "$lib" && ls */*.c */*.h) >"$tmp.files"
 
+# "file line" for every mention of hoff_ctx outside a comment ("/* ... */" on one line, or a comment's body line).
+(cd "$lib" && for f in */*.c */*.h; do
+    sed -e 's|/\*.*\*/||g' -e 's|^[[:space:]]*/\*.*||' -e 's|^[[:space:]]*\*.*||' -e 's|//.*||' "$f" |
+        grep -n '\bhoff_ctx\b' | while IFS=: read -r n _; do echo "$f $n"; done
+done) >"$tmp.ctx"
+
 awk -v libdir="$lib" '
-    FILENAME == ARGV[1] { layer[$1] = $2; listed[$1] = 1; next }
+    FILENAME == ARGV[1] { layer[$1] = $2; listed[$1] = 1; if ($2 + 0 > top) top = $2 + 0; next }
     FILENAME == ARGV[2] { if ($2 == "->") { debt[$1 " " $3] = 1; why[$1 " " $3] = $0 } next }
     FILENAME == ARGV[3] { files[$1] = 1; next }
     FILENAME == ARGV[4] { inc[++n] = $0; next }
+    FILENAME == ARGV[5] { ctxuse[++nc] = $0; next }
     END {
         bad = 0
         for (f in listed)
@@ -62,10 +72,16 @@ awk -v libdir="$lib" '
                 p[1], layer[p[1]], p[2], layer[p[2]]
             bad = 1
         }
+        for (i = 1; i <= nc; i++) {
+            split(ctxuse[i], p, " ")
+            if (!(p[1] in layer) || layer[p[1]] + 0 >= top + 0) continue
+            printf "FAIL: lib/%s:%s (layer %s) names the context (hoff_ctx): only the top layer may; take the layer'"'"'s own state (mem/mem.h, exec/executor.h)\n", p[1], p[2], layer[p[1]]
+            bad = 1
+        }
         for (d in debt)
             if (!(d in used)) { printf "FAIL: the debt \"%s\" no longer occurs (or is not upward): remove it from doc/design.md\n", why[d]; bad = 1 }
         nd = 0; for (d in used) nd++
         if (!bad) printf "layers: %d files; %d includes, %d of them listed debts\n", length(files), n, nd
         exit bad
-    }' "$tmp.map" "$tmp.debts" "$tmp.files" "$tmp.inc" || exit 1
+    }' "$tmp.map" "$tmp.debts" "$tmp.files" "$tmp.inc" "$tmp.ctx" || exit 1
 echo "PASS: layers.sh"

@@ -9,7 +9,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/context.h"
 #include "core/core.h"
 #include "exec/executor.h"
 

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <stdint.h>
 
-#include "core/context.h"
 #include "core/core.h"
 #include "exec/executor.h"
 #include "mem/residency.h"

@@ -13,10 +13,10 @@
 
 #include <errno.h>
 
-#include "mem/mem.h"
 #include "core/core.h"
 #include "mem/block.h"
 #include "mem/guard.h"
+#include "mem/mem.h"
 #include "mem/residency.h"
 
 int hoff__guard_init(struct hoff__mem *mem) {
