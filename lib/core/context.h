@@ -30,6 +30,19 @@ struct hoff__ctx_stats {
 #undef HOFF__CTX_STAT_
 };
 
+/* A block freed on stream s while s was capturing a graph (hoff_ctx.capfree). */
+struct hoff__capfree {
+    struct hoff__block *b;
+    hoff_stream s;
+};
+
+/* A graph pool the framework named (hoff_ctx.gpools). */
+struct hoff__gpool {
+    uint64_t id[2];
+    uint32_t uses;
+    uint8_t released;
+};
+
 struct hoff_ctx {
     struct hoff_config cfg;
     pthread_mutex_t lock;
@@ -37,19 +50,12 @@ struct hoff_ctx {
     /* Blocks freed on a stream while it was capturing a graph (other than
      * the graph pool's): freed for real once the capture is over, since
      * hoff's free path records and queries events, which a capture forbids. */
-    struct hoff__capfree {
-        struct hoff__block *b;
-        hoff_stream s;
-    } *capfree;
+    struct hoff__capfree *capfree;
     size_t ncapfree, capcap;
     /* The graph pools the framework named (core/ctx_graph.c): each id with
      * its captures not yet released (uses) and whether its graphs are gone
      * (released: a block of it freed later is reclaimed, not retired). */
-    struct hoff__gpool {
-        uint64_t id[2];
-        uint32_t uses;
-        uint8_t released;
-    } *gpools;
+    struct hoff__gpool *gpools;
     size_t ngpools, capgpools;
     uint32_t captures_open;          /* graph pool begins not yet ended */
     struct hoff__pipeline pipe;      /* warmup / plan / replay of steps */

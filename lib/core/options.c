@@ -21,7 +21,9 @@
 extern char **environ;
 
 /* offsetof(struct hoff_config, f), and a compile error unless f has type T,
- * so that a field's storage always matches what its option type writes. */
+ * so that a field's storage always matches what its option type writes.
+ * (Unformatted: clang-format 14 reads _Generic's associations as labels.) */
+/* clang-format off */
 #define OFF(f, T)                                                              \
     (offsetof(struct hoff_config, f) +                                         \
      0 * sizeof(char[_Generic(((struct hoff_config *)0)->f, T: 1, default: -1)]))
@@ -32,6 +34,7 @@ extern char **environ;
     (offsetof(struct hoff_config, f) +                                         \
      0 * sizeof(char[_Generic(&((struct hoff_config *)0)->f,                   \
                               char(*)[FIELD_SIZE(f)]: 1, default: -1)]))
+/* clang-format on */
 
 #define SIZE_TOP 1125899906842624.0 /* 1024T: larger is surely a typo */
 #define NS_PER_S 1e9
@@ -118,7 +121,9 @@ static int numa_check(const char *s, size_t n, char *why, size_t whylen) {
  * clock's in optdefs.h).  Columns beyond the value's: live (may change on a
  * running context, hoff_torch_configure) and replan (a change of it needs a
  * new plan).  doc/man/hoff-config.7 documents each entry and its default, and
- * hoff_torch.3 the live ones (tests/man.sh and test_options check both). */
+ * hoff_torch.3 the live ones (tests/man.sh and test_options check both).
+ * Unformatted: clang-format would give each field of an entry its own line. */
+/* clang-format off */
 static const struct hoff__opt opts[HOFF__OPTION_COUNT] = {
     [HOFF__OPTION_BACKEND] = {.name = "backend", .env = "HOFF_BACKEND", .type = HOFF__OPT_ENUM,
      .offset = OFF(backend, int), .def = "auto", .names = backend_names,
@@ -259,6 +264,7 @@ static const struct hoff__opt opts[HOFF__OPTION_COUNT] = {
      .help = "1 = gradients and the optimizer step's blocks stay offload candidates (hoff_keep does nothing): "
              "they count against the budget, can set the working-set floor, and moving them costs link time"},
 };
+/* clang-format on */
 
 #define NOPTS HOFF__OPTION_COUNT
 

@@ -491,7 +491,7 @@ int hoff__pool_put(struct hoff__pool *p, struct hoff__block *b, hoff_stream s) {
     if (b->region) { /* back to its slot */
         struct hoff__region *r = b->region;
 
-        b->flags &= (uint8_t)~(HOFF__BLK_LIVE | HOFF__BLK_PINNED | HOFF__BLK_FREED);
+        b->flags &= (uint8_t)(~(HOFF__BLK_LIVE | HOFF__BLK_PINNED | HOFF__BLK_FREED));
         b->stream = s;
         /* Without memory for the stream's record the slot is taken back
          * fenced by a device-wide wait only (hoff__pool_fence_all). */
@@ -505,7 +505,7 @@ int hoff__pool_put(struct hoff__pool *p, struct hoff__block *b, hoff_stream s) {
     }
     if (!ps)
         return -ENOMEM;
-    b->flags &= (uint8_t)~(HOFF__BLK_LIVE | HOFF__BLK_PINNED | HOFF__BLK_FREED);
+    b->flags &= (uint8_t)(~(HOFF__BLK_LIVE | HOFF__BLK_PINNED | HOFF__BLK_FREED));
     b->stream = s;
     if (p->defer) { /* until the whole device passed the free (its slab slot stays counted as used) */
         defer_push(p, b);
@@ -646,7 +646,7 @@ void hoff__pool_region_release(struct hoff__pool *p, struct hoff__region *r) {
 }
 
 void hoff__pool_retire(struct hoff__pool *p, struct hoff__block *b) {
-    b->flags &= (uint8_t)~(HOFF__BLK_LIVE | HOFF__BLK_PINNED | HOFF__BLK_FREED);
+    b->flags &= (uint8_t)(~(HOFF__BLK_LIVE | HOFF__BLK_PINNED | HOFF__BLK_FREED));
     b->next = p->retired;
     p->retired = b;
     p->retired_bytes += b->size;
@@ -683,7 +683,7 @@ uint64_t hoff__pool_reclaim(struct hoff__pool *p, const uint64_t id[2]) {
 }
 
 void hoff__pool_put_deferred(struct hoff__pool *p, struct hoff__block *b, hoff_stream s) {
-    b->flags &= (uint8_t)~(HOFF__BLK_LIVE | HOFF__BLK_PINNED | HOFF__BLK_FREED);
+    b->flags &= (uint8_t)(~(HOFF__BLK_LIVE | HOFF__BLK_PINNED | HOFF__BLK_FREED));
     b->stream = s;
     b->nreuse = 0;
     defer_push(p, b);

@@ -131,7 +131,7 @@ static int choose_groups(const struct hoff__trace *t, const struct hoff__plan_op
 
     /* every rung (on very long traces every fifth: each is a predicted
      * replay); keep the fewest calls within the limit, then the least stall */
-    for (i = 0; i < sizeof spans / sizeof spans[0]; i += t->nev > 200000 ? 5 : 1) {
+    for (i = 0; i < sizeof spans / sizeof spans[0]; i += (t->nev > 200000 ? 5 : 1)) {
         if ((rc = hoff__schedule_copy(tmp, s)) != 0 ||
             (rc = hoff__plan_groups_late(t, o, tmp, spans[i], i & 1 ? T : NULL)) != 0)
             return rc;

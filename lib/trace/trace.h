@@ -29,8 +29,9 @@ enum hoff__tev_kind {
 
 #define HOFF__TEV_WRITE 1u      /* access: a write */
 #define HOFF__TEV_PINNED 2u     /* alloc: inside a region, never evicted */
-#define HOFF__TEV_KEPT 4u       /* alloc: kept later in the step (hoff_keep): not an activation; the plan
-                                   counts it as device memory from its allocation */
+/* alloc: kept later in the step (hoff_keep): not an activation; the plan counts it as device memory from its
+ * allocation */
+#define HOFF__TEV_KEPT 4u
 /* op: the phase of the op the mark ends (enum hoff_phase, 0 = not said), in bits 3-5 */
 #define HOFF__TEV_PHASE_SHIFT 3
 #define HOFF__TEV_PHASE_MASK (7u << HOFF__TEV_PHASE_SHIFT)

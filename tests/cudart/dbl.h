@@ -75,8 +75,8 @@ struct dbl_racc {
     struct dbl_epoch e;
 };
 
-#define DBL_RACC_MAX 64 /* accesses remembered per device allocation (the oldest go: races may be
-                           missed, none is invented) */
+/* Accesses remembered per device allocation (the oldest go: races may be missed, none is invented). */
+#define DBL_RACC_MAX 64
 
 struct dbl_alloc {
     struct dbl_racc *racc; /* DEVICE: the last accesses */
@@ -152,12 +152,13 @@ struct CUevent_st {
 #define DBL_EMAGIC 0x45564e54u
 
 /* A sorted set of (start, length, item): allocations, freed ranges, events. */
+struct dbl_item {
+    uintptr_t lo, len;
+    void *item;
+};
 struct dbl_set {
     size_t n, cap;
-    struct dbl_item {
-        uintptr_t lo, len;
-        void *item;
-    } *v;
+    struct dbl_item *v;
 };
 
 struct dbl_inject {

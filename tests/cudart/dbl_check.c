@@ -219,13 +219,19 @@ void dbl_need_ctx(void) {
 
 const char *dbl_err_name(cudaError_t e) {
 #define X(c, s) case c: return #c;
-    switch (e) { DBL_ERRORS(X) default: return "unrecognized error code"; }
+    switch (e) {
+        DBL_ERRORS(X)
+    default: return "unrecognized error code";
+    }
 #undef X
 }
 
 const char *dbl_err_text(cudaError_t e) {
 #define X(c, s) case c: return s;
-    switch (e) { DBL_ERRORS(X) default: return "unrecognized error code"; }
+    switch (e) {
+        DBL_ERRORS(X)
+    default: return "unrecognized error code";
+    }
 #undef X
 }
 
