@@ -5,6 +5,8 @@
 #   - a file in lib/ that is in no layer (a .c file beside its own .h takes the header's layer);
 #   - a listed debt that no longer occurs (paid: remove it, so the list only shrinks);
 #   - a table that names a file that does not exist;
+#   - a residency file (lib/mem/res_*.c, residency.c) that calls a function of a residency file listed after it in
+#     the order after '<!-- residency:' in doc/design.md, or one the order does not list: no cycle among them;
 #   - a file below the top layer that names the context (struct hoff_ctx, or the public hoff_ctx) outside a
 #     comment: the lower layers take their own state (mem/mem.h struct hoff__mem, the pipeline, a pool), so a
 #     prototype on the context through a forward declaration, which the include check cannot see, fails here.
@@ -84,4 +86,34 @@ awk -v libdir="$lib" '
         if (!bad) printf "layers: %d files; %d includes, %d of them listed debts\n", length(files), n, nd
         exit bad
     }' "$tmp.map" "$tmp.debts" "$tmp.files" "$tmp.inc" "$tmp.ctx" || exit 1
+# The residency files, lowest first: each may call only the ones before it.
+order=$(sed -n 's/^<!-- residency: \([^>]*\) -->$/\1/p' "$doc")
+if [ -z "$order" ]; then
+    echo "FAIL: no '<!-- residency: FILE ... -->' order in $doc"
+    exit 1
+fi
+(cd "$lib/mem" && for f in res_*.c residency.c; do
+    case " $order " in *" $f "*) ;; *) echo "FAIL: lib/mem/$f is not in the residency order of doc/design.md"; exit 1 ;; esac
+done) || exit 1
+i=0
+for f in $order; do
+    [ -f "$lib/mem/$f" ] || { echo "FAIL: the residency order names lib/mem/$f, which does not exist"; exit 1; }
+    i=$((i + 1))
+    # "rank file function" for every function the file defines at column 0
+    sed -n 's/^[a-z][^(;]*[ *]\(hoff__[a-z_0-9]*\)(.*[^;]$/\1/p' "$lib/mem/$f" | while read -r fn; do echo "$i $f $fn"; done
+done >"$tmp.rdefs"
+bad=0
+i=0
+for f in $order; do
+    i=$((i + 1))
+    while read -r r df fn; do
+        [ "$r" -gt "$i" ] || continue
+        if sed -e 's|/\*.*\*/||g' -e 's|^[[:space:]]*\*.*||' "$lib/mem/$f" | grep -q "\b$fn("; then
+            echo "FAIL: lib/mem/$f calls $fn of lib/mem/$df, which comes after it in the residency order (a cycle)"
+            bad=1
+        fi
+    done <"$tmp.rdefs"
+done
+[ "$bad" = 0 ] || exit 1
+echo "residency: $(echo $order | wc -w) files in order, $(wc -l <"$tmp.rdefs") functions, no upward call"
 echo "PASS: layers.sh"

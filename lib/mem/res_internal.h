@@ -1,6 +1,8 @@
-/* res_internal.h — the interface between the pieces of the runtime's residency (residency.c: the state machine and
- * the actions; res_fence.c: use windows and move fences; res_xfer.c: issuing and retiring transfers; res_room.c:
- * making room on the device and the host).  Threading: caller holds the context lock, as for residency.h. */
+/* res_internal.h — the interface between the pieces of the runtime's residency, one concern a file and lowest
+ * first, each calling only the files before it (tests/layers.sh checks the order, doc/design.md lists it):
+ * res_fence.c (use windows and move fences), res_state.c (the state machine, the lists and the byte books),
+ * res_xfer.c (issuing and retiring transfers), res_room.c (making room on the device and the host), residency.c
+ * (the actions residency.h declares).  Threading: caller holds the context lock, as for residency.h. */
 #ifndef HOFF_RES_INTERNAL_H
 #define HOFF_RES_INTERNAL_H
 
@@ -27,18 +29,35 @@ static inline int hoff__res_evictable(const struct hoff__block *b) {
     return !(b->flags & HOFF__BLK_PINNED);
 }
 
-/* --- residency.c ----------------------------------------------------------- */
+/* The lists of struct hoff__residency (res_state.c keeps them by state): append at the tail, remove anywhere. */
+static inline void hoff__res_list_append(struct hoff__block **head, struct hoff__block **tail, struct hoff__block *b) {
+    b->next = NULL;
+    b->prev = *tail;
+    if (*tail)
+        (*tail)->next = b;
+    else
+        *head = b;
+    *tail = b;
+}
 
-/* The block enters state st: move it between lists (LRU on the device, in flight, on the host). */
-void hoff__res_set_state(struct hoff__mem *mem, struct hoff__block *b, int st);
-/* Publish the byte counters in the stats (peaks, budget overruns). */
-void hoff__res_note_resident(struct hoff__mem *mem);
-/* Bring a block on the NVMe tier (or on its way there or back) to the host, waiting for it. */
-int hoff__res_to_host_now(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s);
-/* The spilled copy is dead (freed, discarded): give its file space back. */
-void hoff__res_drop_spill(struct hoff__mem *mem, struct hoff__block *b);
+static inline void hoff__res_list_remove(struct hoff__block **head, struct hoff__block **tail, struct hoff__block *b) {
+    if (b->prev)
+        b->prev->next = b->next;
+    else
+        *head = b->next;
+    if (b->next)
+        b->next->prev = b->prev;
+    else
+        *tail = b->prev;
+    b->next = b->prev = NULL;
+}
 
-/* --- res_fence.c ----------------------------------------------------------- */
+#define HOFF__RES_LRU(mem) &(mem)->res.lru_head, &(mem)->res.lru_tail
+#define HOFF__RES_INF(mem) &(mem)->res.inf_head, &(mem)->res.inf_tail
+#define HOFF__RES_HOSTL(mem) &(mem)->res.host_head, &(mem)->res.host_tail
+
+
+/* --- res_fence.c: use windows and the fences of a move (calls no other residency file) ----------------------- */
 
 /* Fence moving blocks m[0..n) away after the work queued on every stream they were used on. */
 int hoff__res_fence_move(struct hoff__mem *mem, struct hoff__block *const *m, unsigned n, struct hoff__cmd *cmd);
@@ -47,7 +66,16 @@ void hoff__res_window_open(struct hoff__mem *mem, struct hoff__block *b, hoff_st
 /* 0, or -EBUSY (counted in window_refusals) when b's use window is open: nothing may `what` it. */
 int hoff__res_window_closed(struct hoff__mem *mem, const struct hoff__block *b, const char *what);
 
-/* --- res_xfer.c ------------------------------------------------------------ */
+/* --- res_state.c: transitions and books (may call res_fence.c) -------------------------------------------- */
+
+/* The block enters state st: move it between lists (LRU on the device, in flight, on the host). */
+void hoff__res_set_state(struct hoff__mem *mem, struct hoff__block *b, int st);
+/* Publish the byte counters in the stats (peaks, budget overruns). */
+void hoff__res_note_resident(struct hoff__mem *mem);
+/* The spilled copy is dead (freed, discarded): give its file space back. */
+void hoff__res_drop_spill(struct hoff__mem *mem, struct hoff__block *b);
+
+/* --- res_xfer.c: issuing and retiring transfers (may call res_state.c, res_fence.c) ----------------------- */
 
 enum hoff__res_wait {
     HOFF__WAIT_SYNC, /* the host asked to wait (hoff_sync, shutdown): not a stall */
@@ -68,8 +96,10 @@ int hoff__res_issue(struct hoff__mem *mem, struct hoff__block *b, int op, hoff_s
 struct hoff__block *hoff__res_carrier(struct hoff__block *b);
 /* Wait until b's transfer is over and retire it. */
 void hoff__res_finish(struct hoff__mem *mem, struct hoff__block *b, enum hoff__res_wait why);
+/* Write a host block to the NVMe tier (on the tier thread). */
+int hoff__res_start_spill(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s);
 
-/* --- res_room.c ------------------------------------------------------------ */
+/* --- res_room.c: making room on the device and the host (may call res_xfer.c, res_state.c) ---------------- */
 
 /* Why hoff__res_make_room could not make room: the cause the messages name. */
 enum hoff__room_why {
@@ -84,8 +114,6 @@ int hoff__res_fits_host(const struct hoff__mem *mem, const struct hoff__block *b
 int hoff__res_host_full(const struct hoff__mem *mem, uint64_t bytes);
 /* Make room on the host tier for `bytes` more, never spilling keep: 0 or -HOFF_EHOSTCAP. */
 int hoff__res_make_host_room(struct hoff__mem *mem, uint64_t bytes, const struct hoff__block *keep, hoff_stream s);
-/* Write a host block to the NVMe tier (on the tier thread). */
-int hoff__res_start_spill(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s);
 /* Start evicting b: host room first. */
 int hoff__res_start_evict(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s);
 /* Make resident + need fit in the budget, never evicting keep: 0, or -ENOSPC with the cause in *why. */
@@ -97,5 +125,10 @@ const char *hoff__res_room_cause(const struct hoff__mem *mem, enum hoff__room_wh
 void hoff__res_overrun(struct hoff__mem *mem, uint64_t need, enum hoff__room_why why);
 /* A new offload candidate that the host tier can never take: count it, say so once. */
 void hoff__res_check_host_cap(struct hoff__mem *mem, const struct hoff__block *b);
+
+/* --- residency.c: the actions of residency.h (may call every file above) ---------------------------------- */
+
+/* Bring a block on the NVMe tier (or on its way there or back) to the host, waiting for it. */
+int hoff__res_to_host_now(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s);
 
 #endif

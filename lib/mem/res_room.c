@@ -44,17 +44,6 @@ static int spill_ok(struct hoff__mem *mem) {
     return mem->nvme && !r->spill_refused;
 }
 
-/* Write a host block to the NVMe tier (on the tier thread). */
-int hoff__res_start_spill(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s) {
-    int rc = hoff__res_issue_run(mem, b, HOFF__CMD_RUN, hoff__spill_run, s);
-
-    if (rc)
-        return rc;
-    mem->res.spilling += b->size;
-    hoff__res_set_state(mem, b, S_SPI);
-    return 0;
-}
-
 /* Make room for `bytes` more on the host tier: wait for what is already
  * leaving it (prefetches to the device, spills to the NVMe tier) when that
  * is enough, else spill the blocks evicted longest ago, waiting for the

@@ -125,14 +125,130 @@ static void wait_issued(struct hoff__mem *mem, struct hoff__block *b) {
     pthread_mutex_unlock(&mem->done_lock);
 }
 
+/* Write a host block to the NVMe tier (on the tier thread). */
+int hoff__res_start_spill(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s) {
+    int rc = hoff__res_issue_run(mem, b, HOFF__CMD_RUN, hoff__spill_run, s);
+
+    if (rc)
+        return rc;
+    mem->res.spilling += b->size;
+    hoff__res_set_state(mem, b, S_SPI);
+    return 0;
+}
+
 /* --- completion ------------------------------------------------------------ */
 
 static void put_back(struct hoff__mem *mem, struct hoff__block *b);
 
+/* A discard landed (DISCARDING): the device pages are gone once the copy stream got there; nothing went to the
+ * host. */
+static void retire_discard(struct hoff__mem *mem, struct hoff__block *b, int rc, const char *cause) {
+    b->flags &= (uint8_t)~HOFF__BLK_DISCARDING;
+    mem->res.evicting -= b->size;
+    if (rc) {
+        HOFF__STAT_ADD(&mem->st, transfer_errors, 1);
+        HOFF__LOG_ONCE(HOFF_LOG_WARN, "discard failed (%s); the block keeps its contents on the device", cause);
+        hoff__res_set_state(mem, b, S_DEV);
+    } else {
+        HOFF__STAT_ADD(&mem->st, discards, 1);
+        mem->res.resident -= b->size;
+        hoff__res_set_state(mem, b, S_DIS);
+    }
+}
+
+/* An eviction landed: on the host, then the planned spill when one waits for it (a live block only). */
+static void retire_evict(struct hoff__mem *mem, struct hoff__block *b, int rc, const char *cause, int live,
+                         uint64_t took) {
+    mem->res.evicting -= b->size;
+    mem->res.to_host -= b->size;
+    if (rc) {
+        HOFF__STAT_ADD(&mem->st, transfer_errors, 1);
+        HOFF__LOG_ONCE(HOFF_LOG_WARN, "eviction failed (%s); the block stays on the device "
+                       "(further transfer errors are counted, not logged)", cause);
+        hoff__res_set_state(mem, b, hoff__res_next(S_EVI, HOFF__EV_EVICT_FAIL));
+        return;
+    }
+    HOFF__STAT_ADD(&mem->st, evictions, 1);
+    HOFF__STAT_ADD(&mem->st, bytes_evicted, b->size);
+    HOFF__STAT_ADD(&mem->st, evict_ns, took);
+    mem->res.resident -= b->size;
+    mem->res.host += b->size;
+    hoff__res_set_state(mem, b, hoff__res_next(S_EVI, HOFF__EV_EVICT_DONE));
+    if ((b->flags & HOFF__BLK_SPILL_AFTER) && live) { /* the planned spill, now that it can */
+        b->flags &= (uint8_t)~HOFF__BLK_SPILL_AFTER;
+        if (hoff__res_start_spill(mem, b, b->stream) != 0)
+            HOFF__LOG_ONCE(HOFF_LOG_WARN, "a planned spill could not start (%s); the block stays on "
+                           "the host", hoff_last_error());
+    }
+}
+
+/* A prefetch landed.  A discarded block's prefetch (DISCARDING) moved nothing off the host: never on its count. */
+static void retire_prefetch(struct hoff__mem *mem, struct hoff__block *b, int rc, const char *cause, uint64_t took) {
+    int dead = (b->flags & HOFF__BLK_DISCARDING) != 0;
+
+    b->flags &= (uint8_t)~HOFF__BLK_DISCARDING;
+    if (!dead)
+        mem->res.from_host -= b->size;
+    if (rc) {
+        HOFF__STAT_ADD(&mem->st, transfer_errors, 1);
+        HOFF__LOG_ONCE(HOFF_LOG_WARN, "prefetch failed (%s); the block stays on the host (or discarded) and "
+                       "is paged in on use", cause);
+        mem->res.resident -= b->size;
+        hoff__res_set_state(mem, b, dead ? S_DIS : hoff__res_next(S_PRE, HOFF__EV_PREFETCH_FAIL));
+        return;
+    }
+    HOFF__STAT_ADD(&mem->st, prefetches, 1);
+    HOFF__STAT_ADD(&mem->st, bytes_prefetched, b->size);
+    HOFF__STAT_ADD(&mem->st, prefetch_ns, took);
+    if (!dead)
+        mem->res.host -= b->size;
+    hoff__res_set_state(mem, b, hoff__res_next(S_PRE, HOFF__EV_PREFETCH_DONE));
+}
+
+/* A spill landed on the NVMe tier; a failed one stops spills for host room until the tier can take them
+ * (res_room.c spill_ok): spilling again at once would fail again, forever. */
+static void retire_spill(struct hoff__mem *mem, struct hoff__block *b, int rc, const char *cause, uint64_t now) {
+    mem->res.spilling -= b->size;
+    if (rc) {
+        HOFF__STAT_ADD(&mem->st, spill_failures, 1);
+        HOFF__LOG_ONCE(HOFF_LOG_WARN, "spill to the NVMe tier failed (%s); the block stays on the host "
+                       "(further failures are counted in spill_failures)", cause);
+        hoff__res_set_state(mem, b, hoff__res_next(S_SPI, HOFF__EV_SPILL_FAIL));
+        mem->res.spill_refused = 1;
+        mem->res.refused_nvme = mem->res.nvme;
+        mem->res.refused_step = mem->pol.steps;
+        mem->res.refused_ns = now;
+        snprintf(mem->res.refused_why, sizeof mem->res.refused_why, "%s", cause);
+        return;
+    }
+    mem->res.spill_refused = 0; /* the tier took one: it has room again */
+    HOFF__STAT_ADD(&mem->st, spills, 1);
+    HOFF__STAT_ADD(&mem->st, bytes_spilled, b->size);
+    mem->res.host -= b->size;
+    mem->res.nvme += b->size;
+    hoff__res_set_state(mem, b, hoff__res_next(S_SPI, HOFF__EV_SPILL_DONE));
+}
+
+/* A restore from the NVMe tier landed on the host; a failed one keeps the spill, to read again. */
+static void retire_restore(struct hoff__mem *mem, struct hoff__block *b, int rc, const char *cause) {
+    mem->res.to_host -= b->size;
+    if (rc) {
+        HOFF__STAT_ADD(&mem->st, transfer_errors, 1);
+        HOFF__LOG_ONCE(HOFF_LOG_WARN, "restore from the NVMe tier failed (%s); the spill is kept and "
+                       "will be read again when the block is used", cause);
+        hoff__res_set_state(mem, b, hoff__res_next(S_RES, HOFF__EV_RESTORE_FAIL));
+        return;
+    }
+    HOFF__STAT_ADD(&mem->st, restores, 1);
+    HOFF__STAT_ADD(&mem->st, bytes_restored, b->size);
+    mem->res.nvme -= b->size;
+    mem->res.host += b->size;
+    hoff__res_set_state(mem, b, hoff__res_next(S_RES, HOFF__EV_RESTORE_DONE));
+}
+
 /* b's command has run: finish the transition (success or failure); why is
  * the failed command's own message (NULL: rc says all there is). */
 static void retire(struct hoff__mem *mem, struct hoff__block *b, int rc, const char *why) {
-    struct hoff__mem_stats *st = &mem->st;
     int live = !(b->flags & HOFF__BLK_FREED);
     uint64_t now = mem->be->ops->clock_ns(mem->be);
     /* issue to completion as seen here (sim: the virtual clock when polled) */
@@ -144,101 +260,16 @@ static void retire(struct hoff__mem *mem, struct hoff__block *b, int rc, const c
     hoff__guard_probe_retire(mem, b, rc);
     if (!live) /* freed in flight: finish as a live block, then free it */
         b->flags = (uint8_t)((b->flags & ~HOFF__BLK_FREED) | HOFF__BLK_LIVE);
-    if (b->state == S_EVI && (b->flags & HOFF__BLK_DISCARDING)) {
-        /* A discard: the device pages are gone once the copy stream got
-         * there; nothing went to the host. */
-        b->flags &= (uint8_t)~HOFF__BLK_DISCARDING;
-        mem->res.evicting -= b->size;
-        if (rc) {
-            st->transfer_errors++;
-            HOFF__LOG_ONCE(HOFF_LOG_WARN, "discard failed (%s); the block keeps its contents on the device",
-                           cause);
-            hoff__res_set_state(mem, b, S_DEV);
-        } else {
-            st->discards++;
-            mem->res.resident -= b->size;
-            hoff__res_set_state(mem, b, S_DIS);
-        }
-    } else if (b->state == S_EVI) {
-        mem->res.evicting -= b->size;
-        mem->res.to_host -= b->size;
-        if (rc) {
-            st->transfer_errors++;
-            HOFF__LOG_ONCE(HOFF_LOG_WARN, "eviction failed (%s); the block stays on the device "
-                           "(further transfer errors are counted, not logged)", cause);
-            hoff__res_set_state(mem, b, hoff__res_next(S_EVI, HOFF__EV_EVICT_FAIL));
-        } else {
-            st->evictions++;
-            st->bytes_evicted += b->size;
-            st->evict_ns += took;
-            mem->res.resident -= b->size;
-            mem->res.host += b->size;
-            hoff__res_set_state(mem, b, hoff__res_next(S_EVI, HOFF__EV_EVICT_DONE));
-            if ((b->flags & HOFF__BLK_SPILL_AFTER) && live) { /* the planned spill, now that it can */
-                b->flags &= (uint8_t)~HOFF__BLK_SPILL_AFTER;
-                if (hoff__res_start_spill(mem, b, b->stream) != 0)
-                    HOFF__LOG_ONCE(HOFF_LOG_WARN, "a planned spill could not start (%s); the block stays on "
-                                   "the host", hoff_last_error());
-            }
-        }
-    } else if (b->state == S_PRE) {
-        /* A discarded block's prefetch (DISCARDING) moved nothing off the host: never on its count */
-        int dead = (b->flags & HOFF__BLK_DISCARDING) != 0;
-
-        b->flags &= (uint8_t)~HOFF__BLK_DISCARDING;
-        if (!dead)
-            mem->res.from_host -= b->size;
-        if (rc) {
-            st->transfer_errors++;
-            HOFF__LOG_ONCE(HOFF_LOG_WARN, "prefetch failed (%s); the block stays on the host (or discarded) and "
-                           "is paged in on use", cause);
-            mem->res.resident -= b->size;
-            hoff__res_set_state(mem, b, dead ? S_DIS : hoff__res_next(S_PRE, HOFF__EV_PREFETCH_FAIL));
-        } else {
-            st->prefetches++;
-            st->bytes_prefetched += b->size;
-            st->prefetch_ns += took;
-            if (!dead)
-                mem->res.host -= b->size;
-            hoff__res_set_state(mem, b, hoff__res_next(S_PRE, HOFF__EV_PREFETCH_DONE));
-        }
-    } else if (b->state == S_SPI) {
-        mem->res.spilling -= b->size;
-        if (rc) {
-            st->spill_failures++;
-            HOFF__LOG_ONCE(HOFF_LOG_WARN, "spill to the NVMe tier failed (%s); the block stays on the host "
-                           "(further failures are counted in spill_failures)", cause);
-            hoff__res_set_state(mem, b, hoff__res_next(S_SPI, HOFF__EV_SPILL_FAIL));
-            /* No more spills for host room until the tier can take them
-             * (spill_ok): spilling again at once would fail again, forever. */
-            mem->res.spill_refused = 1;
-            mem->res.refused_nvme = mem->res.nvme;
-            mem->res.refused_step = mem->pol.steps;
-            mem->res.refused_ns = now;
-            snprintf(mem->res.refused_why, sizeof mem->res.refused_why, "%s", cause);
-        } else {
-            mem->res.spill_refused = 0; /* the tier took one: it has room again */
-            st->spills++;
-            st->bytes_spilled += b->size;
-            mem->res.host -= b->size;
-            mem->res.nvme += b->size;
-            hoff__res_set_state(mem, b, hoff__res_next(S_SPI, HOFF__EV_SPILL_DONE));
-        }
-    } else if (b->state == S_RES) {
-        mem->res.to_host -= b->size;
-        if (rc) {
-            st->transfer_errors++;
-            HOFF__LOG_ONCE(HOFF_LOG_WARN, "restore from the NVMe tier failed (%s); the spill is kept and "
-                           "will be read again when the block is used", cause);
-            hoff__res_set_state(mem, b, hoff__res_next(S_RES, HOFF__EV_RESTORE_FAIL));
-        } else {
-            st->restores++;
-            st->bytes_restored += b->size;
-            mem->res.nvme -= b->size;
-            mem->res.host += b->size;
-            hoff__res_set_state(mem, b, hoff__res_next(S_RES, HOFF__EV_RESTORE_DONE));
-        }
-    }
+    if (b->state == S_EVI && (b->flags & HOFF__BLK_DISCARDING))
+        retire_discard(mem, b, rc, cause);
+    else if (b->state == S_EVI)
+        retire_evict(mem, b, rc, cause, live, took);
+    else if (b->state == S_PRE)
+        retire_prefetch(mem, b, rc, cause, took);
+    else if (b->state == S_SPI)
+        retire_spill(mem, b, rc, cause, now);
+    else if (b->state == S_RES)
+        retire_restore(mem, b, rc, cause);
     if (b->state != S_EVI)
         b->flags &= (uint8_t)~HOFF__BLK_SPILL_AFTER; /* failed, freed, or done: nothing waits */
     if (!live && hoff__res_on_free(mem, b))

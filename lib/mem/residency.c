@@ -1,5 +1,6 @@
-/* residency.c — the residency state machine of offload candidates, exact budget accounting and the actions
- * issued through the issuing thread.  Threading: caller holds the context lock; hoff__res_cmd_done runs on the issuing thread.
+/* residency.c — the actions of residency.h on offload candidates (allocation, evict, prefetch, discard, spill,
+ * restore, keep, access, group moves), the top of the residency files (res_internal.h): the state machine and the
+ * books are res_state.c's, the transfers res_xfer.c's, making room res_room.c's.  Threading: caller holds the context lock; hoff__res_cmd_done runs on the issuing thread.
  *
  * Accounting.  `resident` counts the bytes of live managed blocks that hold
  * device memory: DEVICE, EVICTING (the device copy lives until the D2H copy
@@ -30,113 +31,6 @@
 #include "tier/nvme.h"
 #include "tier/spill.h"
 
-/* --- the state machine ----------------------------------------------------- */
-
-#define NO_AL (-EALREADY)
-#define BUSY (-EBUSY)
-#define INVAL (-EINVAL)
-
-/* next[state][event].  A discard in flight is shown as evicting (it holds
- * device pages until it lands); a block on the NVMe tier is restored to the
- * host before it can be prefetched or paged in (-EBUSY until then). */
-static const int next_state[HOFF__RES_STATE_COUNT][HOFF__EV_COUNT] = {
-    /*           EVICT  E_DONE  E_FAIL PREF   P_DONE P_FAIL  DISC   FAULT  POPUL  SPILL  S_DONE S_FAIL REST   R_DONE R_FAIL */
-    [S_DEV]  = {S_EVI, INVAL,  INVAL, NO_AL, INVAL, INVAL,  S_DIS, NO_AL, NO_AL, INVAL, INVAL, INVAL, INVAL, INVAL, INVAL},
-    [S_EVI]  = {NO_AL, S_HOST, S_DEV, BUSY,  INVAL, INVAL,  BUSY,  BUSY,  BUSY,  BUSY,  INVAL, INVAL, INVAL, INVAL, INVAL},
-    [S_HOST] = {NO_AL, INVAL,  INVAL, S_PRE, INVAL, INVAL,  S_DIS, S_DEV, S_DEV, S_SPI, INVAL, INVAL, NO_AL, INVAL, INVAL},
-    [S_PRE]  = {BUSY,  INVAL,  INVAL, NO_AL, S_DEV, S_HOST, BUSY,  BUSY,  BUSY,  BUSY,  INVAL, INVAL, INVAL, INVAL, INVAL},
-    [S_DIS]  = {NO_AL, INVAL,  INVAL, S_PRE, INVAL, INVAL,  NO_AL, S_DEV, S_DEV, INVAL, INVAL, INVAL, INVAL, INVAL, INVAL},
-    [S_SPI]  = {NO_AL, INVAL,  INVAL, BUSY,  INVAL, INVAL,  BUSY,  BUSY,  BUSY,  NO_AL, S_NVM, S_HOST, BUSY, INVAL, INVAL},
-    [S_NVM]  = {NO_AL, INVAL,  INVAL, BUSY,  INVAL, INVAL,  S_DIS, BUSY,  INVAL, NO_AL, INVAL, INVAL, S_RES, INVAL, INVAL},
-    [S_RES]  = {NO_AL, INVAL,  INVAL, BUSY,  INVAL, INVAL,  BUSY,  BUSY,  BUSY,  BUSY,  INVAL, INVAL, NO_AL, S_HOST, S_NVM},
-};
-
-int hoff__res_next(int st, int ev) {
-    if (st < 0 || st >= HOFF__RES_STATE_COUNT || ev < 0 || ev >= HOFF__EV_COUNT)
-        return -EINVAL;
-    return next_state[st][ev];
-}
-
-const char *hoff__res_state_name(int st) {
-    static const char *const names[HOFF__RES_STATE_COUNT] = {
-        "device", "evicting", "host", "prefetching", "discarded", "spilling", "nvme", "restoring"};
-    return st >= 0 && st < HOFF__RES_STATE_COUNT ? names[st] : "invalid";
-}
-
-const char *hoff__res_event_name(int ev) {
-    static const char *const names[HOFF__EV_COUNT] = {
-        "evict", "evict-done", "evict-fail", "prefetch", "prefetch-done", "prefetch-fail",
-        "discard", "fault", "populate", "spill", "spill-done", "spill-fail",
-        "restore", "restore-done", "restore-fail"};
-    return ev >= 0 && ev < HOFF__EV_COUNT ? names[ev] : "invalid";
-}
-
-/* --- lists ----------------------------------------------------------------- */
-
-static void list_append(struct hoff__block **head, struct hoff__block **tail, struct hoff__block *b) {
-    b->next = NULL;
-    b->prev = *tail;
-    if (*tail)
-        (*tail)->next = b;
-    else
-        *head = b;
-    *tail = b;
-}
-
-static void list_remove(struct hoff__block **head, struct hoff__block **tail, struct hoff__block *b) {
-    if (b->prev)
-        b->prev->next = b->next;
-    else
-        *head = b->next;
-    if (b->next)
-        b->next->prev = b->prev;
-    else
-        *tail = b->prev;
-    b->next = b->prev = NULL;
-}
-
-#define LRU(mem) &(mem)->res.lru_head, &(mem)->res.lru_tail
-#define INF(mem) &(mem)->res.inf_head, &(mem)->res.inf_tail
-#define HOSTL(mem) &(mem)->res.host_head, &(mem)->res.host_tail
-
-/* The block enters state st: move it between lists (LRU on the device,
- * in flight, on the host; none for the others). */
-void hoff__res_set_state(struct hoff__mem *mem, struct hoff__block *b, int st) {
-    int live = (b->flags & HOFF__BLK_LIVE) != 0;
-
-    if (b->state == S_DEV && hoff__res_evictable(b) && live)
-        list_remove(LRU(mem), b);
-    else if (hoff__res_in_flight(b->state))
-        list_remove(INF(mem), b);
-    else if (b->state == S_HOST && live)
-        list_remove(HOSTL(mem), b);
-    b->state = (uint8_t)st;
-    if (st == S_DEV && hoff__res_evictable(b) && live)
-        list_append(LRU(mem), b);
-    else if (hoff__res_in_flight(st))
-        list_append(INF(mem), b);
-    else if (st == S_HOST && live)
-        list_append(HOSTL(mem), b);
-}
-
-void hoff__res_note_resident(struct hoff__mem *mem) {
-    struct hoff__mem_stats *st = &mem->st;
-
-    st->resident_bytes = mem->res.resident;
-    if (mem->res.resident > st->peak_resident_bytes)
-        st->peak_resident_bytes = mem->res.resident;
-    if (mem->res.resident > st->step_peak_resident_bytes)
-        st->step_peak_resident_bytes = mem->res.resident;
-    if (mem->lim.budget_bytes && mem->res.resident > mem->lim.budget_bytes)
-        st->budget_overruns++;
-    st->host_bytes = mem->res.host;
-    if (mem->res.host > st->peak_host_bytes)
-        st->peak_host_bytes = mem->res.host;
-    st->nvme_bytes = mem->res.nvme;
-    if (mem->res.nvme > st->peak_nvme_bytes)
-        st->peak_nvme_bytes = mem->res.nvme;
-}
-
 /* --- actions --------------------------------------------------------------- */
 
 int hoff__res_on_alloc(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s) {
@@ -166,56 +60,11 @@ int hoff__res_on_alloc(struct hoff__mem *mem, struct hoff__block *b, hoff_stream
     } else {
         mem->res.resident += b->size;
         if (hoff__res_evictable(b))
-            list_append(LRU(mem), b);
+            hoff__res_list_append(HOFF__RES_LRU(mem), b);
     }
     hoff__res_note_resident(mem);
     hoff__res_window_open(mem, b, s); /* the caller fills it next (its streams: s's, from the pool) */
     return 0;
-}
-
-/* The spilled copy is dead (freed, discarded): give its file space back. */
-void hoff__res_drop_spill(struct hoff__mem *mem, struct hoff__block *b) {
-    hoff__nvme_drop(mem->nvme, b->spill);
-    b->spill = NULL;
-    mem->res.nvme -= b->size;
-}
-
-int hoff__res_on_free(struct hoff__mem *mem, struct hoff__block *b) {
-    hoff__res_end_use(mem, b); /* stream-ordered: its uses are enqueued */
-    hoff__group_leave(mem, b);  /* a freed block is no member of a manual group */
-    b->flags &= (uint8_t)~HOFF__BLK_SPILL_AFTER;
-    switch (b->state) {
-    case S_EVI:
-    case S_PRE:
-    case S_SPI:
-    case S_RES:
-        b->flags |= HOFF__BLK_FREED;
-        b->flags &= (uint8_t)~HOFF__BLK_LIVE;
-        return 0;
-    case S_DEV:
-        if (b->kept) {
-            mem->res.kept -= b->size;
-        } else {
-            if (hoff__res_evictable(b))
-                list_remove(LRU(mem), b);
-            mem->res.resident -= b->size;
-        }
-        break;
-    case S_HOST:
-        mem->res.host -= b->size;
-        hoff__res_set_state(mem, b, S_DIS); /* the host copy is dead: reuse repopulates */
-        break;
-    case S_NVM:
-        hoff__res_drop_spill(mem, b);
-        hoff__res_set_state(mem, b, S_DIS);
-        break;
-    default:
-        break;
-    }
-    b->flags &= (uint8_t)~HOFF__BLK_LIVE;
-    b->kept = 0;
-    hoff__res_note_resident(mem);
-    return 1;
 }
 
 static int candidate(const struct hoff__block *b) {
@@ -502,8 +351,8 @@ static int bring_back(struct hoff__mem *mem, struct hoff__block *b, hoff_stream 
     switch (b->state) {
     case S_DEV:
         if (hoff__res_evictable(b)) { /* most recently used */
-            list_remove(LRU(mem), b);
-            list_append(LRU(mem), b);
+            hoff__res_list_remove(HOFF__RES_LRU(mem), b);
+            hoff__res_list_append(HOFF__RES_LRU(mem), b);
         }
         return 0;
     case S_PRE:
@@ -566,7 +415,7 @@ int hoff__res_keep(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s) 
     if (b->moved)
         mem->st.kept_evicted++;
     if (hoff__res_evictable(b))
-        list_remove(LRU(mem), b);
+        hoff__res_list_remove(HOFF__RES_LRU(mem), b);
     b->flags |= HOFF__BLK_PINNED;
     b->kept = 1;
     mem->res.resident -= b->size;
