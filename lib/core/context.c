@@ -152,9 +152,95 @@ void hoff__ctx_push_limits(struct hoff_ctx *ctx) {
 }
 
 /* hoff_init's work; every failure below says why, and hoff_init makes the message its own. */
+/* The options of a new context: cfg (checked against this library's version) or, with none, the HOFF_* variables;
+ * validated, and the job's rank resolved.  0 or -errno with the message. */
+static int init_config(struct hoff_ctx *ctx, const struct hoff_config *cfg) {
+    char err[512];
+    int rc;
+
+    if (cfg) {
+        if (cfg->version != HOFF_CONFIG_VERSION || cfg->size != sizeof *cfg)
+            return hoff__error(-EINVAL, "hoff_init: config version %u size %u, this library expects "
+                               "version %d size %zu (call hoff_config_init)",
+                               cfg->version, cfg->size, HOFF_CONFIG_VERSION, sizeof *cfg);
+        ctx->cfg = *cfg;
+    } else {
+        hoff_config_init(&ctx->cfg);
+        rc = hoff_config_from_env(&ctx->cfg, err, sizeof err);
+        if (rc) {
+            hoff__log(HOFF_LOG_ERROR, "%s", err);
+            return hoff__error(rc, "%s", err);
+        }
+    }
+    rc = hoff__config_validate(&ctx->cfg, err, sizeof err);
+    if (rc) {
+        hoff__log(HOFF_LOG_ERROR, "%s", err);
+        return hoff__error(rc, "%s", err);
+    }
+    hoff__log_set_level(ctx->cfg.log_level);
+    if ((rc = resolve_rank(ctx)) != 0)
+        hoff__log(HOFF_LOG_ERROR, "%s", hoff_last_error());
+    return rc;
+}
+
+/* A budget given as a percentage becomes a size of this rank's own device.  0 or the backend's -errno. */
+static int resolve_budget(struct hoff_ctx *ctx) {
+    uint64_t free_b = 0, total_b = 0;
+    int rc;
+
+    if (ctx->cfg.budget_pct <= 0)
+        return 0;
+    if ((rc = ctx->mem.be->ops->mem_info(ctx->mem.be, &free_b, &total_b)) != 0)
+        return rc;
+    ctx->cfg.budget_bytes = (uint64_t)((double)total_b * ctx->cfg.budget_pct / 100.0);
+    ctx->cfg.budget_pct = 0; /* resolved: the context's budget is a size from here on */
+    if (ctx->cfg.budget_bytes == 0)
+        ctx->cfg.budget_bytes = 1; /* a tiny percentage is still a budget, not "no limit" */
+    return 0;
+}
+
+/* The memory layer on the open backend: the guard, the block table, the pools, the issuing thread and the tiers
+ * below the device.  0, or -errno with everything it made undone (the backend stays open). */
+static int open_memory(struct hoff_ctx *ctx) {
+    struct hoff__mem *mem = &ctx->mem;
+    int rc;
+
+    hoff__ctx_push_limits(ctx);
+    if ((rc = hoff__guard_init(mem)) != 0)
+        return rc;
+    if ((rc = hoff__bt_init(&mem->table, 1024)) != 0)
+        return rc;
+    hoff__pool_init(&mem->pools[HOFF__POOL_DEVICE], HOFF__POOL_DEVICE, mem->be, hoff__guard_check_device, mem);
+    hoff__pool_init(&mem->pools[HOFF__POOL_MANAGED], HOFF__POOL_MANAGED, mem->be, hoff__guard_check, mem);
+    hoff__pool_init_graph(&mem->graph_pool, mem->be, hoff__guard_check_device, mem);
+    hoff__pool_set_reuse(&mem->graph_pool, hoff__graph_reuse_ok, ctx);
+    mem->pools[HOFF__POOL_DEVICE].defer = ctx->cfg.free_fence == HOFF_FENCE_DEVICE;
+    mem->pools[HOFF__POOL_DEVICE].sum = mem->pools[HOFF__POOL_MANAGED].sum = &mem->pool_sum;
+    rc = hoff__issuer_start(&mem->issuer, mem->be, (size_t)ctx->cfg.issue_queue_depth, hoff__res_cmd_done, mem);
+    if (rc) {
+        hoff__error(rc, "cannot start the issuing thread");
+        hoff__bt_destroy(&mem->table);
+        return rc;
+    }
+    if ((rc = open_tiers(ctx)) != 0) {
+        hoff__issuer_stop(mem->issuer);
+        hoff__bt_destroy(&mem->table);
+    }
+    return rc;
+}
+
+/* The context's own figures that do not change, and its first publication. */
+static void init_stats(struct hoff_ctx *ctx) {
+    ctx->st.budget_bytes = ctx->cfg.budget_bytes;
+    ctx->st.host_cap_bytes = ctx->cfg.host_cap_bytes;
+    ctx->st.rank = (uint64_t)ctx->rank.rank;
+    ctx->st.world_size = (uint64_t)ctx->rank.world_size;
+    ctx->st.local_rank = ctx->rank.local_rank > 0 ? (uint64_t)ctx->rank.local_rank : 0;
+    ctx->st.device = (uint64_t)ctx->cfg.device;
+}
+
 static int init(hoff_ctx **out, const struct hoff_config *cfg) {
     struct hoff_ctx *ctx;
-    char err[512];
     int rc;
 
     if (!out)
@@ -163,32 +249,7 @@ static int init(hoff_ctx **out, const struct hoff_config *cfg) {
     ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return hoff__error(-ENOMEM, "hoff_init: out of host memory");
-    if (cfg) {
-        if (cfg->version != HOFF_CONFIG_VERSION || cfg->size != sizeof *cfg) {
-            free(ctx);
-            return hoff__error(-EINVAL, "hoff_init: config version %u size %u, this library expects "
-                               "version %d size %zu (call hoff_config_init)",
-                               cfg->version, cfg->size, HOFF_CONFIG_VERSION, sizeof *cfg);
-        }
-        ctx->cfg = *cfg;
-    } else {
-        hoff_config_init(&ctx->cfg);
-        rc = hoff_config_from_env(&ctx->cfg, err, sizeof err);
-        if (rc) {
-            hoff__log(HOFF_LOG_ERROR, "%s", err);
-            free(ctx);
-            return hoff__error(rc, "%s", err);
-        }
-    }
-    rc = hoff__config_validate(&ctx->cfg, err, sizeof err);
-    if (rc) {
-        hoff__log(HOFF_LOG_ERROR, "%s", err);
-        free(ctx);
-        return hoff__error(rc, "%s", err);
-    }
-    hoff__log_set_level(ctx->cfg.log_level);
-    if ((rc = resolve_rank(ctx)) != 0) {
-        hoff__log(HOFF_LOG_ERROR, "%s", hoff_last_error());
+    if ((rc = init_config(ctx, cfg)) != 0) {
         free(ctx);
         return rc;
     }
@@ -197,44 +258,11 @@ static int init(hoff_ctx **out, const struct hoff_config *cfg) {
     pthread_cond_init(&ctx->mem.done_cond, NULL);
     if ((rc = open_backend(ctx)) != 0)
         goto fail;
-    if (ctx->cfg.budget_pct > 0) { /* a percentage of this rank's own device */
-        uint64_t free_b = 0, total_b = 0;
-
-        if ((rc = ctx->mem.be->ops->mem_info(ctx->mem.be, &free_b, &total_b)) != 0) {
-            ctx->mem.be->ops->close(ctx->mem.be);
-            goto fail;
-        }
-        ctx->cfg.budget_bytes = (uint64_t)((double)total_b * ctx->cfg.budget_pct / 100.0);
-        ctx->cfg.budget_pct = 0; /* resolved: the context's budget is a size from here on */
-        if (ctx->cfg.budget_bytes == 0)
-            ctx->cfg.budget_bytes = 1; /* a tiny percentage is still a budget, not "no limit" */
+    if ((rc = resolve_budget(ctx)) != 0 || (rc = open_memory(ctx)) != 0) {
+        ctx->mem.be->ops->close(ctx->mem.be);
+        goto fail;
     }
-    hoff__ctx_push_limits(ctx);
-    if ((rc = hoff__guard_init(&ctx->mem)) != 0)
-        goto fail_be;
-    if ((rc = hoff__bt_init(&ctx->mem.table, 1024)) != 0)
-        goto fail_be;
-    hoff__pool_init(&ctx->mem.pools[HOFF__POOL_DEVICE], HOFF__POOL_DEVICE, ctx->mem.be, hoff__guard_check_device,
-                    &ctx->mem);
-    hoff__pool_init(&ctx->mem.pools[HOFF__POOL_MANAGED], HOFF__POOL_MANAGED, ctx->mem.be, hoff__guard_check, &ctx->mem);
-    hoff__pool_init_graph(&ctx->mem.graph_pool, ctx->mem.be, hoff__guard_check_device, &ctx->mem);
-    hoff__pool_set_reuse(&ctx->mem.graph_pool, hoff__graph_reuse_ok, ctx);
-    ctx->mem.pools[HOFF__POOL_DEVICE].defer = ctx->cfg.free_fence == HOFF_FENCE_DEVICE;
-    ctx->mem.pools[HOFF__POOL_DEVICE].sum = ctx->mem.pools[HOFF__POOL_MANAGED].sum = &ctx->mem.pool_sum;
-    rc = hoff__issuer_start(&ctx->mem.issuer, ctx->mem.be, (size_t)ctx->cfg.issue_queue_depth,
-                            hoff__res_cmd_done, &ctx->mem);
-    if (rc) {
-        hoff__error(rc, "cannot start the issuing thread");
-        goto fail_bt;
-    }
-    if ((rc = open_tiers(ctx)) != 0)
-        goto fail_issuer;
-    ctx->st.budget_bytes = ctx->cfg.budget_bytes;
-    ctx->st.host_cap_bytes = ctx->cfg.host_cap_bytes;
-    ctx->st.rank = (uint64_t)ctx->rank.rank;
-    ctx->st.world_size = (uint64_t)ctx->rank.world_size;
-    ctx->st.local_rank = ctx->rank.local_rank > 0 ? (uint64_t)ctx->rank.local_rank : 0;
-    ctx->st.device = (uint64_t)ctx->cfg.device;
+    init_stats(ctx);
     hoff__pipe_init(ctx);
     hoff__log(HOFF_LOG_INFO, "context ready: backend %s, budget %llu bytes", ctx->mem.be->ops->name,
               (unsigned long long)ctx->cfg.budget_bytes);
@@ -243,12 +271,6 @@ static int init(hoff_ctx **out, const struct hoff_config *cfg) {
     hoff__publish_now(ctx); /* nobody else has ctx yet: no lock needed */
     *out = ctx;
     return 0;
-fail_issuer:
-    hoff__issuer_stop(ctx->mem.issuer);
-fail_bt:
-    hoff__bt_destroy(&ctx->mem.table);
-fail_be:
-    ctx->mem.be->ops->close(ctx->mem.be);
 fail:
     pthread_cond_destroy(&ctx->mem.done_cond);
     pthread_mutex_destroy(&ctx->mem.done_lock);
