@@ -231,12 +231,12 @@ static int open_memory(struct hoff_ctx *ctx) {
 
 /* The context's own figures that do not change, and its first publication. */
 static void init_stats(struct hoff_ctx *ctx) {
-    ctx->st.budget_bytes = ctx->cfg.budget_bytes;
-    ctx->st.host_cap_bytes = ctx->cfg.host_cap_bytes;
-    ctx->st.rank = (uint64_t)ctx->rank.rank;
-    ctx->st.world_size = (uint64_t)ctx->rank.world_size;
-    ctx->st.local_rank = ctx->rank.local_rank > 0 ? (uint64_t)ctx->rank.local_rank : 0;
-    ctx->st.device = (uint64_t)ctx->cfg.device;
+    HOFF__STAT_SET(&ctx->st, budget_bytes, ctx->cfg.budget_bytes);
+    HOFF__STAT_SET(&ctx->st, host_cap_bytes, ctx->cfg.host_cap_bytes);
+    HOFF__STAT_SET(&ctx->st, rank, (uint64_t)ctx->rank.rank);
+    HOFF__STAT_SET(&ctx->st, world_size, (uint64_t)ctx->rank.world_size);
+    HOFF__STAT_SET(&ctx->st, local_rank, ctx->rank.local_rank > 0 ? (uint64_t)ctx->rank.local_rank : 0);
+    HOFF__STAT_SET(&ctx->st, device, (uint64_t)ctx->cfg.device);
 }
 
 static int init(hoff_ctx **out, const struct hoff_config *cfg) {

@@ -28,11 +28,11 @@ static int choose_pool(struct hoff_ctx *ctx, size_t size, hoff_stream stream, un
         return HOFF__POOL_MANAGED;
     if (ctx->in_step && !ctx->region_depth && size >= ctx->cfg.managed_min_bytes) {
         if (ctx->step_stream_set && stream != ctx->step_stream) {
-            ctx->st.side_stream_allocs++;
+            HOFF__STAT_ADD(&ctx->st, side_stream_allocs, 1);
             return HOFF__POOL_DEVICE;
         }
         if (kept && !(flags & HOFF_ALLOC_CANDIDATE)) {
-            ctx->st.kept_allocs++;
+            HOFF__STAT_ADD(&ctx->st, kept_allocs, 1);
             return HOFF__POOL_DEVICE;
         }
         return HOFF__POOL_MANAGED;
@@ -58,7 +58,7 @@ void hoff__ctx_release_deferred(struct hoff_ctx *ctx) {
     hoff__pool_fence_all(&ctx->mem.pools[HOFF__POOL_DEVICE]);
     if (graph) /* the released graphs' blocks too (ctx_graph.c) */
         hoff__ctx_graph_fenced(ctx, 0);
-    ctx->st.free_fence_syncs++;
+    HOFF__STAT_ADD(&ctx->st, free_fence_syncs, 1);
 }
 
 /* Wait for the device and give every cached block back to the backend:
@@ -74,8 +74,8 @@ static void flush_cache(struct hoff_ctx *ctx) {
     if (rc == 0 && !ctx->captures_open)
         hoff__ctx_graph_fenced(ctx, 1);
     if (deferred)
-        ctx->st.free_fence_syncs++;
-    ctx->st.cache_flushes++;
+        HOFF__STAT_ADD(&ctx->st, free_fence_syncs, 1);
+    HOFF__STAT_ADD(&ctx->st, cache_flushes, 1);
 }
 
 static void free_block(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream stream);
@@ -126,7 +126,7 @@ static void *capture_alloc(struct hoff_ctx *ctx, size_t size, hoff_stream stream
         b = NULL;
     }
     if (!b) {
-        ctx->st.alloc_failures++;
+        HOFF__STAT_ADD(&ctx->st, alloc_failures, 1);
         UNLOCK(ctx);
         errno = -err;
         if (err != -EOVERFLOW)
@@ -138,8 +138,8 @@ static void *capture_alloc(struct hoff_ctx *ctx, size_t size, hoff_stream stream
     b->seq = ++ctx->alloc_seq;
     b->graph = 1;
     hoff__graph_pool_tag(b); /* the pool the framework said this thread captures for (ctx_graph.c) */
-    ctx->st.allocs++;
-    ctx->st.capture_allocs++;
+    HOFF__STAT_ADD(&ctx->st, allocs, 1);
+    HOFF__STAT_ADD(&ctx->st, capture_allocs, 1);
     if (bytes)
         *bytes = b->size;
     UNLOCK(ctx);
@@ -205,7 +205,7 @@ void *hoff__malloc_sized(struct hoff_ctx *ctx, size_t size, hoff_stream stream, 
     if (kind == HOFF__POOL_MANAGED && kept) { /* kept from its allocation: pinned, outside the budget */
         b->kept = 1;
         b->flags |= HOFF__BLK_PINNED;
-        ctx->st.kept_allocs++;
+        HOFF__STAT_ADD(&ctx->st, kept_allocs, 1);
     }
     if (kind == HOFF__POOL_MANAGED && (err = hoff__res_on_alloc(&ctx->mem, b, stream)) != 0) {
         hoff__pool_put(p, b, stream);
@@ -217,7 +217,7 @@ void *hoff__malloc_sized(struct hoff_ctx *ctx, size_t size, hoff_stream stream, 
         hoff__pool_put(p, b, stream);
         goto fail;
     }
-    ctx->st.allocs++;
+    HOFF__STAT_ADD(&ctx->st, allocs, 1);
     b->tstep = 0;
     e.b = b;
     hoff__pipe_after(ctx, &e);
@@ -227,7 +227,7 @@ void *hoff__malloc_sized(struct hoff_ctx *ctx, size_t size, hoff_stream stream, 
     UNLOCK(ctx);
     return b->ptr;
 fail:
-    ctx->st.alloc_failures++;
+    HOFF__STAT_ADD(&ctx->st, alloc_failures, 1);
     UNLOCK(ctx);
     errno = -err;
     if (err != -EOVERFLOW) /* the guard has said why already */
@@ -281,7 +281,7 @@ int hoff__free_sized(struct hoff_ctx *ctx, void *ptr, hoff_stream stream, size_t
     }
     if (bytes)
         *bytes = b->size;
-    ctx->st.frees++;
+    HOFF__STAT_ADD(&ctx->st, frees, 1);
     if (b->graph) { /* reused within its capture, else kept while its graphs live (ctx_graph.c) */
         hoff__ctx_graph_free(ctx, b, stream, capturing(ctx, stream));
         UNLOCK(ctx);
@@ -294,7 +294,7 @@ int hoff__free_sized(struct hoff_ctx *ctx, void *ptr, hoff_stream stream, size_t
 
             if (!n) { /* keep it live rather than free it under a capture */
                 hoff__bt_insert(&ctx->mem.table, b->ptr, b);
-                ctx->st.frees--;
+                HOFF__STAT_SUB(&ctx->st, frees, 1);
                 UNLOCK(ctx);
                 return hoff__error(-ENOMEM, "hoff_free: out of host memory deferring a free made during graph "
                                    "capture; the block stays allocated");

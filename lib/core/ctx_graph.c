@@ -89,7 +89,7 @@ void hoff__ctx_graph_free(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stre
     if (capturing) {
         hoff__pool_put(&ctx->mem.graph_pool, b, s); /* reused within its capture, in stream (graph) order */
     } else if (released(ctx, b->gpool)) {
-        ctx->st.graph_released_bytes += b->size; /* its graphs are gone: reusable after a device sync */
+        HOFF__STAT_ADD(&ctx->st, graph_released_bytes, b->size); /* its graphs are gone: reusable after a device sync */
         hoff__pool_put_deferred(&ctx->mem.graph_pool, b, s);
     } else {
         hoff__pool_retire(&ctx->mem.graph_pool, b); /* its graphs may replay into it */
@@ -101,7 +101,7 @@ int hoff__ctx_graph_pool_begin(struct hoff_ctx *ctx, uint64_t id0, uint64_t id1)
     int rc = 0;
 
     LOCK(ctx);
-    ctx->st.graph_pool_begins++;
+    HOFF__STAT_ADD(&ctx->st, graph_pool_begins, 1);
     if (named(id0, id1)) {
         g = gpool_get(ctx, id0, id1);
         if (!g) {
@@ -120,7 +120,7 @@ int hoff__ctx_graph_pool_begin(struct hoff_ctx *ctx, uint64_t id0, uint64_t id1)
     if (!ctx->captures_open && ctx->mem.graph_pool.deferred) {
         if (ctx->mem.be->ops->sync(ctx->mem.be) == 0) {
             hoff__ctx_graph_fenced(ctx, 0);
-            ctx->st.free_fence_syncs++;
+            HOFF__STAT_ADD(&ctx->st, free_fence_syncs, 1);
         }
     }
     ctx->captures_open++;
@@ -147,7 +147,7 @@ int hoff__ctx_graph_pool_release(struct hoff_ctx *ctx, uint64_t id0, uint64_t id
     int rc = 0;
 
     LOCK(ctx);
-    ctx->st.graph_pool_releases++;
+    HOFF__STAT_ADD(&ctx->st, graph_pool_releases, 1);
     if (!named(id0, id1)) { /* no pool: its blocks cannot be told from another's */
         UNLOCK(ctx);
         hoff__log(HOFF_LOG_DEBUG, "graph pool (0, 0) released: nothing to do (unnamed graph blocks stay retired)");
@@ -169,7 +169,7 @@ int hoff__ctx_graph_pool_release(struct hoff_ctx *ctx, uint64_t id0, uint64_t id
         g->released = 1;
     }
     bytes = hoff__pool_reclaim(&ctx->mem.graph_pool, id);
-    ctx->st.graph_released_bytes += bytes;
+    HOFF__STAT_ADD(&ctx->st, graph_released_bytes, bytes);
     hoff__log(HOFF_LOG_DEBUG, "graph pool (%llu, %llu) released: %llu retired bytes reusable after the next "
               "device-wide synchronisation", (unsigned long long)id0, (unsigned long long)id1,
               (unsigned long long)bytes);

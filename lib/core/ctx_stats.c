@@ -138,9 +138,9 @@ HOFF_API int hoff_reset_peaks(hoff_ctx *ctx) {
     LOCK(ctx);
     if (ctx->mem.res.inf_head)
         hoff__res_poll(&ctx->mem);
-    ctx->mem.st.peak_resident_bytes = ctx->mem.res.resident;
-    ctx->mem.st.peak_host_bytes = ctx->mem.res.host;
-    ctx->mem.st.peak_nvme_bytes = ctx->mem.res.nvme;
+    HOFF__STAT_SET(&ctx->mem.st, peak_resident_bytes, ctx->mem.res.resident);
+    HOFF__STAT_SET(&ctx->mem.st, peak_host_bytes, ctx->mem.res.host);
+    HOFF__STAT_SET(&ctx->mem.st, peak_nvme_bytes, ctx->mem.res.nvme);
     ctx->mem.pool_sum.peak_in_use = ctx->mem.pool_sum.in_use;
     ctx->mem.pool_sum.peak_mapped = ctx->mem.pool_sum.mapped;
     UNLOCK(ctx);

@@ -77,7 +77,7 @@ static int released_use(struct hoff_ctx *ctx, struct hoff__block *b, const char 
     if (b->pool != HOFF__POOL_MANAGED || !(b->flags & HOFF__BLK_LIVE) ||
         !(b->state == HOFF_RES_DISCARDED || (b->state == HOFF_RES_EVICTING && (b->flags & HOFF__BLK_DISCARDING))))
         return 0;
-    ctx->st.discard_touches++;
+    HOFF__STAT_ADD(&ctx->st, discard_touches, 1);
     HOFF__LOG_ONCE(HOFF_LOG_ERROR, "block %p (%zu bytes) was %s after hoff released it: its contents are "
                    "lost (a plan or use-window error; counted in discard_touches)", b->ptr, b->size, how);
     return 1;
@@ -118,7 +118,7 @@ static int keep_now(struct hoff_ctx *ctx, struct hoff__block *b, hoff_stream s) 
 
     (void)s;
     if (ctx->cfg.offload_gradients) {
-        ctx->st.keep_ignored++;
+        HOFF__STAT_ADD(&ctx->st, keep_ignored, 1);
         return 0;
     }
     rc = hoff__res_keep(&ctx->mem, b, b->use_stream ? b->use_stream : b->stream);
@@ -226,8 +226,8 @@ HOFF_API int hoff_step_end(hoff_ctx *ctx) {
     hoff__ctx_release_deferred(ctx); /* HOFF_FREE_FENCE=device: the step's frees become reusable */
     ctx->in_step = 0;
     now = ctx->mem.be->ops->clock_ns(ctx->mem.be);
-    ctx->st.steps++;
-    ctx->st.last_step_ns = now - ctx->step_start_ns;
+    HOFF__STAT_ADD(&ctx->st, steps, 1);
+    HOFF__STAT_SET(&ctx->st, last_step_ns, now - ctx->step_start_ns);
     hoff__pipe_policy(ctx);
     rc = hoff__pipe_step_end(ctx);
     hoff__guard_sample(&ctx->mem); /* once a step: the device memory that is not hoff's */
@@ -402,7 +402,7 @@ static int touch_block(struct hoff_ctx *ctx, struct hoff__block *b, int write) {
         return hoff__error(-ENODATA, "hoff_sim_touch: block %p was released (discarded) before this use",
                            b->ptr);
     }
-    ctx->st.touch_faults += ctx->mem.st.faults - faults; /* 0 when it was resident, or only late */
+    HOFF__STAT_ADD(&ctx->st, touch_faults, ctx->mem.st.faults - faults); /* 0 when it was resident, or only late */
     return rc;
 }
 

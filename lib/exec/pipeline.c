@@ -30,8 +30,8 @@ void hoff__pipe_init(struct hoff_ctx *ctx) {
     p->trace_path = ctx->trace_path;
     hoff__bandwidth_measure(ctx->mem.be, &ctx->cfg, &p->h2d_gbps, &p->d2h_gbps);
     hoff__nvme_bandwidth_measure(ctx->mem.be, ctx->mem.nvme, &ctx->cfg, &p->nvme_read_gbps, &p->nvme_write_gbps);
-    ctx->pipe.st.h2d_mbps = (uint64_t)(p->h2d_gbps * 1000.0 + 0.5);
-    ctx->pipe.st.d2h_mbps = (uint64_t)(p->d2h_gbps * 1000.0 + 0.5);
+    HOFF__STAT_SET(&ctx->pipe.st, h2d_mbps, (uint64_t)(p->h2d_gbps * 1000.0 + 0.5));
+    HOFF__STAT_SET(&ctx->pipe.st, d2h_mbps, (uint64_t)(p->d2h_gbps * 1000.0 + 0.5));
     hoff__pipe_policy(ctx);
 }
 
@@ -141,7 +141,7 @@ void hoff__pipe_destroy(struct hoff_ctx *ctx) {
     if (p->job) { /* its trace is about to go: stop it first */
         hoff__planjob_cancel(p->job);
         p->job = NULL;
-        ctx->pipe.st.plans_dropped++;
+        HOFF__STAT_ADD(&ctx->pipe.st, plans_dropped, 1);
     }
     groups_release(ctx);
     hoff__record_release(p, &ctx->mem);
@@ -154,7 +154,7 @@ void hoff__pipe_destroy(struct hoff_ctx *ctx) {
 
 static void set_state(struct hoff_ctx *ctx, int st) {
     ctx->pipe.state = st;
-    ctx->pipe.st.plan_state = (uint64_t)st;
+    HOFF__STAT_SET(&ctx->pipe.st, plan_state, (uint64_t)st);
     hoff__pipe_policy(ctx);
 }
 
@@ -174,9 +174,9 @@ static void job_poll(struct hoff_ctx *ctx) {
     o.stop = NULL;
     hoff__planjob_collect(p->job, &r);
     p->job = NULL;
-    ctx->pipe.st.plan_pending = 0;
-    ctx->pipe.st.plan_lag_steps = p->lag;
-    ctx->pipe.st.plan_lag_ns = r.done_ns > p->t_job ? r.done_ns - p->t_job : 0;
+    HOFF__STAT_SET(&ctx->pipe.st, plan_pending, 0);
+    HOFF__STAT_SET(&ctx->pipe.st, plan_lag_steps, p->lag);
+    HOFF__STAT_SET(&ctx->pipe.st, plan_lag_ns, r.done_ns > p->t_job ? r.done_ns - p->t_job : 0);
     if (hoff__record_stale(p, pl, &o)) {
         hoff__log(HOFF_LOG_INFO, "the plan made in the background was for another budget, host cap or planner "
                   "than the context has now: dropped, and this step records again");
@@ -184,7 +184,7 @@ static void job_poll(struct hoff_ctx *ctx) {
             hoff__log(HOFF_LOG_WARN, "cannot write the trace to HOFF_TRACE=%s: %s", ctx->trace_path,
                       r.save_err);
         hoff__schedule_destroy(&r.sched);
-        ctx->pipe.st.plans_dropped++;
+        HOFF__STAT_ADD(&ctx->pipe.st, plans_dropped, 1);
         p->rerecord = 1;
         return;
     }
@@ -204,7 +204,7 @@ int hoff__pipe_step_begin(struct hoff_ctx *ctx) {
     p->t0_cpu = mono_ns();
     p->t0_be = ctx->mem.be->ops->clock_ns(ctx->mem.be);
     p->stall0_ns = ctx->mem.st.stall_ns;
-    ctx->mem.st.step_peak_resident_bytes = ctx->mem.res.resident;
+    HOFF__STAT_SET(&ctx->mem.st, step_peak_resident_bytes, ctx->mem.res.resident);
     p->online = 0;
     job_poll(ctx);
     if (p->job) {
@@ -212,7 +212,7 @@ int hoff__pipe_step_begin(struct hoff_ctx *ctx) {
          * does, and is neither recorded nor replayed. */
         p->online = 1;
         p->lag++;
-        ctx->pipe.st.plan_online_steps++;
+        HOFF__STAT_ADD(&ctx->pipe.st, plan_online_steps, 1);
         set_state(ctx, HOFF_PLAN_WARMUP);
         return 0;
     }
@@ -234,7 +234,7 @@ int hoff__pipe_step_begin(struct hoff_ctx *ctx) {
     }
     /* Warmup: record this step. */
     if (p->rerecord)
-        ctx->pipe.st.replans++;
+        HOFF__STAT_ADD(&ctx->pipe.st, replans, 1);
     p->rerecord = 0;
     p->have_plan = 0;
     groups_release(ctx);
@@ -275,7 +275,7 @@ int hoff__pipe_step_end(struct hoff_ctx *ctx) {
     case HOFF_PLAN_FALLBACK:
         hoff__replay_finish(p, &ctx->mem);
         if (p->diverged) {
-            ctx->pipe.st.divergent_steps++;
+            HOFF__STAT_ADD(&ctx->pipe.st, divergent_steps, 1);
             p->divergent_run++;
             if (ctx->cfg.replan_after && p->divergent_run >= ctx->cfg.replan_after) {
                 hoff__log(HOFF_LOG_INFO, "%u divergent steps in a row: recording the next step and planning again",

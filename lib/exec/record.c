@@ -198,7 +198,7 @@ int hoff__record_finish(struct hoff__pipeline *p, struct hoff__mem *mem) {
     p->have_trace = 1;
     /* What the step's activations need with no offload: kept blocks (gradients) are not counted, though
      * the warmup counted them until it learnt what they were. */
-    p->st.recorded_peak_bytes = hoff__trace_offload_peak(&p->trace, hoff__pool_block_bytes, NULL);
+    HOFF__STAT_SET(&p->st, recorded_peak_bytes, hoff__trace_offload_peak(&p->trace, hoff__pool_block_bytes, NULL));
     pl = hoff__planner_find(p->cfg->planner);
     if (!pl) /* validated at init; a planner removed since cannot happen */
         return hoff__error(-EINVAL, "unknown planner '%s'", p->cfg->planner);
@@ -210,7 +210,7 @@ int hoff__record_finish(struct hoff__pipeline *p, struct hoff__mem *mem) {
         rc = hoff__planjob_start(&p->job, pl, &p->trace, &o, p->cfg->plan_time_ns, p->trace_path);
         if (rc == 0) {
             p->lag = 0;
-            p->st.plan_pending = 1;
+            HOFF__STAT_SET(&p->st, plan_pending, 1);
             return 0;
         }
         HOFF__LOG_ONCE(HOFF_LOG_WARN, "%s; planning on the training thread instead", hoff_last_error());
@@ -218,9 +218,9 @@ int hoff__record_finish(struct hoff__pipeline *p, struct hoff__mem *mem) {
     /* Inline: the training thread waits for the planner. */
     t0 = mono_ns();
     hoff__plan_make(pl, &p->trace, &o, p->cfg->plan_time_ns, p->trace_path, &r);
-    p->st.plan_wait_ns += mono_ns() - t0;
-    p->st.plan_lag_steps = 0;
-    p->st.plan_lag_ns = mono_ns() - t0;
+    HOFF__STAT_ADD(&p->st, plan_wait_ns, mono_ns() - t0);
+    HOFF__STAT_SET(&p->st, plan_lag_steps, 0);
+    HOFF__STAT_SET(&p->st, plan_lag_ns, mono_ns() - t0);
     hoff__record_adopt(p, mem, pl, &o, &r);
     return 0;
 }
@@ -251,16 +251,16 @@ void hoff__record_adopt(struct hoff__pipeline *p, struct hoff__mem *mem, const s
     hoff__schedule_init(&r->sched);
     p->have_plan = 1;
     hoff__pipe_push_policy(p, &mem->pol);
-    p->st.plans++;
-    p->st.plan_groups = p->sched.ngroups;
-    p->st.plan_actions = p->sched.nact;
-    p->st.plan_feasible = (uint64_t)p->sched.feasible;
-    p->st.plan_peak_bytes = p->sched.peak_bytes;
-    p->st.plan_ns = p->sched.plan_ns;
-    p->st.plan_stall_ns = p->sched.stall_ns == UINT64_MAX ? 0 : p->sched.stall_ns;
-    p->st.plan_floor_bytes = p->sched.floor_bytes;
-    p->st.plan_floor_phase = p->sched.floor_phase;
-    p->st.plan_floor_blocks = p->sched.floor_blocks;
+    HOFF__STAT_ADD(&p->st, plans, 1);
+    HOFF__STAT_SET(&p->st, plan_groups, p->sched.ngroups);
+    HOFF__STAT_SET(&p->st, plan_actions, p->sched.nact);
+    HOFF__STAT_SET(&p->st, plan_feasible, (uint64_t)p->sched.feasible);
+    HOFF__STAT_SET(&p->st, plan_peak_bytes, p->sched.peak_bytes);
+    HOFF__STAT_SET(&p->st, plan_ns, p->sched.plan_ns);
+    HOFF__STAT_SET(&p->st, plan_stall_ns, p->sched.stall_ns == UINT64_MAX ? 0 : p->sched.stall_ns);
+    HOFF__STAT_SET(&p->st, plan_floor_bytes, p->sched.floor_bytes);
+    HOFF__STAT_SET(&p->st, plan_floor_phase, p->sched.floor_phase);
+    HOFF__STAT_SET(&p->st, plan_floor_blocks, p->sched.floor_blocks);
     snprintf(p->floor_op, sizeof p->floor_op, "%s", hoff__plan_op_name(&p->trace, p->sched.floor_op_ev));
     if (o->budget_bytes && o->budget_bytes < p->sched.floor_bytes) {
         const char *why = hoff__plan_floor_advice(p->sched.floor_phase);

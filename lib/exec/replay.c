@@ -36,7 +36,7 @@ static int matches(const struct hoff__pipeline *p, const struct hoff__event_info
 static void diverge(struct hoff__pipeline *p, struct hoff__mem *mem, const struct hoff__event_info *e) {
     p->diverged = 1;
     p->state = HOFF_PLAN_FALLBACK;
-    p->st.plan_state = HOFF_PLAN_FALLBACK;
+    HOFF__STAT_SET(&p->st, plan_state, HOFF_PLAN_FALLBACK);
     hoff__pipe_push_policy(p, &mem->pol);
     if (p->ev < p->trace.nev)
         hoff__log(HOFF_LOG_INFO, "step %llu diverged from the plan at event %u (a %s where the plan has a %s); "
@@ -86,7 +86,7 @@ static int fire_group(struct hoff__pipeline *p, struct hoff__mem *mem, const str
                                      s) == 0)
         *one = 1;
     else
-        p->st.group_fallbacks++;
+        HOFF__STAT_ADD(&p->st, group_fallbacks, 1);
     return *one;
 }
 
@@ -200,6 +200,6 @@ void hoff__replay_finish(struct hoff__pipeline *p, struct hoff__mem *mem) {
     }
     p->skipped += p->sched.nact - p->next_act;
     p->next_act = p->sched.nact;
-    p->st.actions_fired += p->fired;
-    p->st.actions_skipped += p->skipped;
+    HOFF__STAT_ADD(&p->st, actions_fired, p->fired);
+    HOFF__STAT_ADD(&p->st, actions_skipped, p->skipped);
 }

@@ -77,7 +77,7 @@ int hoff__guard_check(void *arg, size_t bytes) {
         return rc;
     on_dev = on_device(mem);
     if (on_dev + bytes + margin > total_b || bytes + margin > free_b) {
-        mem->st.oversub_refusals++;
+        HOFF__STAT_ADD(&mem->st, oversub_refusals, 1);
         return hoff__error(-EOVERFLOW,
                            "refusing to map %s of managed memory: the device has %s free of %s and "
                            "hoff holds %s there, with %s kept free (HOFF_OVERSUB_MARGIN); "
@@ -133,7 +133,7 @@ void hoff__guard_sample(struct hoff__mem *mem) {
         return;
     used = total_b - free_b;
     mine = device_pools(mem) + mem->res.resident;
-    mem->st.device_foreign_bytes = used > mine ? used - mine : 0;
+    HOFF__STAT_SET(&mem->st, device_foreign_bytes, used > mine ? used - mine : 0);
 }
 
 /* --- driver drift, measured on moves ---------------------------------------- */
@@ -215,10 +215,10 @@ void hoff__guard_probe_retire(struct hoff__mem *mem, const struct hoff__block *b
         moved = free_b > g->probe_free0 ? free_b - g->probe_free0 : 0;
     else
         moved = g->probe_free0 > free_b ? g->probe_free0 - free_b : 0;
-    mem->st.driver_drift_samples++;
+    HOFF__STAT_ADD(&mem->st, driver_drift_samples, 1);
     if (moved < b->size) {
-        mem->st.driver_drift_moves++;
-        mem->st.driver_drift_bytes += b->size - moved;
+        HOFF__STAT_ADD(&mem->st, driver_drift_moves, 1);
+        HOFF__STAT_ADD(&mem->st, driver_drift_bytes, b->size - moved);
         HOFF__LOG_ONCE(HOFF_LOG_WARN, "the driver moved offload blocks behind hoff's books: %s of a %s block "
                        "was not where hoff had it (cudaMalloc outside hoff, or kernels touching evicted blocks "
                        "without an access mark; counted in driver_drift_bytes)",

@@ -80,7 +80,7 @@ int hoff__res_fence_move(struct hoff__mem *mem, struct hoff__block *const *m, un
         if ((rc = fence_block(mem, m[i], cmd, done, &ndone, &lost)) != 0)
             return rc;
     if (lost) {
-        mem->st.fence_syncs++;
+        HOFF__STAT_ADD(&mem->st, fence_syncs, 1);
         HOFF__LOG_ONCE(HOFF_LOG_WARN, "a block was used on more streams than hoff fences one move after (%d); "
                        "such moves wait for the whole device (counted in fence_syncs)", HOFF__BLOCK_STREAMS);
         if ((rc = mem->be->ops->sync(mem->be)) != 0)
@@ -136,7 +136,7 @@ void hoff__res_close_windows(struct hoff__mem *mem) {
 int hoff__res_window_closed(struct hoff__mem *mem, const struct hoff__block *b, const char *what) {
     if (!b->win)
         return 0;
-    mem->st.window_refusals++;
+    HOFF__STAT_ADD(&mem->st, window_refusals, 1);
     return hoff__error(-EBUSY, "cannot %s block %p: it is in use (its use window stays open until the next "
                        "op mark, its free or the step's end)", what, b->ptr);
 }

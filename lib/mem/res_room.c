@@ -86,11 +86,11 @@ int hoff__res_make_host_room(struct hoff__mem *mem, uint64_t bytes, const struct
         hoff__res_finish(mem, step == HOFF__HOST_WAIT_LEAVING ? lv : av, HOFF__WAIT_USE);
     }
     if (waited)
-        mem->st.host_cap_waits++;
+        HOFF__STAT_ADD(&mem->st, host_cap_waits, 1);
     if (!hoff__res_host_full(mem, bytes))
         return 0;
     if (!waited)
-        mem->st.host_cap_waits++;
+        HOFF__STAT_ADD(&mem->st, host_cap_waits, 1);
     if (mem->nvme && r->spill_refused)
         return hoff__error(-HOFF_EHOSTCAP, "%zu more bytes would take the host tier over its cap (HOFF_HOST_CAP), and "
                            "the NVMe tier refused the last spill: %s", (size_t)bytes, r->refused_why);
@@ -193,12 +193,12 @@ static int make_room_once(struct hoff__mem *mem, uint64_t need, struct hoff__blo
         if (step == HOFF__ROOM_FITS)
             return 0;
         if (squeezed && !counted++)
-            mem->st.device_squeezes++;
+            HOFF__STAT_ADD(&mem->st, device_squeezes, 1);
         if (step == HOFF__ROOM_EVICT) {
             v = pick_victim(mem, keep, &over_cap);
             if (v) {
                 if (hoff__res_start_evict(mem, v, s) == 0) {
-                    mem->st.budget_evictions++;
+                    HOFF__STAT_ADD(&mem->st, budget_evictions, 1);
                     continue;
                 }
                 *why = HOFF__WHY_EVICT_ERR;
@@ -287,7 +287,7 @@ void hoff__res_check_host_cap(struct hoff__mem *mem, const struct hoff__block *b
 
     if (!hoff__res_evictable(b) || hoff__res_fits_host(mem, b))
         return;
-    mem->st.host_cap_unevictable++;
+    HOFF__STAT_ADD(&mem->st, host_cap_unevictable, 1);
     HOFF__LOG_ONCE(HOFF_LOG_WARN,
                    "HOFF_HOST_CAP %s is below this %s offload block: an eviction lands on the host tier "
                    "first, so the block can never be evicted and stays on the device, over the budget if it "

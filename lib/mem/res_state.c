@@ -78,19 +78,12 @@ void hoff__res_set_state(struct hoff__mem *mem, struct hoff__block *b, int st) {
 void hoff__res_note_resident(struct hoff__mem *mem) {
     struct hoff__mem_stats *st = &mem->st;
 
-    st->resident_bytes = mem->res.resident;
-    if (mem->res.resident > st->peak_resident_bytes)
-        st->peak_resident_bytes = mem->res.resident;
-    if (mem->res.resident > st->step_peak_resident_bytes)
-        st->step_peak_resident_bytes = mem->res.resident;
+    HOFF__GAUGE_SET(st, resident_bytes, mem->res.resident, peak_resident_bytes);
+    HOFF__STAT_PEAK(st, step_peak_resident_bytes, mem->res.resident);
     if (mem->lim.budget_bytes && mem->res.resident > mem->lim.budget_bytes)
-        st->budget_overruns++;
-    st->host_bytes = mem->res.host;
-    if (mem->res.host > st->peak_host_bytes)
-        st->peak_host_bytes = mem->res.host;
-    st->nvme_bytes = mem->res.nvme;
-    if (mem->res.nvme > st->peak_nvme_bytes)
-        st->peak_nvme_bytes = mem->res.nvme;
+        HOFF__STAT_ADD(st, budget_overruns, 1);
+    HOFF__GAUGE_SET(st, host_bytes, mem->res.host, peak_host_bytes);
+    HOFF__GAUGE_SET(st, nvme_bytes, mem->res.nvme, peak_nvme_bytes);
 }
 
 /* The spilled copy is dead (freed, discarded): give its file space back. */

@@ -80,9 +80,9 @@ int hoff__res_issue_run(struct hoff__mem *mem, struct hoff__block *b, int op,
         __atomic_sub_fetch(&b->pending, 1, __ATOMIC_ACQ_REL);
         hoff__guard_probe_cancel(mem, b);
     } else if (op == HOFF__CMD_EVICT)
-        mem->st.evict_calls++;
+        HOFF__STAT_ADD(&mem->st, evict_calls, 1);
     else if (op == HOFF__CMD_PREFETCH)
-        mem->st.prefetch_calls++;
+        HOFF__STAT_ADD(&mem->st, prefetch_calls, 1);
     return rc;
 }
 
@@ -347,9 +347,9 @@ void hoff__res_finish(struct hoff__mem *mem, struct hoff__block *b, enum hoff__r
         int rc = be->ops->event_sync(be, hoff__res_carrier(b)->ev);
         uint64_t t1 = be->ops->clock_ns(be);
         if (why != HOFF__WAIT_SYNC)
-            mem->st.stall_ns += t1 > t0 ? t1 - t0 : 0;
+            HOFF__STAT_ADD(&mem->st, stall_ns, t1 > t0 ? t1 - t0 : 0);
         if (why == HOFF__WAIT_LATE)
-            mem->st.late_prefetches++;
+            HOFF__STAT_ADD(&mem->st, late_prefetches, 1);
         retire_xfer(mem, b, rc);
     }
 }

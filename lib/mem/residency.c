@@ -195,10 +195,10 @@ int hoff__res_group(struct hoff__mem *mem, int op, struct hoff__block *const *m,
         return rc;
     }
     if (op == HOFF__CMD_EVICT)
-        mem->st.evict_calls++;
+        HOFF__STAT_ADD(&mem->st, evict_calls, 1);
     else
-        mem->st.prefetch_calls++;
-    mem->st.group_calls_saved += n - 1;
+        HOFF__STAT_ADD(&mem->st, prefetch_calls, 1);
+    HOFF__STAT_ADD(&mem->st, group_calls_saved, n - 1);
     now = be->ops->clock_ns(be);
     for (i = 0; i < n; i++) {
         struct hoff__block *b = m[i];
@@ -256,11 +256,11 @@ int hoff__res_discard(struct hoff__mem *mem, struct hoff__block *b, hoff_stream 
         if (be->ops->host_make && (rc = be->ops->host_make(be, b->ptr, b->size, &host)) != 0)
             return hoff__error(rc, "discard of %p (on the NVMe tier): %s", b->ptr, hoff_last_error());
         hoff__res_set_state(mem, b, S_DIS);
-        mem->st.discards++;
+        HOFF__STAT_ADD(&mem->st, discards, 1);
     } else {
         mem->res.host -= b->size; /* the host copy is simply dead */
         hoff__res_set_state(mem, b, S_DIS);
-        mem->st.discards++;
+        HOFF__STAT_ADD(&mem->st, discards, 1);
     }
     hoff__res_note_resident(mem);
     return 0;
@@ -277,7 +277,7 @@ static int start_restore(struct hoff__mem *mem, struct hoff__block *b, hoff_stre
     if (hoff__res_host_full(mem, b->size) && (rc = hoff__res_make_host_room(mem, b->size, b, s)) != 0) {
         if (!use)
             return rc;
-        mem->st.host_cap_overruns++;
+        HOFF__STAT_ADD(&mem->st, host_cap_overruns, 1);
         HOFF__LOG_ONCE(HOFF_LOG_WARN, "a spilled block in use comes back over the host cap: %s; counted in "
                        "host_cap_overruns", hoff_last_error());
     }
@@ -382,18 +382,18 @@ static int bring_back(struct hoff__mem *mem, struct hoff__block *b, hoff_stream 
     hoff__issuer_drain(mem->issuer); /* the fault moves the clock: see hoff__res_finish() */
     rc = be->ops->fault(be, b->ptr, b->size, s, &stall);
     if (rc) {
-        mem->st.transfer_errors++;
+        HOFF__STAT_ADD(&mem->st, transfer_errors, 1);
         return hoff__error(rc, "paging in block %p failed", b->ptr);
     }
-    mem->st.faults++;
+    HOFF__STAT_ADD(&mem->st, faults, 1);
     hoff__guard_fault(mem, s);
     if (b->state == S_HOST) { /* a discarded block has no bytes to move */
         mem->res.host -= b->size;
-        mem->st.bytes_faulted += b->size;
+        HOFF__STAT_ADD(&mem->st, bytes_faulted, b->size);
     }
     mem->res.resident += b->size;
     hoff__res_set_state(mem, b, S_DEV);
-    mem->st.stall_ns += stall;
+    HOFF__STAT_ADD(&mem->st, stall_ns, stall);
     if (budgeted) /* a kept block leaves `resident` before anything reads it (hoff__res_keep) */
         hoff__res_note_resident(mem);
     return 0;
@@ -413,15 +413,15 @@ int hoff__res_keep(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s) 
         return hoff__error(-EIO, "block %p could not be brought back to the device to be kept (it is %s)", b->ptr,
                            hoff__res_state_name(b->state));
     if (b->moved)
-        mem->st.kept_evicted++;
+        HOFF__STAT_ADD(&mem->st, kept_evicted, 1);
     if (hoff__res_evictable(b))
         hoff__res_list_remove(HOFF__RES_LRU(mem), b);
     b->flags |= HOFF__BLK_PINNED;
     b->kept = 1;
     mem->res.resident -= b->size;
     mem->res.kept += b->size;
-    mem->st.keep_marks++;
-    mem->st.kept_bytes += b->size;
+    HOFF__STAT_ADD(&mem->st, keep_marks, 1);
+    HOFF__STAT_ADD(&mem->st, kept_bytes, b->size);
     hoff__res_note_resident(mem);
     return 0;
 }

@@ -55,7 +55,7 @@ static void drop_member(struct hoff__mem *mem, struct hoff_group *g, struct hoff
     g->m[i]->mslot = i;
     b->mgroup = NULL;
     b->mslot = 0;
-    mem->st.manual_blocks--;
+    HOFF__STAT_SUB(&mem->st, manual_blocks, 1);
 }
 
 void hoff__group_leave(struct hoff__mem *mem, struct hoff__block *b) {
@@ -213,14 +213,14 @@ int hoff__group_launch(struct hoff__mem *mem, struct hoff_group *g, int op, hoff
     if (k && op == HOFF__CMD_EVICT && (rc = hoff__res_host_room(mem, bytes, s)) != 0) {
         rc = hoff__error(rc, "%s: group '%s' (%u blocks) cannot be evicted whole, nothing moved: %s", what, g->name,
                          (unsigned)k, hoff_last_error());
-        mem->st.manual_refusals++;
+        HOFF__STAT_ADD(&mem->st, manual_refusals, 1);
     } else if (k && op == HOFF__CMD_PREFETCH) {
         char why[128];
 
         snprintf(why, sizeof why, "%s of group '%s'", what, g->name);
         if ((rc = hoff__res_budget_room(mem, bytes, s, why)) != 0) {
             hoff__error(rc, "%s; nothing moved", hoff_last_error());
-            mem->st.manual_refusals++;
+            HOFF__STAT_ADD(&mem->st, manual_refusals, 1);
         }
     }
     if (rc == 0) {
@@ -258,7 +258,7 @@ int hoff__group_create(struct hoff__mem *mem, void *owner, const char *name, uns
     g->step = mem->pol.step;
     g->next = mem->groups;
     mem->groups = g;
-    mem->st.manual_groups++;
+    HOFF__STAT_ADD(&mem->st, manual_groups, 1);
     *out = g;
     return 0;
 }
@@ -317,7 +317,7 @@ int hoff__group_add(struct hoff__mem *mem, struct hoff_group *g, const void *ptr
     b->mslot = g->n;
     g->m[g->n++] = b;
     g->info.adds++;
-    mem->st.manual_blocks++;
+    HOFF__STAT_ADD(&mem->st, manual_blocks, 1);
     *added = b;
     return 0;
 }
@@ -380,7 +380,7 @@ void hoff__group_clear(struct hoff__mem *mem, struct hoff_group *g) {
 void hoff__group_abort(struct hoff__mem *mem, struct hoff_group *g) {
     settle_all(mem, g);
     empty(mem, g);
-    mem->st.manual_aborts++;
+    HOFF__STAT_ADD(&mem->st, manual_aborts, 1);
 }
 
 void hoff__group_destroy(struct hoff__mem *mem, struct hoff_group *g) {
@@ -392,7 +392,7 @@ void hoff__group_destroy(struct hoff__mem *mem, struct hoff_group *g) {
         ;
     if (*pp)
         *pp = g->next;
-    mem->st.manual_groups--;
+    HOFF__STAT_SUB(&mem->st, manual_groups, 1);
     free(g->m);
     free(g);
 }

@@ -20,6 +20,7 @@
 
 #include "core/core.h"
 #include "core/grow.h"
+#include "core/stat.h"
 #include "tier/host.h"
 #include "tier/nvme.h"
 #include "tier/nvme_impl.h"
@@ -90,7 +91,7 @@ static void ext_free(struct hoff__nvme *n, uint64_t off, uint64_t len) {
         n->fr[lo].len += len;
     } else {
         if (HOFF__GROW(n->fr, n->capfr, n->nfr + 1)) { /* leak the extent rather than fail a free */
-            n->st.quarantined_bytes += len;
+            HOFF__STAT_ADD(&n->st, quarantined_bytes, len);
             return;
         }
         memmove(&n->fr[lo + 1], &n->fr[lo], (n->nfr - lo) * sizeof *n->fr);
@@ -116,7 +117,7 @@ static void spill_free_extents(struct hoff__nvme *n, struct hoff__nvme_spill *h,
 /* The file system at dir refused O_DIRECT for the new spill file: it is
  * buffered, counted (odirect_off) and said once. */
 static void odirect_refused(struct hoff__nvme *n, const char *dir) {
-    n->st.odirect_off = 1;
+    HOFF__STAT_SET(&n->st, odirect_off, 1);
     HOFF__LOG_ONCE(HOFF_LOG_WARN, "NVMe tier: %s refuses O_DIRECT; spilling through the page cache (buffered I/O)",
                    dir);
 }
@@ -299,19 +300,19 @@ int hoff__nvme_spill_cb(struct hoff__nvme *n, size_t len, uint64_t key, hoff__nv
     rc = hoff__nvme_run_op(n, &op);
     if (rc) {
         if (n->broken_op)
-            n->st.quarantined_bytes += ext;
+            HOFF__STAT_ADD(&n->st, quarantined_bytes, ext);
         else
             spill_free_extents(n, h, h->nchunks);
         goto fail;
     }
-    n->st.spills++;
-    n->st.bytes_spilled += len;
-    n->st.spill_ns += now_ns() - t0;
-    n->st.bytes_in_use += len;
+    HOFF__STAT_ADD(&n->st, spills, 1);
+    HOFF__STAT_ADD(&n->st, bytes_spilled, len);
+    HOFF__STAT_ADD(&n->st, spill_ns, now_ns() - t0);
+    HOFF__STAT_ADD(&n->st, bytes_in_use, len);
     if (n->st.bytes_in_use > n->st.peak)
-        n->st.peak = n->st.bytes_in_use;
-    n->st.live_spills++;
-    n->st.extent_bytes += ext;
+        HOFF__STAT_SET(&n->st, peak, n->st.bytes_in_use);
+    HOFF__STAT_ADD(&n->st, live_spills, 1);
+    HOFF__STAT_ADD(&n->st, extent_bytes, ext);
     h->next = n->live;
     if (n->live)
         n->live->prev = h;
@@ -320,8 +321,8 @@ int hoff__nvme_spill_cb(struct hoff__nvme *n, size_t len, uint64_t key, hoff__nv
     *out = h;
     return 0;
 fail:
-    n->st.failures++;
-    n->st.spill_failures++;
+    HOFF__STAT_ADD(&n->st, failures, 1);
+    HOFF__STAT_ADD(&n->st, spill_failures, 1);
     pthread_mutex_unlock(&n->mu);
     HOFF__LOG_ONCE(HOFF_LOG_WARN, "%s (this is said once; failures are counted)", hoff_last_error());
     free(h);
@@ -349,12 +350,12 @@ int hoff__nvme_restore_cb(struct hoff__nvme *n, struct hoff__nvme_spill *h, hoff
     op = (struct hoff__nvme_op){.h = h, .write = 0, .fn = copy, .arg = arg};
     rc = hoff__nvme_run_op(n, &op);
     if (rc) {
-        n->st.failures++;
-        n->st.restore_failures++;
+        HOFF__STAT_ADD(&n->st, failures, 1);
+        HOFF__STAT_ADD(&n->st, restore_failures, 1);
     } else {
-        n->st.restores++;
-        n->st.bytes_restored += h->len;
-        n->st.restore_ns += now_ns() - t0;
+        HOFF__STAT_ADD(&n->st, restores, 1);
+        HOFF__STAT_ADD(&n->st, bytes_restored, h->len);
+        HOFF__STAT_ADD(&n->st, restore_ns, now_ns() - t0);
     }
     pthread_mutex_unlock(&n->mu);
     if (rc)
@@ -388,9 +389,9 @@ void hoff__nvme_drop(struct hoff__nvme *n, struct hoff__nvme_spill *h) {
         n->live = h->next;
     if (h->next)
         h->next->prev = h->prev;
-    n->st.bytes_in_use -= h->len;
-    n->st.live_spills--;
-    n->st.extent_bytes -= ext;
+    HOFF__STAT_SUB(&n->st, bytes_in_use, h->len);
+    HOFF__STAT_SUB(&n->st, live_spills, 1);
+    HOFF__STAT_SUB(&n->st, extent_bytes, ext);
     pthread_mutex_unlock(&n->mu);
     free(h);
 }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "core/stat.h"
 #include "tier/crc32c.h"
 #include "tier/host.h"
 #include "tier/nvme.h"
@@ -91,7 +92,7 @@ static int finish_chunk(struct hoff__nvme *n, struct hoff__nvme_op *op, uint32_t
         return 0;
     crc = chunk_crc(h, i, buf, clen);
     if (crc != h->c[i].crc) {
-        n->st.crc_errors++;
+        HOFF__STAT_ADD(&n->st, crc_errors, 1);
         rc = hoff__error(-EBADMSG,
                          "NVMe tier: restore of block %#" PRIx64 ": chunk %u (block offset %zu, %zu bytes, file "
                          "offset %" PRIu64 ") failed its CRC32C check (stored %08x, read %08x); the spill is kept",
@@ -174,7 +175,7 @@ static void ring_fail(struct hoff__nvme *n, int rc) {
     io_uring_queue_exit(&n->ring);
     n->uring = 0;
     n->fixed = 0;
-    n->st.uring_off = 1;
+    HOFF__STAT_SET(&n->st, uring_off, 1);
     n->broken_op = 1;
     n->retired = n->staging;
     n->retired_bytes = n->staging_bytes;
@@ -325,7 +326,7 @@ int hoff__nvme_run_op(struct hoff__nvme *n, struct hoff__nvme_op *op) {
                 return rc;
         }
         n->odirect = 0;
-        n->st.odirect_off = 1;
+        HOFF__STAT_SET(&n->st, odirect_off, 1);
         HOFF__LOG_ONCE(HOFF_LOG_WARN, "NVMe tier: O_DIRECT I/O refused in %s (EINVAL); using buffered I/O", n->dir);
     }
 }
@@ -337,7 +338,7 @@ void hoff__nvme_setup_uring(struct hoff__nvme *n) {
 
     rc = n->inj && n->inj->no_uring ? -ENOSYS : io_uring_queue_init((unsigned)n->depth, &n->ring, 0);
     if (rc < 0) {
-        n->st.uring_off = 1;
+        HOFF__STAT_SET(&n->st, uring_off, 1);
         HOFF__LOG_ONCE(HOFF_LOG_WARN, "NVMe tier: io_uring is unavailable (%s: an old kernel, or seccomp); "
                                       "using pread/pwrite",
                        strerror(-rc));
@@ -354,7 +355,7 @@ void hoff__nvme_setup_uring(struct hoff__nvme *n) {
         free(iov);
     }
     if (rc < 0) {
-        n->st.fixed_off = 1;
+        HOFF__STAT_SET(&n->st, fixed_off, 1);
         HOFF__LOG_ONCE(HOFF_LOG_WARN, "NVMe tier: cannot register the staging buffers with io_uring (%s; see "
                                       "ulimit -l); using unregistered buffers",
                        strerror(-rc));
@@ -362,7 +363,7 @@ void hoff__nvme_setup_uring(struct hoff__nvme *n) {
     }
     n->fixed = 1;
 #else
-    n->st.uring_off = 1;
+    HOFF__STAT_SET(&n->st, uring_off, 1);
     HOFF__LOG_ONCE(HOFF_LOG_INFO, "NVMe tier: built without liburing; using pread/pwrite");
 #endif
 }

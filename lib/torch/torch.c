@@ -66,7 +66,7 @@ static uint64_t fraction_bytes(struct hoff_ctx *ctx, double fraction) {
 /* A live change of budget, host cap or planner: the plan was made for the
  * old values, so the next step records and plans again.  Caller holds ctx->lock. */
 static void replan_live(struct hoff_ctx *ctx) {
-    ctx->st.budget_bytes = ctx->cfg.budget_bytes;
+    HOFF__STAT_SET(&ctx->st, budget_bytes, ctx->cfg.budget_bytes);
     hoff__pipe_replan(&ctx->pipe);
 }
 
