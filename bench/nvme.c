@@ -6,7 +6,7 @@
 #include "config.h"
 
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE 1 /* mkdtemp, strsep */
+#define _GNU_SOURCE 1 /* mkdtemp */
 #endif
 
 #include <dirent.h>
@@ -124,9 +124,10 @@ static int parse_args(struct opts *o, int argc, char **argv) {
             o->total = bench_args_size(&ba, "--total", bench_args_value(&ba), 1, (uint64_t)1 << 40, 1,
                                        "a size in bytes from 1 to 1T (e.g. 2G)");
         } else if (bench_args_is(&ba, "--chunk") || bench_args_is(&ba, "--depth")) {
-            const char *opt = argv[ba.i], *v = bench_args_value(&ba);
+            const char *opt = argv[ba.i], *key = bench_args_is(&ba, "--chunk") ? "spill_chunk" : "io_depth";
+            const char *v = bench_args_value(&ba);
 
-            if (hoff_config_set(&o->cfg, opt[2] == 'c' ? "spill_chunk" : "io_depth", v, err, sizeof err) != 0)
+            if (hoff_config_set(&o->cfg, key, v, err, sizeof err) != 0)
                 bench_args_fail(&ba, "%s: %s", opt, err);
         } else {
             bench_args_unknown(&ba, argv[ba.i]);
