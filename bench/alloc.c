@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "benchargs.h"
 #include "hoff.h"
 
 /* The sizes one step of a small GPT (h = 1024, s = 2048, b = 1, bf16) asks
@@ -143,22 +144,11 @@ static double quantile(const double *v, unsigned n, double q) {
     return v[i - 1];
 }
 
-static void usage(FILE *f) {
+static void usage(FILE *f, const struct bench_args *ba) {
     fprintf(f, "usage: bench/alloc [--json] [--quick] [--batches N] [--pairs N]\n"
                "Median ns per malloc+free pair of hoff (sim backend) and glibc on a\n"
                "transformer-step size mix; %u batches of %u pairs by default.\n",
             200u, 1000u);
-}
-
-static int parse_u(const char *s, unsigned *out) {
-    char *end;
-    unsigned long v;
-    errno = 0;
-    v = strtoul(s, &end, 10);
-    if (errno || end == s || *end || s[0] == '-' || v == 0 || v > 100000000ul)
-        return -1;
-    *out = (unsigned)v;
-    return 0;
 }
 
 /* Per-batch ns/pair of one measured configuration, sorted at the end. */
@@ -197,6 +187,7 @@ int main(int argc, char **argv) {
     char err[256];
     struct hoff_stats st;
     hoff_ctx *ctx;
+    struct bench_args ba = {"bench/alloc", usage, argc, argv, 0};
     /* 0: hoff full mix in a step, 1: glibc full mix, 2: hoff small sizes,
      * 3: glibc small sizes, 4: hoff full mix outside a step (device pool). */
     struct series x[5] = {
@@ -204,29 +195,21 @@ int main(int argc, char **argv) {
         {.name = "glibc_small"}, {.name = "hoff_device_pool"},
     };
 
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) {
+    for (ba.i = 1; ba.i < argc; ba.i++) {
+        if (bench_args_is(&ba, "--json")) {
             json = 1;
-        } else if (!strcmp(argv[i], "--quick")) {
+        } else if (bench_args_is(&ba, "--quick")) {
             batches = 10;
             pairs = 200;
             warmup = 2;
-        } else if (!strcmp(argv[i], "--batches") && i + 1 < argc) {
-            if (parse_u(argv[++i], &batches)) {
-                usage(stderr);
-                return 2;
-            }
-        } else if (!strcmp(argv[i], "--pairs") && i + 1 < argc) {
-            if (parse_u(argv[++i], &pairs)) {
-                usage(stderr);
-                return 2;
-            }
-        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage(stdout);
-            return 0;
+        } else if (bench_args_is(&ba, "--batches")) {
+            batches = (unsigned)bench_args_uint(&ba, "--batches", bench_args_value(&ba), 1, 100000000);
+        } else if (bench_args_is(&ba, "--pairs")) {
+            pairs = (unsigned)bench_args_uint(&ba, "--pairs", bench_args_value(&ba), 1, 100000000);
+        } else if (bench_args_is(&ba, "-h") || bench_args_is(&ba, "--help")) {
+            bench_args_help(&ba);
         } else {
-            usage(stderr);
-            return 2;
+            bench_args_unknown(&ba, argv[ba.i]);
         }
     }
     build_seq();

@@ -6,10 +6,13 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "benchargs.h"
 #include "hoff.h"
 #include "mem/pool.h"
 #include "trace/drive.h"
@@ -35,7 +38,7 @@ static int drive(const struct hoff__trace *t, const char *planner, uint64_t budg
     memset(out, 0, sizeof *out);
     hoff_config_init(&cfg);
     if ((rc = hoff_config_from_env(&cfg, err, sizeof err)) != 0) { /* HOFF_SIM_* and the like */
-        fprintf(stderr, "groups: %s\n", err);
+        fprintf(stderr, "bench/groups: %s\n", err);
         return rc;
     }
     cfg.backend = HOFF_BACKEND_SIM;
@@ -45,11 +48,11 @@ static int drive(const struct hoff__trace *t, const char *planner, uint64_t budg
     cfg.groups = groups;
     cfg.plan_thread = 0; /* the replay from the step after the recording: the steady state */
     if ((rc = hoff_config_set(&cfg, "planner", planner, err, sizeof err)) != 0) {
-        fprintf(stderr, "groups: --planner: %s\n", err);
+        fprintf(stderr, "bench/groups: --planner: %s\n", err);
         return rc;
     }
     if ((rc = hoff_init(&ctx, &cfg)) != 0) {
-        fprintf(stderr, "groups: hoff_init: %s\n", hoff_last_error());
+        fprintf(stderr, "bench/groups: hoff_init: %s\n", hoff_last_error());
         return rc;
     }
     memset(&o, 0, sizeof o);
@@ -65,7 +68,7 @@ static int drive(const struct hoff__trace *t, const char *planner, uint64_t budg
             out->blocks_verified += r.blocks_verified;
             out->last = r.step[r.steps - 1];
         } else {
-            fprintf(stderr, "groups: drive: %s\n", hoff_last_error());
+            fprintf(stderr, "bench/groups: drive: %s\n", hoff_last_error());
         }
         hoff__drive_result_free(&r);
     }
@@ -89,12 +92,20 @@ static void json_run(const char *name, const struct run *r) {
            r->last.stall_ns, r->last.step_ns, r->plan_groups, r->plan_ns, r->integrity_errors, r->blocks_verified);
 }
 
+static void usage(FILE *f, const struct bench_args *ba) {
+    fprintf(f, "usage: %s TRACE [--budget PCT] [--planner NAME] [--steps N]\n"
+               "Drives TRACE on the sim with groups on and off (HOFF_* from the environment) and prints\n"
+               "the last replayed step's transfer calls, bytes, stall and integrity as JSON.\n",
+            ba->argv[0]);
+}
+
 int main(int argc, char **argv) {
     static const struct option longopts[] = {{"budget", required_argument, NULL, 'b'},
                                              {"planner", required_argument, NULL, 'p'},
                                              {"steps", required_argument, NULL, 's'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
+    struct bench_args ba = {"bench/groups", usage, argc, argv, 0};
     const char *planner = "greedy";
     double pct = 50;
     int steps = 3, opt, rc;
@@ -106,24 +117,20 @@ int main(int argc, char **argv) {
 
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (opt) {
-        case 'b': pct = atof(optarg); break;
+        case 'b': pct = bench_args_pct(&ba, "--budget", optarg, 0, INFINITY); break;
         case 'p': planner = optarg; break;
-        case 's': steps = atoi(optarg); break;
+        case 's': steps = (int)bench_args_uint(&ba, "--steps", optarg, 2, INT_MAX); break;
+        case 'h': bench_args_help(&ba); break;
         default:
-            printf("usage: %s TRACE [--budget PCT] [--planner NAME] [--steps N]\n"
-                   "Drives TRACE on the sim with groups on and off (HOFF_* from the environment) and prints\n"
-                   "the last replayed step's transfer calls, bytes, stall and integrity as JSON.\n",
-                   argv[0]);
-            return opt == 'h' ? 0 : 2;
+            usage(stderr, &ba);
+            return 2;
         }
     }
-    if (optind != argc - 1 || pct <= 0 || steps < 2) {
-        fprintf(stderr, "usage: %s TRACE [--budget PCT] [--planner NAME] [--steps N>=2]\n", argv[0]);
-        return 2;
-    }
+    if (optind != argc - 1)
+        bench_args_fail(&ba, "expected one TRACE operand, got %d", argc - optind);
     hoff__trace_init(&t);
     if ((rc = hoff__trace_load(&t, argv[optind], err, sizeof err)) != 0) {
-        fprintf(stderr, "groups: %s: %s\n", argv[optind], err);
+        fprintf(stderr, "bench/groups: %s: %s\n", argv[optind], err);
         return 1;
     }
     peak = hoff__trace_offload_peak(&t, hoff__pool_block_bytes, &at);

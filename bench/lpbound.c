@@ -23,21 +23,20 @@ void hoff_bench_lp_none(struct hoff_bench_lp *lp, const int *pct, int n, const c
     }
 }
 
-int hoff_bench_lp_arg(const char *tool, int argc, char **argv, int *a, struct hoff_bench_lp_run *run) {
-    int lp = strcmp(argv[*a], "--lp") == 0;
+int hoff_bench_lp_arg(struct bench_args *ba, struct hoff_bench_lp_run *run) {
+    const char *opt = ba->argv[ba->i];
+    int lp = strcmp(opt, "--lp") == 0;
 
-    if (!lp && strcmp(argv[*a], "--hoff-plan") != 0)
+    if (!lp && strcmp(opt, "--hoff-plan") != 0)
         return 0;
-    if (*a + 1 >= argc || !*argv[*a + 1]) {
-        fprintf(stderr, "%s: %s takes %s\n", tool, argv[*a],
-                lp ? "the command that runs bench/bound.py (e.g. \"python3 bench/bound.py\")" : "the path of hoff-plan");
-        return -1;
-    }
+    if (ba->i + 1 >= ba->argc || !*ba->argv[ba->i + 1])
+        bench_args_bad(ba, opt, ba->i + 1 < ba->argc ? ba->argv[ba->i + 1] : "",
+                       lp ? "the command that runs bench/bound.py (e.g. \"python3 bench/bound.py\")"
+                          : "the path of hoff-plan");
     if (lp)
-        run->cmd = argv[*a + 1];
+        run->cmd = bench_args_value(ba);
     else
-        run->hoff_plan = argv[*a + 1];
-    (*a)++;
+        run->hoff_plan = bench_args_value(ba);
     return 1;
 }
 

@@ -6,6 +6,8 @@
 
 #include <stdint.h>
 
+#include "benchargs.h"
+
 struct hoff__trace;
 
 struct hoff_bench_lp {
@@ -34,10 +36,10 @@ void hoff_bench_lp_file(const struct hoff_bench_lp_run *run, const char *path, c
 void hoff_bench_lp_trace(const struct hoff_bench_lp_run *run, const struct hoff__trace *t, const char *tag,
                          const int *pct, int n, struct hoff_bench_lp *lp);
 
-/* The flags that set run: --lp CMD and --hoff-plan PATH.  When argv[*a] is one of them, its value goes into run and
- * *a steps past it: 1; 0 when argv[*a] is neither; -1 when the value is missing or empty (said on stderr, after
- * "tool: "). */
-int hoff_bench_lp_arg(const char *tool, int argc, char **argv, int *a, struct hoff_bench_lp_run *run);
+/* The flags that set run: --lp CMD and --hoff-plan PATH.  When ba's current argument is one of them, its value goes
+ * into run and ba->i steps onto the value: 1; 0 when it is neither.  A missing or empty value ends the program
+ * (benchargs.h: exit status 2). */
+int hoff_bench_lp_arg(struct bench_args *ba, struct hoff_bench_lp_run *run);
 
 /* Every lp[i] without a bound, with this reason. */
 void hoff_bench_lp_none(struct hoff_bench_lp *lp, const int *pct, int n, const char *why);

@@ -6,7 +6,7 @@
 #include "config.h"
 
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE 1 /* mkdtemp, strsep */
+#define _GNU_SOURCE 1 /* mkdtemp */
 #endif
 
 #include <dirent.h>
@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchargs.h"
 #include "core/core.h"
 #include "hoff.h"
 #include "tier/host.h"
@@ -55,7 +56,7 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void usage(FILE *f) {
+static void usage(FILE *f, const struct bench_args *ba) {
     fprintf(f,
             "usage: bench/nvme [--json] [--smoke] [--dir DIR] [--sizes LIST] [--total BYTES] [--chunk BYTES]\n"
             "                  [--depth N] [--reps N] [--fio PATH | --no-fio]\n"
@@ -79,36 +80,20 @@ static void usage(FILE *f) {
             "Exit status: 0 ok, 1 a failure (I/O, fio, a restored block that differs), 2 bad usage.\n");
 }
 
-static int bad(const char *fmt, const char *arg) {
-    fprintf(stderr, "bench/nvme: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, " (bench/nvme --help)\n");
-    return 2;
+static void parse_sizes(const struct bench_args *ba, struct opts *o, const char *arg) {
+    char buf[512], *item[MAX_SIZES];
+    int n = bench_args_list(ba, "--sizes", arg, buf, sizeof buf, item, MAX_SIZES);
+
+    for (o->nsizes = 0; o->nsizes < n; o->nsizes++)
+        o->sizes[o->nsizes] = bench_args_size(ba, "--sizes", item[o->nsizes], 4096, (uint64_t)16 << 30, 4096,
+                                              "a list of sizes in bytes, each a multiple of 4 KiB from 4K to 16G "
+                                              "(e.g. 64M,1G)");
 }
 
-static int parse_sizes(struct opts *o, const char *arg) {
-    char buf[512], *s = buf, *tok;
-
-    if (strlen(arg) >= sizeof buf)
-        return bad("--sizes: the list is too long: %.40s...", arg);
-    strcpy(buf, arg);
-    o->nsizes = 0;
-    while ((tok = strsep(&s, ",")) != NULL) {
-        uint64_t v;
-
-        if (o->nsizes == MAX_SIZES)
-            return bad("--sizes: at most 16 sizes (%s)", arg);
-        if (hoff__parse_size(tok, &v) != 0 || v == 0 || v % 4096 != 0 || v > ((uint64_t)16 << 30))
-            return bad("--sizes: '%s' is not a size in bytes, a multiple of 4 KiB from 4K to 16G (e.g. 64M,1G)",
-                       tok);
-        o->sizes[o->nsizes++] = v;
-    }
-    return 0;
-}
-
+/* The options into o; a bad one ends the program (benchargs.h).  0, or 2 when the environment's HOFF_* is bad. */
 static int parse_args(struct opts *o, int argc, char **argv) {
+    struct bench_args ba = {"bench/nvme", usage, argc, argv, 0};
     char err[256];
-    int rc;
 
     hoff_config_init(&o->cfg);
     if (hoff_config_from_env(&o->cfg, err, sizeof err) != 0) {
@@ -117,55 +102,39 @@ static int parse_args(struct opts *o, int argc, char **argv) {
     }
     o->total = (uint64_t)2 << 30;
     o->reps = 3;
-    if ((rc = parse_sizes(o, "64M,128M,256M,512M,1G")) != 0)
-        return rc;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int takes = !strcmp(a, "--dir") || !strcmp(a, "--sizes") || !strcmp(a, "--total") ||
-                    !strcmp(a, "--chunk") || !strcmp(a, "--depth") || !strcmp(a, "--fio") ||
-                    !strcmp(a, "--reps");
-
-        if (takes && !v)
-            return bad("%s needs a value", a);
-        if (!strcmp(a, "--json")) {
+    parse_sizes(&ba, o, "64M,128M,256M,512M,1G");
+    for (ba.i = 1; ba.i < argc; ba.i++) {
+        if (bench_args_is(&ba, "--json")) {
             o->json = 1;
-        } else if (!strcmp(a, "--smoke")) {
+        } else if (bench_args_is(&ba, "--smoke")) {
             o->smoke = 1;
-        } else if (!strcmp(a, "--no-fio")) {
+        } else if (bench_args_is(&ba, "--no-fio")) {
             o->no_fio = 1;
-        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            exit(0);
-        } else if (!strcmp(a, "--dir")) {
-            o->parent = v;
-        } else if (!strcmp(a, "--fio")) {
-            o->fio = v;
-        } else if (!strcmp(a, "--sizes")) {
-            if ((rc = parse_sizes(o, v)) != 0)
-                return rc;
-        } else if (!strcmp(a, "--reps")) {
-            char *end;
-            long r = strtol(v, &end, 10);
-            if (*v == 0 || *end != 0 || r < 1 || r > MAX_REPS)
-                return bad("--reps: '%s' is not a whole number from 1 to 15", v);
-            o->reps = (int)r;
-        } else if (!strcmp(a, "--total")) {
-            if (hoff__parse_size(v, &o->total) != 0 || o->total == 0 || o->total > ((uint64_t)1 << 40))
-                return bad("--total: '%s' is not a size in bytes from 1 to 1T (e.g. 2G)", v);
-        } else if (!strcmp(a, "--chunk")) {
-            if (hoff_config_set(&o->cfg, "spill_chunk", v, err, sizeof err) != 0)
-                return bad("--chunk: %s", err);
-        } else if (!strcmp(a, "--depth")) {
-            if (hoff_config_set(&o->cfg, "io_depth", v, err, sizeof err) != 0)
-                return bad("--depth: %s", err);
+        } else if (bench_args_is(&ba, "--help") || bench_args_is(&ba, "-h")) {
+            bench_args_help(&ba);
+        } else if (bench_args_is(&ba, "--dir")) {
+            o->parent = bench_args_value(&ba);
+        } else if (bench_args_is(&ba, "--fio")) {
+            o->fio = bench_args_value(&ba);
+        } else if (bench_args_is(&ba, "--sizes")) {
+            parse_sizes(&ba, o, bench_args_value(&ba));
+        } else if (bench_args_is(&ba, "--reps")) {
+            o->reps = (int)bench_args_uint(&ba, "--reps", bench_args_value(&ba), 1, MAX_REPS);
+        } else if (bench_args_is(&ba, "--total")) {
+            o->total = bench_args_size(&ba, "--total", bench_args_value(&ba), 1, (uint64_t)1 << 40, 1,
+                                       "a size in bytes from 1 to 1T (e.g. 2G)");
+        } else if (bench_args_is(&ba, "--chunk") || bench_args_is(&ba, "--depth")) {
+            const char *opt = argv[ba.i], *key = bench_args_is(&ba, "--chunk") ? "spill_chunk" : "io_depth";
+            const char *v = bench_args_value(&ba);
+
+            if (hoff_config_set(&o->cfg, key, v, err, sizeof err) != 0)
+                bench_args_fail(&ba, "%s: %s", opt, err);
         } else {
-            return bad("unknown argument '%s'", a);
+            bench_args_unknown(&ba, argv[ba.i]);
         }
-        if (takes)
-            i++;
     }
     if (o->fio && o->no_fio)
-        return bad("%s", "--fio and --no-fio together");
+        bench_args_fail(&ba, "--fio and --no-fio together");
     if (o->smoke) {
         o->nsizes = 1;
         o->sizes[0] = (uint64_t)8 << 20;

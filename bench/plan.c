@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "benchargs.h"
 #include "plan/plan.h"
 #include "trace/trace.h"
 
@@ -229,7 +230,7 @@ static int run(const struct hoff__planner *pl, size_t nev, int reps, struct resu
     return rc;
 }
 
-static void usage(FILE *f) {
+static void usage(FILE *f, const struct bench_args *ba) {
     fprintf(f, "usage: bench/plan [--json] [--planner NAME] [--reps N] [--events 10000|100000|1000000] [--time MS]\n"
                "Plans generated training-shaped traces of 10^4, 10^5 and 10^6 events under a\n"
                "budget of 25%% of each trace's offload peak; prints the planning time (best of N\n"
@@ -251,6 +252,7 @@ int main(int argc, char **argv) {
     const struct hoff__planner *pl;
     const char *planner = "greedy";
     int json = 0, reps = 3, opt, i, rc, only = -1;
+    struct bench_args ba = {"bench/plan", usage, argc, argv, 0};
 
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (opt) {
@@ -261,45 +263,34 @@ int main(int argc, char **argv) {
             planner = optarg;
             break;
         case 'r':
-            reps = atoi(optarg);
-            if (reps < 1 || reps > 100) {
-                fprintf(stderr, "bench/plan: --reps: expected 1..100, got '%s'\n", optarg);
-                return 2;
-            }
+            reps = (int)bench_args_uint(&ba, "--reps", optarg, 1, 100);
             break;
-        case 't': {
-            char *end;
-            double ms = strtod(optarg, &end);
-
-            if (end == optarg || *end || ms <= 0 || ms > 3600e3) {
-                fprintf(stderr, "bench/plan: --time: expected a time budget in ms (more than 0, at most "
-                                "3600000), got '%s'\n", optarg);
-                return 2;
-            }
-            time_ns = (uint64_t)(ms * 1e6 + 0.5);
+        case 't':
+            time_ns = (uint64_t)(bench_args_real(&ba, "--time", optarg, "a time budget in ms", 0, 3600e3) * 1e6 + 0.5);
             break;
-        }
         case 'e':
             for (i = 0; i < 3; i++)
                 if (strcmp(optarg, i == 0 ? "10000" : i == 1 ? "100000" : "1000000") == 0)
                     only = i;
-            if (only < 0) {
-                fprintf(stderr, "bench/plan: --events: expected 10000, 100000 or 1000000, got '%s'\n", optarg);
-                return 2;
-            }
+            if (only < 0)
+                bench_args_bad(&ba, "--events", optarg, "10000, 100000 or 1000000");
             break;
         case 'h':
-            usage(stdout);
-            return 0;
+            bench_args_help(&ba);
+            break;
         default:
-            usage(stderr);
+            usage(stderr, &ba);
             return 2;
         }
     }
     pl = hoff__planner_find(planner);
     if (!pl) {
-        fprintf(stderr, "bench/plan: unknown planner '%s'\n", planner);
-        return 2;
+        char names[256] = "";
+
+        for (i = 0; hoff__planner_at(i); i++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "one of ",
+                     hoff__planner_at(i)->name);
+        bench_args_bad(&ba, "--planner", planner, names);
     }
     if (!json)
         printf("%-10s %8s %10s %8s %10s %10s %10s %9s %12s %12s\n", "events", "blocks", "candidates", "actions",

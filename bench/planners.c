@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "benchargs.h"
 #include "hoff.h"
 #include "mem/pool.h"
 #include "plan/plan.h"
@@ -163,16 +164,16 @@ static int simulate(const struct hoff__trace *t, uint64_t budget, uint64_t host_
     if (host_cap) {
         cfg.host_cap_bytes = host_cap;
         if ((rc = hoff_config_set(&cfg, "spill_dir", spill_dir, err, sizeof err)) != 0) {
-            fprintf(stderr, "planners: spill directory %s: %s\n", spill_dir, err);
+            fprintf(stderr, "bench/planners: spill directory %s: %s\n", spill_dir, err);
             return rc;
         }
     }
     if ((rc = hoff_config_set(&cfg, "planner", planner, err, sizeof err)) != 0) {
-        fprintf(stderr, "planners: planner %s: %s\n", planner, err);
+        fprintf(stderr, "bench/planners: planner %s: %s\n", planner, err);
         return rc;
     }
     if ((rc = hoff_init(&ctx, &cfg)) != 0) {
-        fprintf(stderr, "planners: sim context: %s\n", hoff_last_error());
+        fprintf(stderr, "bench/planners: sim context: %s\n", hoff_last_error());
         return rc;
     }
     memset(&o, 0, sizeof o);
@@ -185,7 +186,7 @@ static int simulate(const struct hoff__trace *t, uint64_t budget, uint64_t host_
     if (rc == 0)
         rc = hoff_stats_get(ctx, &st);
     if (rc) {
-        fprintf(stderr, "planners: drive: %s\n", hoff_last_error());
+        fprintf(stderr, "bench/planners: drive: %s\n", hoff_last_error());
     } else {
         ls = &r.step[r.steps - 1];
         memset(out, 0, sizeof *out);
@@ -353,7 +354,7 @@ static int wanted(const char *name) {
     return 0;
 }
 
-static void usage(FILE *f, const char *argv0) {
+static void usage(FILE *f, const struct bench_args *ba) {
     fprintf(f, "usage: %s [--json] [--host-cap PCT] [--anytime MS[,MS...]] [--lp CMD [--hoff-plan PATH]]\n"
                "       [--only NAME[,NAME...]] [TRACEDIR]\n"
                "Replays the synthetic transformer steps and the committed traces in TRACEDIR (default\n"
@@ -369,80 +370,60 @@ static void usage(FILE *f, const char *argv0) {
                "lp_bound_ns (null, with lp_status saying why, when infeasible or not run).\n"
                "--only NAMES: run only these traces (comma-separated, as named in the output:\n"
                "synth-L8-h1024-s2048, synth-L8-h4096-s2048, synth-L4-h8192-s2048, cnn, gpt, wide).\n",
-            argv0);
+            ba->argv[0]);
+}
+
+/* --anytime MS,...: up to MAX_ANYTIME time budgets. */
+static void parse_anytime(const struct bench_args *ba, const char *s) {
+    char buf[512], *item[MAX_ANYTIME];
+    int k, n = bench_args_list(ba, "--anytime", s, buf, sizeof buf, item, MAX_ANYTIME);
+
+    for (k = 0; k < n; k++)
+        anytime_ns[k] = (uint64_t)(bench_args_real(ba, "--anytime", item[k], "a time budget in ms", 0, 3600e3) * 1e6 +
+                                   0.5);
+    nanytime = n;
+}
+
+/* --only NAMES: at least one of them must name a trace this benchmark runs. */
+static void parse_only(const struct bench_args *ba, const char *s) {
+    size_t k;
+    int known = 0;
+
+    only = s;
+    for (k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
+        known += wanted(shapes[k].name);
+    for (k = 0; k < sizeof real / sizeof real[0]; k++)
+        known += wanted(real[k].name);
+    if (!known)
+        bench_args_bad(ba, "--only", s,
+                       "trace names separated by commas (synth-L8-h1024-s2048, synth-L8-h4096-s2048, "
+                       "synth-L4-h8192-s2048, cnn, gpt, wide)");
 }
 
 int main(int argc, char **argv) {
+    struct bench_args ba = {"bench/planners", usage, argc, argv, 0};
     const char *dir = "tests/data/traces";
     char path[4096], err[256];
     size_t i;
-    int rc = 0, a, lp;
+    int rc = 0;
 
-    for (a = 1; a < argc; a++) {
-        if (strcmp(argv[a], "--json") == 0)
+    for (ba.i = 1; ba.i < argc; ba.i++) {
+        if (bench_args_is(&ba, "--json"))
             json = 1;
-        else if (strcmp(argv[a], "--host-cap") == 0) {
-            char *end = NULL;
-            long v = a + 1 < argc ? strtol(argv[a + 1], &end, 10) : 0;
-
-            if (a + 1 >= argc || !end || *end || v < 1 || v > 100) {
-                fprintf(stderr, "planners: --host-cap takes a percentage from 1 to 100, not '%s'\n",
-                        a + 1 < argc ? argv[a + 1] : "");
-                return 2;
-            }
-            host_cap_pct = (int)v;
-            a++;
-        }
-        else if ((lp = hoff_bench_lp_arg("planners", argc, argv, &a, &lp_run)) != 0) {
-            if (lp < 0)
-                return 2;
-        }
-        else if (strcmp(argv[a], "--anytime") == 0) {
-            const char *s = a + 1 < argc ? argv[a + 1] : "";
-            char *end;
-
-            nanytime = 0;
-            do {
-                double ms = strtod(s, &end);
-
-                if (end == s || ms <= 0 || ms > 3600e3 || (*end && *end != ',') || nanytime == MAX_ANYTIME) {
-                    fprintf(stderr, "planners: --anytime takes up to %d time budgets in ms (more than 0, at "
-                                    "most 3600000) separated by commas, not '%s'\n", MAX_ANYTIME, s);
-                    return 2;
-                }
-                anytime_ns[nanytime++] = (uint64_t)(ms * 1e6 + 0.5);
-                s = *end ? end + 1 : end;
-            } while (*s);
-            a++;
-        }
-        else if (strcmp(argv[a], "--only") == 0) {
-            size_t k;
-            int known = 0;
-
-            if (a + 1 >= argc || !*argv[a + 1]) {
-                fprintf(stderr, "planners: --only takes trace names separated by commas\n");
-                return 2;
-            }
-            only = argv[++a];
-            for (k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
-                known += wanted(shapes[k].name);
-            for (k = 0; k < sizeof real / sizeof real[0]; k++)
-                known += wanted(real[k].name);
-            if (!known) {
-                fprintf(stderr, "planners: --only '%s' names no trace this benchmark runs\n", only);
-                usage(stderr, argv[0]);
-                return 2;
-            }
-        }
-        else if (strcmp(argv[a], "-h") == 0 || strcmp(argv[a], "--help") == 0) {
-            usage(stdout, argv[0]);
-            return 0;
-        } else if (argv[a][0] == '-') {
-            fprintf(stderr, "planners: unknown option '%s'\n", argv[a]);
-            usage(stderr, argv[0]);
-            return 2;
-        } else
-            dir = argv[a];
+        else if (bench_args_is(&ba, "--host-cap"))
+            host_cap_pct = (int)bench_args_uint(&ba, "--host-cap", bench_args_value(&ba), 1, 100);
+        else if (hoff_bench_lp_arg(&ba, &lp_run))
+            continue;
+        else if (bench_args_is(&ba, "--anytime"))
+            parse_anytime(&ba, bench_args_value(&ba));
+        else if (bench_args_is(&ba, "--only"))
+            parse_only(&ba, bench_args_value(&ba));
+        else if (bench_args_is(&ba, "-h") || bench_args_is(&ba, "--help"))
+            bench_args_help(&ba);
+        else if (argv[ba.i][0] == '-')
+            bench_args_unknown(&ba, argv[ba.i]);
+        else
+            dir = argv[ba.i];
     }
 
     if (host_cap_pct) {
@@ -450,7 +431,7 @@ int main(int argc, char **argv) {
 
         snprintf(spill_dir, sizeof spill_dir, "%s/hoff-planners-XXXXXX", tmp && *tmp ? tmp : "/var/tmp");
         if (!mkdtemp(spill_dir)) {
-            fprintf(stderr, "planners: cannot make a spill directory %s: %s\n", spill_dir, strerror(errno));
+            fprintf(stderr, "bench/planners: cannot make a spill directory %s: %s\n", spill_dir, strerror(errno));
             return 1;
         }
     }
@@ -479,7 +460,7 @@ int main(int argc, char **argv) {
         hoff__trace_init(&t);
         rc = hoff__trace_load(&t, path, err, sizeof err);
         if (rc)
-            fprintf(stderr, "planners: %s: %s\n", path, err);
+            fprintf(stderr, "bench/planners: %s: %s\n", path, err);
         else
             rc = bench_trace(real[i].name, &t, path, (uint64_t)(real[i].gpu_step_ms * 1e6 + 0.5));
         hoff__trace_destroy(&t);

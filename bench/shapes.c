@@ -18,6 +18,7 @@
 #include "trace/synth.h"
 #include "trace/trace.h"
 
+#include "benchargs.h"
 #include "lpbound.h"
 
 #define GBPS 50.0     /* each way: PCIe Gen5 x16, as the sim's default */
@@ -61,7 +62,7 @@ static int plan_one(const struct hoff__trace *t, const uint64_t *T, const struct
     return rc;
 }
 
-static void usage(FILE *f) {
+static void usage(FILE *f, const struct bench_args *ba) {
     fprintf(f, "usage: bench/shapes [--json] [--lp CMD [--hoff-plan PATH]]\n"
                "GPT shapes h 4096, s 8K/32K/128K (%d layers, batch 1, bf16, flash attention) at budgets of "
                "75/50/25%% of the activation peak; step time from each plan's predicted replay at %g GB/s each way "
@@ -74,23 +75,19 @@ static void usage(FILE *f) {
 int main(int argc, char **argv) {
     static const int pct[] = {75, 50, 25};
     struct hoff_bench_lp_run lp_run = {NULL, "./hoff-plan", GBPS, 0};
-    int json = 0, a, k;
+    struct bench_args ba = {"bench/shapes", usage, argc, argv, 0};
+    int json = 0;
     size_t i, j;
 
-    for (a = 1; a < argc; a++) {
-        if (strcmp(argv[a], "--json") == 0)
+    for (ba.i = 1; ba.i < argc; ba.i++) {
+        if (bench_args_is(&ba, "--json"))
             json = 1;
-        else if ((k = hoff_bench_lp_arg("bench/shapes", argc, argv, &a, &lp_run)) != 0) {
-            if (k < 0)
-                return 2;
-        } else if (strcmp(argv[a], "-h") == 0 || strcmp(argv[a], "--help") == 0) {
-            usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "bench/shapes: unknown or incomplete argument '%s'\n", argv[a]);
-            usage(stderr);
-            return 2;
-        }
+        else if (hoff_bench_lp_arg(&ba, &lp_run))
+            continue;
+        else if (bench_args_is(&ba, "-h") || bench_args_is(&ba, "--help"))
+            bench_args_help(&ba);
+        else
+            bench_args_unknown(&ba, argv[ba.i]);
     }
     if (!json)
         printf("%-16s %6s %6s %10s %12s %12s %12s %12s %9s %9s %12s %13s\n", "shape", "budget", "free", "compute_ms",

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchargs.h"
 #include "core/context.h"
 #include "core/publish.h"
 #include "hoff.h"
@@ -91,7 +93,7 @@ static int open_ctx(hoff_ctx **ctx, int publish) {
     return rc;
 }
 
-static void usage(FILE *f) {
+static void usage(FILE *f, const struct bench_args *ba) {
     fprintf(f, "usage: bench/stats [--json] [--quick] [--batches N] [--pairs N]\n"
                "Overhead of publishing the statistics (HOFF_STATS=1, the default) per allocator\n"
                "event, against publishing off, in the same run and on the same context: median\n"
@@ -108,29 +110,24 @@ int main(int argc, char **argv) {
     uint64_t t0, writes_before, writes;
     struct hoff__pub_reader rd;
     char name[64], err[256];
+    struct bench_args ba = {"bench/stats", usage, argc, argv, 0};
 
-    for (i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) {
+    for (ba.i = 1; ba.i < argc; ba.i++) {
+        if (bench_args_is(&ba, "--json")) {
             json = 1;
-        } else if (!strcmp(argv[i], "--quick")) {
+        } else if (bench_args_is(&ba, "--quick")) {
             batches = 60;
             pairs = 1000;
             warm = 5;
-        } else if (!strcmp(argv[i], "--batches") && i + 1 < argc) {
-            batches = (unsigned)strtoul(argv[++i], NULL, 10);
-        } else if (!strcmp(argv[i], "--pairs") && i + 1 < argc) {
-            pairs = (unsigned)strtoul(argv[++i], NULL, 10);
-        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage(stdout);
-            return 0;
+        } else if (bench_args_is(&ba, "--batches")) {
+            batches = (unsigned)bench_args_uint(&ba, "--batches", bench_args_value(&ba), 3, UINT_MAX);
+        } else if (bench_args_is(&ba, "--pairs")) {
+            pairs = (unsigned)bench_args_uint(&ba, "--pairs", bench_args_value(&ba), 10, UINT_MAX);
+        } else if (bench_args_is(&ba, "-h") || bench_args_is(&ba, "--help")) {
+            bench_args_help(&ba);
         } else {
-            usage(stderr);
-            return 2;
+            bench_args_unknown(&ba, argv[ba.i]);
         }
-    }
-    if (batches < 3 || pairs < 10) {
-        usage(stderr);
-        return 2;
     }
     memset(&b, 0, sizeof b);
     if (open_ctx(&b.ctx, 1))

@@ -20,8 +20,11 @@ Under ``hoff-record`` (CPU recording mode) the same marks go to the recorder,
 so a CPU training step can be traced on a machine without a GPU.
 """
 
-from ._lib import LibraryNotFound
-from ._targets import HoffError
+from __future__ import annotations
+
+from typing import Any, Dict
+
+from .errors import HoffError, LibraryNotFound
 from .allocator import (empty_cache, install, is_installed, library_path, memory_stats, record_stream,
                         set_memory_fraction)
 from .config import OffloadConfig
@@ -32,7 +35,7 @@ from . import swap
 from . import _lib, _native
 
 
-def _check_bundle():
+def _check_bundle() -> None:
     """A pip-built package checks at import that its bundled libhoff loads (its runtime libraries are
     installed), and warns with the missing library's name and package when not (python/README.md)."""
     import os
@@ -48,23 +51,23 @@ def _check_bundle():
 _check_bundle()
 
 
-def native_build():
+def native_build() -> Dict[str, Any]:
     """The pip build bundled in this package (backends, features, runtime libraries: hoff/_native/build.json);
     {} for a package installed with HOFF_PIP_NATIVE=0."""
     return _native.info()
 
 
-def recording():
+def recording() -> bool:
     """True when this process runs under hoff-record (CPU recording mode)."""
     return _record.active()
 
 
-def record_stats():
+def record_stats() -> Dict[str, Any]:
     """The recorder's state under hoff-record ({} otherwise)."""
     return _record.stats()
 
 
-__version__ = "0.1.0"
+__version__: str = "0.1.0"
 
 __all__ = [
     "AccessHooks", "HoffError", "LibraryNotFound", "OffloadConfig", "OffloadSession", "empty_cache",

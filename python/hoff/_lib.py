@@ -31,12 +31,9 @@ import sysconfig
 import threading
 
 from . import _native
+from .errors import LibraryNotFound  # its home is hoff.errors; hoff._lib.LibraryNotFound stays for older imports
 
 NAMES = ("libhoff.so", "libhoff.so.0")
-
-
-class LibraryNotFound(RuntimeError):
-    """libhoff.so could not be found or loaded; the message lists every place tried."""
 
 
 _lock = threading.Lock()

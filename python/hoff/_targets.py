@@ -18,8 +18,10 @@ access) goes to each target of the session:
 import ctypes
 import json
 import threading
+from typing import Set
 
 from . import _lib, _record
+from .errors import HoffError  # its home is hoff.errors; hoff._targets.HoffError stays for older imports
 
 PLAN_STATES = {0: "idle", 1: "warmup", 2: "replay", 3: "fallback"}
 # enum hoff_phase (include/hoff.h): what set_phase takes
@@ -28,15 +30,7 @@ PHASES = {"none": 0, "forward": 1, "backward": 2, "loss": 3, "optimizer": 4}
 _lock = threading.Lock()
 _installed = False
 _sim_cls = None   # python -m hoff --sim: the target class of the sim context (hoff._sim.SimTarget)
-_devices = set()  # devices whose hoff context this process has used
-
-
-class HoffError(RuntimeError):
-    """A hoff call failed; .errno is the positive errno value."""
-
-    def __init__(self, msg, errno=0):
-        super().__init__(msg)
-        self.errno = errno
+_devices: Set[int] = set()  # devices whose hoff context this process has used
 
 
 def set_installed():

@@ -2,11 +2,17 @@
 # torch.cuda's own memory functions under it.  Threading: install() is process-wide and idempotent, under a lock.
 """hoff as PyTorch's CUDA allocator."""
 
+from __future__ import annotations
+
 import threading
+from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from . import _lib, _record, _targets, grads, patches, shim
 from .config import OffloadConfig
 from .hooks import storage_ptr
+
+if TYPE_CHECKING:
+    import torch
 
 _install_lock = threading.Lock()
 
@@ -17,7 +23,7 @@ TOO_LATE = ("hoff.install() came too late: PyTorch's CUDA allocator is already i
             "script.py ...', which installs hoff before the script starts.")
 
 
-def install(config=None):
+def install(config: Optional[OffloadConfig] = None) -> str:
     """Make hoff the CUDA allocator of this process's PyTorch.
 
     Call it before anything allocates CUDA memory.  config (an OffloadConfig)
@@ -101,12 +107,12 @@ def _configure_all(config):
             raise ValueError("hoff: %s" % msg)
 
 
-def is_installed():
+def is_installed() -> bool:
     """True once hoff.install() has made hoff PyTorch's CUDA allocator."""
     return _targets.installed()
 
 
-def memory_stats(device=None):
+def memory_stats(device: Optional[int] = None) -> Dict[str, Any]:
     """hoff's statistics as a dict (PyTorch's own torch.cuda.memory_stats does
     not work under a pluggable allocator).
 
@@ -124,12 +130,12 @@ def memory_stats(device=None):
                        "hoff.install() or run under 'python -m hoff') and the process is not under hoff-record")
 
 
-def empty_cache():
+def empty_cache() -> None:
     """Return hoff's cached, unused blocks of every device (torch.cuda.empty_cache's work)."""
     _lib.load().hoff_torch_empty_cache()
 
 
-def set_memory_fraction(fraction, device=None):
+def set_memory_fraction(fraction: float, device: Optional[int] = None) -> None:
     """hoff's budget for activations on device becomes fraction of its memory
     (torch.cuda.set_per_process_memory_fraction's work under hoff)."""
     if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
@@ -138,7 +144,7 @@ def set_memory_fraction(fraction, device=None):
     _lib.load().hoff_torch_set_memory_fraction(float(fraction), dev)
 
 
-def record_stream(tensor, stream):
+def record_stream(tensor: torch.Tensor, stream: Any) -> None:
     """tensor is also used on stream: hoff frees its block only once the work
     queued on stream by then is done (Tensor.record_stream's work, which a
     pluggable allocator does not get from Python)."""
@@ -148,6 +154,6 @@ def record_stream(tensor, stream):
     _lib.load().hoff_torch_record_stream(ptr, getattr(stream, "cuda_stream", stream))
 
 
-def library_path():
+def library_path() -> str:
     """Where libhoff.so was found (see hoff._lib for the search order)."""
     return _lib.path()

@@ -35,6 +35,7 @@ TorchDynamo frame does not run compiled at all inside hoff's steps.
 
 import functools
 import threading
+from typing import Any, Dict, Set
 
 from . import opmarks
 
@@ -43,9 +44,9 @@ _lock = threading.Lock()
 # forward calls ran: Inductor's library calls such as mm; an eager region would run every op of its code),
 # "compiled_calls" (forward calls whose outputs autograd attributes to AOTAutograd's CompiledFunction: PyTorch's own
 # word that compiled code ran, not hoff's)}
-_regions = {}
+_regions: Dict[str, Dict[str, Any]] = {}
 _open = threading.local()  # the region whose forward runs on this thread (its saved bytes are counted)
-_explained = set()
+_explained: Set[str] = set()
 EXPLAIN_SHARE = 2.0 / 3.0  # a region saving more of the step's saved bytes than this is explained
 
 

@@ -28,11 +28,14 @@ made and its values are checked when they are applied
 (``hoff_torch_configure``, which gives the same message).
 """
 
+from __future__ import annotations
+
 import ctypes
 import dataclasses
 import math
 import numbers
 import os
+from typing import Dict, Optional, Sequence, Union
 
 MiB = 1 << 20
 
@@ -138,16 +141,16 @@ class OffloadConfig:
         time.  None (the default) leaves HOFF_OFFLOAD_GRADIENTS, off.
     """
 
-    max_resident_activation_mb: float = None
-    max_offload_activation_mb: float = None
-    planner: str = None
-    spill_dir: str = None
-    numa: str = None
+    max_resident_activation_mb: Optional[float] = None
+    max_offload_activation_mb: Optional[float] = None
+    planner: Optional[str] = None
+    spill_dir: Optional[str] = None
+    numa: Optional[Union[str, Sequence[int]]] = None  # a list of nodes is kept as its text, "0,2"
     access_marks: bool = True
     op_marks: bool = True
-    offload_gradients: bool = None
+    offload_gradients: Optional[bool] = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         set_ = object.__setattr__
         set_(self, "max_resident_activation_mb",
              _mb("max_resident_activation_mb", "budget", self.max_resident_activation_mb))
@@ -164,7 +167,7 @@ class OffloadConfig:
             raise ValueError("offload_gradients (hoff option offload_gradients): expected True, False or None "
                              "(the environment's HOFF_OFFLOAD_GRADIENTS), got %r" % (self.offload_gradients,))
 
-    def options(self):
+    def options(self) -> Dict[str, str]:
         """The hoff options this config sets, as {name: value text} (hoff_config_set's forms)."""
         out = {}
         if self.max_resident_activation_mb is not None:
@@ -176,7 +179,7 @@ class OffloadConfig:
         if self.spill_dir is not None:
             out["spill_dir"] = self.spill_dir
         if self.numa is not None:
-            out["numa"] = self.numa
+            out["numa"] = str(self.numa)  # the text __post_init__ made of it
         if self.offload_gradients is not None:
             out["offload_gradients"] = "1" if self.offload_gradients else "0"
         return out

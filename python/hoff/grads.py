@@ -42,11 +42,12 @@ backward ops), ``backward`` inside ``torch.autograd.backward``/``grad``,
 import functools
 import os
 import threading
+from typing import Any, Dict, List
 
 _lock = threading.RLock()
 _installed = False
 _opt_depth = 0          # optimizer steps open (nested: an optimizer calling another)
-_opt_regions = []       # the targets a region was opened on for the outermost open step
+_opt_regions: List[Any] = []       # the targets a region was opened on for the outermost open step
 _backward_depth = 0     # torch.autograd.backward/grad calls open
 _step_targets = None    # the targets of the open session step (hooks on autograd's threads use them)
 _offload_override = None  # OffloadConfig(offload_gradients=...) of the open session, None: the environment's
@@ -57,7 +58,7 @@ LOSS_WORDS = ("nll_loss", "cross_entropy", "log_softmax", "mse_loss", "l1_loss",
               "huber_loss", "binary_cross_entropy", "kl_div", "soft_margin_loss", "multi_margin_loss",
               "multilabel_margin_loss", "ctc_loss", "poisson_nll_loss", "cosine_embedding_loss",
               "margin_ranking_loss", "hinge_embedding_loss", "triplet_margin_loss")
-_loss_cache = {}
+_loss_cache: Dict[str, bool] = {}
 
 
 def is_loss_op(name):

@@ -17,13 +17,19 @@ by backward.  Marking pack as a write would let a planner think the contents
 before it dead.
 """
 
+from __future__ import annotations
+
 import threading
+from typing import TYPE_CHECKING, Any, Iterable, List, Literal, Optional, Set, Tuple
 
 from . import compiled
 from .opmarks import quiet, storage_of
 
+if TYPE_CHECKING:
+    import torch
 
-def storage_ptr(t):
+
+def storage_ptr(t: torch.Tensor) -> Optional[int]:
     """The base address of t's storage (its hoff block), or None (no storage)."""
     return storage_of(t)[0]
 
@@ -34,7 +40,7 @@ def storage_ptr(t):
 # Neither is an error (the op marks still mark every aten use of a block), but it is said once each.
 
 _hook_tls = threading.local()
-_warned = set()
+_warned: Set[str] = set()
 _patched = False
 
 
@@ -86,17 +92,17 @@ class AccessHooks:
     "pack" or "unpack", block what the first target reports (the recorder's
     serial, or the address for the allocator) or None if it is no block."""
 
-    def __init__(self, targets, log=False):
+    def __init__(self, targets: Iterable[Any], log: bool = False) -> None:
         self.targets = list(targets)
-        self.log = [] if log else None
+        self.log: Optional[List[Tuple[str, Optional[int]]]] = [] if log else None
         self.packed = 0
         self.packed_bytes = 0  # the bytes of the storages packed (a storage saved twice counts twice)
         self.unpacked = 0
         self.unmatched = 0  # saved tensors that are no block of the first target
         self.mode_missing = 0  # unpacks on a thread the op-marks mode did not reach
-        self.op_mode = None    # the session's OpMarks mode, if any
+        self.op_mode: Any = None    # the session's OpMarks mode, if any
         self._lock = threading.Lock()
-        self._cm = None
+        self._cm: Any = None
 
     def _mark(self, kind, ptr):
         block = None
@@ -115,7 +121,7 @@ class AccessHooks:
                 self.log.append((kind, block))
         return block
 
-    def pack(self, t):
+    def pack(self, t: torch.Tensor) -> Tuple[torch.Tensor, Optional[int], int]:
         ptr, nbytes = storage_of(t)
         self._mark("pack", ptr)
         with self._lock:
@@ -127,7 +133,7 @@ class AccessHooks:
         with quiet():
             return (t.detach(), ptr, t._version)
 
-    def unpack(self, packed):
+    def unpack(self, packed: Tuple[torch.Tensor, Optional[int], int]) -> torch.Tensor:
         t, ptr, version = packed
         if t._version != version:
             # Autograd checks a saved tensor's version only when no saved_tensors_hooks are set; with ours set it
@@ -146,7 +152,7 @@ class AccessHooks:
                     self.mode_missing += 1
         return t
 
-    def __enter__(self):
+    def __enter__(self) -> AccessHooks:
         import torch
         _patch_hooks()
         d = _depths()
@@ -160,7 +166,7 @@ class AccessHooks:
         d["hoff"] += 1
         return self
 
-    def __exit__(self, et, ev, tb):
+    def __exit__(self, et: Optional[type], ev: Optional[BaseException], tb: Any) -> Literal[False]:
         cm, self._cm = self._cm, None
         if cm is not None:
             _depths()["hoff"] -= 1

@@ -56,6 +56,7 @@ Two implementations of that rule:
 """
 
 import threading
+from typing import Any, Dict, List
 
 from .grads import op_phase
 
@@ -190,9 +191,9 @@ def _written_args(func):
     return w
 
 
-_WRITTEN = {}
-_NAMES = {}
-_TENSOR_ARGS = {}
+_WRITTEN: Dict[Any, Any] = {}
+_NAMES: Dict[Any, str] = {}
+_TENSOR_ARGS: Dict[Any, Any] = {}
 
 
 def _tensor_args(func):
@@ -224,7 +225,7 @@ def _rewrap_numbers(func, args):
     return args if fix is None else tuple(fix)
 
 
-_RETURNS_TENSOR = {}
+_RETURNS_TENSOR: Dict[Any, Any] = {}
 
 
 def _rewrap_result(func, out):
@@ -423,7 +424,7 @@ class NativeMarks:
         return False
 
 
-_warned_unwrapped = []
+_warned_unwrapped: List[str] = []
 
 
 def _warn_unwrapped(n):

@@ -17,12 +17,13 @@ import json
 import os
 import threading
 import warnings
+from typing import Dict, Set
 
 from . import _lib, compiled, seams, shim
 
 _lock = threading.Lock()
-_warned = set()
-_fractions = {}   # device -> the fraction the script set (torch.cuda.get_per_process_memory_fraction)
+_warned: Set[str] = set()
+_fractions: Dict[int, float] = {}   # device -> the fraction the script set (torch.cuda.get_per_process_memory_fraction)
 _applied = False
 
 

@@ -4,6 +4,8 @@
 # of hoff.step() is guarded by _step_lock.
 """Steps, regions and op marks."""
 
+from __future__ import annotations
+
 import atexit
 import contextlib
 import contextvars
@@ -11,13 +13,19 @@ import functools
 import sys
 import threading
 import warnings
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Literal, Optional, TypeVar, overload
 
 from . import _targets, compiled, grads
 from .config import OffloadConfig
 from .hooks import AccessHooks
 from . import opmarks
 
-_active = contextvars.ContextVar("hoff_active_session", default=None)
+if TYPE_CHECKING:
+    import torch
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+_active: contextvars.ContextVar[Optional[OffloadSession]] = contextvars.ContextVar("hoff_active_session", default=None)
 _warned_empty = False
 
 
@@ -44,7 +52,8 @@ class OffloadSession:
     device (hoff's simulated device without a GPU), "record" only hoff-record.
     """
 
-    def __init__(self, config=None, *, mode="auto", device=None):
+    def __init__(self, config: Optional[OffloadConfig] = None, *, mode: str = "auto",
+                 device: Optional[int] = None) -> None:
         if config is None:
             config = OffloadConfig()
         if not isinstance(config, OffloadConfig):
@@ -57,19 +66,19 @@ class OffloadSession:
         self.steps = 0          # steps completed
         self.aborted = 0        # steps abandoned on an exception
         self.phase = "idle"     # "warmup", "replay" or "fallback" while in a step; of the last step after it
-        self.hooks = None       # the AccessHooks of the open step (with access_marks)
-        self.last_hooks = None  # ...and of the last step, once it is over
-        self.ops = None         # the OpMarks mode of the open step (with op_marks)
-        self.last_ops = None    # ...and of the last step, once it is over
+        self.hooks: Optional[AccessHooks] = None       # the AccessHooks of the open step (with access_marks)
+        self.last_hooks: Optional[AccessHooks] = None  # ...and of the last step, once it is over
+        self.ops: Any = None         # the OpMarks mode of the open step (with op_marks)
+        self.last_ops: Any = None    # ...and of the last step, once it is over
         self.log_accesses = False
         self._warned_mode = False
-        self._targets = None
+        self._targets: Optional[List[Any]] = None
         self._configured = False
-        self._token = None
+        self._token: Any = None
         self._open = False
 
     @property
-    def targets(self):
+    def targets(self) -> List[Any]:
         if self._targets is None:
             self._targets = _targets.resolve(self.mode, self.device)
             if not self._targets:
@@ -83,7 +92,7 @@ class OffloadSession:
         return self._targets
 
     @property
-    def in_step(self):
+    def in_step(self) -> bool:
         return self._open
 
     def _configure(self):
@@ -100,7 +109,7 @@ class OffloadSession:
                 return p
         return "replay" if self.steps else "warmup"
 
-    def __enter__(self):
+    def __enter__(self) -> OffloadSession:
         cur = _active.get()
         if cur is not None:
             if cur is _implicit.session and _implicit.source == "auto":
@@ -165,7 +174,7 @@ class OffloadSession:
                               "until the free (correct, but less is offloaded)" % hooks.mode_missing,
                               RuntimeWarning, stacklevel=3)
 
-    def __exit__(self, et, ev, tb):
+    def __exit__(self, et: Optional[type], ev: Optional[BaseException], tb: Any) -> Literal[False]:
         if not self._open:
             return False
         try:
@@ -196,7 +205,7 @@ class OffloadSession:
             self.aborted += 1
         return False
 
-    def stats(self):
+    def stats(self) -> Dict[str, Any]:
         """hoff's statistics from the session's first target (see hoff.memory_stats)."""
         for t in self.targets:
             return t.stats()
@@ -215,7 +224,7 @@ def _region_stack():
     return st
 
 
-def region_depth():
+def region_depth() -> int:
     """How many skip_offload regions are open on this thread."""
     return len(_region_stack())
 
@@ -255,7 +264,15 @@ class _SkipOffload(contextlib.ContextDecorator):
         return False
 
 
-def skip_offload(fn=None, *, name=None):
+@overload
+def skip_offload(fn: None = None, *, name: Optional[str] = None) -> _SkipOffload: ...
+
+
+@overload
+def skip_offload(fn: _F, *, name: Optional[str] = None) -> _F: ...
+
+
+def skip_offload(fn: Optional[Callable[..., Any]] = None, *, name: Optional[str] = None) -> Any:
     """Mark a region whose allocations hoff never offloads (the RFC's opaque
     region: one virtual op).  Use as ``@skip_offload``, ``@skip_offload()``,
     ``@skip_offload(name="attn")`` or ``with skip_offload():``.  Regions nest;
@@ -270,7 +287,7 @@ def skip_offload(fn=None, *, name=None):
 
 # --- op marks -----------------------------------------------------------------------------
 
-def mark_op(name=None):
+def mark_op(name: Optional[str] = None) -> None:
     """An op boundary in the current step (recorded in the trace; the planner
     attaches actions to it)."""
     for t in _current_targets():
@@ -300,7 +317,7 @@ def _boundary_fn():
     return _Boundary
 
 
-def mark(tensor, name):
+def mark(tensor: torch.Tensor, name: str) -> torch.Tensor:
     """An op boundary at tensor in both passes: marks NAME.fwd now, and
     NAME.bwd when backward has computed tensor's gradient.  Returns the
     tensor (a view of it when it requires grad: do not modify it in place)."""
@@ -321,8 +338,8 @@ class _Implicit:
 
     def __init__(self):
         self.lock = threading.RLock()
-        self.session = None
-        self.source = None      # "user" (hoff.step) or "auto" (the launcher's HOFF_STEP_MARK)
+        self.session: Optional[OffloadSession] = None
+        self.source: Optional[str] = None      # "user" (hoff.step) or "auto" (the launcher's HOFF_STEP_MARK)
         self.auto_enabled = True
         self.registered = False
 
@@ -373,7 +390,7 @@ class _Implicit:
 _implicit = _Implicit()
 
 
-def step():
+def step() -> None:
     """A step boundary: ends the open step (if any) and begins the next.  Call
     it at the top of every training iteration (the first call opens step 0);
     the step open at exit is ended then.  For scripts that do not use
@@ -381,6 +398,6 @@ def step():
     _implicit.boundary("user")
 
 
-def implicit_session():
+def implicit_session() -> Optional[OffloadSession]:
     """The session hoff.step() drives (None before the first call)."""
     return _implicit.session

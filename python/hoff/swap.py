@@ -63,6 +63,8 @@ simulated device, and tensors built over its blocks (tests do) swap as on a
 GPU.
 """
 
+from __future__ import annotations
+
 import contextlib
 import contextvars
 import ctypes
@@ -70,10 +72,14 @@ import errno
 import threading
 import warnings
 import weakref
+from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional
 
 from . import _lib, _targets
-from ._targets import HoffError
+from .errors import HoffError
 from .opmarks import quiet, storage_of
+
+if TYPE_CHECKING:
+    import torch
 
 HOFF_EBUDGET = 10001
 HOFF_EHOSTCAP = 10002
@@ -177,10 +183,10 @@ def _tensors(x, out):
 class SwapManager:
     """Named swap groups of one device's hoff context (a singleton per device, like the seed's)."""
 
-    _instances = {}
+    _instances: Dict[int, SwapManager] = {}
     _cls_lock = threading.Lock()
 
-    def __new__(cls, device=None, group_swap=True):
+    def __new__(cls, device: Optional[int] = None, group_swap: bool = True) -> SwapManager:
         key = _targets.default_device() if device is None else int(device)
         with cls._cls_lock:
             inst = cls._instances.get(key)
@@ -190,7 +196,7 @@ class SwapManager:
                 cls._instances[key] = inst
         return inst
 
-    def __init__(self, device=None, group_swap=True):
+    def __init__(self, device: Optional[int] = None, group_swap: bool = True) -> None:
         pass  # set up once, in __new__
 
     def _init(self, device, group_swap):
@@ -208,7 +214,7 @@ class SwapManager:
     # --- plumbing --------------------------------------------------------------------------------------------
 
     @property
-    def ctx(self):
+    def ctx(self) -> int:
         if self._ctx is None:
             c = _lib.load().hoff_torch_context(self.device)
             if not c:
@@ -234,7 +240,7 @@ class SwapManager:
                             % (what, name, self.device, known, name, name), errno.ENOENT)
         return g
 
-    def ensure_group(self, name):
+    def ensure_group(self, name: str) -> None:
         """Create the group name if it does not exist yet; returns nothing (the seed's)."""
         self._ensure(name)
 
@@ -371,7 +377,7 @@ class SwapManager:
         return d
 
     @contextlib.contextmanager
-    def group(self, name):
+    def group(self, name: str) -> Iterator[None]:
         """Collect the storages saved for backward inside the block into group name."""
         import torch
         g = self._ensure(name)
@@ -389,7 +395,7 @@ class SwapManager:
 
     group_context = group  # the seed's name
 
-    def add_tensors(self, name, tensors):
+    def add_tensors(self, name: str, tensors: Any) -> int:
         """Add the storages of tensors (a tensor or nested lists/tuples/dicts) to group name by hand.
         Returns how many storages were new members."""
         g = self._ensure(name)
@@ -406,7 +412,7 @@ class SwapManager:
             n += rc == 0
         return n
 
-    def protect_alias_tensors(self, name, tensors):
+    def protect_alias_tensors(self, name: str, tensors: Any) -> None:
         """Keep the storages of tensors (e.g. a layer's output, read by the next layer) on the device: they
         leave group name and are not collected into it again in this cycle."""
         g = self._get(name, "protect_alias_tensors")
@@ -426,7 +432,7 @@ class SwapManager:
 
     # --- moving ----------------------------------------------------------------------------------------------
 
-    def launch_offload(self, name, copy_stream=None):
+    def launch_offload(self, name: str, copy_stream: Any = None) -> None:
         """Queue the eviction of every storage of group name (after the work queued on the current stream;
         copy_stream is accepted for the seed's signature: hoff copies on its own stream)."""
         g = self._get(name, "launch_offload")
@@ -443,7 +449,7 @@ class SwapManager:
             g.state = state
         self._check(rc, what, g.name)
 
-    def wait_offload(self, name):
+    def wait_offload(self, name: str) -> None:
         """Work queued on the current stream afterwards waits for group name's offload."""
         g = self._get(name, "wait_offload")
         with self._lock:
@@ -453,7 +459,7 @@ class SwapManager:
             self._check(_lib.load().hoff_group_wait(g.handle, self._stream(), WAIT_STREAM), "wait_offload", name)
             g.state = OFFLOADED
 
-    def launch_load(self, name, copy_stream=None):
+    def launch_load(self, name: str, copy_stream: Any = None) -> None:
         """Queue the load of every storage of group name that is away.  Raises HoffError (errno
         HOFF_EBUDGET) when the budget cannot hold the whole group: nothing is moved then."""
         g = self._get(name, "launch_load")
@@ -465,7 +471,7 @@ class SwapManager:
                 raise HoffError("hoff.swap: launch_load('%s'): a load is launched already" % name, errno.EBUSY)
             self._launched(g, _lib.load().hoff_group_prefetch(g.handle, self._stream()), LOADING, "launch_load")
 
-    def wait_load(self, name):
+    def wait_load(self, name: str) -> None:
         """Work queued on the current stream afterwards waits for group name's load; the group is then
         empty, ready to collect the next step's storages (the seed's)."""
         g = self._get(name, "wait_load")
@@ -485,7 +491,7 @@ class SwapManager:
         g.protected.clear()
         g.new_use()
 
-    def release_group_storage(self, name):
+    def release_group_storage(self, name: str) -> None:
         """The group's storages are dead: drop the host copies of those still away and empty the group."""
         g = self._get(name, "release_group_storage")
         with self._lock:
@@ -495,7 +501,7 @@ class SwapManager:
             g.new_use()
             self._check(rc, "release_group_storage", name)
 
-    def abort_group(self, name):
+    def abort_group(self, name: str) -> bool:
         """Wait for the group's transfers (every byte ends in one valid place; a storage left on the host is
         paged in at its use) and remove the group.  An unknown name is a no-op (abort is the failure path);
         returns whether the group existed."""
@@ -511,7 +517,7 @@ class SwapManager:
 
     # --- the seed's bookkeeping ------------------------------------------------------------------------------
 
-    def stats(self, name):
+    def stats(self, name: str) -> Dict[str, Any]:
         """Counters of group name: storages, saved tensors, bytes copied each way, duplicates folded, what was
         kept on the device (kept: saved tensors, kept_protected of them protected; kept_storages and
         kept_bytes: the other storages kept, each counted once per use of the group)."""
@@ -528,22 +534,22 @@ class SwapManager:
                 "on_device": int(info.on_device), "on_host": int(info.on_host), "in_flight": int(info.in_flight),
             }
 
-    def get_current_group_name(self):
+    def get_current_group_name(self) -> str:
         return self._current.get()
 
-    def set_current_group_name(self, name):
+    def set_current_group_name(self, name: str) -> None:
         self._current.set(name)
 
-    def active_group_count(self):
+    def active_group_count(self) -> int:
         return len(self._groups)
 
-    def is_last_group(self, name=None):
+    def is_last_group(self, name: Optional[str] = None) -> bool:
         g = self._groups.get(self.get_current_group_name() if name is None else name)
         return bool(g and g.is_last_group)
 
     # --- layer to layer --------------------------------------------------------------------------------------
 
-    def layer_group_name(self, module):
+    def layer_group_name(self, module: torch.nn.Module) -> str:
         """The group a layer's saved storages go to (given by set_forward_prefetch_layer)."""
         return self._layer(module)
 
@@ -609,7 +615,7 @@ class SwapManager:
             with self._lock:
                 self._clear(g)  # never offloaded: the members leave it, nothing moves
 
-    def set_forward_prefetch_layer(self, first_layer, second_layer):
+    def set_forward_prefetch_layer(self, first_layer: torch.nn.Module, second_layer: torch.nn.Module) -> None:
         """Offload first_layer's group when second_layer's forward starts (waited for when it ends), and load
         it when second_layer's backward starts.  Idempotent: a pair set twice is set once.
 
