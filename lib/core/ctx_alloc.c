@@ -10,6 +10,7 @@
 
 #include "core/context.h"
 #include "core/core.h"
+#include "core/grow.h"
 #include "core/ctx_impl.h"
 #include "core/publish.h"
 
@@ -288,19 +289,13 @@ int hoff__free_sized(struct hoff_ctx *ctx, void *ptr, hoff_stream stream, size_t
         return 0;
     }
     if (capturing(ctx, stream)) {
-        if (ctx->ncapfree == ctx->capcap) {
-            size_t cap = ctx->capcap ? 2 * ctx->capcap : 16;
-            struct hoff__capfree *n = realloc(ctx->capfree, cap * sizeof *n);
-
-            if (!n) { /* keep it live rather than free it under a capture */
-                hoff__bt_insert(&ctx->mem.table, b->ptr, b);
-                HOFF__STAT_SUB(&ctx->st, frees, 1);
-                UNLOCK(ctx);
-                return hoff__error(-ENOMEM, "hoff_free: out of host memory deferring a free made during graph "
-                                   "capture; the block stays allocated");
-            }
-            ctx->capfree = n;
-            ctx->capcap = cap;
+        if (HOFF__GROW(ctx->capfree, ctx->capcap, ctx->ncapfree + 1) != 0) {
+            /* keep it live rather than free it under a capture */
+            hoff__bt_insert(&ctx->mem.table, b->ptr, b);
+            HOFF__STAT_SUB(&ctx->st, frees, 1);
+            UNLOCK(ctx);
+            return hoff__error(-ENOMEM, "hoff_free: out of host memory deferring a free made during graph "
+                               "capture; the block stays allocated");
         }
         ctx->capfree[ctx->ncapfree++] = (struct hoff__capfree){b, stream};
         UNLOCK(ctx);

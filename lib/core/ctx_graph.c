@@ -9,6 +9,7 @@
 
 #include "core/context.h"
 #include "core/core.h"
+#include "core/grow.h"
 #include "core/ctx_impl.h"
 
 /* The id the calling thread's capture allocations are tagged with. */
@@ -43,15 +44,8 @@ static struct hoff__gpool *gpool_get(struct hoff_ctx *ctx, uint64_t id0, uint64_
 
     if (g)
         return g;
-    if (ctx->ngpools == ctx->capgpools) {
-        size_t cap = ctx->capgpools ? 2 * ctx->capgpools : 8;
-        struct hoff__gpool *n = realloc(ctx->gpools, cap * sizeof *n);
-
-        if (!n)
-            return NULL;
-        ctx->gpools = n;
-        ctx->capgpools = cap;
-    }
+    if (HOFF__GROW(ctx->gpools, ctx->capgpools, ctx->ngpools + 1) != 0)
+        return NULL;
     g = &ctx->gpools[ctx->ngpools++];
     g->id[0] = id0;
     g->id[1] = id1;

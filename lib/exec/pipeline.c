@@ -10,6 +10,7 @@
 
 #include "core/context.h"
 #include "core/core.h"
+#include "core/grow.h"
 #include "exec/executor.h"
 #include "exec/pipeline.h"
 
@@ -218,13 +219,8 @@ int hoff__pipe_step_begin(struct hoff_ctx *ctx) {
     }
     if (p->have_plan && !p->rerecord) {
         size_t n = p->trace.nblocks;
-        if (p->map_len < n) {
-            struct hoff__block **m = realloc(p->map, n * sizeof *m);
-            if (!m)
-                return hoff__error(-ENOMEM, "hoff_step_begin: no memory for the replay map");
-            p->map = m;
-            p->map_len = n;
-        }
+        if (HOFF__GROW(p->map, p->map_len, n) != 0)
+            return hoff__error(-ENOMEM, "hoff_step_begin: no memory for the replay map");
         if (p->map) /* NULL for a recorded step without blocks: memset(NULL, 0, 0) is undefined */
             memset(p->map, 0, p->map_len * sizeof *p->map);
         if (groups_ready(ctx) != 0)

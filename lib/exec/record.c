@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "core/core.h"
+#include "core/grow.h"
 #include "exec/executor.h"
 
 static uint64_t mono_ns(void) {
@@ -44,13 +45,11 @@ static void record_timed(struct hoff__pipeline *p, struct hoff__mem *mem, hoff_s
     if (!p->tev0)
         return;
     if (p->ntev == p->cap_tev) {
-        size_t cap = p->cap_tev ? p->cap_tev * 2 : 256;
-        hoff__event **n = realloc(p->tev, cap * sizeof *n);
-        if (!n)
+        size_t old = p->cap_tev;
+
+        if (HOFF__GROW(p->tev, p->cap_tev, p->ntev + 1) != 0)
             goto off;
-        memset(n + p->cap_tev, 0, (cap - p->cap_tev) * sizeof *n);
-        p->tev = n;
-        p->cap_tev = cap;
+        memset(p->tev + old, 0, (p->cap_tev - old) * sizeof *p->tev); /* events are made on first use */
     }
     if (!p->tev[p->ntev] && be->ops->event_create_timed(be, &p->tev[p->ntev]) != 0)
         goto off;

@@ -51,6 +51,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/grow.h"
 #include "mem/pool.h"
 
 struct hoff__pool_stream {
@@ -177,14 +178,8 @@ static struct hoff__pool_stream *stream_get(struct hoff__pool *p, hoff_stream s)
 
     if (ps)
         return ps;
-    if (p->nstreams == p->cap_streams) {
-        size_t cap = p->cap_streams ? p->cap_streams * 2 : 4;
-        struct hoff__pool_stream **n = realloc(p->streams, cap * sizeof *n);
-        if (!n)
-            return NULL;
-        p->streams = n;
-        p->cap_streams = cap;
-    }
+    if (HOFF__GROW(p->streams, p->cap_streams, p->nstreams + 1) != 0)
+        return NULL;
     ps = calloc(1, sizeof *ps);
     if (!ps)
         return NULL;
