@@ -73,7 +73,7 @@ struct runner {
     size_t nsizes;
     void *ring[WINDOW];
     size_t pos;
-    int steps;     /* each batch is one training step (hoff_step_begin/end) */
+    int steps; /* each batch is one training step (hoff_step_begin/end) */
     int failed;
 };
 
@@ -145,9 +145,10 @@ static double quantile(const double *v, unsigned n, double q) {
 }
 
 static void usage(FILE *f, const struct bench_args *ba) {
-    fprintf(f, "usage: bench/alloc [--json] [--quick] [--batches N] [--pairs N]\n"
-               "Median ns per malloc+free pair of hoff (sim backend) and glibc on a\n"
-               "transformer-step size mix; %u batches of %u pairs by default.\n",
+    fprintf(f,
+            "usage: bench/alloc [--json] [--quick] [--batches N] [--pairs N]\n"
+            "Median ns per malloc+free pair of hoff (sim backend) and glibc on a\n"
+            "transformer-step size mix; %u batches of %u pairs by default.\n",
             200u, 1000u);
 }
 
@@ -191,8 +192,11 @@ int main(int argc, char **argv) {
     /* 0: hoff full mix in a step, 1: glibc full mix, 2: hoff small sizes,
      * 3: glibc small sizes, 4: hoff full mix outside a step (device pool). */
     struct series x[5] = {
-        {.name = "hoff"}, {.name = "glibc"}, {.name = "hoff_small"},
-        {.name = "glibc_small"}, {.name = "hoff_device_pool"},
+        {.name = "hoff"},
+        {.name = "glibc"},
+        {.name = "hoff_small"},
+        {.name = "glibc_small"},
+        {.name = "hoff_device_pool"},
     };
 
     for (ba.i = 1; ba.i < argc; ba.i++) {
@@ -266,8 +270,8 @@ int main(int argc, char **argv) {
         if (json) {
             printf("{\"bench\":\"alloc\",\"backend\":\"%s\",\"batches\":%u,\"pairs_per_batch\":%u,"
                    "\"pairs\":%llu,\"window\":%u,\"managed_min_bytes\":%" PRIu64 ",",
-                   hoff_backend_name(ctx), batches, pairs, (unsigned long long)batches * pairs,
-                   WINDOW, cfg.managed_min_bytes);
+                   hoff_backend_name(ctx), batches, pairs, (unsigned long long)batches * pairs, WINDOW,
+                   cfg.managed_min_bytes);
             printf("\"hoff_pair_ns_median\":%.1f,\"hoff_pair_ns_p90\":%.1f,"
                    "\"glibc_pair_ns_median\":%.1f,\"glibc_pair_ns_p90\":%.1f,\"ratio\":%.3f,",
                    x[0].med, x[0].p90, x[1].med, x[1].p90, ratio);
@@ -275,22 +279,18 @@ int main(int argc, char **argv) {
                    "\"hoff_pair_ns_p90\":%.1f,\"glibc_pair_ns_median\":%.1f,"
                    "\"glibc_pair_ns_p90\":%.1f,\"ratio\":%.3f},",
                    (size_t)(1u << 20) - 1, x[2].med, x[2].p90, x[3].med, x[3].p90, ratio_small);
-            printf("\"hoff_device_pool_pair_ns_median\":%.1f,\"hoff_device_pool_pair_ns_p90\":%.1f,",
-                   x[4].med, x[4].p90);
-            printf("\"target\":{\"ratio_max\":2.0,\"median_ns_max\":200,\"met\":%s},",
-                   met ? "true" : "false");
-            printf("\"cache_hits\":%" PRIu64 ",\"cache_misses\":%" PRIu64 ",", st.cache_hits,
-                   st.cache_misses);
+            printf("\"hoff_device_pool_pair_ns_median\":%.1f,\"hoff_device_pool_pair_ns_p90\":%.1f,", x[4].med,
+                   x[4].p90);
+            printf("\"target\":{\"ratio_max\":2.0,\"median_ns_max\":200,\"met\":%s},", met ? "true" : "false");
+            printf("\"cache_hits\":%" PRIu64 ",\"cache_misses\":%" PRIu64 ",", st.cache_hits, st.cache_misses);
             printf("\"size_mix\":[");
             for (size_t i = 0; i < NMIX; i++)
-                printf("%s{\"bytes\":%zu,\"count\":%u,\"pool_in_step\":\"%s\"}", i ? "," : "",
-                       mix[i].bytes, mix[i].count,
-                       mix[i].bytes >= cfg.managed_min_bytes ? "managed" : "device");
+                printf("%s{\"bytes\":%zu,\"count\":%u,\"pool_in_step\":\"%s\"}", i ? "," : "", mix[i].bytes,
+                       mix[i].count, mix[i].bytes >= cfg.managed_min_bytes ? "managed" : "device");
             printf("]}\n");
         } else {
             printf("bench/alloc: %u batches x %u malloc+free pairs, %u blocks live, sizes cycled\n"
-                   "from a %u-entry transformer-step mix (%u below managed_min = %" PRIu64
-                   " bytes, %u at or above)\n",
+                   "from a %u-entry transformer-step mix (%u below managed_min = %" PRIu64 " bytes, %u at or above)\n",
                    batches, pairs, WINDOW, SEQ_LEN, small, cfg.managed_min_bytes, large);
             printf("                                        median ns/pair   p90\n");
             printf("  hoff, full mix, in a step (both pools)   %8.1f  %8.1f\n", x[0].med, x[0].p90);
@@ -298,12 +298,9 @@ int main(int argc, char **argv) {
             printf("  hoff, sizes < 1 MiB only                 %8.1f  %8.1f\n", x[2].med, x[2].p90);
             printf("  glibc, sizes < 1 MiB only                %8.1f  %8.1f\n", x[3].med, x[3].p90);
             printf("  hoff, full mix, no step (device pool)    %8.1f  %8.1f\n", x[4].med, x[4].p90);
-            printf("  ratio hoff/glibc (median): full mix %.2f, small sizes %.2f\n", ratio,
-                   ratio_small);
-            printf("  target (full mix: ratio <= 2.0 and median < 200 ns): %s\n",
-                   met ? "met" : "NOT met");
-            printf("  hoff cache: %" PRIu64 " hits, %" PRIu64 " misses\n", st.cache_hits,
-                   st.cache_misses);
+            printf("  ratio hoff/glibc (median): full mix %.2f, small sizes %.2f\n", ratio, ratio_small);
+            printf("  target (full mix: ratio <= 2.0 and median < 200 ns): %s\n", met ? "met" : "NOT met");
+            printf("  hoff cache: %" PRIu64 " hits, %" PRIu64 " misses\n", st.cache_hits, st.cache_misses);
         }
     }
     for (int k = 0; k < 5; k++)

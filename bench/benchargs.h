@@ -20,11 +20,11 @@
 
 /* One program's argument vector and how it describes itself. */
 struct bench_args {
-    const char *tool;                             /* the prefix of every message, e.g. "bench/alloc" */
+    const char *tool;                                    /* the prefix of every message, e.g. "bench/alloc" */
     void (*usage)(FILE *f, const struct bench_args *ba); /* prints the usage text */
     int argc;
     char **argv;
-    int i;                                        /* the argument being parsed */
+    int i; /* the argument being parsed */
 };
 
 /* Prints "TOOL: MESSAGE (TOOL --help)" on stderr and exits with status 2. */
@@ -108,8 +108,7 @@ static inline double bench_args_real(const struct bench_args *ba, const char *op
 }
 
 /* s as a percentage: a real number in (lo, hi], with or without a '%' after it. */
-static inline double bench_args_pct(const struct bench_args *ba, const char *opt, const char *s, double lo,
-                                    double hi) {
+static inline double bench_args_pct(const struct bench_args *ba, const char *opt, const char *s, double lo, double hi) {
     char buf[64], *end;
     size_t n = strlen(s);
     double v;

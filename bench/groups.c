@@ -19,7 +19,7 @@
 #include "trace/trace.h"
 
 struct run {
-    struct hoff_stats d;        /* the last step's counters (differences) */
+    struct hoff_stats d; /* the last step's counters (differences) */
     struct hoff__drive_step last;
     uint64_t integrity_errors, blocks_verified, plan_groups, plan_ns;
 };
@@ -87,15 +87,16 @@ static void json_run(const char *name, const struct run *r) {
            ",\"bytes_evicted\":%" PRIu64 ",\"bytes_prefetched\":%" PRIu64 ",\"faults\":%" PRIu64
            ",\"stall_ns\":%" PRIu64 ",\"step_ns\":%" PRIu64 ",\"plan_groups\":%" PRIu64 ",\"plan_ns\":%" PRIu64
            ",\"integrity_errors\":%" PRIu64 ",\"blocks_verified\":%" PRIu64 "}",
-           name, r->d.evict_calls, r->d.prefetch_calls, r->d.group_calls_saved, r->d.group_fallbacks,
-           r->d.evictions, r->d.prefetches, r->d.bytes_evicted, r->d.bytes_prefetched, r->d.faults,
-           r->last.stall_ns, r->last.step_ns, r->plan_groups, r->plan_ns, r->integrity_errors, r->blocks_verified);
+           name, r->d.evict_calls, r->d.prefetch_calls, r->d.group_calls_saved, r->d.group_fallbacks, r->d.evictions,
+           r->d.prefetches, r->d.bytes_evicted, r->d.bytes_prefetched, r->d.faults, r->last.stall_ns, r->last.step_ns,
+           r->plan_groups, r->plan_ns, r->integrity_errors, r->blocks_verified);
 }
 
 static void usage(FILE *f, const struct bench_args *ba) {
-    fprintf(f, "usage: %s TRACE [--budget PCT] [--planner NAME] [--steps N]\n"
-               "Drives TRACE on the sim with groups on and off (HOFF_* from the environment) and prints\n"
-               "the last replayed step's transfer calls, bytes, stall and integrity as JSON.\n",
+    fprintf(f,
+            "usage: %s TRACE [--budget PCT] [--planner NAME] [--steps N]\n"
+            "Drives TRACE on the sim with groups on and off (HOFF_* from the environment) and prints\n"
+            "the last replayed step's transfer calls, bytes, stall and integrity as JSON.\n",
             ba->argv[0]);
 }
 
@@ -121,9 +122,7 @@ int main(int argc, char **argv) {
         case 'p': planner = optarg; break;
         case 's': steps = (int)bench_args_uint(&ba, "--steps", optarg, 2, INT_MAX); break;
         case 'h': bench_args_help(&ba); break;
-        default:
-            usage(stderr, &ba);
-            return 2;
+        default: usage(stderr, &ba); return 2;
         }
     }
     if (optind != argc - 1)

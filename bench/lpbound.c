@@ -64,9 +64,8 @@ void hoff_bench_lp_file(const struct hoff_bench_lp_run *run, const char *path, c
         return;
     if (run->gpu_step_ms > 0)
         snprintf(clock, sizeof clock, " --gpu-step %.6g", run->gpu_step_ms);
-    snprintf(cmd, sizeof cmd, "%s --hoff-plan '%s' '%s' --budget %d,%d,%d%s --bandwidth %g --milp-max-gaps 0",
-             run->cmd, run->hoff_plan, path, pct[0], n > 1 ? pct[1] : pct[0], n > 2 ? pct[2] : pct[0], clock,
-             run->gbps);
+    snprintf(cmd, sizeof cmd, "%s --hoff-plan '%s' '%s' --budget %d,%d,%d%s --bandwidth %g --milp-max-gaps 0", run->cmd,
+             run->hoff_plan, path, pct[0], n > 1 ? pct[1] : pct[0], n > 2 ? pct[2] : pct[0], clock, run->gbps);
     f = popen(cmd, "r");
     if (!f) {
         char why[96];

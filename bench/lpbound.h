@@ -11,10 +11,10 @@
 struct hoff__trace;
 
 struct hoff_bench_lp {
-    int pct;                /* the budget, % of the trace's offload peak */
-    int have;               /* ns holds a bound (else status says why not) */
-    uint64_t ns;            /* lp_bound_ns: no plan of the gaps stalls less */
-    char status[128];       /* bound.py's lp_status, or why there is none */
+    int pct;          /* the budget, % of the trace's offload peak */
+    int have;         /* ns holds a bound (else status says why not) */
+    uint64_t ns;      /* lp_bound_ns: no plan of the gaps stalls less */
+    char status[128]; /* bound.py's lp_status, or why there is none */
 };
 
 /* Where bound.py is: cmd runs it (e.g. "python3 ../bench/bound.py"; NULL: not run), hoff_plan is the hoff-plan it
@@ -22,8 +22,8 @@ struct hoff_bench_lp {
 struct hoff_bench_lp_run {
     const char *cmd;
     const char *hoff_plan;
-    double gbps;            /* each way */
-    double gpu_step_ms;     /* > 0: --gpu-step (the clock); 0: the trace's own */
+    double gbps;        /* each way */
+    double gpu_step_ms; /* > 0: --gpu-step (the clock); 0: the trace's own */
 };
 
 /* bound.py on the trace at path for the n (<= 3) budgets pct[]; each lp[i] gets its bound or the reason it has

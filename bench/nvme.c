@@ -57,27 +57,26 @@ static uint64_t now_ns(void) {
 }
 
 static void usage(FILE *f, const struct bench_args *ba) {
-    fprintf(f,
-            "usage: bench/nvme [--json] [--smoke] [--dir DIR] [--sizes LIST] [--total BYTES] [--chunk BYTES]\n"
-            "                  [--depth N] [--reps N] [--fio PATH | --no-fio]\n"
-            "The NVMe tier's spill write and restore read for blocks of each size in LIST (default\n"
-            "64M,128M,256M,512M,1G), each followed by fio (ioengine=io_uring, direct=1, fixedbufs=1, bs = the\n"
-            "tier's chunk, iodepth = its queue depth) writing then reading the same number of bytes in the same\n"
-            "directory; the two take turns N times (--reps, default 3) and the medians are reported.  Every\n"
-            "restored block is checked byte for byte.\n"
-            "  --dir DIR      where the spill file and fio's file go: a fresh directory inside DIR, removed at the\n"
-            "                 end (default: $TMPDIR, else the current directory)\n"
-            "  --total BYTES  written and read per size by each side (default 2G; at least one block)\n"
-            "  --chunk BYTES  the tier's I/O size (default: HOFF_SPILL_CHUNK, else 4M; 64K .. 1G, 4K multiples)\n"
-            "  --depth N      the tier's queue depth (default: HOFF_IO_DEPTH, else 32; 8 .. 4096)\n"
-            "  --fio PATH     the fio to run (default: fio in PATH); without one the benchmark stops with exit 1\n"
-            "  --no-fio       measure hoff alone (the JSON says fio was not run; no ratios)\n"
-            "  --reps N       turns per size (1 .. 15)\n"
-            "  --smoke        one 8 MiB size, 16 MiB in all, 1 MiB chunks, one turn (make check; fio only if\n"
-            "                 present)\n"
-            "  --json         one JSON object instead of the table\n"
-            "Needs about 2 x the largest size of memory and TOTAL + the largest size of free disk.\n"
-            "Exit status: 0 ok, 1 a failure (I/O, fio, a restored block that differs), 2 bad usage.\n");
+    fprintf(f, "usage: bench/nvme [--json] [--smoke] [--dir DIR] [--sizes LIST] [--total BYTES] [--chunk BYTES]\n"
+               "                  [--depth N] [--reps N] [--fio PATH | --no-fio]\n"
+               "The NVMe tier's spill write and restore read for blocks of each size in LIST (default\n"
+               "64M,128M,256M,512M,1G), each followed by fio (ioengine=io_uring, direct=1, fixedbufs=1, bs = the\n"
+               "tier's chunk, iodepth = its queue depth) writing then reading the same number of bytes in the same\n"
+               "directory; the two take turns N times (--reps, default 3) and the medians are reported.  Every\n"
+               "restored block is checked byte for byte.\n"
+               "  --dir DIR      where the spill file and fio's file go: a fresh directory inside DIR, removed at the\n"
+               "                 end (default: $TMPDIR, else the current directory)\n"
+               "  --total BYTES  written and read per size by each side (default 2G; at least one block)\n"
+               "  --chunk BYTES  the tier's I/O size (default: HOFF_SPILL_CHUNK, else 4M; 64K .. 1G, 4K multiples)\n"
+               "  --depth N      the tier's queue depth (default: HOFF_IO_DEPTH, else 32; 8 .. 4096)\n"
+               "  --fio PATH     the fio to run (default: fio in PATH); without one the benchmark stops with exit 1\n"
+               "  --no-fio       measure hoff alone (the JSON says fio was not run; no ratios)\n"
+               "  --reps N       turns per size (1 .. 15)\n"
+               "  --smoke        one 8 MiB size, 16 MiB in all, 1 MiB chunks, one turn (make check; fio only if\n"
+               "                 present)\n"
+               "  --json         one JSON object instead of the table\n"
+               "Needs about 2 x the largest size of memory and TOTAL + the largest size of free disk.\n"
+               "Exit status: 0 ok, 1 a failure (I/O, fio, a restored block that differs), 2 bad usage.\n");
 }
 
 static void parse_sizes(const struct bench_args *ba, struct opts *o, const char *arg) {
@@ -362,9 +361,10 @@ static int fio_side(const struct opts *o, const char *fio, const char *dir, uint
     snprintf(size, sizeof size, "--size=%" PRIu64, bytes);
     for (int k = 0; k < 2 && !rc; k++) {
         char name[32], mode[32];
-        char *argv[] = {(char *)fio,        name,          fname,           "--ioengine=io_uring", "--direct=1",
-                        "--fixedbufs=1",    bs,            depth,           size,                  mode,
-                        "--numjobs=1",      "--thread",    "--end_fsync=0", "--output-format=json", NULL};
+        char *argv[] = {
+            (char *)fio, name, fname, "--ioengine=io_uring", "--direct=1", "--fixedbufs=1", bs,
+            depth,       size, mode,  "--numjobs=1",         "--thread",   "--end_fsync=0", "--output-format=json",
+            NULL};
         char *json;
 
         snprintf(name, sizeof name, "--name=hoff-%s", rw[k]);
@@ -460,8 +460,10 @@ int main(int argc, char **argv) {
         fio_version(fio, dir, version, sizeof version);
         have_fio = version[0] != 0;
         if (!have_fio && !o.smoke) {
-            fprintf(stderr, "bench/nvme: fio not found or not runnable (%s); install it (Debian: apt-get install fio), "
-                            "give --fio PATH, or --no-fio to measure hoff alone\n", fio);
+            fprintf(stderr,
+                    "bench/nvme: fio not found or not runnable (%s); install it (Debian: apt-get install fio), "
+                    "give --fio PATH, or --no-fio to measure hoff alone\n",
+                    fio);
             remove_dir(dir);
             return 1;
         }
@@ -487,7 +489,7 @@ int main(int argc, char **argv) {
         goto out;
     }
     if (hoff__host_tier_open(&host, o.cfg.numa, NULL, NULL, 0) != 0)
-        host = NULL; /* staging not bound: as without hwloc */
+        host = NULL;                 /* staging not bound: as without hwloc */
     memset(src, 1, (size_t)maxsize); /* fault the pages in before any timing */
     memset(dst, 1, (size_t)maxsize);
 
@@ -501,8 +503,8 @@ int main(int argc, char **argv) {
         for (int k = 0; k < o.reps && !fail; k++) {
             for (int side = 0; side < 2 && !fail; side++) {
                 if ((side ^ (k & 1)) == 0)
-                    fail = hoff_side(&o, dir, host, x->block, x->blocks, src, dst, &hw[k], &hr[k], mode,
-                                     sizeof mode) != 0;
+                    fail =
+                        hoff_side(&o, dir, host, x->block, x->blocks, src, dst, &hw[k], &hr[k], mode, sizeof mode) != 0;
                 else if (have_fio)
                     fail = fio_side(&o, fio, dir, x->block * x->blocks, &fw[k], &fr[k]) != 0;
             }
@@ -562,7 +564,9 @@ int main(int argc, char **argv) {
         printf(",\"read_ratio_vs_fio\":");
         print_ratio(rr);
         printf(",\"target\":%.1f,\"meets_target\":%s,\"integrity\":\"OK\"}\n", TARGET,
-               wr < 0 ? "null" : wr >= TARGET && rr >= TARGET ? "true" : "false");
+               wr < 0                         ? "null"
+               : wr >= TARGET && rr >= TARGET ? "true"
+                                              : "false");
     } else {
         printf("hoff: %s, %" PRIu64 "-byte chunks, queue depth %d; %s on %s (%s)\n", mode, o.cfg.spill_chunk_bytes,
                o.cfg.io_queue_depth, parent, dev, fs_name((long)sfs.f_type));

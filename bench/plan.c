@@ -66,8 +66,7 @@ static void g_free(struct gen *g, uint32_t b) {
     push(g, &e);
 }
 static void g_access(struct gen *g, uint32_t b, int write) {
-    struct hoff__tev e = {.kind = HOFF__TEV_ACCESS, .block = b, .stream = 1,
-                          .flags = write ? HOFF__TEV_WRITE : 0};
+    struct hoff__tev e = {.kind = HOFF__TEV_ACCESS, .block = b, .stream = 1, .flags = write ? HOFF__TEV_WRITE : 0};
     push(g, &e);
 }
 static void g_op(struct gen *g, uint32_t name) {
@@ -92,7 +91,7 @@ static void g_temps(struct gen *g, int n) {
 
 static int gen_trace(struct hoff__trace *t, size_t nev, uint64_t seed) {
     struct gen g = {t, seed | 1, 0};
-    uint32_t (*act)[MAXACT], *nact, fwd, bwd, scale;
+    uint32_t(*act)[MAXACT], *nact, fwd, bwd, scale;
     size_t layers = nev / EV_PER_LAYER ? nev / EV_PER_LAYER : 1, l;
     int i;
 
@@ -147,9 +146,9 @@ struct result {
     size_t events;
     uint32_t blocks;
     uint64_t candidates, actions, evictions, budget, offload_peak, peak, d2h, h2d, plan_ns;
-    uint64_t stall_ns;      /* the planner's predicted stall per step (UINT64_MAX: it predicts none) */
-    uint64_t greedy_ns;     /* greedy on the same trace, its runs interleaved with the planner's (0: the
-                               planner is greedy): the machine is shared, so the ratio is the figure to compare */
+    uint64_t stall_ns;  /* the planner's predicted stall per step (UINT64_MAX: it predicts none) */
+    uint64_t greedy_ns; /* greedy on the same trace, its runs interleaved with the planner's (0: the
+                           planner is greedy): the machine is shared, so the ratio is the figure to compare */
     int feasible;
 };
 
@@ -208,8 +207,9 @@ static int run(const struct hoff__planner *pl, size_t nev, int reps, struct resu
         /* The plan must achieve what it claims (outside the timing). */
         rc = hoff__schedule_peak(&t, &s, &peak, &pev);
         if (!rc && (peak != s.peak_bytes || pev != s.peak_ev)) {
-            fprintf(stderr, "bench/plan: %s claims a peak of %" PRIu64 " at event %" PRIu32
-                            ", the schedule reaches %" PRIu64 " at %" PRIu32 "\n",
+            fprintf(stderr,
+                    "bench/plan: %s claims a peak of %" PRIu64 " at event %" PRIu32 ", the schedule reaches %" PRIu64
+                    " at %" PRIu32 "\n",
                     pl->name, s.peak_bytes, s.peak_ev, peak, pev);
             rc = -EPROTO;
         }
@@ -256,15 +256,9 @@ int main(int argc, char **argv) {
 
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (opt) {
-        case 'j':
-            json = 1;
-            break;
-        case 'p':
-            planner = optarg;
-            break;
-        case 'r':
-            reps = (int)bench_args_uint(&ba, "--reps", optarg, 1, 100);
-            break;
+        case 'j': json = 1; break;
+        case 'p': planner = optarg; break;
+        case 'r': reps = (int)bench_args_uint(&ba, "--reps", optarg, 1, 100); break;
         case 't':
             time_ns = (uint64_t)(bench_args_real(&ba, "--time", optarg, "a time budget in ms", 0, 3600e3) * 1e6 + 0.5);
             break;
@@ -275,12 +269,8 @@ int main(int argc, char **argv) {
             if (only < 0)
                 bench_args_bad(&ba, "--events", optarg, "10000, 100000 or 1000000");
             break;
-        case 'h':
-            bench_args_help(&ba);
-            break;
-        default:
-            usage(stderr, &ba);
-            return 2;
+        case 'h': bench_args_help(&ba); break;
+        default: usage(stderr, &ba); return 2;
         }
     }
     pl = hoff__planner_find(planner);
@@ -310,17 +300,16 @@ int main(int argc, char **argv) {
                    ",\"feasible\":%d,\"bytes_d2h\":%" PRIu64 ",\"bytes_h2d\":%" PRIu64 ",\"plan_ns\":%" PRIu64
                    ",\"greedy_plan_ns\":%" PRIu64 ",\"ratio_vs_greedy\":%.2f,\"stall_ns\":%" PRId64
                    ",\"time_budget_ns\":%" PRIu64 "}\n",
-                   pl->name, r[i].events, r[i].blocks, r[i].candidates, r[i].actions, r[i].evictions,
-                   r[i].budget, r[i].offload_peak, r[i].peak, r[i].feasible, r[i].d2h, r[i].h2d,
-                   r[i].plan_ns, r[i].greedy_ns ? r[i].greedy_ns : r[i].plan_ns,
+                   pl->name, r[i].events, r[i].blocks, r[i].candidates, r[i].actions, r[i].evictions, r[i].budget,
+                   r[i].offload_peak, r[i].peak, r[i].feasible, r[i].d2h, r[i].h2d, r[i].plan_ns,
+                   r[i].greedy_ns ? r[i].greedy_ns : r[i].plan_ns,
                    (double)r[i].plan_ns / (double)(r[i].greedy_ns ? r[i].greedy_ns : r[i].plan_ns),
                    r[i].stall_ns == UINT64_MAX ? (int64_t)-1 : (int64_t)r[i].stall_ns, time_ns);
         else
             printf("%-10zu %8" PRIu32 " %10" PRIu64 " %8" PRIu64 " %9.1fG %9.1fG %9.1fG %9s %12.3f %12.2f\n",
                    r[i].events, r[i].blocks, r[i].candidates, r[i].actions, r[i].budget / 1073741824.0,
                    r[i].offload_peak / 1073741824.0, r[i].peak / 1073741824.0, r[i].feasible ? "yes" : "no",
-                   r[i].plan_ns / 1e6,
-                   (double)r[i].plan_ns / (double)(r[i].greedy_ns ? r[i].greedy_ns : r[i].plan_ns));
+                   r[i].plan_ns / 1e6, (double)r[i].plan_ns / (double)(r[i].greedy_ns ? r[i].greedy_ns : r[i].plan_ns));
         fflush(stdout);
     }
     if (only < 0) {

@@ -276,24 +276,21 @@ static int bench_trace(const char *name, const struct hoff__trace *t, const char
             }
             if (json)
                 printf("{\"trace\":\"%s\",\"budget_pct\":%d,\"budget_bytes\":%" PRIu64 ",\"planner\":\"%s\""
-                       ",\"plan_time_ns\":%" PRIu64
-                       ",\"stall_ns\":%" PRIu64 ",\"bound_ns\":%" PRIu64 ",\"step_ns\":%" PRIu64
-                       ",\"compute_ns\":%" PRIu64 ",\"bytes_moved\":%" PRIu64 ",\"prefetch_calls\":%" PRIu64
-                       ",\"prefetches\":%" PRIu64 ",\"evict_calls\":%" PRIu64 ",\"evictions\":%" PRIu64
-                       ",\"groups\":%" PRIu64 ",\"predicted_stall_ns\":%" PRIu64
+                       ",\"plan_time_ns\":%" PRIu64 ",\"stall_ns\":%" PRIu64 ",\"bound_ns\":%" PRIu64
+                       ",\"step_ns\":%" PRIu64 ",\"compute_ns\":%" PRIu64 ",\"bytes_moved\":%" PRIu64
+                       ",\"prefetch_calls\":%" PRIu64 ",\"prefetches\":%" PRIu64 ",\"evict_calls\":%" PRIu64
+                       ",\"evictions\":%" PRIu64 ",\"groups\":%" PRIu64 ",\"predicted_stall_ns\":%" PRIu64
                        ",\"plan_ns\":%" PRIu64 ",\"peak_resident_bytes\":%" PRIu64 ",\"within_budget\":%s"
                        ",\"plan_feasible\":%s,\"integrity_ok\":%s,\"host_cap_bytes\":%" PRIu64
                        ",\"peak_host_bytes\":%" PRIu64 ",\"within_host_cap\":%s,\"bytes_spilled\":%" PRIu64
                        ",\"bytes_restored\":%" PRIu64 ",\"host_cap_waits\":%" PRIu64 ",\"floor_bytes\":%" PRIu64
                        ",\"window_violations\":%" PRIu64 ",\"lp_bound_ns\":%s,\"lp_status\":\"%s\"}\n",
                        name, pct[i], budget, pl, pt, r.stall_ns, bound, r.step_ns, r.compute_ns, r.bytes_moved,
-                       r.prefetch_calls, r.prefetches, r.evict_calls, r.evictions, r.groups, r.predicted_ns,
-                       r.plan_ns, r.peak,
-                       r.peak <= budget ? "true" : "false", r.feasible ? "true" : "false",
+                       r.prefetch_calls, r.prefetches, r.evict_calls, r.evictions, r.groups, r.predicted_ns, r.plan_ns,
+                       r.peak, r.peak <= budget ? "true" : "false", r.feasible ? "true" : "false",
                        r.integrity_ok ? "true" : "false", cap, r.peak_host,
                        !cap || r.peak_host <= cap ? "true" : "false", r.bytes_spilled, r.bytes_restored,
-                       r.host_cap_waits, r.floor, r.window_violations,
-                       lpv, lp[i].status);
+                       r.host_cap_waits, r.floor, r.window_violations, lpv, lp[i].status);
             else
                 printf("%-22s %3d%% %-13s stall %10.3f ms  bound %9.3f ms  lp %9s  step %10.3f ms  moved %7.0f MiB  "
                        "prefetch calls %3" PRIu64 " (blocks %3" PRIu64 ")  plan %8.2f ms  %s%s\n",
@@ -302,7 +299,8 @@ static int bench_trace(const char *name, const struct hoff__trace *t, const char
                        r.bytes_moved / 1048576.0, r.prefetch_calls, r.prefetches, r.plan_ns / 1e6,
                        r.peak <= budget ? "within budget" : "OVER BUDGET", r.integrity_ok ? "" : ", INTEGRITY ERROR");
             if (!json && cap)
-                printf("%-22s      host cap %7.0f MiB: peak %7.0f MiB%s, spilled %7.0f MiB, %" PRIu64 " waits for room\n",
+                printf("%-22s      host cap %7.0f MiB: peak %7.0f MiB%s, spilled %7.0f MiB, %" PRIu64
+                       " waits for room\n",
                        "", cap / 1048576.0, r.peak_host / 1048576.0, r.peak_host <= cap ? "" : " OVER THE CAP",
                        r.bytes_spilled / 1048576.0, r.host_cap_waits);
             fflush(stdout);
@@ -355,21 +353,22 @@ static int wanted(const char *name) {
 }
 
 static void usage(FILE *f, const struct bench_args *ba) {
-    fprintf(f, "usage: %s [--json] [--host-cap PCT] [--anytime MS[,MS...]] [--lp CMD [--hoff-plan PATH]]\n"
-               "       [--only NAME[,NAME...]] [TRACEDIR]\n"
-               "Replays the synthetic transformer steps and the committed traces in TRACEDIR (default\n"
-               "tests/data/traces) on the sim at 50/25/10%% of their no-offload peak with each planner.\n"
-               "--json: one JSON object per (trace, budget, planner) instead of the table.\n"
-               "--host-cap PCT: cap the host tier at PCT%% (1-100) of each trace's offload peak and\n"
-               "spill the rest to an NVMe tier (the sim's 6.5 GB/s read, 3.5 GB/s write) in a fresh\n"
-               "directory under $TMPDIR (default /var/tmp), removed at the end.\n"
-               "--anytime MS,...: run timed again with each time budget (HOFF_PLAN_TIME; the plan_time_ns\n"
-               "of the row, 0 without): what the budget costs in stall.\n"
-               "--lp CMD: also the LP lower bound of bench/bound.py, run as CMD (e.g. \"python3\n"
-               "../bench/bound.py\"; scipy needed) with --hoff-plan PATH (default ./hoff-plan), as\n"
-               "lp_bound_ns (null, with lp_status saying why, when infeasible or not run).\n"
-               "--only NAMES: run only these traces (comma-separated, as named in the output:\n"
-               "synth-L8-h1024-s2048, synth-L8-h4096-s2048, synth-L4-h8192-s2048, cnn, gpt, wide).\n",
+    fprintf(f,
+            "usage: %s [--json] [--host-cap PCT] [--anytime MS[,MS...]] [--lp CMD [--hoff-plan PATH]]\n"
+            "       [--only NAME[,NAME...]] [TRACEDIR]\n"
+            "Replays the synthetic transformer steps and the committed traces in TRACEDIR (default\n"
+            "tests/data/traces) on the sim at 50/25/10%% of their no-offload peak with each planner.\n"
+            "--json: one JSON object per (trace, budget, planner) instead of the table.\n"
+            "--host-cap PCT: cap the host tier at PCT%% (1-100) of each trace's offload peak and\n"
+            "spill the rest to an NVMe tier (the sim's 6.5 GB/s read, 3.5 GB/s write) in a fresh\n"
+            "directory under $TMPDIR (default /var/tmp), removed at the end.\n"
+            "--anytime MS,...: run timed again with each time budget (HOFF_PLAN_TIME; the plan_time_ns\n"
+            "of the row, 0 without): what the budget costs in stall.\n"
+            "--lp CMD: also the LP lower bound of bench/bound.py, run as CMD (e.g. \"python3\n"
+            "../bench/bound.py\"; scipy needed) with --hoff-plan PATH (default ./hoff-plan), as\n"
+            "lp_bound_ns (null, with lp_status saying why, when infeasible or not run).\n"
+            "--only NAMES: run only these traces (comma-separated, as named in the output:\n"
+            "synth-L8-h1024-s2048, synth-L8-h4096-s2048, synth-L4-h8192-s2048, cnn, gpt, wide).\n",
             ba->argv[0]);
 }
 
@@ -379,8 +378,8 @@ static void parse_anytime(const struct bench_args *ba, const char *s) {
     int k, n = bench_args_list(ba, "--anytime", s, buf, sizeof buf, item, MAX_ANYTIME);
 
     for (k = 0; k < n; k++)
-        anytime_ns[k] = (uint64_t)(bench_args_real(ba, "--anytime", item[k], "a time budget in ms", 0, 3600e3) * 1e6 +
-                                   0.5);
+        anytime_ns[k] =
+            (uint64_t)(bench_args_real(ba, "--anytime", item[k], "a time budget in ms", 0, 3600e3) * 1e6 + 0.5);
     nanytime = n;
 }
 

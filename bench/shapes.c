@@ -21,8 +21,8 @@
 #include "benchargs.h"
 #include "lpbound.h"
 
-#define GBPS 50.0     /* each way: PCIe Gen5 x16, as the sim's default */
-#define TFLOPS 400.0  /* the synthetic step's compute rate (about 40% of an H200's bf16 peak) */
+#define GBPS 50.0    /* each way: PCIe Gen5 x16, as the sim's default */
+#define TFLOPS 400.0 /* the synthetic step's compute rate (about 40% of an H200's bf16 peak) */
 #define LAYERS 4
 
 static const struct {
@@ -63,13 +63,14 @@ static int plan_one(const struct hoff__trace *t, const uint64_t *T, const struct
 }
 
 static void usage(FILE *f, const struct bench_args *ba) {
-    fprintf(f, "usage: bench/shapes [--json] [--lp CMD [--hoff-plan PATH]]\n"
-               "GPT shapes h 4096, s 8K/32K/128K (%d layers, batch 1, bf16, flash attention) at budgets of "
-               "75/50/25%% of the activation peak; step time from each plan's predicted replay at %g GB/s each way "
-               "and %g TFLOP/s.\n"
-               "--lp CMD: also bench/bound.py's LP lower bound on the stall (run as CMD, e.g. \"python3 "
-               "../bench/bound.py\", with --hoff-plan PATH, default ./hoff-plan), as lp_bound_ns.\n",
-               LAYERS, GBPS, TFLOPS);
+    fprintf(f,
+            "usage: bench/shapes [--json] [--lp CMD [--hoff-plan PATH]]\n"
+            "GPT shapes h 4096, s 8K/32K/128K (%d layers, batch 1, bf16, flash attention) at budgets of "
+            "75/50/25%% of the activation peak; step time from each plan's predicted replay at %g GB/s each way "
+            "and %g TFLOP/s.\n"
+            "--lp CMD: also bench/bound.py's LP lower bound on the stall (run as CMD, e.g. \"python3 "
+            "../bench/bound.py\", with --hoff-plan PATH, default ./hoff-plan), as lp_bound_ns.\n",
+            LAYERS, GBPS, TFLOPS);
 }
 
 int main(int argc, char **argv) {
@@ -91,7 +92,8 @@ int main(int argc, char **argv) {
     }
     if (!json)
         printf("%-16s %6s %6s %10s %12s %12s %12s %12s %9s %9s %12s %13s\n", "shape", "budget", "free", "compute_ms",
-               "timed_ms", "greedy_ms", "bound_ms", "x_nooffload", "x_bound", "feasible", "lp_bound_ms", "peak_bound_ms");
+               "timed_ms", "greedy_ms", "bound_ms", "x_nooffload", "x_bound", "feasible", "lp_bound_ms",
+               "peak_bound_ms");
     for (i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         struct hoff__synth_opts so;
         struct hoff__trace t;
@@ -119,7 +121,8 @@ int main(int argc, char **argv) {
         hoff_bench_lp_trace(&lp_run, &t, shapes[i].name, pct, 3, lp);
         for (j = 0; j < sizeof pct / sizeof pct[0]; j++) {
             uint64_t budget = peak * (uint64_t)pct[j] / 100, must = peak - budget;
-            double bound = (double)compute, link = (double)must / GBPS, early = (double)compute + link - (double)to_peak;
+            double bound = (double)compute, link = (double)must / GBPS,
+                   early = (double)compute + link - (double)to_peak;
             struct hoff__schedule ts, gs;
 
             bound = link > bound ? link : bound;
@@ -143,18 +146,19 @@ int main(int argc, char **argv) {
                 }
 
                 if (json)
-                    printf("{\"shape\":\"%s\",\"hidden\":%" PRIu64 ",\"seq\":%" PRIu64 ",\"layers\":%d,"
-                           "\"budget_pct\":%d,\"peak_bytes\":%" PRIu64 ",\"budget_bytes\":%" PRIu64
-                           ",\"floor_bytes\":%" PRIu64 ",\"feasible\":%s,\"offload_fraction\":%.4f,"
-                           "\"free_fraction\":%.4f,\"compute_ns\":%" PRIu64 ",\"no_offload_step_ns\":%" PRIu64
-                           ",\"bound_ns\":%.0f,\"peak_bound_ns\":%.0f,\"timed_step_ns\":%.0f,\"timed_stall_ns\":%" PRIu64
-                           ",\"greedy_step_ns\":%.0f,\"greedy_stall_ns\":%" PRIu64 ",\"bytes_d2h\":%" PRIu64
-                           ",\"bytes_h2d\":%" PRIu64 ",\"plan_ns\":%" PRIu64 ",\"events\":%zu,\"lp_bound_ns\":%s,"
-                           "\"lp_status\":\"%s\"}\n",
-                           shapes[i].name, shapes[i].hidden, shapes[i].seq, LAYERS, pct[j], peak, budget,
-                           ts.floor_bytes, ts.feasible ? "true" : "false", 1 - pct[j] / 100.0, ff, compute, compute,
-                           bound, early, step, ts.stall_ns, gstep, gs.stall_ns, ts.bytes_d2h, ts.bytes_h2d, ts.plan_ns,
-                           t.nev, lpv, lp[j].status);
+                    printf(
+                        "{\"shape\":\"%s\",\"hidden\":%" PRIu64 ",\"seq\":%" PRIu64 ",\"layers\":%d,"
+                        "\"budget_pct\":%d,\"peak_bytes\":%" PRIu64 ",\"budget_bytes\":%" PRIu64
+                        ",\"floor_bytes\":%" PRIu64 ",\"feasible\":%s,\"offload_fraction\":%.4f,"
+                        "\"free_fraction\":%.4f,\"compute_ns\":%" PRIu64 ",\"no_offload_step_ns\":%" PRIu64
+                        ",\"bound_ns\":%.0f,\"peak_bound_ns\":%.0f,\"timed_step_ns\":%.0f,\"timed_stall_ns\":%" PRIu64
+                        ",\"greedy_step_ns\":%.0f,\"greedy_stall_ns\":%" PRIu64 ",\"bytes_d2h\":%" PRIu64
+                        ",\"bytes_h2d\":%" PRIu64 ",\"plan_ns\":%" PRIu64 ",\"events\":%zu,\"lp_bound_ns\":%s,"
+                        "\"lp_status\":\"%s\"}\n",
+                        shapes[i].name, shapes[i].hidden, shapes[i].seq, LAYERS, pct[j], peak, budget, ts.floor_bytes,
+                        ts.feasible ? "true" : "false", 1 - pct[j] / 100.0, ff, compute, compute, bound, early, step,
+                        ts.stall_ns, gstep, gs.stall_ns, ts.bytes_d2h, ts.bytes_h2d, ts.plan_ns, t.nev, lpv,
+                        lp[j].status);
                 else
                     printf("%-16s %5d%% %5.0f%% %10.3f %12.3f %12.3f %12.3f %12.3f %9.3f %9s %12s %13.3f\n",
                            shapes[i].name, pct[j], 100 * ff, compute / 1e6, step / 1e6, gstep / 1e6, bound / 1e6,

@@ -104,8 +104,8 @@ static void usage(FILE *f, const struct bench_args *ba) {
 int main(int argc, char **argv) {
     unsigned batches = 400, pairs = 2000, warm = 20;
     struct bench b;
-    double *ns[NMODES], *ratio_on, *ratio_ctl, med[NMODES], p90[NMODES], ratio, ratio_med, ratio_ctl_med,
-        ratio_every, write_ns;
+    double *ns[NMODES], *ratio_on, *ratio_ctl, med[NMODES], p90[NMODES], ratio, ratio_med, ratio_ctl_med, ratio_every,
+        write_ns;
     int json = 0, i, k, m, rc;
     uint64_t t0, writes_before, writes;
     struct hoff__pub_reader rd;

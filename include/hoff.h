@@ -121,18 +121,15 @@ HOFF_API void hoff_config_init(struct hoff_config *cfg);
  * -ENOENT (no such option) with hoff_last_error() naming the option and the
  * accepted form; if err != NULL (deprecated: pass NULL, 0), a copy of that
  * message is written there. */
-HOFF_API int hoff_config_set(struct hoff_config *cfg, const char *name,
-                             const char *value, char *err, size_t errlen);
+HOFF_API int hoff_config_set(struct hoff_config *cfg, const char *name, const char *value, char *err, size_t errlen);
 
 /* Apply every HOFF_* variable of the environment.  Same errors as
  * hoff_config_set; an unknown HOFF_* variable is an error too, except the
  * ones other parts of hoff read (HOFF_LIBRARY, HOFF_STATS, ...). */
-HOFF_API int hoff_config_from_env(struct hoff_config *cfg, char *err,
-                                  size_t errlen);
+HOFF_API int hoff_config_from_env(struct hoff_config *cfg, char *err, size_t errlen);
 
 /* Write the value of an option as text (the form hoff_config_set accepts). */
-HOFF_API int hoff_config_get(const struct hoff_config *cfg, const char *name,
-                             char *buf, size_t len);
+HOFF_API int hoff_config_get(const struct hoff_config *cfg, const char *name, char *buf, size_t len);
 
 /* Check name=value the way hoff_config_set would, on a struct of defaults,
  * changing nothing; if buf is non-NULL, write the value there as
@@ -140,8 +137,7 @@ HOFF_API int hoff_config_get(const struct hoff_config *cfg, const char *name,
  * "1536M").  Returns 0, hoff_config_set's errors with the message in err, or
  * -ERANGE when buf is too small.  Bindings (the Python package) check their
  * values with it, so that a bad one gets hoff's own message. */
-HOFF_API int hoff_config_check(const char *name, const char *value, char *buf,
-                               size_t len, char *err, size_t errlen);
+HOFF_API int hoff_config_check(const char *name, const char *value, char *buf, size_t len, char *err, size_t errlen);
 
 /* Number of options and the name/description of option i (for tools). */
 HOFF_API int hoff_config_count(void);
@@ -192,9 +188,9 @@ HOFF_API const char *hoff_last_error(void);
  * ------------------------------------------------------------------------- */
 
 enum hoff_alloc_flags {
-    HOFF_ALLOC_AUTO = 0,    /* the pool is chosen by the rules in hoff_malloc(3) */
-    HOFF_ALLOC_DEVICE = 1,  /* plain device pool: never offloaded */
-    HOFF_ALLOC_MANAGED = 2, /* managed pool: an offload candidate */
+    HOFF_ALLOC_AUTO = 0,      /* the pool is chosen by the rules in hoff_malloc(3) */
+    HOFF_ALLOC_DEVICE = 1,    /* plain device pool: never offloaded */
+    HOFF_ALLOC_MANAGED = 2,   /* managed pool: an offload candidate */
     HOFF_ALLOC_CANDIDATE = 4, /* managed pool if the rules make it an offload
                                * candidate, else NULL with errno EAGAIN (no
                                * failure counted): for interposers that leave
@@ -204,8 +200,7 @@ enum hoff_alloc_flags {
 /* Allocate size bytes for use on stream.  Returns NULL on failure (errno and
  * hoff_last_error() say why) after releasing cached memory and retrying. */
 HOFF_API void *hoff_malloc(hoff_ctx *ctx, size_t size, hoff_stream stream);
-HOFF_API void *hoff_malloc_flags(hoff_ctx *ctx, size_t size,
-                                 hoff_stream stream, unsigned flags);
+HOFF_API void *hoff_malloc_flags(hoff_ctx *ctx, size_t size, hoff_stream stream, unsigned flags);
 
 /* Free ptr, last used on stream.  -EINVAL if ptr is not a live hoff block. */
 HOFF_API int hoff_free(hoff_ctx *ctx, void *ptr, hoff_stream stream);
@@ -348,22 +343,22 @@ HOFF_API int hoff_group_clear(hoff_group *g);
 HOFF_API int hoff_group_abort(hoff_group *g);
 
 struct hoff_group_info {
-    uint32_t version;            /* 1 */
-    uint32_t size;               /* sizeof(struct hoff_group_info) */
-    uint64_t blocks;             /* members now */
-    uint64_t bytes;              /* their bytes */
-    uint64_t on_device;          /* members resident (DEVICE) */
-    uint64_t on_host;            /* members on the host or the NVMe tier, or discarded */
-    uint64_t in_flight;          /* members with a transfer in flight */
-    uint64_t launched;           /* 0, 1 an eviction or 2 a prefetch launched and not waited for */
-    uint64_t adds;               /* blocks added since created */
-    uint64_t duplicates;         /* adds of a block that was a member already (folded) */
-    uint64_t evicted_blocks;     /* blocks this group's launches evicted */
+    uint32_t version;        /* 1 */
+    uint32_t size;           /* sizeof(struct hoff_group_info) */
+    uint64_t blocks;         /* members now */
+    uint64_t bytes;          /* their bytes */
+    uint64_t on_device;      /* members resident (DEVICE) */
+    uint64_t on_host;        /* members on the host or the NVMe tier, or discarded */
+    uint64_t in_flight;      /* members with a transfer in flight */
+    uint64_t launched;       /* 0, 1 an eviction or 2 a prefetch launched and not waited for */
+    uint64_t adds;           /* blocks added since created */
+    uint64_t duplicates;     /* adds of a block that was a member already (folded) */
+    uint64_t evicted_blocks; /* blocks this group's launches evicted */
     uint64_t evicted_bytes;
-    uint64_t prefetched_blocks;  /* blocks this group's launches prefetched */
+    uint64_t prefetched_blocks; /* blocks this group's launches prefetched */
     uint64_t prefetched_bytes;
-    uint64_t calls;              /* backend transfer calls its launches made */
-    uint64_t step;               /* the step its members were added in */
+    uint64_t calls; /* backend transfer calls its launches made */
+    uint64_t step;  /* the step its members were added in */
 };
 /* Snapshot the group's state into *out. */
 HOFF_API int hoff_group_info(hoff_group *g, struct hoff_group_info *out);
@@ -407,7 +402,7 @@ HOFF_API int hoff_mark_op(hoff_ctx *ctx, const char *name);
  * each op mark, so that a plan's figures (the working-set floor) say where
  * they come from.  A phase is no boundary: it closes no use window. */
 enum hoff_phase {
-    HOFF_PHASE_NONE = 0,      /* not said */
+    HOFF_PHASE_NONE = 0, /* not said */
     HOFF_PHASE_FORWARD = 1,
     HOFF_PHASE_BACKWARD = 2,
     HOFF_PHASE_LOSS = 3,      /* the loss and its gradient (forward or backward) */
@@ -470,121 +465,122 @@ HOFF_API int hoff_sim_touch(hoff_ctx *ctx, void *ptr, int write);
 #define HOFF_STATS_VERSION 4
 
 /* X(name, description) for every counter, all uint64_t. */
-#define HOFF_STATS_FIELDS(X)                                                   \
-    X(budget_bytes, "device budget for resident offload bytes (0 = none)")     \
-    X(resident_bytes, "offload bytes resident on the device now")              \
-    X(peak_resident_bytes, "highest resident_bytes seen")                      \
-    X(step_peak_resident_bytes, "highest resident_bytes in this (or the last) step") \
-    X(device_pool_bytes, "bytes mapped by the plain device pool")              \
-    X(managed_pool_bytes, "bytes mapped by the managed pool")                  \
-    X(device_in_use_bytes, "device-pool bytes handed out")                     \
-    X(managed_in_use_bytes, "managed-pool bytes handed out")                   \
-    X(host_bytes, "offload bytes on the host tier now")                        \
-    X(peak_host_bytes, "highest host_bytes seen")                              \
-    X(host_cap_bytes, "cap of the host tier (0 = none)")                      \
-    X(nvme_bytes, "offload bytes on the NVMe tier now")                        \
-    X(peak_nvme_bytes, "highest nvme_bytes seen")                              \
-    X(spills, "blocks written to the NVMe tier")                               \
-    X(bytes_spilled, "bytes written to the NVMe tier")                         \
-    X(spill_ns, "time spent writing spills")                                   \
-    X(restores, "blocks read back from the NVMe tier")                         \
-    X(bytes_restored, "bytes read back from the NVMe tier")                    \
-    X(restore_ns, "time spent reading restores")                               \
-    X(spill_failures, "spills that failed; the block stayed on the host")     \
-    X(crc_errors, "spilled chunks whose CRC32C did not match on restore")      \
-    X(host_cap_waits, "evictions held back because the host tier was full")    \
-    X(host_cap_overruns, "restores let over the host cap: the NVMe tier refused spills") \
-    X(allocs, "successful allocations")                                        \
-    X(frees, "frees")                                                          \
-    X(cache_hits, "allocations served from the cache")                         \
-    X(cache_misses, "allocations that mapped new memory")                      \
-    X(cross_stream_reuses, "blocks reused on a stream other than their free's")\
-    X(alloc_failures, "allocations that returned NULL")                        \
-    X(cache_flushes, "times cached memory was released")                       \
-    X(evictions, "evictions completed")                                        \
-    X(bytes_evicted, "bytes moved device -> host")                             \
-    X(evict_ns, "time evictions took, issue to completion")                    \
-    X(prefetches, "prefetches completed")                                      \
-    X(bytes_prefetched, "bytes moved host -> device")                          \
-    X(prefetch_ns, "time prefetches took, issue to completion")                \
-    X(discards, "blocks released without a copy")                              \
-    X(faults, "blocks paged in on demand")                                     \
-    X(bytes_faulted, "bytes paged in on demand")                               \
-    X(late_prefetches, "blocks used before their prefetch completed")         \
-    X(stall_ns, "time compute waited on transfers (sim, or measured)")         \
-    X(budget_evictions, "evictions forced to stay within the budget")          \
-    X(budget_overruns, "events at which resident bytes exceeded the budget")   \
-    X(oversub_refusals, "managed maps refused by the oversubscription guard")  \
-    X(transfer_errors, "transfers that failed and kept the data in place")     \
-    X(queue_depth_max, "deepest the issuing queue has been")                   \
-    X(steps, "completed steps")                                                \
-    X(plan_state, "enum hoff_plan_state")                                      \
-    X(plans, "schedules built")                                                \
-    X(plan_actions, "actions in the current schedule")                         \
-    X(plan_feasible, "1 if the schedule meets the budget (transfers instant)") \
-    X(plan_peak_bytes, "resident peak the schedule reaches")                   \
-    X(plan_ns, "time the last planning took")                                  \
-    X(plan_stall_ns, "exposed stall per step the planner predicts for its plan") \
-    X(actions_fired, "planned actions carried out")                            \
-    X(actions_skipped, "planned actions not carried out (divergence, state)")  \
-    X(divergent_steps, "steps that did not match the plan")                    \
-    X(replans, "times hoff recorded and planned again")                        \
-    X(h2d_mbps, "H2D bandwidth the planner uses, in MB/s")                     \
-    X(d2h_mbps, "D2H bandwidth the planner uses, in MB/s")                     \
-    X(last_step_ns, "duration of the last step")                               \
-    X(live_blocks, "blocks allocated now")                                     \
-    X(evict_calls, "backend eviction calls issued (a group's counts 1)")      \
-    X(prefetch_calls, "backend prefetch calls issued (a group's counts 1)")   \
-    X(group_calls_saved, "transfer calls saved by moving groups with one call") \
-    X(group_fallbacks, "group actions carried out block by block instead")    \
-    X(plan_groups, "groups of blocks in the current schedule")                \
-    X(window_refusals, "moves of a block refused because its use window was open") \
-    X(window_violations, "sim: blocks moved or dropped inside an open use window (0 when correct)") \
-    X(plan_floor_bytes, "working-set floor: no plan of the step goes below it") \
-    X(host_cap_unevictable, "offload blocks allocated larger than the host cap (never evictable)") \
-    X(fence_syncs, "moves that waited for the whole device: a block used on more streams than fit a fence") \
-    X(numa_refusals, "evictions the driver refused at a host NUMA node (that node gets plain host memory)") \
-    X(discard_fallbacks, "discards done as evictions: the driver refused the discard, or has none") \
-    X(host_drop_refusals, "host copies of spilled blocks the driver would not drop (they keep host pages)") \
-    X(device_squeezes, "times the device pool left less room than the budget, so hoff kept less resident") \
-    X(driver_drift_samples, "evictions measured against the device's free memory") \
-    X(driver_drift_moves, "measured evictions that found pages the driver had already evicted behind hoff's books") \
-    X(driver_drift_bytes, "bytes those evictions found the driver had already evicted") \
-    X(device_foreign_bytes, "at the last step's end: device memory in use that is not a live hoff block") \
-    X(plan_pending, "1 while a plan is being made on the planning thread")     \
-    X(plan_online_steps, "steps run under the online policy while a plan was made") \
-    X(plan_lag_steps, "steps that ran between the last plan's recording and its first use") \
-    X(plan_lag_ns, "time from the last plan's recording to its being ready for use") \
-    X(plan_wait_ns, "time the training thread waited for planning (0 with the planning thread)") \
-    X(plans_dropped, "plans made in the background and thrown away (config changed, shutdown)") \
-    X(manual_groups, "manual swap groups that exist now (hoff_group(3))") \
-    X(manual_blocks, "blocks in manual swap groups now: outside the plan, inside the budget") \
-    X(manual_refusals, "manual group moves refused whole: the budget or the host tier could not take the group") \
-    X(manual_aborts, "manual groups aborted (their transfers waited for, nothing lost)") \
-    X(touch_faults, "sim: blocks paged in because host code touched them while away (hoff_sim_touch)") \
-    X(discard_touches, "uses of a live block hoff released (a read mark; on sim also a fault): its bytes are lost") \
-    X(rank, "this process's rank in its job (RANK; 0 without one)")          \
-    X(world_size, "ranks in the job (WORLD_SIZE; 1 without one)")            \
-    X(local_rank, "rank on this node (LOCAL_RANK; 0 without one)")          \
-    X(device, "the CUDA device (ordinal) this context allocates on")         \
-    X(capture_allocs, "allocations made while their stream was capturing a CUDA graph (device pool, graph-private)") \
-    X(graph_private_bytes, "device-pool bytes held for captured CUDA graphs (never reused outside a capture)") \
-    X(deferred_frees, "device-pool frees held until the whole device passed them (HOFF_FREE_FENCE=device)") \
-    X(deferred_bytes, "device-pool bytes freed and waiting for the device to pass the free") \
-    X(free_fence_syncs, "device-wide synchronisations that released deferred frees") \
-    X(side_stream_allocs, "allocations inside steps on another stream than the step's (hoff_step_stream): device pool") \
-    X(plan_floor_phase, "enum hoff_phase of the op that sets the working-set floor") \
-    X(plan_floor_blocks, "blocks in use on the device at the working-set floor") \
-    X(keep_marks, "hoff_keep calls that took a managed block out of the budget (gradients, optimizer blocks)") \
-    X(kept_bytes, "bytes those calls took out of the budget") \
-    X(kept_evicted, "kept blocks that had been moved before hoff_keep named them (brought back first)") \
-    X(kept_allocs, "allocations of blocks the recorded step kept: device pool, outside the budget") \
-    X(keep_ignored, "hoff_keep calls ignored because offload_gradients is set") \
+#define HOFF_STATS_FIELDS(X)                                                                                          \
+    X(budget_bytes, "device budget for resident offload bytes (0 = none)")                                            \
+    X(resident_bytes, "offload bytes resident on the device now")                                                     \
+    X(peak_resident_bytes, "highest resident_bytes seen")                                                             \
+    X(step_peak_resident_bytes, "highest resident_bytes in this (or the last) step")                                  \
+    X(device_pool_bytes, "bytes mapped by the plain device pool")                                                     \
+    X(managed_pool_bytes, "bytes mapped by the managed pool")                                                         \
+    X(device_in_use_bytes, "device-pool bytes handed out")                                                            \
+    X(managed_in_use_bytes, "managed-pool bytes handed out")                                                          \
+    X(host_bytes, "offload bytes on the host tier now")                                                               \
+    X(peak_host_bytes, "highest host_bytes seen")                                                                     \
+    X(host_cap_bytes, "cap of the host tier (0 = none)")                                                              \
+    X(nvme_bytes, "offload bytes on the NVMe tier now")                                                               \
+    X(peak_nvme_bytes, "highest nvme_bytes seen")                                                                     \
+    X(spills, "blocks written to the NVMe tier")                                                                      \
+    X(bytes_spilled, "bytes written to the NVMe tier")                                                                \
+    X(spill_ns, "time spent writing spills")                                                                          \
+    X(restores, "blocks read back from the NVMe tier")                                                                \
+    X(bytes_restored, "bytes read back from the NVMe tier")                                                           \
+    X(restore_ns, "time spent reading restores")                                                                      \
+    X(spill_failures, "spills that failed; the block stayed on the host")                                             \
+    X(crc_errors, "spilled chunks whose CRC32C did not match on restore")                                             \
+    X(host_cap_waits, "evictions held back because the host tier was full")                                           \
+    X(host_cap_overruns, "restores let over the host cap: the NVMe tier refused spills")                              \
+    X(allocs, "successful allocations")                                                                               \
+    X(frees, "frees")                                                                                                 \
+    X(cache_hits, "allocations served from the cache")                                                                \
+    X(cache_misses, "allocations that mapped new memory")                                                             \
+    X(cross_stream_reuses, "blocks reused on a stream other than their free's")                                       \
+    X(alloc_failures, "allocations that returned NULL")                                                               \
+    X(cache_flushes, "times cached memory was released")                                                              \
+    X(evictions, "evictions completed")                                                                               \
+    X(bytes_evicted, "bytes moved device -> host")                                                                    \
+    X(evict_ns, "time evictions took, issue to completion")                                                           \
+    X(prefetches, "prefetches completed")                                                                             \
+    X(bytes_prefetched, "bytes moved host -> device")                                                                 \
+    X(prefetch_ns, "time prefetches took, issue to completion")                                                       \
+    X(discards, "blocks released without a copy")                                                                     \
+    X(faults, "blocks paged in on demand")                                                                            \
+    X(bytes_faulted, "bytes paged in on demand")                                                                      \
+    X(late_prefetches, "blocks used before their prefetch completed")                                                 \
+    X(stall_ns, "time compute waited on transfers (sim, or measured)")                                                \
+    X(budget_evictions, "evictions forced to stay within the budget")                                                 \
+    X(budget_overruns, "events at which resident bytes exceeded the budget")                                          \
+    X(oversub_refusals, "managed maps refused by the oversubscription guard")                                         \
+    X(transfer_errors, "transfers that failed and kept the data in place")                                            \
+    X(queue_depth_max, "deepest the issuing queue has been")                                                          \
+    X(steps, "completed steps")                                                                                       \
+    X(plan_state, "enum hoff_plan_state")                                                                             \
+    X(plans, "schedules built")                                                                                       \
+    X(plan_actions, "actions in the current schedule")                                                                \
+    X(plan_feasible, "1 if the schedule meets the budget (transfers instant)")                                        \
+    X(plan_peak_bytes, "resident peak the schedule reaches")                                                          \
+    X(plan_ns, "time the last planning took")                                                                         \
+    X(plan_stall_ns, "exposed stall per step the planner predicts for its plan")                                      \
+    X(actions_fired, "planned actions carried out")                                                                   \
+    X(actions_skipped, "planned actions not carried out (divergence, state)")                                         \
+    X(divergent_steps, "steps that did not match the plan")                                                           \
+    X(replans, "times hoff recorded and planned again")                                                               \
+    X(h2d_mbps, "H2D bandwidth the planner uses, in MB/s")                                                            \
+    X(d2h_mbps, "D2H bandwidth the planner uses, in MB/s")                                                            \
+    X(last_step_ns, "duration of the last step")                                                                      \
+    X(live_blocks, "blocks allocated now")                                                                            \
+    X(evict_calls, "backend eviction calls issued (a group's counts 1)")                                              \
+    X(prefetch_calls, "backend prefetch calls issued (a group's counts 1)")                                           \
+    X(group_calls_saved, "transfer calls saved by moving groups with one call")                                       \
+    X(group_fallbacks, "group actions carried out block by block instead")                                            \
+    X(plan_groups, "groups of blocks in the current schedule")                                                        \
+    X(window_refusals, "moves of a block refused because its use window was open")                                    \
+    X(window_violations, "sim: blocks moved or dropped inside an open use window (0 when correct)")                   \
+    X(plan_floor_bytes, "working-set floor: no plan of the step goes below it")                                       \
+    X(host_cap_unevictable, "offload blocks allocated larger than the host cap (never evictable)")                    \
+    X(fence_syncs, "moves that waited for the whole device: a block used on more streams than fit a fence")           \
+    X(numa_refusals, "evictions the driver refused at a host NUMA node (that node gets plain host memory)")           \
+    X(discard_fallbacks, "discards done as evictions: the driver refused the discard, or has none")                   \
+    X(host_drop_refusals, "host copies of spilled blocks the driver would not drop (they keep host pages)")           \
+    X(device_squeezes, "times the device pool left less room than the budget, so hoff kept less resident")            \
+    X(driver_drift_samples, "evictions measured against the device's free memory")                                    \
+    X(driver_drift_moves, "measured evictions that found pages the driver had already evicted behind hoff's books")   \
+    X(driver_drift_bytes, "bytes those evictions found the driver had already evicted")                               \
+    X(device_foreign_bytes, "at the last step's end: device memory in use that is not a live hoff block")             \
+    X(plan_pending, "1 while a plan is being made on the planning thread")                                            \
+    X(plan_online_steps, "steps run under the online policy while a plan was made")                                   \
+    X(plan_lag_steps, "steps that ran between the last plan's recording and its first use")                           \
+    X(plan_lag_ns, "time from the last plan's recording to its being ready for use")                                  \
+    X(plan_wait_ns, "time the training thread waited for planning (0 with the planning thread)")                      \
+    X(plans_dropped, "plans made in the background and thrown away (config changed, shutdown)")                       \
+    X(manual_groups, "manual swap groups that exist now (hoff_group(3))")                                             \
+    X(manual_blocks, "blocks in manual swap groups now: outside the plan, inside the budget")                         \
+    X(manual_refusals, "manual group moves refused whole: the budget or the host tier could not take the group")      \
+    X(manual_aborts, "manual groups aborted (their transfers waited for, nothing lost)")                              \
+    X(touch_faults, "sim: blocks paged in because host code touched them while away (hoff_sim_touch)")                \
+    X(discard_touches, "uses of a live block hoff released (a read mark; on sim also a fault): its bytes are lost")   \
+    X(rank, "this process's rank in its job (RANK; 0 without one)")                                                   \
+    X(world_size, "ranks in the job (WORLD_SIZE; 1 without one)")                                                     \
+    X(local_rank, "rank on this node (LOCAL_RANK; 0 without one)")                                                    \
+    X(device, "the CUDA device (ordinal) this context allocates on")                                                  \
+    X(capture_allocs, "allocations made while their stream was capturing a CUDA graph (device pool, graph-private)")  \
+    X(graph_private_bytes, "device-pool bytes held for captured CUDA graphs (never reused outside a capture)")        \
+    X(deferred_frees, "device-pool frees held until the whole device passed them (HOFF_FREE_FENCE=device)")           \
+    X(deferred_bytes, "device-pool bytes freed and waiting for the device to pass the free")                          \
+    X(free_fence_syncs, "device-wide synchronisations that released deferred frees")                                  \
+    X(side_stream_allocs,                                                                                             \
+      "allocations inside steps on another stream than the step's (hoff_step_stream): device pool")                   \
+    X(plan_floor_phase, "enum hoff_phase of the op that sets the working-set floor")                                  \
+    X(plan_floor_blocks, "blocks in use on the device at the working-set floor")                                      \
+    X(keep_marks, "hoff_keep calls that took a managed block out of the budget (gradients, optimizer blocks)")        \
+    X(kept_bytes, "bytes those calls took out of the budget")                                                         \
+    X(kept_evicted, "kept blocks that had been moved before hoff_keep named them (brought back first)")               \
+    X(kept_allocs, "allocations of blocks the recorded step kept: device pool, outside the budget")                   \
+    X(keep_ignored, "hoff_keep calls ignored because offload_gradients is set")                                       \
     X(recorded_peak_bytes, "the last recorded step's peak of offload bytes with no offload, kept blocks not counted") \
-    X(graph_pool_begins, "captures begun into a named graph pool (PyTorch's beginAllocateToPool)") \
-    X(graph_pool_releases, "graph pool releases (PyTorch's releasePool: a graph of the pool destroyed)") \
-    X(graph_released_bytes, "graph-private bytes made reusable because their pool's graphs were all released") \
-    X(peak_in_use_bytes, "highest device_in_use_bytes + managed_in_use_bytes (since start or hoff_reset_peaks)") \
+    X(graph_pool_begins, "captures begun into a named graph pool (PyTorch's beginAllocateToPool)")                    \
+    X(graph_pool_releases, "graph pool releases (PyTorch's releasePool: a graph of the pool destroyed)")              \
+    X(graph_released_bytes, "graph-private bytes made reusable because their pool's graphs were all released")        \
+    X(peak_in_use_bytes, "highest device_in_use_bytes + managed_in_use_bytes (since start or hoff_reset_peaks)")      \
     X(peak_pool_bytes, "highest device_pool_bytes + managed_pool_bytes (since start or hoff_reset_peaks)")
 
 struct hoff_stats {
@@ -620,8 +616,7 @@ HOFF_API int hoff_stats_json(hoff_ctx *ctx, char *buf, size_t len);
 HOFF_API int hoff_floor_json(hoff_ctx *ctx, char *buf, size_t len);
 
 /* Format a stats struct as JSON without a context (for tools). */
-HOFF_API int hoff_stats_format_json(const struct hoff_stats *st, char *buf,
-                                    size_t len);
+HOFF_API int hoff_stats_format_json(const struct hoff_stats *st, char *buf, size_t len);
 
 /* ---------------------------------------------------------------------------
  * PyTorch entry points (hoff_torch(3)).
@@ -663,12 +658,10 @@ HOFF_API hoff_ctx *hoff_torch_context(int device);
  * or planner the next step records and plans again).  Other options: -EBUSY
  * once the context exists.
  * -EINVAL/-ENOENT with the message in err as hoff_config_set. */
-HOFF_API int hoff_torch_configure(int device, const char *name,
-                                  const char *value, char *err, size_t errlen);
+HOFF_API int hoff_torch_configure(int device, const char *name, const char *value, char *err, size_t errlen);
 /* Check name=value the way hoff_torch_configure would, changing nothing.
  * Both write into err (deprecated) a copy of hoff_last_error()'s message. */
-HOFF_API int hoff_torch_config_check(const char *name, const char *value,
-                                     char *err, size_t errlen);
+HOFF_API int hoff_torch_config_check(const char *name, const char *value, char *err, size_t errlen);
 /* torch.cuda.reset_peak_memory_stats: hoff_reset_peaks on device's context.
  * 0 (also when the device has no context yet), -ENODEV for a device out of
  * range. */

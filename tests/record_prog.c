@@ -98,7 +98,7 @@ int main(int argc, char **argv) {
     mark_op = (int (*)(const char *))sym("hoff_record_mark_op");
     region_begin = (int (*)(void))sym("hoff_record_region_begin");
     region_end = (int (*)(void))sym("hoff_record_region_end");
-    access_mark = (int64_t (*)(const void *, int))sym("hoff_record_access");
+    access_mark = (int64_t(*)(const void *, int))sym("hoff_record_access");
     if (marks && !(step_begin && step_end && mark_op && region_begin && region_end && access_mark)) {
         fprintf(stderr, "record_prog: not running under hoff-record (no hoff_record_* symbols)\n");
         return 3;

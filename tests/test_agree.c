@@ -65,7 +65,7 @@ static void olog_add(void *arg, const struct hoff__xfer_obs *x) {
 struct life {
     const char *p;
     uint64_t size, born, died;
-    uint32_t id;          /* the recorded trace's block id */
+    uint32_t id; /* the recorded trace's block id */
 };
 
 struct run {
@@ -74,10 +74,10 @@ struct run {
     struct olog sim;
     struct life *life;
     size_t nlife, caplife;
-    uint32_t *rec_of;     /* the driven trace's block id -> the recorded trace's */
+    uint32_t *rec_of; /* the driven trace's block id -> the recorded trace's */
     uint32_t nb;
-    uint64_t t0;          /* the sim's clock when the observed step began */
-    int step;             /* the step observed */
+    uint64_t t0; /* the sim's clock when the observed step began */
+    int step;    /* the step observed */
 };
 
 static uint64_t sim_now(struct run *r) {
@@ -138,8 +138,8 @@ static void on_alloc(void *arg, int step, uint32_t block, const void *p, size_t 
         r->life = nl;
         r->caplife = c;
     }
-    r->life[r->nlife++] = (struct life){.p = p, .size = size ? size : 1, .born = sim_now(r), .died = UINT64_MAX,
-                                        .id = id};
+    r->life[r->nlife++] =
+        (struct life){.p = p, .size = size ? size : 1, .born = sim_now(r), .died = UINT64_MAX, .id = id};
 }
 
 /* The block whose range held p when the call was issued (sim clock), else
@@ -177,24 +177,20 @@ enum { F_D2H, F_H2D, F_NVME, F_FAULT, F_N };
 static int fifo_of(int k) {
     switch (k) {
     case HOFF__XF_EVICT:
-    case HOFF__XF_DISCARD:
-        return F_D2H;
-    case HOFF__XF_PREFETCH:
-        return F_H2D;
+    case HOFF__XF_DISCARD: return F_D2H;
+    case HOFF__XF_PREFETCH: return F_H2D;
     case HOFF__XF_SPILL:
-    case HOFF__XF_RESTORE:
-        return F_NVME;
-    case HOFF__XF_FAULT:
-        return F_FAULT;
-    default:
-        return -1;
+    case HOFF__XF_RESTORE: return F_NVME;
+    case HOFF__XF_FAULT: return F_FAULT;
+    default: return -1;
     }
 }
 
 static void print_obs(const char *side, const struct hoff__xfer_obs *x) {
-    fprintf(stderr, "    %s %-8s block %-6" PRId64 " %10" PRIu64 " B  issued %" PRIu64 " start %" PRIu64 " end %" PRIu64
-            "\n", side, kind_name(x->kind), x->block == UINT32_MAX ? (int64_t)-1 : (int64_t)x->block, x->bytes,
-            x->issued, x->start, x->end);
+    fprintf(stderr,
+            "    %s %-8s block %-6" PRId64 " %10" PRIu64 " B  issued %" PRIu64 " start %" PRIu64 " end %" PRIu64 "\n",
+            side, kind_name(x->kind), x->block == UINT32_MAX ? (int64_t)-1 : (int64_t)x->block, x->bytes, x->issued,
+            x->start, x->end);
 }
 
 /* Why two calls at the same position differ, in words; NULL when they
@@ -286,8 +282,7 @@ static void agree(const struct hoff__trace *t, const char *what, int pct, int ca
     po.observe_arg = &pred;
     T = hoff__plan_times(&r.ctx->pipe.trace);
     CU_ASSERT_PTR_NOT_NULL_FATAL(T);
-    CU_ASSERT_EQUAL_FATAL(hoff__plan_predict(&r.ctx->pipe.trace, &po, T, &r.ctx->pipe.sched, HOFF__PLACE_KEEP, &pr),
-                          0);
+    CU_ASSERT_EQUAL_FATAL(hoff__plan_predict(&r.ctx->pipe.trace, &po, T, &r.ctx->pipe.sched, HOFF__PLACE_KEEP, &pr), 0);
     free(T);
 
     /* The sim's calls on the step's clock, the copies in call order. */
@@ -317,13 +312,13 @@ static void agree(const struct hoff__trace *t, const char *what, int pct, int ca
                 break;
             x = i < r.sim.n ? &r.sim.v[i] : NULL;
             y = j < pred.n ? &pred.v[j] : NULL;
-            why = !x ? "the prediction has a call the sim did not make"
+            why = !x   ? "the prediction has a call the sim did not make"
                   : !y ? "the sim made a call the prediction does not have"
                        : why_differ(x, x->block, y, &named);
             if (named && nnamed++ < 3) {
                 printf("%s at %d%% (cap %d%%), %s call %zu agrees but for what cannot: %s (sim %" PRIu64
-                       " ns, prediction %" PRIu64 " ns)\n", what, pct, cap_pct, fifo_name[f], ns, named, x->issued,
-                       y->issued);
+                       " ns, prediction %" PRIu64 " ns)\n",
+                       what, pct, cap_pct, fifo_name[f], ns, named, x->issued, y->issued);
             }
             if (why && nbad++ < 8) {
                 fprintf(stderr, "%s at %d%% (cap %d%%), %s call %zu: %s\n", what, pct, cap_pct, fifo_name[f],
@@ -342,8 +337,8 @@ static void agree(const struct hoff__trace *t, const char *what, int pct, int ca
         fprintf(stderr, "%s at %d%% (cap %d%%): %zu calls differ in all\n", what, pct, cap_pct, nbad);
     CU_ASSERT_EQUAL(nbad, 0);
     if (swait != pwait)
-        fprintf(stderr, "%s at %d%% (cap %d%%): the sim waited %" PRIu64 " ns, the prediction %" PRIu64 " ns\n",
-                what, pct, cap_pct, swait, pwait);
+        fprintf(stderr, "%s at %d%% (cap %d%%): the sim waited %" PRIu64 " ns, the prediction %" PRIu64 " ns\n", what,
+                pct, cap_pct, swait, pwait);
     CU_ASSERT_EQUAL(swait, pwait);
 
     hoff__drive_result_free(&res);

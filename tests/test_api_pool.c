@@ -87,7 +87,7 @@ static void test_step_stream(void) {
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     CU_ASSERT_EQUAL(hoff_stats_get(ctx, &st), 0);
     CU_ASSERT_EQUAL(st.managed_in_use_bytes, 4 * MiB); /* a's only */
-    c = hoff_malloc(ctx, 4 * MiB, S); /* the step's: a candidate */
+    c = hoff_malloc(ctx, 4 * MiB, S);                  /* the step's: a candidate */
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
     CU_ASSERT_EQUAL(hoff_evict(ctx, c, S), 0);
     CU_ASSERT_EQUAL(hoff_stats_get(ctx, &st), 0);

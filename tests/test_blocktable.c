@@ -110,9 +110,15 @@ static void run_growth(uintptr_t base, uintptr_t stride, int shuffled) {
     hoff__bt_destroy(&t);
 }
 
-static void test_growth_512(void) { run_growth(0x7f0000000000u, 512, 0); }
-static void test_growth_2m(void) { run_growth(0x7f0000000000u, (uintptr_t)2 << 20, 0); }
-static void test_growth_random(void) { run_growth(0, 0, 1); }
+static void test_growth_512(void) {
+    run_growth(0x7f0000000000u, 512, 0);
+}
+static void test_growth_2m(void) {
+    run_growth(0x7f0000000000u, (uintptr_t)2 << 20, 0);
+}
+static void test_growth_random(void) {
+    run_growth(0, 0, 1);
+}
 
 /* A steady set of 1000 live entries with 1M remove/insert cycles: the table
  * stays within its load, does not grow past what 1000 entries need, and
@@ -215,9 +221,9 @@ static void test_random_vs_reference(void) {
     size_t i, live = 0, bad = 0;
 
     for (i = 0; i < KEYS; i++) /* three shapes: small blocks, 2 MiB blocks, odd */
-        key_of[i] = i % 3 == 0 ? 0x10000000u + i * 512
-                  : i % 3 == 1 ? 0x7f0000000000u + i * ((uintptr_t)2 << 20)
-                               : (uintptr_t)(hoff_test_rand(&rng) >> 8) | 1;
+        key_of[i] = i % 3 == 0   ? 0x10000000u + i * 512
+                    : i % 3 == 1 ? 0x7f0000000000u + i * ((uintptr_t)2 << 20)
+                                 : (uintptr_t)(hoff_test_rand(&rng) >> 8) | 1;
     for (i = 0; i < KEYS; i++) { /* make the random ones distinct */
         size_t j;
         for (j = 0; j < i; j++)

@@ -100,11 +100,11 @@ static void verify(const char *fn, const char *token, int ok, const char *needle
 }
 
 /* One bad call: plant, call, check.  expr is true when the call returned what it must. */
-#define FAILS(fn, needle, expr)                                                                                   \
-    do {                                                                                                          \
-        const char *tok_ = plant();                                                                               \
-        int ok_ = !!(expr);                                                                                       \
-        verify(#fn, tok_, ok_, needle, #expr, __LINE__);                                                          \
+#define FAILS(fn, needle, expr)                          \
+    do {                                                 \
+        const char *tok_ = plant();                      \
+        int ok_ = !!(expr);                              \
+        verify(#fn, tok_, ok_, needle, #expr, __LINE__); \
     } while (0)
 
 /* The calls with an err buffer: err holds a copy of the thread's message. */
@@ -143,8 +143,8 @@ static void test_config(void) {
     SAME_ERR();
     FAILS(hoff_config_check, "planner", hoff_config_check("planner", "nosuch", NULL, 0, err, sizeof err) == -EINVAL);
     SAME_ERR();
-    FAILS(hoff_config_check, "planner", hoff_config_check("planner", "timed", small, sizeof small, err, sizeof err)
-                                            == -ERANGE);
+    FAILS(hoff_config_check, "planner",
+          hoff_config_check("planner", "timed", small, sizeof small, err, sizeof err) == -ERANGE);
     SAME_ERR();
     FAILS(hoff_config_name, NULL, hoff_config_name(-1) == NULL);
     FAILS(hoff_config_name, NULL, hoff_config_name(hoff_config_count()) == NULL);
@@ -177,8 +177,8 @@ static void test_alloc(void) {
     FAILS(hoff_malloc_flags, NULL, hoff_malloc_flags(ctx, 4096, S, 3) == NULL && errno == EINVAL);
     FAILS(hoff_malloc_flags, NULL, hoff_malloc_flags(ctx, 4096, S, 64) == NULL && errno == EINVAL);
     /* A failure below the entry point (hoff_malloc's own message), made hoff_malloc_flags's. */
-    FAILS(hoff_malloc_flags, NULL, hoff_malloc_flags(ctx, (size_t)1 << 62, S, HOFF_ALLOC_DEVICE) == NULL &&
-                                       errno == ENOMEM);
+    FAILS(hoff_malloc_flags, NULL,
+          hoff_malloc_flags(ctx, (size_t)1 << 62, S, HOFF_ALLOC_DEVICE) == NULL && errno == ENOMEM);
     FAILS(hoff_free, NULL, hoff_free(NULL, dev, S) == -EINVAL);
     FAILS(hoff_free, NULL, hoff_free(ctx, &x, S) == -EINVAL);
     FAILS(hoff_record_stream, NULL, hoff_record_stream(NULL, dev, S) == -EINVAL);
@@ -395,8 +395,10 @@ static void test_coverage(void) {
             found = !strcmp(cannot_fail[k].fn, decl[i]);
         CU_ASSERT(found);
         if (!found)
-            fprintf(stderr, "\n  %s (include/hoff.h) has no failure case in test_errors.c and is not in "
-                    "cannot_fail[]: add one", decl[i]);
+            fprintf(stderr,
+                    "\n  %s (include/hoff.h) has no failure case in test_errors.c and is not in "
+                    "cannot_fail[]: add one",
+                    decl[i]);
     }
     for (j = 0; j < ncovered; j++) {
         for (found = 0, i = 0; i < n && !found; i++)
@@ -419,15 +421,9 @@ static void test_coverage(void) {
 
 int main(void) {
     static const struct hoff_test tests[] = {
-        {"config", test_config},
-        {"alloc", test_alloc},
-        {"residency", test_residency},
-        {"marks", test_marks},
-        {"stats", test_stats},
-        {"groups", test_groups},
-        {"torch", test_torch},
-        {"coverage", test_coverage},
-        {NULL, NULL},
+        {"config", test_config}, {"alloc", test_alloc},       {"residency", test_residency},
+        {"marks", test_marks},   {"stats", test_stats},       {"groups", test_groups},
+        {"torch", test_torch},   {"coverage", test_coverage}, {NULL, NULL},
     };
 
     unsetenv("HOFF_BUDGET");

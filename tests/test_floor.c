@@ -17,28 +17,28 @@ static void floor_trace(struct hoff__trace *t, uint32_t *a, uint32_t *b, uint32_
     uint32_t p;
 
     hoff_test_trace_begin(t);
-    hoff_test_region(t, 1);         /* 0 */
-    p = hoff_test_al(t, 30);        /* 1: pinned */
-    hoff_test_region(t, 0);         /* 2 */
-    hoff_test_op_named(t, "f1");    /* 3 */
-    *a = hoff_test_al(t, 100);      /* 4: a in use 4..5 */
-    hoff_test_ac(t, *a, 1);         /* 5 */
-    hoff_test_op_named(t, "f2");    /* 6 */
-    *b = hoff_test_al(t, 200);      /* 7: b in use 7..8 */
-    hoff_test_ac(t, *a, 0);         /* 8: a in use 8..8 */
-    hoff_test_op_named(t, "f3");    /* 9 */
-    *c = hoff_test_al(t, 50);       /* 10: c in use 10..10 */
-    hoff_test_op_named(t, "b3");    /* 11 */
-    hoff_test_ac(t, *c, 0);         /* 12: c in use 12..13 */
-    hoff_test_ac(t, *b, 0);         /* 13: b in use 13..13 */
-    hoff_test_op_named(t, "b2");    /* 14: c released from here */
-    hoff_test_fr(t, *c);            /* 15 */
-    hoff_test_ac(t, *b, 0);         /* 16: b in use 16..17 */
-    hoff_test_ac(t, *a, 0);         /* 17: a in use 17..17 */
-    hoff_test_op_named(t, "b1");    /* 18: a and b released from here */
-    hoff_test_fr(t, *b);            /* 19 */
-    hoff_test_fr(t, *a);            /* 20 */
-    hoff_test_fr(t, p);             /* 21 */
+    hoff_test_region(t, 1);      /* 0 */
+    p = hoff_test_al(t, 30);     /* 1: pinned */
+    hoff_test_region(t, 0);      /* 2 */
+    hoff_test_op_named(t, "f1"); /* 3 */
+    *a = hoff_test_al(t, 100);   /* 4: a in use 4..5 */
+    hoff_test_ac(t, *a, 1);      /* 5 */
+    hoff_test_op_named(t, "f2"); /* 6 */
+    *b = hoff_test_al(t, 200);   /* 7: b in use 7..8 */
+    hoff_test_ac(t, *a, 0);      /* 8: a in use 8..8 */
+    hoff_test_op_named(t, "f3"); /* 9 */
+    *c = hoff_test_al(t, 50);    /* 10: c in use 10..10 */
+    hoff_test_op_named(t, "b3"); /* 11 */
+    hoff_test_ac(t, *c, 0);      /* 12: c in use 12..13 */
+    hoff_test_ac(t, *b, 0);      /* 13: b in use 13..13 */
+    hoff_test_op_named(t, "b2"); /* 14: c released from here */
+    hoff_test_fr(t, *c);         /* 15 */
+    hoff_test_ac(t, *b, 0);      /* 16: b in use 16..17 */
+    hoff_test_ac(t, *a, 0);      /* 17: a in use 17..17 */
+    hoff_test_op_named(t, "b1"); /* 18: a and b released from here */
+    hoff_test_fr(t, *b);         /* 19 */
+    hoff_test_fr(t, *a);         /* 20 */
+    hoff_test_fr(t, p);          /* 21 */
     hoff_test_fin(t);
     CU_ASSERT_EQUAL_FATAL(t->nev, 22);
 }
@@ -188,29 +188,29 @@ static uint32_t al_kept(struct hoff__trace *t, uint64_t size, int kept) {
  * 1..5 and 5..12, b 4..7, gb 9..17 (every window closes at the next mark). */
 static void grad_trace(struct hoff__trace *t, int kept, uint32_t *id) {
     hoff_test_trace_begin(t);
-    id[0] = hoff_test_al(t, 100);                          /* 0: a */
-    hoff_test_ac(t, id[0], 1);                             /* 1 */
-    op_phase(t, "fwd.l0", HOFF_PHASE_FORWARD);   /* 2 */
-    id[1] = hoff_test_al(t, 150);                          /* 3: b */
-    hoff_test_ac(t, id[1], 1);                             /* 4 */
-    hoff_test_ac(t, id[0], 0);                             /* 5: a and b in use: 250 */
-    op_phase(t, "fwd.l1", HOFF_PHASE_FORWARD);   /* 6 */
-    hoff_test_ac(t, id[1], 0);                             /* 7 */
-    id[2] = al_kept(t, 300, kept);               /* 8: gb; b and gb: 450 */
-    hoff_test_ac(t, id[2], 1);                             /* 9 */
-    op_phase(t, "bwd.l1", HOFF_PHASE_BACKWARD);  /* 10 */
-    hoff_test_fr(t, id[1]);                                /* 11 */
-    hoff_test_ac(t, id[0], 0);                             /* 12 */
-    id[3] = al_kept(t, 200, kept);               /* 13: ga; a and ga: 300 */
-    hoff_test_ac(t, id[3], 1);                             /* 14 */
-    op_phase(t, "bwd.l0", HOFF_PHASE_BACKWARD);  /* 15 */
-    hoff_test_fr(t, id[0]);                                /* 16 */
-    hoff_test_ac(t, id[2], 0);                             /* 17 */
-    hoff_test_ac(t, id[3], 0);                             /* 18 */
-    id[4] = hoff_test_al(t, 60);                           /* 19: tmp; gb, ga and tmp: 560 */
-    hoff_test_ac(t, id[4], 1);                             /* 20 */
-    op_phase(t, "adam", HOFF_PHASE_OPTIMIZER);   /* 21 */
-    hoff_test_fr(t, id[4]);                                /* 22: no op mark after it */
+    id[0] = hoff_test_al(t, 100);               /* 0: a */
+    hoff_test_ac(t, id[0], 1);                  /* 1 */
+    op_phase(t, "fwd.l0", HOFF_PHASE_FORWARD);  /* 2 */
+    id[1] = hoff_test_al(t, 150);               /* 3: b */
+    hoff_test_ac(t, id[1], 1);                  /* 4 */
+    hoff_test_ac(t, id[0], 0);                  /* 5: a and b in use: 250 */
+    op_phase(t, "fwd.l1", HOFF_PHASE_FORWARD);  /* 6 */
+    hoff_test_ac(t, id[1], 0);                  /* 7 */
+    id[2] = al_kept(t, 300, kept);              /* 8: gb; b and gb: 450 */
+    hoff_test_ac(t, id[2], 1);                  /* 9 */
+    op_phase(t, "bwd.l1", HOFF_PHASE_BACKWARD); /* 10 */
+    hoff_test_fr(t, id[1]);                     /* 11 */
+    hoff_test_ac(t, id[0], 0);                  /* 12 */
+    id[3] = al_kept(t, 200, kept);              /* 13: ga; a and ga: 300 */
+    hoff_test_ac(t, id[3], 1);                  /* 14 */
+    op_phase(t, "bwd.l0", HOFF_PHASE_BACKWARD); /* 15 */
+    hoff_test_fr(t, id[0]);                     /* 16 */
+    hoff_test_ac(t, id[2], 0);                  /* 17 */
+    hoff_test_ac(t, id[3], 0);                  /* 18 */
+    id[4] = hoff_test_al(t, 60);                /* 19: tmp; gb, ga and tmp: 560 */
+    hoff_test_ac(t, id[4], 1);                  /* 20 */
+    op_phase(t, "adam", HOFF_PHASE_OPTIMIZER);  /* 21 */
+    hoff_test_fr(t, id[4]);                     /* 22: no op mark after it */
     hoff_test_fin(t);
     CU_ASSERT_EQUAL_FATAL(t->nev, 23);
 }
@@ -319,8 +319,7 @@ static void test_floor_kept(void) {
     CU_ASSERT_PTR_NOT_NULL(strstr(hoff__plan_floor_advice(HOFF_PHASE_OPTIMIZER), "HOFF_OFFLOAD_GRADIENTS"));
     CU_ASSERT_PTR_NOT_NULL(strstr(hoff__plan_floor_advice(HOFF_PHASE_LOSS), "cross-entropy"));
     CU_ASSERT(hoff__plan_floor_advice(HOFF_PHASE_FORWARD)[0] != '\0');
-    CU_ASSERT_STRING_EQUAL(hoff__plan_floor_advice(HOFF_PHASE_BACKWARD),
-                           hoff__plan_floor_advice(HOFF_PHASE_FORWARD));
+    CU_ASSERT_STRING_EQUAL(hoff__plan_floor_advice(HOFF_PHASE_BACKWARD), hoff__plan_floor_advice(HOFF_PHASE_FORWARD));
     CU_ASSERT_STRING_EQUAL(hoff__plan_floor_advice(HOFF_PHASE_NONE), "");
     CU_ASSERT_STRING_EQUAL(hoff__plan_floor_advice(HOFF_PHASE_COUNT), "");
 }

@@ -246,7 +246,7 @@ static void test_stops_once_budget_met(void) {
         b[i] = hoff_test_al(&t, 100); /* 2i */
         hoff_test_op(&t);             /* 2i + 1 */
     }
-    hoff_test_ops(&t, 4);             /* 16..19 */
+    hoff_test_ops(&t, 4); /* 16..19 */
     for (i = 7; i >= 0; i--) {
         hoff_test_ac(&t, b[i], 0);
         hoff_test_fr(&t, b[i]);
@@ -286,21 +286,21 @@ static void test_infeasible_reported(void) {
 
     /* A pinned block the budget cannot hold, and a busy block with no gap. */
     hoff_test_trace_begin(&t);
-    a = hoff_test_al(&t, 100);  /* 0: in use 0..0 */
-    hoff_test_op(&t);           /* 1 */
-    hoff_test_region(&t, 1);    /* 2 */
-    p = hoff_test_al(&t, 300);  /* 3 */
-    hoff_test_region(&t, 0);    /* 4 */
-    hoff_test_ops(&t, 3);       /* 5..7 */
-    hoff_test_ac(&t, a, 0);     /* 8: a's gap 0..8; in use 8..8 */
-    hoff_test_op(&t);           /* 9: a released from here */
-    q = hoff_test_al(&t, 50);   /* 10 */
-    hoff_test_ac(&t, q, 0);     /* 11: in use 10..11 */
-    hoff_test_op(&t);           /* 12 */
-    hoff_test_ac(&t, q, 0);     /* 13: q's gap 11..13; in use until its free */
-    hoff_test_fr(&t, q);        /* 14 */
-    hoff_test_fr(&t, a);        /* 15 */
-    hoff_test_fr(&t, p);        /* 16 */
+    a = hoff_test_al(&t, 100); /* 0: in use 0..0 */
+    hoff_test_op(&t);          /* 1 */
+    hoff_test_region(&t, 1);   /* 2 */
+    p = hoff_test_al(&t, 300); /* 3 */
+    hoff_test_region(&t, 0);   /* 4 */
+    hoff_test_ops(&t, 3);      /* 5..7 */
+    hoff_test_ac(&t, a, 0);    /* 8: a's gap 0..8; in use 8..8 */
+    hoff_test_op(&t);          /* 9: a released from here */
+    q = hoff_test_al(&t, 50);  /* 10 */
+    hoff_test_ac(&t, q, 0);    /* 11: in use 10..11 */
+    hoff_test_op(&t);          /* 12 */
+    hoff_test_ac(&t, q, 0);    /* 13: q's gap 11..13; in use until its free */
+    hoff_test_fr(&t, q);       /* 14 */
+    hoff_test_fr(&t, a);       /* 15 */
+    hoff_test_fr(&t, p);       /* 16 */
     hoff_test_fin(&t);
 
     hoff_test_plan(&t, 200, &s);
@@ -467,7 +467,7 @@ static void test_pinned_and_device_never_evicted(void) {
     CU_ASSERT_EQUAL(hoff_test_one(&s, HOFF__ACT_EVICT, m)->ev, 4);
     CU_ASSERT_EQUAL(hoff_test_one(&s, HOFF__ACT_PREFETCH, m)->ev, 17);
     CU_ASSERT_EQUAL(hoff_test_count(&s, HOFF__ACT_EVICT, x) + hoff_test_count(&s, HOFF__ACT_RELEASE, x), 0);
-    CU_ASSERT_EQUAL(s.feasible, 0);       /* 6..9: p and x */
+    CU_ASSERT_EQUAL(s.feasible, 0); /* 6..9: p and x */
     CU_ASSERT_EQUAL(s.peak_bytes, 600);
     CU_ASSERT_EQUAL(s.peak_ev, 6);
     hoff__schedule_destroy(&s);
@@ -502,10 +502,10 @@ static int u64_cmp(const void *pa, const void *pb) {
 struct nres {
     uint64_t *evict, *prefetch, *release; /* (block << 32 | ev), sorted */
     size_t nevict, nprefetch, nrelease, ncand;
-    uint64_t copy_sum;                    /* sum of copy_ev over the evictions */
+    uint64_t copy_sum; /* sum of copy_ev over the evictions */
     uint64_t peak;
     uint32_t peak_ev;
-    uint64_t floor;                       /* every gap taken, and the releases */
+    uint64_t floor; /* every gap taken, and the releases */
     uint32_t floor_ev;
 };
 
@@ -532,8 +532,7 @@ static uint32_t naive_close(const struct hoff__trace *t, uint32_t j, uint32_t e)
  * max(alloc + ga, close - 1) to free - gb (the step's end, retained); a
  * non-retained block with access marks is released AFTER close - 1 of its
  * last access when that close comes before its free. */
-static void naive(const struct hoff__trace *t, uint64_t budget, uint32_t ga, uint32_t gb,
-                  struct nres *r) {
+static void naive(const struct hoff__trace *t, uint64_t budget, uint32_t ga, uint32_t gb, struct nres *r) {
     uint32_t nev = (uint32_t)t->nev, nb = t->nblocks, i, j, *naccs;
     uint64_t *size;
     uint8_t *pool, *pinned;
@@ -683,8 +682,7 @@ static void random_trace(struct hoff__trace *t, uint64_t *rs) {
         if ((r < 30 || nlive == 0) && nlive < 256) {
             int pool = hoff_test_rand(rs) % 8 < pool0 ? 0 : 1;
             /* half from a few sizes, so that ties in (gap, size) decide */
-            uint64_t size = hoff_test_rand(rs) % 2 ? 16u << hoff_test_rand(rs) % 3
-                                                  : 1 + hoff_test_rand(rs) % 1000;
+            uint64_t size = hoff_test_rand(rs) % 2 ? 16u << hoff_test_rand(rs) % 3 : 1 + hoff_test_rand(rs) % 1000;
 
             live[nlive++] = hoff_test_al_pool(t, pool, size);
         } else if (r < 50 && nlive) {
@@ -835,8 +833,8 @@ static void test_matches_naive_reference(void) {
     CU_ASSERT(no_ops > 20);
     CU_ASSERT(below_floor > 20);
     CU_ASSERT(floor_moves > 10);
-    printf("\n    naive: %d infeasible, %d evicting, %d without op marks, %d below the floor (%d moving)\n",
-           infeasible, evicting, no_ops, below_floor, floor_moves);
+    printf("\n    naive: %d infeasible, %d evicting, %d without op marks, %d below the floor (%d moving)\n", infeasible,
+           evicting, no_ops, below_floor, floor_moves);
 }
 
 /* A schedule built over an old one replaces it. */

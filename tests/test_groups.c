@@ -282,8 +282,8 @@ static void test_large(void) {
     CU_ASSERT_EQUAL(hoff__schedule_peak(&t, &s, &peak, &at), 0);
     CU_ASSERT(peak <= o.budget_bytes || !feasible);
     check_groups_n(&t, &s, ne, np);
-    fprintf(stderr, "\n  10^5 events: %zu groups of %zu blocks, pass %.2f ms (greedy %.2f ms) ", s.ngroups,
-            s.ngmember, (double)s.group_ns / 1e6, (double)s.plan_ns / 1e6);
+    fprintf(stderr, "\n  10^5 events: %zu groups of %zu blocks, pass %.2f ms (greedy %.2f ms) ", s.ngroups, s.ngmember,
+            (double)s.group_ns / 1e6, (double)s.plan_ns / 1e6);
     hoff__schedule_destroy(&s);
     hoff__trace_destroy(&t);
 }
@@ -291,7 +291,7 @@ static void test_large(void) {
 /* --- end to end on sim ------------------------------------------------------ */
 
 struct e2e {
-    struct hoff_stats d;   /* the last step's counters */
+    struct hoff_stats d; /* the last step's counters */
     uint64_t integrity_errors, plan_groups;
 };
 
@@ -490,14 +490,10 @@ static void test_sim_ranges(void) {
 
 int main(void) {
     static const struct hoff_test tests[] = {
-        {"group_forms", test_group_forms},
-        {"peak_never_rises", test_peak_never_rises},
-        {"not_members", test_not_members},
-        {"large", test_large},
-        {"sim_ranges", test_sim_ranges},
-        {"sim_on_off", test_sim_on_off},
-        {"diverge", test_diverge},
-        {NULL, NULL},
+        {"group_forms", test_group_forms}, {"peak_never_rises", test_peak_never_rises},
+        {"not_members", test_not_members}, {"large", test_large},
+        {"sim_ranges", test_sim_ranges},   {"sim_on_off", test_sim_on_off},
+        {"diverge", test_diverge},         {NULL, NULL},
     };
 
     return hoff_test_run("groups", tests);

@@ -83,7 +83,7 @@ static void test_two_sockets_gpu_on_socket1(void) {
     EXPECT_NODE("two-sockets-gpu1.xml", "0000:41:00.0", 1);
     EXPECT_NODE("two-sockets-gpu1.xml", "00000000:41:00.0", 1); /* as nvidia-smi writes it */
     EXPECT_NODE("two-sockets-gpu1.xml", "41:00.0", 1);
-    EXPECT_NODE("two-sockets-gpu1.xml", "0000:01:00.0", 0);     /* the NIC, on socket 0 */
+    EXPECT_NODE("two-sockets-gpu1.xml", "0000:01:00.0", 0); /* the NIC, on socket 0 */
     t = open_xml("nearest", "0000:41:00.0", "two-sockets-gpu1.xml");
     if (!t)
         return;
@@ -248,8 +248,8 @@ static void test_explicit_lists(void) {
 }
 
 static void test_bad_lists(void) {
-    static const char *const bad[] = {"0,,2", "a", "-1", "1-0", "0,0", "0-2,1", "0 2", "0,", ",0",
-                                      "nearest,0", "99999999999", "near", "0x1", "1-", "5", "4-7", NULL};
+    static const char *const bad[] = {"0,,2",      "a",           "-1",   "1-0", "0,0", "0-2,1", "0 2", "0,", ",0",
+                                      "nearest,0", "99999999999", "near", "0x1", "1-",  "5",     "4-7", NULL};
     struct hoff__host_tier *t;
 
     for (int i = 0; bad[i]; i++) {

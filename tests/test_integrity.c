@@ -19,7 +19,7 @@
 struct slot {
     uint64_t *p;
     size_t size;
-    uint64_t seed;   /* pattern word i is seed * K + i; 0 = contents undefined */
+    uint64_t seed; /* pattern word i is seed * K + i; 0 = contents undefined */
     int managed;
 };
 
@@ -42,17 +42,16 @@ struct worker {
     hoff_stream stream;
     uint64_t rng;
     struct slot slots[SLOTS];
-    long bad;            /* words found wrong */
+    long bad; /* words found wrong */
     long verified_bytes;
     long actions[8];
-    int errors;          /* unexpected return codes */
+    int errors; /* unexpected return codes */
 };
 
 static void expect(struct worker *w, int ok, const char *what, int rc) {
     if (!ok) {
         w->errors++;
-        fprintf(stderr, "worker %d: %s returned %d (%s): %s\n", w->id, what, rc, hoff_strerror(rc),
-                hoff_last_error());
+        fprintf(stderr, "worker %d: %s returned %d (%s): %s\n", w->id, what, rc, hoff_strerror(rc), hoff_last_error());
     }
 }
 
@@ -64,8 +63,7 @@ static void verify(struct worker *w, struct slot *s) {
     at = check(s);
     if (at) {
         w->bad++;
-        fprintf(stderr, "worker %d: block %p (%zu bytes) wrong at word %ld\n", w->id, (void *)s->p, s->size,
-                at - 1);
+        fprintf(stderr, "worker %d: block %p (%zu bytes) wrong at word %ld\n", w->id, (void *)s->p, s->size, at - 1);
     }
     w->verified_bytes += (long)s->size;
 }
@@ -96,7 +94,8 @@ static void one_action(struct worker *w) {
         expect(w, rc == 0, "hoff_free", rc);
         s->p = NULL;
         break;
-    case 1: case 2: /* evict */
+    case 1:
+    case 2: /* evict */
         rc = hoff_evict(ctx, s->p, w->stream);
         expect(w, s->managed ? rc == 0 || rc == -EALREADY || rc == -EBUSY : rc == -EPERM, "hoff_evict", rc);
         break;
@@ -104,9 +103,7 @@ static void one_action(struct worker *w) {
         rc = hoff_prefetch(ctx, s->p, w->stream);
         expect(w, s->managed ? rc == 0 || rc == -EALREADY || rc == -EBUSY : rc == -EPERM, "hoff_prefetch", rc);
         break;
-    case 4: /* read */
-        verify(w, s);
-        break;
+    case 4: /* read */ verify(w, s); break;
     case 5: /* rewrite */
         rc = hoff_access(ctx, s->p, 1, w->stream);
         expect(w, rc == 0, "hoff_access(write)", rc);
@@ -175,9 +172,8 @@ static void report(struct worker *ws, int n) {
     printf("\n    verified %.1f MiB; evictions %llu prefetches %llu faults %llu late %llu discards %llu "
            "budget_evictions %llu peak %.1f MiB\n",
            (double)bytes / MiB, (unsigned long long)st.evictions, (unsigned long long)st.prefetches,
-           (unsigned long long)st.faults, (unsigned long long)st.late_prefetches,
-           (unsigned long long)st.discards, (unsigned long long)st.budget_evictions,
-           (double)st.peak_resident_bytes / MiB);
+           (unsigned long long)st.faults, (unsigned long long)st.late_prefetches, (unsigned long long)st.discards,
+           (unsigned long long)st.budget_evictions, (double)st.peak_resident_bytes / MiB);
     CU_ASSERT(st.evictions > 0);
     CU_ASSERT(st.prefetches > 0);
     CU_ASSERT(st.faults > 0);

@@ -47,8 +47,7 @@ struct fake {
 
 static struct fake fk;
 
-static int fake_op(struct hoff__backend *be, int op, void *p, size_t size,
-                   hoff__event *after, hoff__event *done) {
+static int fake_op(struct hoff__backend *be, int op, void *p, size_t size, hoff__event *after, hoff__event *done) {
     struct fake *f = (struct fake *)be;
     unsigned us;
 
@@ -66,16 +65,13 @@ static int fake_op(struct hoff__backend *be, int op, void *p, size_t size,
     return size == FAIL_SIZE ? -EIO : 0;
 }
 
-static int fake_evict(struct hoff__backend *be, void *p, size_t size, hoff__event *after,
-                      hoff__event *done) {
+static int fake_evict(struct hoff__backend *be, void *p, size_t size, hoff__event *after, hoff__event *done) {
     return fake_op(be, HOFF__CMD_EVICT, p, size, after, done);
 }
-static int fake_prefetch(struct hoff__backend *be, void *p, size_t size, hoff__event *after,
-                         hoff__event *done) {
+static int fake_prefetch(struct hoff__backend *be, void *p, size_t size, hoff__event *after, hoff__event *done) {
     return fake_op(be, HOFF__CMD_PREFETCH, p, size, after, done);
 }
-static int fake_discard(struct hoff__backend *be, void *p, size_t size, hoff__event *after,
-                        hoff__event *done) {
+static int fake_discard(struct hoff__backend *be, void *p, size_t size, hoff__event *after, hoff__event *done) {
     return fake_op(be, HOFF__CMD_DISCARD, p, size, after, done);
 }
 
@@ -148,7 +144,7 @@ struct cb {
     pthread_t thread;        /* the thread of the first callback */
     int other_threads;       /* callbacks on any other thread */
     char name[32];
-    int sig_blocked;         /* SIGINT, SIGTERM, SIGUSR1 all blocked */
+    int sig_blocked; /* SIGINT, SIGTERM, SIGUSR1 all blocked */
     int chain_push_rc, chain_full_rc, chain_drain_rc, try_push_rc;
 };
 
@@ -179,8 +175,7 @@ static void on_done(void *arg, const struct hoff__cmd *cmd, int rc) {
     is = c->is;
     pthread_mutex_unlock(&c->lock);
     if (cmd->cookie == COOKIE_CHAIN) { /* depth 1: the first push fits, the second does not */
-        struct hoff__cmd next = {.op = HOFF__CMD_PREFETCH, .ptr = cmd->ptr, .size = 2,
-                                 .cookie = (void *)(uintptr_t)2};
+        struct hoff__cmd next = {.op = HOFF__CMD_PREFETCH, .ptr = cmd->ptr, .size = 2, .cookie = (void *)(uintptr_t)2};
         r1 = hoff__issuer_push(is, &next);
         next.cookie = (void *)(uintptr_t)3;
         r2 = hoff__issuer_push(is, &next);
@@ -200,8 +195,8 @@ static void on_done(void *arg, const struct hoff__cmd *cmd, int rc) {
         if (pthread_getname_np(pthread_self(), c->name, sizeof c->name))
             c->name[0] = 0;
         pthread_sigmask(SIG_BLOCK, NULL, &cur);
-        c->sig_blocked = sigismember(&cur, SIGINT) == 1 && sigismember(&cur, SIGTERM) == 1 &&
-                         sigismember(&cur, SIGUSR1) == 1;
+        c->sig_blocked =
+            sigismember(&cur, SIGINT) == 1 && sigismember(&cur, SIGTERM) == 1 && sigismember(&cur, SIGUSR1) == 1;
     } else if (!pthread_equal(c->thread, pthread_self())) {
         c->other_threads++;
     }
@@ -247,7 +242,9 @@ static struct hoff__cmd mkcmd(int op, uintptr_t id, size_t size) {
     };
 }
 
-static void msleep(unsigned ms) { usleep(ms * 1000u); }
+static void msleep(unsigned ms) {
+    usleep(ms * 1000u);
+}
 
 /* --- tests --------------------------------------------------------------- */
 
@@ -305,8 +302,7 @@ static void test_fifo(void) {
         struct hoff__cmd c = mkcmd(1 + (int)(i % 3), i + 1, i + 1);
         const struct rec *r = &fk.log[i];
         const struct cbrec *b = &cbs.recs[i];
-        if (r->op != c.op || r->ptr != c.ptr || r->size != c.size || r->after != c.after ||
-            r->done != c.done)
+        if (r->op != c.op || r->ptr != c.ptr || r->size != c.size || r->after != c.after || r->done != c.done)
             bad++;
         if (b->cookie != c.cookie || b->op != c.op || b->rc != 0)
             bad++;
@@ -498,8 +494,7 @@ static void test_many_pushers(void) {
     CU_ASSERT_EQUAL(st.pushed, (uint64_t)T * N);
     CU_ASSERT_EQUAL(st.executed, (uint64_t)T * N);
     CU_ASSERT(st.depth_max <= 8);
-    printf("\n    full_waits %llu, depth_max %zu\n", (unsigned long long)st.full_waits,
-           st.depth_max);
+    printf("\n    full_waits %llu, depth_max %zu\n", (unsigned long long)st.full_waits, st.depth_max);
     hoff__issuer_stop(is);
 }
 

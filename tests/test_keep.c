@@ -463,7 +463,6 @@ static void test_keep_learnt_in_replay(void) {
 
 /* --- 4. kept after it had been evicted -------------------------------------- */
 
-
 static void test_keep_evicted(void) {
     hoff_ctx *ctx = open_ctx(0, 0);
     struct hoff_stats st0, st;
@@ -565,7 +564,7 @@ static void test_keep_evicted_full_budget(void) {
     st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(hoff_residency(ctx, g), HOFF_RES_DEVICE);
     CU_ASSERT_EQUAL(st.kept_evicted, 1);
-    CU_ASSERT_EQUAL(st.evictions, st0.evictions);             /* was 2: A0 evicted for G */
+    CU_ASSERT_EQUAL(st.evictions, st0.evictions); /* was 2: A0 evicted for G */
     CU_ASSERT_EQUAL(st.budget_evictions, st0.budget_evictions);
     CU_ASSERT_EQUAL(st.budget_overruns, st0.budget_overruns);
     CU_ASSERT_EQUAL(st.resident_bytes, 8 * MiB);
@@ -704,10 +703,10 @@ static void test_floor_phase(void) {
     floor_step(ctx, 0);
     st = hoff_test_stats(ctx);
     CU_ASSERT_EQUAL(st.plans, 1);
-    CU_ASSERT_EQUAL(st.plan_floor_bytes, 36 * MiB);  /* A3 + L + DL */
+    CU_ASSERT_EQUAL(st.plan_floor_bytes, 36 * MiB); /* A3 + L + DL */
     CU_ASSERT_EQUAL(st.plan_floor_blocks, 3);
     CU_ASSERT_EQUAL(st.plan_floor_phase, HOFF_PHASE_LOSS);
-    CU_ASSERT_EQUAL(st.plan_feasible, 1);             /* 40 MiB is above the floor */
+    CU_ASSERT_EQUAL(st.plan_feasible, 1);              /* 40 MiB is above the floor */
     CU_ASSERT_EQUAL(st.recorded_peak_bytes, 48 * MiB); /* A0-A3 + L + DL */
     n = hoff_floor_json(ctx, buf, sizeof buf);
     CU_ASSERT_EQUAL(n, (int)strlen(buf));
@@ -780,7 +779,7 @@ static void test_recorded_peak(void) {
     CU_ASSERT_EQUAL(before, 4 * ACT + 4 * MiB);
     CU_ASSERT_EQUAL(st.step_peak_resident_bytes, 4 * ACT + 4 * MiB); /* the warmup counted G until its keep */
     CU_ASSERT_EQUAL(st.peak_resident_bytes, 4 * ACT + 4 * MiB);
-    CU_ASSERT_EQUAL(st.recorded_peak_bytes, 4 * ACT);                /* the trace knows G was kept */
+    CU_ASSERT_EQUAL(st.recorded_peak_bytes, 4 * ACT); /* the trace knows G was kept */
     CU_ASSERT_EQUAL(st.plans, 1);
     CU_ASSERT_EQUAL(st.evictions, 0);
 
@@ -824,17 +823,17 @@ static void test_phases(void) {
     a = hoff_malloc(ctx, ACT, S);
     CU_ASSERT_PTR_NOT_NULL_FATAL(a);
     CU_ASSERT_EQUAL(hoff_access(ctx, a, 1, S), 0);
-    CU_ASSERT_EQUAL(hoff_mark_op(ctx, "a"), 0);         /* none */
+    CU_ASSERT_EQUAL(hoff_mark_op(ctx, "a"), 0); /* none */
     CU_ASSERT_EQUAL(hoff_set_phase(ctx, HOFF_PHASE_BACKWARD), 0);
-    CU_ASSERT_EQUAL(hoff_mark_op(ctx, "b"), 0);         /* backward */
+    CU_ASSERT_EQUAL(hoff_mark_op(ctx, "b"), 0); /* backward */
     CU_ASSERT_EQUAL(hoff_set_phase(ctx, 7), -EINVAL);
-    CU_ASSERT_EQUAL(hoff_mark_op(ctx, "c"), 0);         /* still backward */
+    CU_ASSERT_EQUAL(hoff_mark_op(ctx, "c"), 0); /* still backward */
     CU_ASSERT_EQUAL(hoff_set_phase(ctx, HOFF_PHASE_LOSS), 0);
-    CU_ASSERT_EQUAL(hoff_mark_op(ctx, "d"), 0);         /* loss */
+    CU_ASSERT_EQUAL(hoff_mark_op(ctx, "d"), 0); /* loss */
     CU_ASSERT_EQUAL(hoff_set_phase(ctx, HOFF_PHASE_OPTIMIZER), 0);
-    CU_ASSERT_EQUAL(hoff_mark_op(ctx, NULL), 0);        /* optimizer, unnamed */
+    CU_ASSERT_EQUAL(hoff_mark_op(ctx, NULL), 0); /* optimizer, unnamed */
     CU_ASSERT_EQUAL(hoff_set_phase(ctx, HOFF_PHASE_NONE), 0);
-    CU_ASSERT_EQUAL(hoff_mark_op(ctx, "e"), 0);         /* none */
+    CU_ASSERT_EQUAL(hoff_mark_op(ctx, "e"), 0); /* none */
     CU_ASSERT_EQUAL(hoff_access(ctx, a, 0, S), 0);
     CU_ASSERT_EQUAL(hoff_free(ctx, a, S), 0);
     CU_ASSERT_EQUAL(hoff_step_end(ctx), 0);

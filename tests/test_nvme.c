@@ -205,9 +205,8 @@ static void test_crc32c(void) {
 
 /* --- round trips ------------------------------------------------------ */
 
-static const size_t sizes[] = {1,           2,         511,         4095,        4096,    4097,
-                               65535,       65536,     65537,       3 * 65536 + 17,       MiB,
-                               MiB + 4095,  7 * MiB + 3, 64 * MiB,  0};
+static const size_t sizes[] = {1,   2,          511,         4095,     4096, 4097, 65535, 65536, 65537, 3 * 65536 + 17,
+                               MiB, MiB + 4095, 7 * MiB + 3, 64 * MiB, 0};
 
 static void round_trips(size_t chunk, int depth) {
     struct hoff__nvme *n = open_tier(chunk, depth, NULL);
@@ -512,15 +511,14 @@ static void test_no_tmpfile(void) {
 
 struct kind {
     const char *name;
-    int submit;  /* 1 = fail a submission, 0 = a completion */
-    int err;     /* errno, 0 = short count */
-    int expect;  /* what the call returns */
+    int submit; /* 1 = fail a submission, 0 = a completion */
+    int err;    /* errno, 0 = short count */
+    int expect; /* what the call returns */
 };
 
 static const struct kind kinds[] = {
-    {"submit ENOSPC", 1, ENOSPC, -ENOSPC}, {"submit EIO", 1, EIO, -EIO},
-    {"complete ENOSPC", 0, ENOSPC, -ENOSPC}, {"complete EIO", 0, EIO, -EIO},
-    {"complete short", 0, 0, -EIO},
+    {"submit ENOSPC", 1, ENOSPC, -ENOSPC}, {"submit EIO", 1, EIO, -EIO},   {"complete ENOSPC", 0, ENOSPC, -ENOSPC},
+    {"complete EIO", 0, EIO, -EIO},        {"complete short", 0, 0, -EIO},
 };
 
 static void arm(struct hoff__nvme_inject *inj, const struct kind *k, unsigned nth) {

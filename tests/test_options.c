@@ -35,18 +35,18 @@ static const char *get(const struct hoff_config *cfg, const char *name) {
 }
 
 /* Assert that setting name to value fails with -EINVAL and exactly msg. */
-#define CHECK_MSG(cfg, name, value, msg)                                       \
-    do {                                                                       \
-        CU_ASSERT_EQUAL(set((cfg), (name), (value)), -EINVAL);                 \
-        CU_ASSERT_STRING_EQUAL(err, (msg));                                    \
-        CU_ASSERT_STRING_EQUAL(hoff_last_error(), (msg));                      \
-        if (strcmp(err, (msg)) != 0)                                           \
-            fprintf(stderr, "\n  got:  %s\n  want: %s\n", err, (msg));          \
+#define CHECK_MSG(cfg, name, value, msg)                               \
+    do {                                                               \
+        CU_ASSERT_EQUAL(set((cfg), (name), (value)), -EINVAL);         \
+        CU_ASSERT_STRING_EQUAL(err, (msg));                            \
+        CU_ASSERT_STRING_EQUAL(hoff_last_error(), (msg));              \
+        if (strcmp(err, (msg)) != 0)                                   \
+            fprintf(stderr, "\n  got:  %s\n  want: %s\n", err, (msg)); \
     } while (0)
 
 /* What the messages about numa say it accepts. */
-#define NUMA_FORMS                                                             \
-    "expected nearest, interleave, or a comma-separated list of NUMA node "    \
+#define NUMA_FORMS                                                          \
+    "expected nearest, interleave, or a comma-separated list of NUMA node " \
     "numbers from 0 to 1023 without repeats (e.g. 0 or 0,2)"
 
 /* The registered planners as "greedy, ..." (what the messages list). */
@@ -477,8 +477,7 @@ static void good(const char *name, const char *value, const char *want) {
     CU_ASSERT_EQUAL(set(&c, name, value), 0);
     CU_ASSERT_STRING_EQUAL(get(&c, name), want);
     if (strcmp(get(&c, name), want) != 0)
-        fprintf(stderr, "\n  %s='%s' reads back as '%s', want '%s' (%s)\n", name, value,
-                get(&c, name), want, err);
+        fprintf(stderr, "\n  %s='%s' reads back as '%s', want '%s' (%s)\n", name, value, get(&c, name), want, err);
 }
 
 static void bad(const char *name, const char *value) {
@@ -576,8 +575,7 @@ static void test_parse_int(void) {
 }
 
 static void test_parse_uint32(void) {
-    static const char *const names[] = {"guard_after_alloc", "guard_before_free",
-                                        "replan_after"};
+    static const char *const names[] = {"guard_after_alloc", "guard_before_free", "replan_after"};
     size_t i;
 
     for (i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -761,20 +759,15 @@ static void test_messages(void) {
     CHECK_MSG(&c, "budget", "12X",
               "option 'budget'='12X': not a size; expected a byte count with an optional "
               "K, M, G or T suffix (e.g. 512M, 2G)");
-    CHECK_MSG(&c, "budget", "99999999T",
-              "option 'budget'='99999999T': out of range; expected a size from 0 to 1024T");
-    CHECK_MSG(&c, "HOFF_SIM_DEVICE", "1K",
-              "HOFF_SIM_DEVICE='1K': out of range; expected a size from 4K to 1024T");
+    CHECK_MSG(&c, "budget", "99999999T", "option 'budget'='99999999T': out of range; expected a size from 0 to 1024T");
+    CHECK_MSG(&c, "HOFF_SIM_DEVICE", "1K", "HOFF_SIM_DEVICE='1K': out of range; expected a size from 4K to 1024T");
     CHECK_MSG(&c, "HOFF_BACKEND", "gpu", "HOFF_BACKEND='gpu': expected one of auto, sim, cuda");
-    CHECK_MSG(&c, "log_level", "loud",
-              "option 'log_level'='loud': expected one of off, error, warn, info, debug");
+    CHECK_MSG(&c, "log_level", "loud", "option 'log_level'='loud': expected one of off, error, warn, info, debug");
     CHECK_MSG(&c, "HOFF_OVERSUBSCRIBE", "maybe",
               "HOFF_OVERSUBSCRIBE='maybe': not a boolean; expected 1, 0, yes, no, true, "
               "false, on or off");
-    CHECK_MSG(&c, "HOFF_DEVICE", "one",
-              "HOFF_DEVICE='one': not an integer; expected an integer from -1 to 1023");
-    CHECK_MSG(&c, "HOFF_QUEUE_DEPTH", "0",
-              "HOFF_QUEUE_DEPTH='0': out of range; expected an integer from 1 to 1048576");
+    CHECK_MSG(&c, "HOFF_DEVICE", "one", "HOFF_DEVICE='one': not an integer; expected an integer from -1 to 1023");
+    CHECK_MSG(&c, "HOFF_QUEUE_DEPTH", "0", "HOFF_QUEUE_DEPTH='0': out of range; expected an integer from 1 to 1048576");
     CHECK_MSG(&c, "HOFF_SIM_H2D_GBPS", "fast",
               "HOFF_SIM_H2D_GBPS='fast': not a number; expected a number of GB/s from "
               "0.001 to 100000");
@@ -784,8 +777,7 @@ static void test_messages(void) {
     CHECK_MSG(&c, "HOFF_SIM_LATENCY", "5min",
               "HOFF_SIM_LATENCY='5min': not a duration; expected a whole number of "
               "nanoseconds, or a number with an ns, us, ms or s suffix (e.g. 10us, 2ms)");
-    CHECK_MSG(&c, "sim_latency", "61s",
-              "option 'sim_latency'='61s': out of range; expected a duration from 0 to 60s");
+    CHECK_MSG(&c, "sim_latency", "61s", "option 'sim_latency'='61s': out of range; expected a duration from 0 to 60s");
     CHECK_MSG(&c, "HOFF_GUARD_AFTER_ALLOC", "-1",
               "HOFF_GUARD_AFTER_ALLOC='-1': out of range; expected an integer from 0 to 1000000");
     CHECK_MSG(&c, "HOFF_GUARD_BEFORE_FREE", "many",
@@ -806,15 +798,14 @@ static void test_messages(void) {
     {
         char want[512], path[300];
 
-        snprintf(want, sizeof want, "HOFF_PLANNER='gredy': unknown planner; expected one of %s",
-                 planner_list());
+        snprintf(want, sizeof want, "HOFF_PLANNER='gredy': unknown planner; expected one of %s", planner_list());
         CHECK_MSG(&c, "HOFF_PLANNER", "gredy", want);
-        snprintf(want, sizeof want, "option 'planner'='': unknown planner; expected one of %s",
-                 planner_list());
+        snprintf(want, sizeof want, "option 'planner'='': unknown planner; expected one of %s", planner_list());
         CHECK_MSG(&c, "planner", "", want);
         snprintf(want, sizeof want,
                  "HOFF_PLANNER='greedygreedygreedy': too long (18 characters, the limit is "
-                 "15); expected one of %s", planner_list());
+                 "15); expected one of %s",
+                 planner_list());
         CHECK_MSG(&c, "HOFF_PLANNER", "greedygreedygreedy", want);
         memset(path, 'a', sizeof path);
         path[256] = '\0';
@@ -841,8 +832,7 @@ static void test_messages(void) {
     CHECK_MSG(&c, "HOFF_STATS", "maybe",
               "HOFF_STATS='maybe': not a boolean; expected 1, 0, yes, no, true, false, on "
               "or off");
-    CHECK_MSG(&c, "HOFF_IO_DEPTH", "4097",
-              "HOFF_IO_DEPTH='4097': out of range; expected an integer from 8 to 4096");
+    CHECK_MSG(&c, "HOFF_IO_DEPTH", "4097", "HOFF_IO_DEPTH='4097': out of range; expected an integer from 8 to 4096");
     CHECK_MSG(&c, "HOFF_SIM_NVME_READ_GBPS", "0",
               "HOFF_SIM_NVME_READ_GBPS='0': out of range; expected a number of GB/s from "
               "0.001 to 100000");
@@ -865,13 +855,10 @@ static void test_messages(void) {
               "HOFF_SPILL_CHUNK='4MB/s': not a size; expected a byte count with an optional "
               "K, M, G or T suffix (e.g. 512M, 2G)");
     CHECK_MSG(&c, "HOFF_NUMA", "0,2,0", "HOFF_NUMA='0,2,0': node 0 is listed twice; " NUMA_FORMS);
-    CHECK_MSG(&c, "numa", "5,005",
-              "option 'numa'='5,005': node 5 is listed twice; " NUMA_FORMS);
-    CHECK_MSG(&c, "HOFF_NUMA", "0,1024", "HOFF_NUMA='0,1024': node 1024 is out of range; "
-              NUMA_FORMS);
+    CHECK_MSG(&c, "numa", "5,005", "option 'numa'='5,005': node 5 is listed twice; " NUMA_FORMS);
+    CHECK_MSG(&c, "HOFF_NUMA", "0,1024", "HOFF_NUMA='0,1024': node 1024 is out of range; " NUMA_FORMS);
     CHECK_MSG(&c, "HOFF_NUMA", "99999999999999999999",
-              "HOFF_NUMA='99999999999999999999': node 99999999999999999999 is out of range; "
-              NUMA_FORMS);
+              "HOFF_NUMA='99999999999999999999': node 99999999999999999999 is out of range; " NUMA_FORMS);
     CHECK_MSG(&c, "HOFF_NUMA", "closest", "HOFF_NUMA='closest': not a placement; " NUMA_FORMS);
     CHECK_MSG(&c, "HOFF_NUMA", "0, 2", "HOFF_NUMA='0, 2': not a placement; " NUMA_FORMS);
     CHECK_MSG(&c, "HOFF_NUMA", "0,", "HOFF_NUMA='0,': not a placement; " NUMA_FORMS);
@@ -953,16 +940,39 @@ static void test_failed_set_unchanged(void) {
     static const struct {
         const char *name, *value;
     } cases[] = {
-        {"backend", "gpu"}, {"device", "-3"}, {"budget", "12X"}, {"budget", "99999999T"},
-        {"host_cap", "-1"}, {"oversubscribe", "maybe"}, {"log_level", "loud"},
-        {"sim_device", "0"}, {"sim_h2d_gbps", "0"}, {"sim_d2h_gbps", "nan"},
-        {"sim_latency", "1h"}, {"sim_fault_gbps", "-8"}, {"sim_fault_ns", "1.5"},
-        {"sim_protect", "x"}, {"queue_depth", "0"}, {"managed_min", "1.5"},
-        {"oversub_margin", "lots"}, {"planner", "nope"}, {"planner", "greedygreedygreedy"},
-        {"guard_after_alloc", "-1"}, {"guard_before_free", "1000001"},
-        {"replan_after", "x"}, {"bandwidth_gbps", "0"},
-        {"stats", "2"}, {"numa", "0,0"}, {"numa", "1024"}, {"numa", "near"}, {"numa", "NEAREST,1"}, {"spill_chunk", "65537"}, {"spill_chunk", "32K"},
-        {"io_depth", "7"}, {"sim_nvme_read_gbps", "0"}, {"sim_nvme_write_gbps", "inf"},
+        {"backend", "gpu"},
+        {"device", "-3"},
+        {"budget", "12X"},
+        {"budget", "99999999T"},
+        {"host_cap", "-1"},
+        {"oversubscribe", "maybe"},
+        {"log_level", "loud"},
+        {"sim_device", "0"},
+        {"sim_h2d_gbps", "0"},
+        {"sim_d2h_gbps", "nan"},
+        {"sim_latency", "1h"},
+        {"sim_fault_gbps", "-8"},
+        {"sim_fault_ns", "1.5"},
+        {"sim_protect", "x"},
+        {"queue_depth", "0"},
+        {"managed_min", "1.5"},
+        {"oversub_margin", "lots"},
+        {"planner", "nope"},
+        {"planner", "greedygreedygreedy"},
+        {"guard_after_alloc", "-1"},
+        {"guard_before_free", "1000001"},
+        {"replan_after", "x"},
+        {"bandwidth_gbps", "0"},
+        {"stats", "2"},
+        {"numa", "0,0"},
+        {"numa", "1024"},
+        {"numa", "near"},
+        {"numa", "NEAREST,1"},
+        {"spill_chunk", "65537"},
+        {"spill_chunk", "32K"},
+        {"io_depth", "7"},
+        {"sim_nvme_read_gbps", "0"},
+        {"sim_nvme_write_gbps", "inf"},
         {"spill_dir", "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"
                       "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"
                       "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"
@@ -1034,8 +1044,8 @@ static void test_env(void) {
     setenv("HOFF_IO_DEPTH", "128", 1);
     setenv("HOFF_SIM_NVME_READ_GBPS", "7", 1);
     setenv("HOFF_SIM_NVME_WRITE_GBPS", "", 1); /* empty: unset */
-    setenv("HOFF_LOG_LEVEL", "", 1); /* empty: unset */
-    setenv("hoff_budget", "1", 1);   /* not HOFF_: not ours */
+    setenv("HOFF_LOG_LEVEL", "", 1);           /* empty: unset */
+    setenv("hoff_budget", "1", 1);             /* not HOFF_: not ours */
     setenv("HOFFMAN", "1", 1);
     CU_ASSERT_EQUAL(hoff_config_from_env(&c, err, sizeof err), 0);
     CU_ASSERT_EQUAL(c.budget_bytes, 12ull << 30);
@@ -1058,7 +1068,7 @@ static void test_env(void) {
     CU_ASSERT_EQUAL(c.io_queue_depth, 128);
     CU_ASSERT_DOUBLE_EQUAL(c.sim_nvme_read_gbps, 7.0, 0.0);
     CU_ASSERT_DOUBLE_EQUAL(c.sim_nvme_write_gbps, d.sim_nvme_write_gbps, 0.0); /* HOFF_X= is unset */
-    CU_ASSERT_EQUAL(c.issue_queue_depth, d.issue_queue_depth); /* untouched */
+    CU_ASSERT_EQUAL(c.issue_queue_depth, d.issue_queue_depth);                 /* untouched */
     CU_ASSERT_EQUAL(hoff__config_validate(&c, err, sizeof err), 0);
     unsetenv("hoff_budget");
     unsetenv("HOFFMAN");
@@ -1074,7 +1084,7 @@ static void test_env_layers_on_struct(void) {
     c.device = 1;
     setenv("HOFF_DEVICE", "2", 1);
     CU_ASSERT_EQUAL(hoff_config_from_env(&c, err, sizeof err), 0);
-    CU_ASSERT_EQUAL(c.device, 2);            /* the environment wins where set */
+    CU_ASSERT_EQUAL(c.device, 2);             /* the environment wins where set */
     CU_ASSERT_EQUAL(c.issue_queue_depth, 77); /* the struct's values stay elsewhere */
     clear_hoff_env();
 }
@@ -1156,8 +1166,7 @@ static void test_env_planner_trace(void) {
     setenv("HOFF_TRACE", "/tmp/t.trace", 1);
     setenv("HOFF_PLANNER", "gredy", 1);
     CU_ASSERT_EQUAL(hoff_config_from_env(&c, err, sizeof err), -EINVAL);
-    snprintf(want, sizeof want, "HOFF_PLANNER='gredy': unknown planner; expected one of %s",
-             planner_list());
+    snprintf(want, sizeof want, "HOFF_PLANNER='gredy': unknown planner; expected one of %s", planner_list());
     CU_ASSERT_STRING_EQUAL(err, want);
     CU_ASSERT_EQUAL(memcmp(&c, &d, sizeof c), 0);
     setenv("HOFF_PLANNER", "greedy", 1);
@@ -1400,8 +1409,7 @@ static void test_validate(void) {
             {"Nearest", "config: numa (HOFF_NUMA) is 'Nearest': not a placement; " NUMA_FORMS},
             {" 0", "config: numa (HOFF_NUMA) is ' 0': not a placement; " NUMA_FORMS},
             {"0,0", "config: numa (HOFF_NUMA) is '0,0': node 0 is listed twice; " NUMA_FORMS},
-            {"4,1024", "config: numa (HOFF_NUMA) is '4,1024': node 1024 is out of range; "
-                       NUMA_FORMS},
+            {"4,1024", "config: numa (HOFF_NUMA) is '4,1024': node 1024 is out of range; " NUMA_FORMS},
             {"n\001", "config: numa (HOFF_NUMA) is 'n?': not a placement; " NUMA_FORMS},
         };
         size_t i;
@@ -1420,8 +1428,7 @@ static void test_validate(void) {
         }
         hoff_config_init(&c);
         memset(c.numa, '1', sizeof c.numa);
-        CU_ASSERT(validate_fails(&c, "config: numa (HOFF_NUMA) has no NUL within its 64 bytes; "
-                                     NUMA_FORMS));
+        CU_ASSERT(validate_fails(&c, "config: numa (HOFF_NUMA) has no NUL within its 64 bytes; " NUMA_FORMS));
     }
 
     /* across fields: a sim budget beyond the sim device */
@@ -1468,15 +1475,19 @@ static void test_planners(void) {
     CU_ASSERT_PTR_NULL(hoff__planner_find("no-such-planner"));
 
     /* validate: a struct filled by hand */
-    snprintf(want, sizeof want, "config: planner (HOFF_PLANNER) is 'gredy', not a known "
-             "planner; expected one of %s", planner_list());
+    snprintf(want, sizeof want,
+             "config: planner (HOFF_PLANNER) is 'gredy', not a known "
+             "planner; expected one of %s",
+             planner_list());
     hoff_config_init(&c);
     snprintf(c.planner, sizeof c.planner, "gredy");
     CU_ASSERT_EQUAL(hoff__config_validate(&c, err, sizeof err), -EINVAL);
     CU_ASSERT_STRING_EQUAL(err, want);
     CU_ASSERT_STRING_EQUAL(hoff_last_error(), want);
-    snprintf(want, sizeof want, "config: planner (HOFF_PLANNER) is '', not a known "
-             "planner; expected one of %s", planner_list());
+    snprintf(want, sizeof want,
+             "config: planner (HOFF_PLANNER) is '', not a known "
+             "planner; expected one of %s",
+             planner_list());
     memset(c.planner, 0, sizeof c.planner);
     CU_ASSERT_EQUAL(hoff__config_validate(&c, err, sizeof err), -EINVAL);
     CU_ASSERT_STRING_EQUAL(err, want);

@@ -161,8 +161,9 @@ static void run_budget_cap(const struct hoff__trace *t, const char *what, int pc
      * cursor only moves forward), so 2 replay steps firing 2 * plan_actions
      * with nothing skipped means each fired all of them. */
     if (st.actions_fired != 2 * st.plan_actions || st.actions_skipped != 0)
-        fprintf(stderr, "%s at %d%%: %" PRIu64 " actions planned, %" PRIu64 " fired, %" PRIu64
-                " skipped over 2 replays\n", what, pct, st.plan_actions, st.actions_fired, st.actions_skipped);
+        fprintf(stderr,
+                "%s at %d%%: %" PRIu64 " actions planned, %" PRIu64 " fired, %" PRIu64 " skipped over 2 replays\n",
+                what, pct, st.plan_actions, st.actions_fired, st.actions_skipped);
     CU_ASSERT_EQUAL(st.actions_fired, 2 * st.plan_actions);
     CU_ASSERT_EQUAL(st.actions_skipped, 0);
     CU_ASSERT_EQUAL(st.live_blocks, 0);
@@ -190,15 +191,14 @@ static void run_budget(const struct hoff__trace *t, const char *what, int pct, i
     run_budget_cap(t, what, pct, aligned, 0);
 }
 
-static void run_transformer(uint32_t layers, uint64_t hidden, uint64_t seq, uint64_t batch, int access,
-                            int aligned) {
+static void run_transformer(uint32_t layers, uint64_t hidden, uint64_t seq, uint64_t batch, int access, int aligned) {
     static const int pcts[] = {50, 25, 10};
     struct hoff__trace t;
     char what[96];
     size_t i;
 
-    snprintf(what, sizeof what, "transformer L%u h%" PRIu64 " s%" PRIu64 " b%" PRIu64 "%s", (unsigned)layers,
-             hidden, seq, batch, access ? "" : " (no access marks)");
+    snprintf(what, sizeof what, "transformer L%u h%" PRIu64 " s%" PRIu64 " b%" PRIu64 "%s", (unsigned)layers, hidden,
+             seq, batch, access ? "" : " (no access marks)");
     CU_ASSERT_EQUAL_FATAL(make_transformer(&t, layers, hidden, seq, batch, access), 0);
     for (i = 0; i < sizeof pcts / sizeof pcts[0]; i++)
         run_budget(&t, what, pcts[i], aligned);
@@ -215,8 +215,9 @@ static void test_host_cap(void) {
 
     CU_ASSERT_EQUAL_FATAL(make_transformer(&t, 8, 256, 4096, 1, 1), 0);
     for (i = 0; i < sizeof caps / sizeof caps[0]; i++)
-        run_budget_cap(&t, caps[i] == 20 ? "transformer L8 h256 s4096, host cap 20%" :
-                                           "transformer L8 h256 s4096, host cap 40%", 25, 1, caps[i]);
+        run_budget_cap(
+            &t, caps[i] == 20 ? "transformer L8 h256 s4096, host cap 20%" : "transformer L8 h256 s4096, host cap 40%",
+            25, 1, caps[i]);
     hoff__trace_destroy(&t);
 }
 
@@ -285,16 +286,17 @@ static void test_random_traces(void) {
                         CU_ASSERT(st.peak_host_bytes <= cap);
                     if (st.plan_feasible)
                         CU_ASSERT(r.step[2].peak_resident_bytes <= peak * (uint64_t)pcts[b] / 100);
-                    snprintf(what, sizeof what, "random seed %" PRIu64 " at %d%%, cap %d%%, %s", seed, pcts[b],
-                             caps[c], planners[k]);
+                    snprintf(what, sizeof what, "random seed %" PRIu64 " at %d%%, cap %d%%, %s", seed, pcts[b], caps[c],
+                             planners[k]);
                     check_predicted(what, st.plan_stall_ns, r.step[2].stall_ns);
                     stall[k] = r.step[2].stall_ns;
                     hoff__drive_result_free(&r);
                     CU_ASSERT_EQUAL(hoff_shutdown(ctx), 0);
                 }
                 if (stall[1] > stall[0] + 20000 + stall[0] / 100)
-                    fprintf(stderr, "random seed %" PRIu64 " at %d%%, cap %d%%: timed %" PRIu64 " ns > greedy %" PRIu64
-                            " ns\n", seed, pcts[b], caps[c], stall[1], stall[0]);
+                    fprintf(stderr,
+                            "random seed %" PRIu64 " at %d%%, cap %d%%: timed %" PRIu64 " ns > greedy %" PRIu64 " ns\n",
+                            seed, pcts[b], caps[c], stall[1], stall[0]);
                 CU_ASSERT(stall[1] <= stall[0] + 20000 + stall[0] / 100);
             }
         hoff__trace_destroy(&t);
@@ -376,7 +378,8 @@ static void test_transformer_shape(void) {
     CU_ASSERT_FALSE(u.has_access_events);
     CU_ASSERT_EQUAL(u.nblocks, t.nblocks);
     CU_ASSERT_EQUAL(u.nev + acc, t.nev);
-    CU_ASSERT_EQUAL(hoff__trace_offload_peak(&u, hoff__pool_block_bytes, NULL), hoff__trace_offload_peak(&t, hoff__pool_block_bytes, NULL));
+    CU_ASSERT_EQUAL(hoff__trace_offload_peak(&u, hoff__pool_block_bytes, NULL),
+                    hoff__trace_offload_peak(&t, hoff__pool_block_bytes, NULL));
     hoff__trace_destroy(&u);
 
     /* Short sequences save the s x s probabilities. */

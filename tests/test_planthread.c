@@ -171,8 +171,8 @@ static void test_no_wait(void) {
     online = until_replay(LAYERS, 2, &worst);
     st = hoff_test_stats(ctx);
     printf("\n    planning thread: %.1f ms planning, ready %.1f ms after the recording, %d steps online, "
-           "longest step mark %.3f ms of CPU\n", (double)st.plan_ns / 1e6, (double)st.plan_lag_ns / 1e6, online,
-           (double)worst / 1e6);
+           "longest step mark %.3f ms of CPU\n",
+           (double)st.plan_ns / 1e6, (double)st.plan_lag_ns / 1e6, online, (double)worst / 1e6);
     CU_ASSERT_EQUAL(st.plans, 1);
     CU_ASSERT_EQUAL(st.plan_state, HOFF_PLAN_REPLAY);
     CU_ASSERT_EQUAL(st.plan_pending, 0);

@@ -21,7 +21,7 @@ struct hoff__event {
 static struct {
     struct hoff__backend be;
     uint64_t mapped, maps, unmaps, records;
-    uint64_t limit;            /* refuse maps above this many bytes */
+    uint64_t limit; /* refuse maps above this many bytes */
     struct hoff__event *evs[64];
     int nevs;
 } fk;

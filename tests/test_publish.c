@@ -578,7 +578,7 @@ static void test_alive_other_ns(void) {
     snprintf(path, sizeof path, "%s/4242", proc);
     CU_ASSERT_EQUAL_FATAL(mkdir(path, 0755), 0);
     fake_proc(proc, 4242, 777, "4242\t7", 555); /* pid 7 of namespace 777, 4242 here */
-    hoff__pub_set_self_ns(999); /* not the initial namespace: what we do not see may live */
+    hoff__pub_set_self_ns(999);                 /* not the initial namespace: what we do not see may live */
     hoff__pub_header_init(seg, "greedy", "sim", "");
     seg->h.pid_ns = 777;
     seg->h.pid = 7;
@@ -590,7 +590,7 @@ static void test_alive_other_ns(void) {
     seg->h.pid = 4242; /* our 4242 is their 7: pid 4242 of 777 does not exist */
     CU_ASSERT_EQUAL(hoff__pub_writer_alive_in(&seg->h, proc), HOFF__PUB_GONE);
     seg->h.pid = getpid(); /* a live pid of ours means nothing in another namespace */
-    seg->h.pid_ns = 888;  /* a namespace we cannot see */
+    seg->h.pid_ns = 888;   /* a namespace we cannot see */
     CU_ASSERT_EQUAL(hoff__pub_writer_alive_in(&seg->h, proc), HOFF__PUB_UNKNOWN);
     CU_ASSERT_EQUAL(hoff__pub_name_alive(888, 1), HOFF__PUB_UNKNOWN);
     /* From the initial namespace every process is in view: no process of

@@ -19,8 +19,8 @@
 #include "hoff.h"
 #include "testutil.h"
 
-static const char *const vars[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "TORCHELASTIC_RUN_ID", "MASTER_ADDR",
-                                   "MASTER_PORT", NULL};
+static const char *const vars[] = {"RANK",        "WORLD_SIZE",  "LOCAL_RANK", "TORCHELASTIC_RUN_ID",
+                                   "MASTER_ADDR", "MASTER_PORT", NULL};
 
 static void clear_env(void) {
     for (int i = 0; vars[i]; i++)
@@ -208,10 +208,7 @@ static void test_budget_pct(void) {
 
 int main(void) {
     static const struct hoff_test tests[] = {
-        {"env", test_env},
-        {"expand", test_expand},
-        {"context", test_context},
-        {"budget_pct", test_budget_pct},
+        {"env", test_env}, {"expand", test_expand}, {"context", test_context}, {"budget_pct", test_budget_pct},
         {NULL, NULL},
     };
 

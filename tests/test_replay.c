@@ -125,9 +125,9 @@ static void test_changed_step_falls_back(void) {
     CU_ASSERT_EQUAL(st.divergent_steps, 1);
     CU_ASSERT(st.actions_skipped > 0);
     CU_ASSERT_EQUAL(st.plans, 1);
-    CU_ASSERT_EQUAL(bad_stamps, 0); /* nothing lost */
+    CU_ASSERT_EQUAL(bad_stamps, 0);               /* nothing lost */
     CU_ASSERT(st.peak_resident_bytes <= 6 * MiB); /* the budget still holds, online */
-    step(2 * MiB, 0); /* back to the recorded shape: replays again */
+    step(2 * MiB, 0);                             /* back to the recorded shape: replays again */
     CU_ASSERT_EQUAL(hoff_test_stats(ctx).divergent_steps, 1);
     CU_ASSERT_EQUAL(hoff_test_stats(ctx).plan_state, HOFF_PLAN_REPLAY);
     CU_ASSERT_EQUAL(bad_stamps, 0);

@@ -33,22 +33,30 @@
  *  RESTORE: nvme -> restoring; restoring, host -> EALREADY; spilling -> EBUSY;
  *           device, evicting, prefetching, discarded -> EINVAL.
  *  *_DONE / *_FAIL: only in the matching in-flight state, else EINVAL. */
-enum { DEV = HOFF_RES_DEVICE, EVI = HOFF_RES_EVICTING, HST = HOFF_RES_HOST, PRE = HOFF_RES_PREFETCHING,
-       DIS = HOFF_RES_DISCARDED, SPI = HOFF_RES_SPILLING, NVM = HOFF_RES_NVME, RES = HOFF_RES_RESTORING };
+enum {
+    DEV = HOFF_RES_DEVICE,
+    EVI = HOFF_RES_EVICTING,
+    HST = HOFF_RES_HOST,
+    PRE = HOFF_RES_PREFETCHING,
+    DIS = HOFF_RES_DISCARDED,
+    SPI = HOFF_RES_SPILLING,
+    NVM = HOFF_RES_NVME,
+    RES = HOFF_RES_RESTORING
+};
 #define AL (-EALREADY)
 #define BZ (-EBUSY)
 #define IV (-EINVAL)
 
 static const int spec[HOFF__RES_STATE_COUNT][HOFF__EV_COUNT] = {
     /*     EVICT E_DONE E_FAIL PREF P_DONE P_FAIL DISC FAULT POPUL SPILL S_DONE S_FAIL REST R_DONE R_FAIL */
-    [DEV] = {EVI, IV,   IV,    AL,  IV,    IV,    DIS, AL,   AL,   IV,   IV,    IV,    IV,  IV,    IV},
-    [EVI] = {AL,  HST,  DEV,   BZ,  IV,    IV,    BZ,  BZ,   BZ,   BZ,   IV,    IV,    IV,  IV,    IV},
-    [HST] = {AL,  IV,   IV,    PRE, IV,    IV,    DIS, DEV,  DEV,  SPI,  IV,    IV,    AL,  IV,    IV},
-    [PRE] = {BZ,  IV,   IV,    AL,  DEV,   HST,   BZ,  BZ,   BZ,   BZ,   IV,    IV,    IV,  IV,    IV},
-    [DIS] = {AL,  IV,   IV,    PRE, IV,    IV,    AL,  DEV,  DEV,  IV,   IV,    IV,    IV,  IV,    IV},
-    [SPI] = {AL,  IV,   IV,    BZ,  IV,    IV,    BZ,  BZ,   BZ,   AL,   NVM,   HST,   BZ,  IV,    IV},
-    [NVM] = {AL,  IV,   IV,    BZ,  IV,    IV,    DIS, BZ,   IV,   AL,   IV,    IV,    RES, IV,    IV},
-    [RES] = {AL,  IV,   IV,    BZ,  IV,    IV,    BZ,  BZ,   BZ,   BZ,   IV,    IV,    AL,  HST,   NVM},
+    [DEV] = {EVI, IV, IV, AL, IV, IV, DIS, AL, AL, IV, IV, IV, IV, IV, IV},
+    [EVI] = {AL, HST, DEV, BZ, IV, IV, BZ, BZ, BZ, BZ, IV, IV, IV, IV, IV},
+    [HST] = {AL, IV, IV, PRE, IV, IV, DIS, DEV, DEV, SPI, IV, IV, AL, IV, IV},
+    [PRE] = {BZ, IV, IV, AL, DEV, HST, BZ, BZ, BZ, BZ, IV, IV, IV, IV, IV},
+    [DIS] = {AL, IV, IV, PRE, IV, IV, AL, DEV, DEV, IV, IV, IV, IV, IV, IV},
+    [SPI] = {AL, IV, IV, BZ, IV, IV, BZ, BZ, BZ, AL, NVM, HST, BZ, IV, IV},
+    [NVM] = {AL, IV, IV, BZ, IV, IV, DIS, BZ, IV, AL, IV, IV, RES, IV, IV},
+    [RES] = {AL, IV, IV, BZ, IV, IV, BZ, BZ, BZ, BZ, IV, IV, AL, HST, NVM},
 };
 
 static void test_every_transition(void) {
@@ -58,8 +66,8 @@ static void test_every_transition(void) {
         for (ev = 0; ev < HOFF__EV_COUNT; ev++) {
             int want = spec[st][ev], got = hoff__res_next(st, ev);
             if (got != want)
-                fprintf(stderr, "\n  %s --%s--> got %d want %d\n", hoff__res_state_name(st),
-                        hoff__res_event_name(ev), got, want);
+                fprintf(stderr, "\n  %s --%s--> got %d want %d\n", hoff__res_state_name(st), hoff__res_event_name(ev),
+                        got, want);
             CU_ASSERT_EQUAL(got, want);
             checked++;
         }
@@ -470,9 +478,9 @@ static void test_room_budget_floor(void) {
 
 static void test_room_victim(void) {
     CU_ASSERT_EQUAL(hoff__room_victim(0, 0, 0, 0, 4 * MiB), HOFF__VICTIM_OK);
-    CU_ASSERT_EQUAL(hoff__room_victim(1, 0, 0, 0, 4 * MiB), HOFF__VICTIM_SKIP);   /* the block room is for */
-    CU_ASSERT_EQUAL(hoff__room_victim(0, 1, 0, 0, 4 * MiB), HOFF__VICTIM_SKIP);   /* in its use window */
-    CU_ASSERT_EQUAL(hoff__room_victim(0, 0, 1, 0, 4 * MiB), HOFF__VICTIM_SKIP);   /* a manual group's */
+    CU_ASSERT_EQUAL(hoff__room_victim(1, 0, 0, 0, 4 * MiB), HOFF__VICTIM_SKIP); /* the block room is for */
+    CU_ASSERT_EQUAL(hoff__room_victim(0, 1, 0, 0, 4 * MiB), HOFF__VICTIM_SKIP); /* in its use window */
+    CU_ASSERT_EQUAL(hoff__room_victim(0, 0, 1, 0, 4 * MiB), HOFF__VICTIM_SKIP); /* a manual group's */
     CU_ASSERT_EQUAL(hoff__room_victim(0, 0, 0, 4 * MiB, 4 * MiB), HOFF__VICTIM_OK);
     CU_ASSERT_EQUAL(hoff__room_victim(0, 0, 0, 2 * MiB, 4 * MiB), HOFF__VICTIM_OVER_CAP);
     /* a skipped block is skipped before its size is looked at */

@@ -12,7 +12,7 @@ static void test_schedule_sort(void) {
     /* (ev, when, kind, block) in a scrambled order; block ids number the
      * insertion order within equal keys. */
     static const uint32_t in[][4] = {
-        {5, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 1},   {5, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, 2},
+        {5, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 1},    {5, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, 2},
         {2, HOFF__ACT_AFTER, HOFF__ACT_PREFETCH, 3}, {5, HOFF__ACT_BEFORE, HOFF__ACT_EVICT, 4},
         {5, HOFF__ACT_BEFORE, HOFF__ACT_RELEASE, 5}, {5, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, 6},
         {0, HOFF__ACT_BEFORE, HOFF__ACT_EVICT, 7},   {5, HOFF__ACT_BEFORE, HOFF__ACT_EVICT, 8},
@@ -41,15 +41,17 @@ static void test_schedule_sort(void) {
 
         for (i = 0; i < 5000; i++)
             CU_ASSERT_EQUAL(hoff__schedule_add(&s, (uint32_t)(hoff_test_rand(&rs) % 100),
-                                               (int)(hoff_test_rand(&rs) % 2),
-                                               (int)(hoff_test_rand(&rs) % 3), (uint32_t)i, 0), 0);
+                                               (int)(hoff_test_rand(&rs) % 2), (int)(hoff_test_rand(&rs) % 3),
+                                               (uint32_t)i, 0),
+                            0);
         hoff__schedule_sort(&s);
         for (i = 1; i < s.nact; i++) {
             const struct hoff__action *p = &s.act[i - 1], *a = &s.act[i];
             int pp = p->kind == HOFF__ACT_PREFETCH, ap = a->kind == HOFF__ACT_PREFETCH;
 
-            CU_ASSERT(p->ev < a->ev || (p->ev == a->ev && (p->when < a->when ||
-                      (p->when == a->when && (pp < ap || (pp == ap && p->block < a->block))))));
+            CU_ASSERT(p->ev < a->ev ||
+                      (p->ev == a->ev &&
+                       (p->when < a->when || (p->when == a->when && (pp < ap || (pp == ap && p->block < a->block))))));
         }
         hoff__schedule_destroy(&s);
     }
@@ -64,21 +66,21 @@ static void test_schedule_peak_rejects(void) {
     /* The op marks close the use windows, so that every rejected schedule
      * below is legal but for the one fault it names. */
     hoff_test_trace_begin(&t);
-    a = hoff_test_al(&t, 100);           /* 0: a in use 0..4 */
-    d = hoff_test_al_pool(&t, 0, 1000);  /* 1 */
-    hoff_test_region(&t, 1);             /* 2 */
-    p = hoff_test_al(&t, 10);            /* 3 */
-    hoff_test_region(&t, 0);             /* 4 */
-    hoff_test_op(&t);                    /* 5: closes a's, d's and p's allocs */
-    c = hoff_test_al(&t, 50);            /* 6: c in use 6..6 */
-    hoff_test_op(&t);                    /* 7 */
-    hoff_test_ac(&t, a, 0);              /* 8: a in use 8..9 */
-    hoff_test_ac(&t, c, 0);              /* 9: c in use 9..9 */
-    hoff_test_op(&t);                    /* 10 */
-    hoff_test_fr(&t, a);                 /* 11 */
-    hoff_test_fr(&t, c);                 /* 12 */
-    hoff_test_fr(&t, d);                 /* 13 */
-    hoff_test_fr(&t, p);                 /* 14 */
+    a = hoff_test_al(&t, 100);          /* 0: a in use 0..4 */
+    d = hoff_test_al_pool(&t, 0, 1000); /* 1 */
+    hoff_test_region(&t, 1);            /* 2 */
+    p = hoff_test_al(&t, 10);           /* 3 */
+    hoff_test_region(&t, 0);            /* 4 */
+    hoff_test_op(&t);                   /* 5: closes a's, d's and p's allocs */
+    c = hoff_test_al(&t, 50);           /* 6: c in use 6..6 */
+    hoff_test_op(&t);                   /* 7 */
+    hoff_test_ac(&t, a, 0);             /* 8: a in use 8..9 */
+    hoff_test_ac(&t, c, 0);             /* 9: c in use 9..9 */
+    hoff_test_op(&t);                   /* 10 */
+    hoff_test_fr(&t, a);                /* 11 */
+    hoff_test_fr(&t, c);                /* 12 */
+    hoff_test_fr(&t, d);                /* 13 */
+    hoff_test_fr(&t, p);                /* 14 */
     hoff_test_fin(&t);
     CU_ASSERT_EQUAL_FATAL(t.blocks[p].pinned, 1);
 
@@ -87,19 +89,19 @@ static void test_schedule_peak_rejects(void) {
     CU_ASSERT_EQUAL(peak, 160); /* the device-pool block does not count, the pinned one does */
     CU_ASSERT_EQUAL(pev, 6);
 
-#define REJECT(...)                                                                    \
-    do {                                                                               \
-        s.nact = 0;                                                                    \
-        __VA_ARGS__;                                                                   \
-        CU_ASSERT_EQUAL(hoff__schedule_peak(&t, &s, &peak, &pev), -EINVAL);            \
+#define REJECT(...)                                                         \
+    do {                                                                    \
+        s.nact = 0;                                                         \
+        __VA_ARGS__;                                                        \
+        CU_ASSERT_EQUAL(hoff__schedule_peak(&t, &s, &peak, &pev), -EINVAL); \
     } while (0)
-    REJECT(hoff__schedule_add(&s, 2, HOFF__ACT_AFTER, HOFF__ACT_EVICT, c, 0));  /* not born */
-    REJECT(hoff__schedule_add(&s, 11, HOFF__ACT_AFTER, HOFF__ACT_EVICT, a, 0)); /* freed */
+    REJECT(hoff__schedule_add(&s, 2, HOFF__ACT_AFTER, HOFF__ACT_EVICT, c, 0));     /* not born */
+    REJECT(hoff__schedule_add(&s, 11, HOFF__ACT_AFTER, HOFF__ACT_EVICT, a, 0));    /* freed */
     REJECT(hoff__schedule_add(&s, 6, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, a, 0)); /* not away */
-    REJECT(hoff__schedule_add(&s, 5, HOFF__ACT_AFTER, HOFF__ACT_EVICT, d, 1));  /* device pool */
-    REJECT(hoff__schedule_add(&s, 5, HOFF__ACT_AFTER, HOFF__ACT_EVICT, p, 3));  /* pinned */
-    REJECT(hoff__schedule_add(&s, 15, HOFF__ACT_AFTER, HOFF__ACT_EVICT, a, 0)); /* past the end */
-    REJECT(hoff__schedule_add(&s, 5, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 99, 0)); /* no such block */
+    REJECT(hoff__schedule_add(&s, 5, HOFF__ACT_AFTER, HOFF__ACT_EVICT, d, 1));     /* device pool */
+    REJECT(hoff__schedule_add(&s, 5, HOFF__ACT_AFTER, HOFF__ACT_EVICT, p, 3));     /* pinned */
+    REJECT(hoff__schedule_add(&s, 15, HOFF__ACT_AFTER, HOFF__ACT_EVICT, a, 0));    /* past the end */
+    REJECT(hoff__schedule_add(&s, 5, HOFF__ACT_AFTER, HOFF__ACT_EVICT, 99, 0));    /* no such block */
     REJECT(hoff__schedule_add(&s, 5, HOFF__ACT_AFTER, HOFF__ACT_EVICT, a, 0);
            hoff__schedule_add(&s, 6, HOFF__ACT_AFTER, HOFF__ACT_EVICT, a, 0);
            hoff__schedule_add(&s, 8, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, a, 0)); /* twice */

@@ -79,7 +79,6 @@ static hoff__event *event(struct hoff__backend *be) {
     return ev;
 }
 
-
 static int all_poison(const void *p, size_t n) {
     const unsigned char *b = p;
     size_t i;
@@ -802,8 +801,7 @@ static void *worker_main(void *arg) {
             w->errors++;
         switch ((x >> 8) % 3) {
         case 0:
-            if (be->ops->prefetch(be, m[j], GRAIN, ev, ev) ||
-                be->ops->stream_wait(be, NULL, ev))
+            if (be->ops->prefetch(be, m[j], GRAIN, ev, ev) || be->ops->stream_wait(be, NULL, ev))
                 w->errors++;
             break;
         case 1:
@@ -812,8 +810,7 @@ static void *worker_main(void *arg) {
             w->faults++;
             break;
         default:
-            if (be->ops->discard(be, m[j], GRAIN, NULL, NULL) ||
-                be->ops->populate(be, m[j], GRAIN, NULL))
+            if (be->ops->discard(be, m[j], GRAIN, NULL, NULL) || be->ops->populate(be, m[j], GRAIN, NULL))
                 w->errors++;
             seed[j] += 1000;
             hoff_test_fill_rand(m[j], GRAIN, seed[j]);
@@ -929,8 +926,8 @@ static void test_host_copy(void) {
 static struct race {
     struct hoff__backend *be;
     volatile uint64_t *blk;
-    uint64_t *mine;          /* the writer's record: the last value stored in each slot */
-    void *req;               /* the page a fault waits for (0: none), handler to pager */
+    uint64_t *mine; /* the writer's record: the last value stored in each slot */
+    void *req;      /* the page a fault waits for (0: none), handler to pager */
     int started, stop, writer_done;
     uint64_t faults, fault_errors, passes;
 } race;

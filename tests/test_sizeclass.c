@@ -47,8 +47,7 @@ static void test_bounds(void) {
     CU_ASSERT_EQUAL(hoff__sizeclass_bytes(HOFF__SIZECLASS_COUNT), 0);
     CU_ASSERT(n <= HOFF__SIZECLASS_COUNT);
     CU_ASSERT_EQUAL(n, 271);
-    printf("\n    %d size classes (HOFF__SIZECLASS_COUNT = %d)\n", n,
-           HOFF__SIZECLASS_COUNT);
+    printf("\n    %d size classes (HOFF__SIZECLASS_COUNT = %d)\n", n, HOFF__SIZECLASS_COUNT);
 }
 
 /* Every class: increasing, a 512 B multiple, 2 MiB multiple from 2 MiB on,
@@ -100,8 +99,7 @@ static void test_exhaustive(void) {
         int c = hoff__sizeclass(s);
         size_t b = hoff__sizeclass_bytes(c);
 
-        if (c < prev || c > prev + 1 || b < s ||
-            (c > 0 && hoff__sizeclass_bytes(c - 1) >= s)) {
+        if (c < prev || c > prev + 1 || b < s || (c > 0 && hoff__sizeclass_bytes(c - 1) >= s)) {
             if (!bad++)
                 printf("\n    size %zu -> class %d (%zu B)\n", s, c, b);
         }
@@ -120,8 +118,7 @@ static void test_exhaustive(void) {
     CU_ASSERT_EQUAL(bad, 0);
     CU_ASSERT(worst_waste < HOFF__MANAGED_GRAIN);
     CU_ASSERT(worst_ratio <= 0.125);
-    printf("\n    worst rounding 8K..2M: %.4f; worst waste 2M..16M: %zu B\n",
-           worst_ratio, worst_waste);
+    printf("\n    worst rounding 8K..2M: %.4f; worst waste 2M..16M: %zu B\n", worst_ratio, worst_waste);
 }
 
 /* Above 16 MiB: every power of two and its neighbours, then random sizes

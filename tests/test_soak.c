@@ -88,8 +88,8 @@ static void check_cause(const char *what, int rc) {
 
 static void unexpected(const char *what, int rc) {
     tot.unexpected++;
-    fprintf(stderr, "soak: run %d seed %llu: %s returned %d (%s): %s\n", run_no, (unsigned long long)run_seed, what,
-            rc, hoff_strerror(rc), hoff_last_error());
+    fprintf(stderr, "soak: run %d seed %llu: %s returned %d (%s): %s\n", run_no, (unsigned long long)run_seed, what, rc,
+            hoff_strerror(rc), hoff_last_error());
 }
 
 /* Use a block (a restore may fail on an injected read error: retried, the spill is kept), then check it. */
@@ -127,10 +127,20 @@ static void rearm(void) {
     memset(j, 0, sizeof *j);
     switch (rnd(5)) {
     case 0: break; /* a healthy disk */
-    case 1: j->fail_submit = 1 + (unsigned)rnd(8); j->submit_err = errs[rnd(2)]; break;
-    case 2: j->fail_complete = 1 + (unsigned)rnd(8); j->complete_err = errs[rnd(3)]; break;
+    case 1:
+        j->fail_submit = 1 + (unsigned)rnd(8);
+        j->submit_err = errs[rnd(2)];
+        break;
+    case 2:
+        j->fail_complete = 1 + (unsigned)rnd(8);
+        j->complete_err = errs[rnd(3)];
+        break;
     case 3: j->disk_full = 1; break;
-    case 4: j->fail_complete = 1 + (unsigned)rnd(4); j->complete_err = errs[rnd(3)]; j->disk_full = (int)rnd(2); break;
+    case 4:
+        j->fail_complete = 1 + (unsigned)rnd(4);
+        j->complete_err = errs[rnd(3)];
+        j->disk_full = (int)rnd(2);
+        break;
     }
     cur ^= 1;
     hoff__nvme_set_inject(ctx->mem.nvme, j);
@@ -163,7 +173,9 @@ static void one_action(void) {
             unexpected("hoff_free", rc);
         s->p = NULL;
         break;
-    case 1: case 2: case 3: /* evict (spill-heavy: the host cap is small) */
+    case 1:
+    case 2:
+    case 3: /* evict (spill-heavy: the host cap is small) */
         act = "evict";
         rc = hoff_evict(ctx, s->p, NULL);
         if (rc == -HOFF_EHOSTCAP)
@@ -179,7 +191,8 @@ static void one_action(void) {
         else if (rc && rc != -EALREADY && rc != -EBUSY)
             unexpected("hoff_prefetch", rc);
         break;
-    case 5: case 6: /* read */
+    case 5:
+    case 6: /* read */
         act = "read";
         verify(s);
         break;
@@ -220,10 +233,11 @@ static void check_cap(void) {
 
     if (over && st->host_cap_overruns == capw.overruns) {
         tot.cap_breaches++;
-        fprintf(stderr, "soak: run %d seed %llu action %d (%s): host %llu bytes (peak %llu) over the cap %llu "
-                "with no host_cap_overruns counted\n", run_no, (unsigned long long)run_seed, capw.action, act,
-                (unsigned long long)st->host_bytes, (unsigned long long)st->peak_host_bytes,
-                (unsigned long long)capw.cap);
+        fprintf(stderr,
+                "soak: run %d seed %llu action %d (%s): host %llu bytes (peak %llu) over the cap %llu "
+                "with no host_cap_overruns counted\n",
+                run_no, (unsigned long long)run_seed, capw.action, act, (unsigned long long)st->host_bytes,
+                (unsigned long long)st->peak_host_bytes, (unsigned long long)capw.cap);
     }
     if (st->host_bytes <= capw.cap)
         capw.overruns = st->host_cap_overruns;
@@ -318,13 +332,14 @@ static void test_soak(void) {
         one_run((int)actions);
     }
     alarm(0);
-    printf("\n    soak in %s: %ld runs x %ld actions (seed %llu): 0 hangs (longest run %.2f s), %llu faults fired, "
-           "%llu spills, %llu spill failures, %llu restores, %llu host-cap overruns, %llu over the host cap uncounted, %llu budget overruns, "
-           "%llu failed calls with their own cause, %llu with a wrong cause, %llu unexpected, %.1f MiB verified, "
-           "%llu mismatches\n",
-           dir, runs, actions, (unsigned long long)seed, tot.max_run_s, tot.fired, tot.spills, tot.spill_failures,
-           tot.restores, tot.host_cap_overruns, tot.cap_breaches, tot.budget_overruns, tot.errors_ok, tot.wrong_cause, tot.unexpected,
-           (double)tot.bytes_verified / (double)MiB, tot.mismatches);
+    printf(
+        "\n    soak in %s: %ld runs x %ld actions (seed %llu): 0 hangs (longest run %.2f s), %llu faults fired, "
+        "%llu spills, %llu spill failures, %llu restores, %llu host-cap overruns, %llu over the host cap uncounted, %llu budget overruns, "
+        "%llu failed calls with their own cause, %llu with a wrong cause, %llu unexpected, %.1f MiB verified, "
+        "%llu mismatches\n",
+        dir, runs, actions, (unsigned long long)seed, tot.max_run_s, tot.fired, tot.spills, tot.spill_failures,
+        tot.restores, tot.host_cap_overruns, tot.cap_breaches, tot.budget_overruns, tot.errors_ok, tot.wrong_cause,
+        tot.unexpected, (double)tot.bytes_verified / (double)MiB, tot.mismatches);
     CU_ASSERT_EQUAL(tot.mismatches, 0);
     CU_ASSERT_EQUAL(tot.wrong_cause, 0);
     CU_ASSERT_EQUAL(tot.unexpected, 0);

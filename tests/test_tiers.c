@@ -72,8 +72,7 @@ static void test_planned_spills(void) {
            "spilled %.1f, restored %.1f, crc errors %llu, integrity errors %llu\n",
            (double)peak / MiB, (double)budget / MiB, (double)cap / MiB, (double)st.peak_resident_bytes / MiB,
            (double)st.peak_host_bytes / MiB, (double)st.peak_nvme_bytes / MiB, (double)st.bytes_spilled / MiB,
-           (double)st.bytes_restored / MiB, (unsigned long long)st.crc_errors,
-           (unsigned long long)r.integrity_errors);
+           (double)st.bytes_restored / MiB, (unsigned long long)st.crc_errors, (unsigned long long)r.integrity_errors);
     CU_ASSERT_EQUAL(r.integrity_errors, 0);
     CU_ASSERT(st.peak_host_bytes <= cap);
     CU_ASSERT(st.peak_resident_bytes <= budget);

@@ -257,12 +257,12 @@ static void build_pair_trace(struct hoff__trace *t, uint64_t a_bytes, uint64_t b
 
     hoff__trace_init(t);
     tnow = 0;
-    a = al(t, a_bytes, 0);    /* ev 0 at 0 */
-    ac(t, a, 1000);           /* ev 1 at 1000: A's last write */
-    op(t, 1000);              /* ev 2 at 2000: A's eviction starts */
+    a = al(t, a_bytes, 0);       /* ev 0 at 0 */
+    ac(t, a, 1000);              /* ev 1 at 1000: A's last write */
+    op(t, 1000);                 /* ev 2 at 2000: A's eviction starts */
     b = al(t, b_bytes, 1000000); /* ev 3 at 1,002,000 */
     ac(t, b, 1000);
-    fr(t, b, 1000);           /* ev 5 */
+    fr(t, b, 1000); /* ev 5 */
     for (i = 0; i < tail_ops; i++)
         op(t, 1000000);
     ac(t, a, 1000);
@@ -352,13 +352,13 @@ static void test_early_headroom_by_hand(void) {
 
     hoff__trace_init(&t);
     tnow = 0;
-    a = al(&t, 64 * MiB, 0);      /* ev 0 at 0 */
-    ac(&t, a, 1000);              /* ev 1 */
-    r = al(&t, 64 * MiB, 1000);   /* ev 2 at 2000: A's eviction fires */
-    ac(&t, r, 1998000);           /* ev 3 at 2,000,000: R's last use */
-    n = al(&t, 64 * MiB, 1000);   /* ev 4 at 2,001,000: R's release fires */
-    op(&t, 999000);               /* ev 5 at 3,000,000 */
-    ac(&t, a, 7000000);           /* ev 6 at 10,000,000 */
+    a = al(&t, 64 * MiB, 0);    /* ev 0 at 0 */
+    ac(&t, a, 1000);            /* ev 1 */
+    r = al(&t, 64 * MiB, 1000); /* ev 2 at 2000: A's eviction fires */
+    ac(&t, r, 1998000);         /* ev 3 at 2,000,000: R's last use */
+    n = al(&t, 64 * MiB, 1000); /* ev 4 at 2,001,000: R's release fires */
+    op(&t, 999000);             /* ev 5 at 3,000,000 */
+    ac(&t, a, 7000000);         /* ev 6 at 10,000,000 */
     fr(&t, r, 1000);
     fr(&t, n, 1000);
     fr(&t, a, 1000);
@@ -395,8 +395,12 @@ static void test_early_headroom_by_hand(void) {
  * take 1,352,178 ns (50 GB/s, 10 us a call); an NVMe write 16,787,216 ns
  * (4 GB/s), a read 8,398,608 ns (8 GB/s); a page-in 20 us + 8,388,608 ns. */
 static void test_predict_tiers_by_hand(void) {
-    struct hoff__plan_opts o = {.budget_bytes = 256 * MiB, .h2d_gbps = 50, .d2h_gbps = 50,
-                                .host_cap_bytes = 64 * MiB, .nvme = 1, .nvme_read_gbps = 8,
+    struct hoff__plan_opts o = {.budget_bytes = 256 * MiB,
+                                .h2d_gbps = 50,
+                                .d2h_gbps = 50,
+                                .host_cap_bytes = 64 * MiB,
+                                .nvme = 1,
+                                .nvme_read_gbps = 8,
                                 .nvme_write_gbps = 4};
     struct hoff__trace t;
     struct hoff__schedule s;
@@ -406,12 +410,12 @@ static void test_predict_tiers_by_hand(void) {
 
     hoff__trace_init(&t);
     tnow = 0;
-    a = al(&t, 64 * MiB, 0); /* ev 0 at 0 */
-    ac(&t, a, 1000);         /* ev 1 */
+    a = al(&t, 64 * MiB, 0);    /* ev 0 at 0 */
+    ac(&t, a, 1000);            /* ev 1 */
     c = al(&t, 64 * MiB, 1000); /* ev 2 at 2000: A's eviction fires */
-    ac(&t, c, 1000);         /* ev 3 */
-    op(&t, 1000);            /* ev 4 at 4000: C's eviction fires */
-    ac(&t, a, 1000);         /* ev 5 at 5000 */
+    ac(&t, c, 1000);            /* ev 3 */
+    op(&t, 1000);               /* ev 4 at 4000: C's eviction fires */
+    ac(&t, a, 1000);            /* ev 5 at 5000 */
     fr(&t, a, 1000);
     fr(&t, c, 1000);
     CU_ASSERT_EQUAL_FATAL(hoff__trace_finish(&t), 0);

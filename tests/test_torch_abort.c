@@ -38,7 +38,7 @@ static void test_step_abort(void) {
     CU_ASSERT_EQUAL(hoff_test_stats(ctx).plan_state, HOFF_PLAN_WARMUP);
     a = hoff_malloc(ctx, 2 * MiB, S);
     CU_ASSERT_EQUAL(hoff_mark_op(ctx, "fill a"), 0); /* a's use window closes */
-    b = hoff_malloc(ctx, 2 * MiB, S); /* over the budget: a is evicted */
+    b = hoff_malloc(ctx, 2 * MiB, S);                /* over the budget: a is evicted */
     CU_ASSERT_EQUAL(hoff_mark_op(ctx, "fill b"), 0);
     CU_ASSERT_EQUAL(hoff_access(ctx, a, 0, S), 0);
     CU_ASSERT_EQUAL(hoff_free(ctx, a, S), 0);

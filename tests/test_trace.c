@@ -32,14 +32,25 @@
 /* --- helpers ------------------------------------------------------------------ */
 
 static int ev_alloc(struct hoff__trace *t, uint32_t id, uint64_t size, int pool, uint64_t tc) {
-    struct hoff__tev e = {.kind = HOFF__TEV_ALLOC, .block = id, .size = size, .pool = (uint8_t)pool,
-                          .stream = 7, .t_cpu_ns = tc, .t_gpu_ns = UNK, .name = UINT32_MAX};
+    struct hoff__tev e = {.kind = HOFF__TEV_ALLOC,
+                          .block = id,
+                          .size = size,
+                          .pool = (uint8_t)pool,
+                          .stream = 7,
+                          .t_cpu_ns = tc,
+                          .t_gpu_ns = UNK,
+                          .name = UINT32_MAX};
     return hoff__trace_append(t, &e);
 }
 
 static int ev_blk(struct hoff__trace *t, int kind, uint32_t id, int write, uint64_t tc) {
-    struct hoff__tev e = {.kind = (uint8_t)kind, .block = id, .flags = write ? HOFF__TEV_WRITE : 0,
-                          .stream = 7, .t_cpu_ns = tc, .t_gpu_ns = UNK, .name = UINT32_MAX};
+    struct hoff__tev e = {.kind = (uint8_t)kind,
+                          .block = id,
+                          .flags = write ? HOFF__TEV_WRITE : 0,
+                          .stream = 7,
+                          .t_cpu_ns = tc,
+                          .t_gpu_ns = UNK,
+                          .name = UINT32_MAX};
     return hoff__trace_append(t, &e);
 }
 
@@ -81,8 +92,8 @@ static void assert_same(const struct hoff__trace *a, const struct hoff__trace *b
     for (i = 0; i < a->nev; i++) {
         const struct hoff__tev *x = &a->ev[i], *y = &b->ev[i];
         int same = x->kind == y->kind && x->pool == y->pool && x->flags == y->flags && x->block == y->block &&
-                   x->name == y->name && x->size == y->size && x->stream == y->stream &&
-                   x->t_cpu_ns == y->t_cpu_ns && x->t_gpu_ns == y->t_gpu_ns;
+                   x->name == y->name && x->size == y->size && x->stream == y->stream && x->t_cpu_ns == y->t_cpu_ns &&
+                   x->t_gpu_ns == y->t_gpu_ns;
         CU_ASSERT(same);
         if (!same) {
             printf("\nevent %zu differs\n", i);
@@ -134,7 +145,7 @@ static void rich(struct hoff__trace *t) {
     e.size = 1;
     e.pool = 1;
     e.stream = 0;
-    e.flags = HOFF__TEV_PINNED;  /* pinned outside a region */
+    e.flags = HOFF__TEV_PINNED; /* pinned outside a region */
     e.t_gpu_ns = UNK;
     CU_ASSERT_EQUAL(hoff__trace_append(t, &e), 0);
     CU_ASSERT_EQUAL(ev_blk(t, HOFF__TEV_ACCESS, 0, 1, 13), 0);
@@ -184,26 +195,26 @@ static void test_append_validation(void) {
 
     hoff__trace_init(&t);
     CU_ASSERT_EQUAL(t.version, HOFF__TRACE_VERSION);
-    CU_ASSERT_EQUAL(ev_alloc(&t, 1, 4096, 1, 0), -EINVAL);     /* ids start at 0 */
-    CU_ASSERT_EQUAL(ev_alloc(&t, 0, 0, 1, 0), -EINVAL);        /* size 0 */
+    CU_ASSERT_EQUAL(ev_alloc(&t, 1, 4096, 1, 0), -EINVAL); /* ids start at 0 */
+    CU_ASSERT_EQUAL(ev_alloc(&t, 0, 0, 1, 0), -EINVAL);    /* size 0 */
     CU_ASSERT_EQUAL(ev_alloc(&t, 0, 1ull << 47, 1, 0), -EINVAL);
-    CU_ASSERT_EQUAL(ev_alloc(&t, 0, 4096, 2, 0), -EINVAL);     /* pool */
+    CU_ASSERT_EQUAL(ev_alloc(&t, 0, 4096, 2, 0), -EINVAL); /* pool */
     CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_FREE, 0, 0, 0), -EINVAL);
     CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_ACCESS, 0, 0, 0), -EINVAL);
     CU_ASSERT_EQUAL(ev_mark(&t, HOFF__TEV_REGION_END, UINT32_MAX, 0), -EINVAL);
-    CU_ASSERT_EQUAL(ev_mark(&t, HOFF__TEV_OP, 0, 0), -EINVAL);  /* no names yet */
+    CU_ASSERT_EQUAL(ev_mark(&t, HOFF__TEV_OP, 0, 0), -EINVAL); /* no names yet */
     CU_ASSERT_EQUAL(ev_mark(&t, HOFF__TEV_KIND_COUNT, UINT32_MAX, 0), -EINVAL);
     CU_ASSERT_EQUAL(t.nev, 0);
     CU_ASSERT_EQUAL(t.nblocks, 0);
 
     CU_ASSERT_EQUAL(ev_alloc(&t, 0, 4096, 1, 1), 0);
-    CU_ASSERT_EQUAL(ev_alloc(&t, 0, 4096, 1, 1), -EINVAL);     /* a second alloc of 0 */
-    CU_ASSERT_EQUAL(ev_alloc(&t, 2, 4096, 1, 1), -EINVAL);     /* not dense */
+    CU_ASSERT_EQUAL(ev_alloc(&t, 0, 4096, 1, 1), -EINVAL); /* a second alloc of 0 */
+    CU_ASSERT_EQUAL(ev_alloc(&t, 2, 4096, 1, 1), -EINVAL); /* not dense */
     CU_ASSERT_EQUAL(ev_alloc(&t, 1, 4096, 0, 2), 0);
     CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_ACCESS, 2, 0, 3), -EINVAL);
     CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_ACCESS, 0, 1, 3), 0);
     CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_FREE, 0, 0, 4), 0);
-    CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_FREE, 0, 0, 5), -EINVAL);   /* double free */
+    CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_FREE, 0, 0, 5), -EINVAL); /* double free */
     CU_ASSERT_PTR_NOT_NULL(strstr(hoff_last_error(), "already freed"));
     CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_ACCESS, 0, 0, 5), -EINVAL); /* use after free */
     CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_FREE, UINT32_MAX, 0, 5), -EINVAL);
@@ -237,7 +248,7 @@ static void test_append_validation(void) {
     hoff__trace_destroy(&t);
     CU_ASSERT_EQUAL(t.nev, 0);
     CU_ASSERT_PTR_NULL(t.ev);
-    hoff__trace_destroy(&t);    /* twice is fine */
+    hoff__trace_destroy(&t); /* twice is fine */
 }
 
 static void test_names(void) {
@@ -265,22 +276,22 @@ static void test_finish(void) {
     const struct hoff__tblock *b;
 
     hoff__trace_init(&t);
-    CU_ASSERT_EQUAL(ev_alloc(&t, 0, 100, 1, 0), 0);                    /* 0 */
-    CU_ASSERT_EQUAL(ev_alloc(&t, 1, 200, 0, 1), 0);                    /* 1 */
-    CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_ACCESS, 0, 1, 2), 0);         /* 2 */
+    CU_ASSERT_EQUAL(ev_alloc(&t, 0, 100, 1, 0), 0);                         /* 0 */
+    CU_ASSERT_EQUAL(ev_alloc(&t, 1, 200, 0, 1), 0);                         /* 1 */
+    CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_ACCESS, 0, 1, 2), 0);              /* 2 */
     CU_ASSERT_EQUAL(ev_mark(&t, HOFF__TEV_REGION_BEGIN, UINT32_MAX, 3), 0); /* 3 */
-    CU_ASSERT_EQUAL(ev_alloc(&t, 2, 300, 1, 4), 0);                    /* 4: pinned */
+    CU_ASSERT_EQUAL(ev_alloc(&t, 2, 300, 1, 4), 0);                         /* 4: pinned */
     CU_ASSERT_EQUAL(ev_mark(&t, HOFF__TEV_REGION_END, UINT32_MAX, 5), 0);   /* 5 */
-    CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_ACCESS, 1, 0, 6), 0);         /* 6 */
-    CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_FREE, 0, 0, 7), 0);           /* 7 */
-    CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_ACCESS, 1, 0, 8), 0);         /* 8 */
-    CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_ACCESS, 2, 0, 9), 0);         /* 9 */
-    CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_FREE, 2, 0, 10), 0);          /* 10 */
-    CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_ACCESS, 1, 1, 11), 0);        /* 11 */
+    CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_ACCESS, 1, 0, 6), 0);              /* 6 */
+    CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_FREE, 0, 0, 7), 0);                /* 7 */
+    CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_ACCESS, 1, 0, 8), 0);              /* 8 */
+    CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_ACCESS, 2, 0, 9), 0);              /* 9 */
+    CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_FREE, 2, 0, 10), 0);               /* 10 */
+    CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_ACCESS, 1, 1, 11), 0);             /* 11 */
     CU_ASSERT(t.ev[4].flags & HOFF__TEV_PINNED);
     CU_ASSERT_FALSE(t.ev[0].flags & HOFF__TEV_PINNED);
     CU_ASSERT_EQUAL(hoff__trace_finish(&t), 0);
-    CU_ASSERT_EQUAL(hoff__trace_finish(&t), 0);     /* idempotent */
+    CU_ASSERT_EQUAL(hoff__trace_finish(&t), 0); /* idempotent */
 
     CU_ASSERT_EQUAL(t.has_access_events, 1);
     CU_ASSERT_EQUAL(t.nacc, 3 + 5);
@@ -366,7 +377,7 @@ static void test_offload_peak(void) {
     CU_ASSERT_EQUAL(ev_alloc(&t, 5, 100, 1, 0), 0);                         /* 11: 130 */
     CU_ASSERT_EQUAL(hoff__trace_offload_peak(&t, NULL, &at), 150);
     CU_ASSERT_EQUAL(at, 2);
-    CU_ASSERT_EQUAL(ev_alloc(&t, 6, 21, 1, 0), 0);                          /* 12: 151, 3 and 5 retained */
+    CU_ASSERT_EQUAL(ev_alloc(&t, 6, 21, 1, 0), 0); /* 12: 151, 3 and 5 retained */
     CU_ASSERT_EQUAL(hoff__trace_finish(&t), 0);
     CU_ASSERT_EQUAL(hoff__trace_offload_peak(&t, NULL, &at), 151);
     CU_ASSERT_EQUAL(at, 12);
@@ -387,8 +398,8 @@ static void test_round_trip(void) {
     char *path;
 
     rich(&a);
-    CU_ASSERT(a.ev[8].flags & HOFF__TEV_PINNED);    /* block 3, in a region */
-    CU_ASSERT(a.blocks[2].pinned);                  /* pinned explicitly */
+    CU_ASSERT(a.ev[8].flags & HOFF__TEV_PINNED); /* block 3, in a region */
+    CU_ASSERT(a.blocks[2].pinned);               /* pinned explicitly */
     CU_ASSERT(a.blocks[4].pinned);
     CU_ASSERT(a.blocks[1].retained);
 
@@ -488,7 +499,7 @@ static void test_gzip(void) {
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     CU_ASSERT_EQUAL(fread(magic, 1, 2, f), 2);
     CU_ASSERT(magic[0] == 0x1f && magic[1] == 0x8b);
-    CU_ASSERT_EQUAL(hoff__trace_read(&b, f, err, sizeof err), -EINVAL);  /* not at the start: no magic */
+    CU_ASSERT_EQUAL(hoff__trace_read(&b, f, err, sizeof err), -EINVAL); /* not at the start: no magic */
     hoff__trace_destroy(&b);
     rewind(f);
     CU_ASSERT_EQUAL(hoff__trace_read(&b, f, err, sizeof err), 0);
@@ -561,7 +572,7 @@ static void test_gzip(void) {
 struct bad {
     const char *in;
     int err;
-    const char *msg;    /* the whole message */
+    const char *msg; /* the whole message */
 };
 
 #define H "hoff-trace 1\n"
@@ -653,7 +664,7 @@ static const struct bad bad[] = {
     {H "f\nend\n", -EINVAL, "2:2: expected a live block id, got end of line"},
     {H "end 5\n", -EINVAL, "2:5: expected end of line, got '5'"},
     {H "step_ns 1 2\nend\n", -EINVAL, "2:11: expected end of line, got '2'"},
-    {"\x1f\x8b", -EINVAL, NULL},    /* gzip magic then nothing */
+    {"\x1f\x8b", -EINVAL, NULL}, /* gzip magic then nothing */
     {"\x1f\x8bnot gzip at all", -EINVAL, NULL},
 };
 
@@ -678,7 +689,7 @@ static void test_reader_errors(void) {
             CU_ASSERT_STRING_EQUAL(err, bad[i].msg);
         CU_ASSERT(err[0] != 0);
         CU_ASSERT_STRING_EQUAL(hoff_last_error(), err);
-        CU_ASSERT_EQUAL(t.nev, 0);      /* left empty */
+        CU_ASSERT_EQUAL(t.nev, 0); /* left empty */
         hoff__trace_destroy(&t);
     }
 
@@ -720,7 +731,7 @@ static void test_reader_errors_streaming(void) {
 
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     fputs(H "budget 1\n", f);
-    for (i = 0; i < 300000; i++)    /* about 8 MiB: crosses the reader's 4 MiB chunks */
+    for (i = 0; i < 300000; i++) /* about 8 MiB: crosses the reader's 4 MiB chunks */
         fprintf(f, "a %u 4096 1 0 %u\nf %u 0 %u\n", i, i, i, i);
     fputs("f 7 0 1\nend\n", f);
     rewind(f);
@@ -772,7 +783,7 @@ static void test_reader_errors_streaming(void) {
         fclose(f);
         assert_same(&a, &t);
         hoff__trace_destroy(&t);
-        memset(name, ' ', n);   /* each space is written as 4 bytes */
+        memset(name, ' ', n); /* each space is written as 4 bytes */
         CU_ASSERT_EQUAL(hoff__trace_name(&a, name), 1);
         f = tmpfile();
         CU_ASSERT_EQUAL(hoff__trace_write(&a, f), -ENAMETOOLONG);
@@ -788,23 +799,23 @@ static void test_reader_errors_streaming(void) {
  * file may have them. */
 static const char kept_text[] = H "name 0 f\n"
                                   "name 1 b\n"
-                                  "o 0 1 fwd\n"                         /* 0 */
-                                  "a 0 4194304 1 0 2 k\n"               /* 1 */
-                                  "a 1 4194304 1 0 3 4 p k\n"           /* 2 */
-                                  "a 2 4194304 1 0 5 k p\n"             /* 3: written "p k" */
-                                  "a 3 4194304 0 0 6 7 k\n"             /* 4: a device-pool block kept */
-                                  "a 4 4194304 1 0 8 p\n"               /* 5 */
-                                  "rb 9\n"                              /* 6 */
-                                  "a 5 4194304 1 0 10 k\n"              /* 7: pinned by its region, written "p k" */
-                                  "re 11\n"                             /* 8 */
-                                  "o 1 12 13 bwd\n"                     /* 9 */
-                                  "o - 14 loss\n"                       /* 10 */
-                                  "o 0 15 18446744073709551615 opt\n"   /* 11: written without the unknown time */
-                                  "o - 16 17\n"                         /* 12 */
-                                  "o - 18\n"                            /* 13 */
-                                  "w 0 0 19\n"                          /* 14 */
-                                  "f 0 0 20\n"                          /* 15 */
-                                  "f 4 0 21\n"                          /* 16 */
+                                  "o 0 1 fwd\n"                       /* 0 */
+                                  "a 0 4194304 1 0 2 k\n"             /* 1 */
+                                  "a 1 4194304 1 0 3 4 p k\n"         /* 2 */
+                                  "a 2 4194304 1 0 5 k p\n"           /* 3: written "p k" */
+                                  "a 3 4194304 0 0 6 7 k\n"           /* 4: a device-pool block kept */
+                                  "a 4 4194304 1 0 8 p\n"             /* 5 */
+                                  "rb 9\n"                            /* 6 */
+                                  "a 5 4194304 1 0 10 k\n"            /* 7: pinned by its region, written "p k" */
+                                  "re 11\n"                           /* 8 */
+                                  "o 1 12 13 bwd\n"                   /* 9 */
+                                  "o - 14 loss\n"                     /* 10 */
+                                  "o 0 15 18446744073709551615 opt\n" /* 11: written without the unknown time */
+                                  "o - 16 17\n"                       /* 12 */
+                                  "o - 18\n"                          /* 13 */
+                                  "w 0 0 19\n"                        /* 14 */
+                                  "f 0 0 20\n"                        /* 15 */
+                                  "f 4 0 21\n"                        /* 16 */
                                   "end\n";
 
 static char *text_of(const struct hoff__trace *t, size_t *len) {
@@ -825,14 +836,20 @@ static void test_kept_and_phases(void) {
         size_t ev;
         unsigned phase;
         uint64_t gpu;
-    } ops[] = {{0, HOFF_PHASE_FORWARD, UNK}, {9, HOFF_PHASE_BACKWARD, 13}, {10, HOFF_PHASE_LOSS, UNK},
-               {11, HOFF_PHASE_OPTIMIZER, UNK}, {12, HOFF_PHASE_NONE, 17}, {13, HOFF_PHASE_NONE, UNK}};
-    static const char *const lines[] = {"\no 0 1 fwd\n",           "\na 0 4194304 1 0 2 k\n",
-                                        "\na 1 4194304 1 0 3 4 p k\n", "\na 2 4194304 1 0 5 p k\n",
-                                        "\na 3 4194304 0 0 6 7 k\n",  "\na 4 4194304 1 0 8 p\n",
-                                        "\na 5 4194304 1 0 10 p k\n", "\no 1 12 13 bwd\n",
-                                        "\no - 14 loss\n",            "\no 0 15 opt\n",
-                                        "\no - 16 17\n",              "\no - 18\n"};
+    } ops[] = {{0, HOFF_PHASE_FORWARD, UNK},    {9, HOFF_PHASE_BACKWARD, 13}, {10, HOFF_PHASE_LOSS, UNK},
+               {11, HOFF_PHASE_OPTIMIZER, UNK}, {12, HOFF_PHASE_NONE, 17},    {13, HOFF_PHASE_NONE, UNK}};
+    static const char *const lines[] = {"\no 0 1 fwd\n",
+                                        "\na 0 4194304 1 0 2 k\n",
+                                        "\na 1 4194304 1 0 3 4 p k\n",
+                                        "\na 2 4194304 1 0 5 p k\n",
+                                        "\na 3 4194304 0 0 6 7 k\n",
+                                        "\na 4 4194304 1 0 8 p\n",
+                                        "\na 5 4194304 1 0 10 p k\n",
+                                        "\no 1 12 13 bwd\n",
+                                        "\no - 14 loss\n",
+                                        "\no 0 15 opt\n",
+                                        "\no - 16 17\n",
+                                        "\no - 18\n"};
     struct hoff__trace a, b;
     struct hoff__tev e;
     char err[256], *t1, *t2;
@@ -935,10 +952,10 @@ static void test_offload_peak_kept(void) {
     e.flags = HOFF__TEV_KEPT;
     e.t_gpu_ns = UNK;
     e.name = UINT32_MAX;
-    CU_ASSERT_EQUAL(hoff__trace_append(&t, &e), 0);  /* 1: kept, 1000 of device memory */
-    CU_ASSERT_EQUAL(ev_alloc(&t, 2, 50, 1, 0), 0);   /* 2: 150 managed */
+    CU_ASSERT_EQUAL(hoff__trace_append(&t, &e), 0); /* 1: kept, 1000 of device memory */
+    CU_ASSERT_EQUAL(ev_alloc(&t, 2, 50, 1, 0), 0);  /* 2: 150 managed */
     CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_FREE, 0, 0, 0), 0);
-    CU_ASSERT_EQUAL(ev_alloc(&t, 3, 120, 1, 0), 0);  /* 4: 170 managed */
+    CU_ASSERT_EQUAL(ev_alloc(&t, 3, 120, 1, 0), 0); /* 4: 170 managed */
     CU_ASSERT_EQUAL(ev_blk(&t, HOFF__TEV_FREE, 1, 0, 0), 0);
     /* While appending (before hoff__trace_finish) and after it. */
     CU_ASSERT_EQUAL(hoff__trace_offload_peak(&t, NULL, &at), 170);
@@ -1084,7 +1101,9 @@ static void test_ten_million(void) {
         e.t_gpu_ns = r & 1 ? tc + 100 : UNK;
         e.stream = 0;
         switch ((r >> 8) % 8) {
-        case 0: case 1: case 2:
+        case 0:
+        case 1:
+        case 2:
             if (nlive < 64) {
                 e.kind = HOFF__TEV_ALLOC;
                 e.block = a.nblocks;
@@ -1093,7 +1112,8 @@ static void test_ten_million(void) {
                 live[nlive++] = a.nblocks;
                 break;
             } /* fall through */
-        case 3: case 4:
+        case 3:
+        case 4:
             if (nlive) {
                 k = (uint32_t)((r >> 20) % nlive);
                 e.kind = HOFF__TEV_FREE;
@@ -1101,16 +1121,15 @@ static void test_ten_million(void) {
                 live[k] = live[--nlive];
                 break;
             } /* fall through */
-        case 5: case 6:
+        case 5:
+        case 6:
             if (nlive) {
                 e.kind = HOFF__TEV_ACCESS;
                 e.block = live[(r >> 20) % nlive];
                 e.flags = (r >> 40) & 1;
                 break;
             } /* fall through */
-        default:
-            e.kind = HOFF__TEV_OP;
-            e.name = (r >> 30) & 1 ? ops[(r >> 32) % 16] : UINT32_MAX;
+        default: e.kind = HOFF__TEV_OP; e.name = (r >> 30) & 1 ? ops[(r >> 32) % 16] : UINT32_MAX;
         }
         CU_ASSERT_EQUAL_FATAL(hoff__trace_append(&a, &e), 0);
     }

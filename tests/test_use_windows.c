@@ -16,19 +16,19 @@
  *   b in use on 1..1, 4..5, 11..12 (open to the step's end). */
 static void window_trace(struct hoff__trace *t, uint32_t *a, uint32_t *b) {
     hoff_test_trace_begin(t);
-    *a = hoff_test_al(t, 100);      /* 0 */
-    *b = hoff_test_al(t, 50);       /* 1 */
-    hoff_test_op(t);                /* 2: closes both allocs' windows */
-    hoff_test_ac(t, *a, 0);         /* 3 */
-    hoff_test_ac(t, *b, 1);         /* 4 */
-    hoff_test_ac(t, *a, 0);         /* 5: inside a's open window */
-    hoff_test_op(t);                /* 6 */
-    hoff_test_op(t);                /* 7 */
-    hoff_test_ac(t, *a, 0);         /* 8 */
-    hoff_test_al_pool(t, 0, 10);    /* 9: a device-pool block, freed at 12 */
-    hoff_test_fr(t, *a);            /* 10: closes a's window */
-    hoff_test_ac(t, *b, 0);         /* 11 */
-    hoff_test_fr(t, 2);             /* 12 */
+    *a = hoff_test_al(t, 100);   /* 0 */
+    *b = hoff_test_al(t, 50);    /* 1 */
+    hoff_test_op(t);             /* 2: closes both allocs' windows */
+    hoff_test_ac(t, *a, 0);      /* 3 */
+    hoff_test_ac(t, *b, 1);      /* 4 */
+    hoff_test_ac(t, *a, 0);      /* 5: inside a's open window */
+    hoff_test_op(t);             /* 6 */
+    hoff_test_op(t);             /* 7 */
+    hoff_test_ac(t, *a, 0);      /* 8 */
+    hoff_test_al_pool(t, 0, 10); /* 9: a device-pool block, freed at 12 */
+    hoff_test_fr(t, *a);         /* 10: closes a's window */
+    hoff_test_ac(t, *b, 0);      /* 11 */
+    hoff_test_fr(t, 2);          /* 12 */
     hoff_test_fin(t);
     CU_ASSERT_EQUAL_FATAL(t->nev, 13);
     CU_ASSERT_EQUAL_FATAL(t->blocks[*b].retained, 1);
@@ -109,7 +109,8 @@ static void test_schedule_peak_windows(void) {
         for (k = 0; k < cases[i].n; k++)
             CU_ASSERT_EQUAL_FATAL(hoff__schedule_add(&s, cases[i].act[k][0], (int)cases[i].act[k][1],
                                                      (int)cases[i].act[k][2], blk[cases[i].act[k][3]],
-                                                     cases[i].act[k][2] == HOFF__ACT_EVICT ? 0 : UINT32_MAX), 0);
+                                                     cases[i].act[k][2] == HOFF__ACT_EVICT ? 0 : UINT32_MAX),
+                                  0);
         CU_ASSERT_EQUAL(hoff__schedule_peak(&t, &s, &peak, &pev), cases[i].rc);
         if (cases[i].rc == 0) {
             CU_ASSERT_EQUAL(hoff__schedule_resident(&t, &s, res, &peak, &pev), 0);
@@ -139,7 +140,10 @@ static void test_gaps_between_windows(void) {
      * 2..3 and 6..10, no tail after 11 (retained). */
     {
         const struct hoff__gap want[] = {
-            {100, 1, 3, a, 0}, {100, 5, 8, a, 0}, {50, 1, 4, b, 1}, {50, 5, 11, b, 4},
+            {100, 1, 3, a, 0},
+            {100, 5, 8, a, 0},
+            {50, 1, 4, b, 1},
+            {50, 5, 11, b, 4},
         };
 
         CU_ASSERT_EQUAL_FATAL(ng, 4);

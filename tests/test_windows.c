@@ -117,7 +117,7 @@ static void step(int marks, uint64_t k, struct tally *t) {
     }
     for (l = LAYERS; l >= 0; l--) {
         CU_ASSERT_EQUAL(hoff_mark_op(ctx, "backward"), 0);
-        mark(act[l], 0, marks); /* unpack */
+        mark(act[l], 0, marks);          /* unpack */
         grad = hoff_malloc(ctx, ACT, S); /* the backward formula's output */
         CU_ASSERT_PTR_NOT_NULL_FATAL(grad);
         kernels_run_late();
@@ -148,8 +148,9 @@ static void run(const char *planner, int pct, int marks) {
         step(marks, k + 1, &t);
     CU_ASSERT_EQUAL(hoff_stats_get(ctx, &st), 0);
     if (t.wrong || t.faults || st.window_violations)
-        fprintf(stderr, "\n  %s at %d%%, marks %s: %" PRIu64 " reads, %" PRIu64 " wrong, %" PRIu64
-                        " on protected pages, %" PRIu64 " window violations\n",
+        fprintf(stderr,
+                "\n  %s at %d%%, marks %s: %" PRIu64 " reads, %" PRIu64 " wrong, %" PRIu64
+                " on protected pages, %" PRIu64 " window violations\n",
                 planner, pct, marks ? "on" : "off", t.reads, t.wrong, t.faults, st.window_violations);
     CU_ASSERT_EQUAL(t.reads, (uint64_t)STEPS * (2 * LAYERS + 1));
     CU_ASSERT_EQUAL(t.wrong, 0);

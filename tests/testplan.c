@@ -173,8 +173,7 @@ void hoff_test_check_schedule(const struct hoff__trace *t, const struct hoff__sc
             CU_ASSERT(a->when == HOFF__ACT_AFTER);
             CU_ASSERT(a->copy_ev <= a->ev);
         } else {
-            CU_ASSERT(a->kind == HOFF__ACT_PREFETCH ? a->when == HOFF__ACT_BEFORE
-                                                    : a->when == HOFF__ACT_AFTER);
+            CU_ASSERT(a->kind == HOFF__ACT_PREFETCH ? a->when == HOFF__ACT_BEFORE : a->when == HOFF__ACT_AFTER);
         }
     }
     CU_ASSERT_EQUAL(d2h, s->bytes_d2h);
@@ -183,8 +182,7 @@ void hoff_test_check_schedule(const struct hoff__trace *t, const struct hoff__sc
 
 void hoff_test_plan_g(const struct hoff__trace *t, uint64_t budget, uint32_t ga, uint32_t gb,
                       struct hoff__schedule *s) {
-    struct hoff__plan_opts o = {.budget_bytes = budget, .guard_after_alloc = ga,
-                                .guard_before_free = gb};
+    struct hoff__plan_opts o = {.budget_bytes = budget, .guard_after_alloc = ga, .guard_before_free = gb};
 
     hoff__schedule_init(s);
     CU_ASSERT_EQUAL_FATAL(hoff__planner_greedy.build(t, &o, s), 0);

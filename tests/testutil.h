@@ -114,8 +114,7 @@ int hoff_test_count(const struct hoff__schedule *s, int kind, uint32_t block);
 const struct hoff__action *hoff_test_one(const struct hoff__schedule *s, int kind, uint32_t block);
 int hoff_test_in_use(const struct hoff__trace *t, uint32_t b, uint32_t x);
 void hoff_test_check_schedule(const struct hoff__trace *t, const struct hoff__schedule *s);
-void hoff_test_plan_g(const struct hoff__trace *t, uint64_t budget, uint32_t ga, uint32_t gb,
-                      struct hoff__schedule *s);
+void hoff_test_plan_g(const struct hoff__trace *t, uint64_t budget, uint32_t ga, uint32_t gb, struct hoff__schedule *s);
 void hoff_test_plan(const struct hoff__trace *t, uint64_t budget, struct hoff__schedule *s);
 void hoff_test_plan_build(const struct hoff__trace *t, uint64_t budget, struct hoff__schedule *s);
 

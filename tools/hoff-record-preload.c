@@ -44,21 +44,21 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 enum { MODE_OFF = 0, MODE_WHOLE, MODE_MARKS };
 
 struct entry {
-    void *ptr;          /* NULL empty, TOMB deleted */
+    void *ptr; /* NULL empty, TOMB deleted */
     uint64_t size;
-    uint64_t seq;       /* serial of the allocation, from 1, over the process's life */
-    uint32_t id;        /* block id in the trace being recorded, or NO_ID */
+    uint64_t seq; /* serial of the allocation, from 1, over the process's life */
+    uint32_t id;  /* block id in the trace being recorded, or NO_ID */
 };
 #define TOMB ((void *)1)
 
 static struct {
-    int mode;                   /* MODE_OFF until the constructor has read the environment */
-    int child;                  /* a fork()ed child: tracks nothing, writes nothing */
+    int mode;  /* MODE_OFF until the constructor has read the environment */
+    int child; /* a fork()ed child: tracks nothing, writes nothing */
     uint64_t threshold;
-    long record_step;           /* which marked step to record (0-based) */
+    long record_step; /* which marked step to record (0-based) */
     char output[4096];
-    char status[4096];          /* HOFF_RECORD_STATUS: a line per written trace goes here ("" = none) */
-    struct hoff__rank rank;     /* RANK / WORLD_SIZE: %r in the output path */
+    char status[4096];      /* HOFF_RECORD_STATUS: a line per written trace goes here ("" = none) */
+    struct hoff__rank rank; /* RANK / WORLD_SIZE: %r in the output path */
     int quiet;
     /* live tracked allocations */
     struct entry *tab;
@@ -68,12 +68,12 @@ static struct {
     /* steps */
     long steps_begun, steps_ended;
     int in_step;
-    int recording;              /* the trace below is being filled */
-    int written;                /* the trace has been written */
-    int failed;                 /* recording failed (out of memory): nothing will be written */
-    int regions;                /* open regions in the recording */
-    int phase;                  /* enum hoff_phase of the op marks to come (hoff_record_set_phase) */
-    uint64_t kept;              /* blocks of the recording flagged kept (hoff_record_keep) */
+    int recording; /* the trace below is being filled */
+    int written;   /* the trace has been written */
+    int failed;    /* recording failed (out of memory): nothing will be written */
+    int regions;   /* open regions in the recording */
+    int phase;     /* enum hoff_phase of the op marks to come (hoff_record_set_phase) */
+    uint64_t kept; /* blocks of the recording flagged kept (hoff_record_keep) */
     uint64_t t0;
     struct hoff__trace trace;
 } R;
@@ -432,8 +432,8 @@ static void finish_recording(const char *what) {
     }
     R.written = 1;
     report_written(path);
-    say("%s: %zu events, %u blocks of at least %" PRIu64 " bytes, %.3f s -> %s", what, R.trace.nev,
-        R.trace.nblocks, R.threshold, (double)R.trace.step_ns / 1e9, path);
+    say("%s: %zu events, %u blocks of at least %" PRIu64 " bytes, %.3f s -> %s", what, R.trace.nev, R.trace.nblocks,
+        R.threshold, (double)R.trace.step_ns / 1e9, path);
     hoff__trace_destroy(&R.trace);
     hoff__trace_init(&R.trace);
 }
@@ -441,14 +441,14 @@ static void finish_recording(const char *what) {
 /* --- marks from the framework (the Python package finds these with dlsym) ----------- */
 
 /* Run fn under the lock with the recorder's allocations passing through. */
-#define MARK_BEGIN()                                                           \
-    int saved_in_rec_ = in_rec;                                                \
-    if (R.mode == MODE_OFF || R.child)                                         \
-        return -ENODEV;                                                        \
-    in_rec = 1;                                                                \
+#define MARK_BEGIN()                   \
+    int saved_in_rec_ = in_rec;        \
+    if (R.mode == MODE_OFF || R.child) \
+        return -ENODEV;                \
+    in_rec = 1;                        \
     pthread_mutex_lock(&lock)
-#define MARK_END()                                                             \
-    pthread_mutex_unlock(&lock);                                               \
+#define MARK_END()               \
+    pthread_mutex_unlock(&lock); \
     in_rec = saved_in_rec_
 
 EXPORT int hoff_record_active(void) {
@@ -501,8 +501,7 @@ static int close_step(int aborted) {
             hoff__trace_destroy(&R.trace);
             hoff__trace_init(&R.trace);
             R.record_step = R.steps_begun; /* the next step */
-            say("step %ld aborted while being recorded; recording step %ld instead", R.steps_begun - 1,
-                R.record_step);
+            say("step %ld aborted while being recorded; recording step %ld instead", R.steps_begun - 1, R.record_step);
         }
     }
     MARK_END();
@@ -719,8 +718,7 @@ __attribute__((constructor)) static void rec_init(void) {
         snprintf(R.status, sizeof R.status, "%s", status);
     R.threshold = (uint64_t)1 << 20;
     if (thr && *thr && (hoff__parse_size(thr, &R.threshold) != 0 || R.threshold == 0)) {
-        say("HOFF_RECORD_THRESHOLD='%s': expected a size of at least 1 byte (4096, 64K, 1M): recording nothing",
-            thr);
+        say("HOFF_RECORD_THRESHOLD='%s': expected a size of at least 1 byte (4096, 64K, 1M): recording nothing", thr);
         goto out;
     }
     R.record_step = 1;

@@ -48,10 +48,10 @@ extern void *__libc_memalign(size_t align, size_t size);
 #define MAP_ENTRIES ((size_t)1 << (47 - GRAIN_SHIFT))
 
 static uintptr_t *gmap;
-static hoff_ctx *ctx;          /* set by hoff_simload_arm; NULL: everything goes to glibc */
-static pid_t owner_pid;        /* a fork()ed child routes nothing and frees no hoff block */
+static hoff_ctx *ctx;   /* set by hoff_simload_arm; NULL: everything goes to glibc */
+static pid_t owner_pid; /* a fork()ed child routes nothing and frees no hoff block */
 static pthread_t pager;
-static int pager_tid;          /* the pager's own faults are never its to handle */
+static int pager_tid; /* the pager's own faults are never its to handle */
 static struct sigaction prev_segv;
 
 /* Counters (atomics): what this layer did. */
@@ -90,8 +90,8 @@ struct req {
     int rc;
 };
 
-static struct req *queue;      /* a lock-free stack of pending requests */
-static int queue_seq;          /* futex word: bumped at every push */
+static struct req *queue; /* a lock-free stack of pending requests */
+static int queue_seq;     /* futex word: bumped at every push */
 
 static long futex(int *w, int op, int val) {
     return syscall(SYS_futex, w, op, val, NULL, NULL, 0);
@@ -186,8 +186,7 @@ static void *pager_main(void *arg) {
             if (rc)
                 __atomic_add_fetch(&n_touch_errors, 1, __ATOMIC_RELAXED);
             if (rc && rc != -ENODATA)
-                fprintf(stderr, "hoff --sim: paging in block %p failed: %s\n", (void *)r->base,
-                        hoff_last_error());
+                fprintf(stderr, "hoff --sim: paging in block %p failed: %s\n", (void *)r->base, hoff_last_error());
             r->rc = rc;
             __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
             futex(&r->done, FUTEX_WAKE_PRIVATE, 1);
@@ -211,8 +210,8 @@ EXPORT int hoff_simload_arm(hoff_ctx *c) {
     }
     if (ctx)
         return -EALREADY;
-    gmap = mmap(NULL, MAP_ENTRIES * sizeof *gmap, PROT_READ | PROT_WRITE,
-                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    gmap = mmap(NULL, MAP_ENTRIES * sizeof *gmap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                -1, 0);
     if (gmap == MAP_FAILED) {
         gmap = NULL;
         fprintf(stderr, "hoff --sim: cannot reserve the granule map: %s\n", strerror(errno));
@@ -361,23 +360,23 @@ static int touch_iov(const struct iovec *iov, int cnt) {
     return any;
 }
 
-#define REAL(name) \
+#define REAL(name)                        \
     static __typeof__(name) *real_##name; \
-    if (!real_##name) \
-        real_##name = (__typeof__(name) *)dlsym(RTLD_NEXT, #name)
+    if (!real_##name)                     \
+    real_##name = (__typeof__(name) *)dlsym(RTLD_NEXT, #name)
 
 /* Run call after touch; again (at most 8 times) while it fails with EFAULT on a hoff buffer. */
-#define IO(T, touch, call) \
-    do { \
-        int any_, tries_ = 0; \
-        T r_; \
-        for (;;) { \
-            any_ = (touch); \
-            r_ = (call); \
+#define IO(T, touch, call)                                           \
+    do {                                                             \
+        int any_, tries_ = 0;                                        \
+        T r_;                                                        \
+        for (;;) {                                                   \
+            any_ = (touch);                                          \
+            r_ = (call);                                             \
             if (r_ >= 0 || errno != EFAULT || !any_ || ++tries_ > 8) \
-                return r_; \
-            __atomic_add_fetch(&n_io_retries, 1, __ATOMIC_RELAXED); \
-        } \
+                return r_;                                           \
+            __atomic_add_fetch(&n_io_retries, 1, __ATOMIC_RELAXED);  \
+        }                                                            \
     } while (0)
 
 EXPORT ssize_t read(int fd, void *buf, size_t n) {

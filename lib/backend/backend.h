@@ -22,12 +22,12 @@ enum hoff__xfer_dir { HOFF__XFER_D2H = 0, HOFF__XFER_H2D = 1 };
 
 /* What a backend had to give up on, for the statistics (all counts). */
 struct hoff__be_counters {
-    uint64_t numa_refusals;    /* evictions the driver refused at a host NUMA node: that node's
-                                  evictions go to plain host memory from then on */
+    uint64_t numa_refusals;     /* evictions the driver refused at a host NUMA node: that node's
+                                   evictions go to plain host memory from then on */
     uint64_t discard_fallbacks; /* discards done as evictions (the driver refused the discard, or the
                                    toolkit has none) */
-    uint64_t drop_refusals;    /* host copies of spilled blocks the driver would not drop: they keep
-                                  their host pages */
+    uint64_t drop_refusals;     /* host copies of spilled blocks the driver would not drop: they keep
+                                   their host pages */
 };
 
 /* Every op returns 0 or -errno unless said otherwise.  "after" may be NULL
@@ -73,12 +73,9 @@ struct hoff__backend_ops {
      * complete.  evict: device -> host (prefetch to a host location and
      * advise); prefetch: host -> device; discard: drop the device pages
      * without a copy (contents undefined afterwards). */
-    int (*evict)(struct hoff__backend *be, void *p, size_t size,
-                 hoff__event *after, hoff__event *done);
-    int (*prefetch)(struct hoff__backend *be, void *p, size_t size,
-                    hoff__event *after, hoff__event *done);
-    int (*discard)(struct hoff__backend *be, void *p, size_t size,
-                   hoff__event *after, hoff__event *done);
+    int (*evict)(struct hoff__backend *be, void *p, size_t size, hoff__event *after, hoff__event *done);
+    int (*prefetch)(struct hoff__backend *be, void *p, size_t size, hoff__event *after, hoff__event *done);
+    int (*discard)(struct hoff__backend *be, void *p, size_t size, hoff__event *after, hoff__event *done);
 
     /* The next transfer in direction dir (enum hoff__xfer_dir: evict and
      * discard run D2H, prefetch H2D) from this thread also waits for ev: a
@@ -109,8 +106,7 @@ struct hoff__backend_ops {
      * A mapping that is not resident is used by work on stream s: page it in
      * before that work (sim: now; cuda: a prefetch on s).  *stall_ns gets the
      * time s waited (sim; 0 on cuda, where s itself waits). */
-    int (*fault)(struct hoff__backend *be, void *p, size_t size, hoff_stream s,
-                 uint64_t *stall_ns);
+    int (*fault)(struct hoff__backend *be, void *p, size_t size, hoff_stream s, uint64_t *stall_ns);
     /* Make a discarded mapping resident again with undefined contents; work
      * queued on stream s from now on (the block's new user) is ordered
      * after it, since a write concurrent with a discard is undefined. */
@@ -139,13 +135,11 @@ struct hoff__backend_ops {
      * only, account a write (write != 0) or read of bytes on the simulated
      * NVMe after `after`, recording `done` when it would complete.  Called
      * from hoff's tier thread, never while another op runs on the mapping. */
-    int (*evict_node)(struct hoff__backend *be, void *p, size_t size, int node,
-                      hoff__event *after, hoff__event *done);
+    int (*evict_node)(struct hoff__backend *be, void *p, size_t size, int node, hoff__event *after, hoff__event *done);
     int (*host_bytes)(struct hoff__backend *be, void *p, size_t size, void **host);
     int (*host_drop)(struct hoff__backend *be, void *p, size_t size);
     int (*host_make)(struct hoff__backend *be, void *p, size_t size, void **host);
-    int (*nvme_model)(struct hoff__backend *be, uint64_t bytes, int write, hoff__event *after,
-                      hoff__event *done);
+    int (*nvme_model)(struct hoff__backend *be, uint64_t bytes, int write, hoff__event *after, hoff__event *done);
     /* The GPU's PCI bus id ("0000:41:00.0"), for NUMA placement; NULL on sim. */
     int (*pci_bus_id)(struct hoff__backend *be, char *buf, size_t len);
 };
@@ -164,10 +158,10 @@ int hoff__cuda_current_device(void);
 
 /* sim only: counters for tests and reports (zero on other backends). */
 struct hoff__sim_counters {
-    uint64_t now_ns;          /* virtual clock */
-    uint64_t d2h_busy_until;  /* D2H copy engine free from */
-    uint64_t h2d_busy_until;  /* H2D copy engine free from */
-    uint64_t device_used;     /* dev pool + resident managed bytes */
+    uint64_t now_ns;         /* virtual clock */
+    uint64_t d2h_busy_until; /* D2H copy engine free from */
+    uint64_t h2d_busy_until; /* H2D copy engine free from */
+    uint64_t device_used;    /* dev pool + resident managed bytes */
     uint64_t peak_device_used;
     uint64_t bytes_d2h, bytes_h2d, bytes_faulted;
     uint64_t faults, fault_stall_ns, wait_stall_ns;
@@ -175,7 +169,7 @@ struct hoff__sim_counters {
     uint64_t nvme_busy_until; /* the simulated NVMe is free from */
     uint64_t bytes_nvme_written, bytes_nvme_read;
     uint64_t issuer_busy_until; /* the issuing thread is done with its last call at */
-    uint64_t transfer_calls;  /* evict, prefetch and discard calls */
+    uint64_t transfer_calls;    /* evict, prefetch and discard calls */
     uint64_t window_violations; /* evicts and discards of a range inside an open use
                                    window, or not ordered after its close */
 };

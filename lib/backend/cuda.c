@@ -33,9 +33,8 @@ int hoff__cuda_fail(cudaError_t e, const char *fmt, ...) {
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
     (void)cudaGetLastError(); /* ours: do not leave it to the framework */
-    return hoff__error(e == cudaErrorMemoryAllocation ? -ENOMEM : -EIO,
-                       "cuda: %s: %s (%s)", what, cudaGetErrorString(e),
-                       cudaGetErrorName(e));
+    return hoff__error(e == cudaErrorMemoryAllocation ? -ENOMEM : -EIO, "cuda: %s: %s (%s)", what,
+                       cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
 /* ---- the current device ----------------------------------------------------- */
@@ -121,8 +120,7 @@ static void cuda_close(struct hoff__backend *be) {
 
         if (e != cudaSuccess) {
             (void)cudaGetLastError();
-            hoff__log(HOFF_LOG_WARN, "cuda: cudaDeviceSynchronize at close: %s",
-                      cudaGetErrorString(e));
+            hoff__log(HOFF_LOG_WARN, "cuda: cudaDeviceSynchronize at close: %s", cudaGetErrorString(e));
         }
     }
     destroy_stream(b->d2h);
@@ -143,8 +141,8 @@ static void cuda_close(struct hoff__backend *be) {
     if (n) {
         char sz[32];
 
-        hoff__log(HOFF_LOG_WARN, "cuda: %zu managed mapping%s (%s) still mapped at close; released",
-                  n, n == 1 ? "" : "s", hoff__fmt_size(bytes, sz, sizeof sz));
+        hoff__log(HOFF_LOG_WARN, "cuda: %zu managed mapping%s (%s) still mapped at close; released", n,
+                  n == 1 ? "" : "s", hoff__fmt_size(bytes, sz, sizeof sz));
     }
     hoff__cuda_dev_leave(b, saved);
     pthread_mutex_destroy(&b->lock);
@@ -229,8 +227,7 @@ static int open_pick_device(const struct hoff_config *cfg) {
     e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
-        return hoff__error(-ENODEV, "cuda: no CUDA device (cudaGetDeviceCount: %s)",
-                           cudaGetErrorString(e));
+        return hoff__error(-ENODEV, "cuda: no CUDA device (cudaGetDeviceCount: %s)", cudaGetErrorString(e));
     }
     if (n <= 0)
         return hoff__error(-ENODEV, "cuda: no CUDA device (cudaGetDeviceCount: 0 devices)");
@@ -239,8 +236,10 @@ static int open_pick_device(const struct hoff_config *cfg) {
         dev = 0;
     }
     if (dev < 0 || dev >= n)
-        return hoff__error(-ENODEV, "cuda: no CUDA device %d (HOFF_DEVICE, or LOCAL_RANK when HOFF_DEVICE is -1): %d device%s, "
-                           "ordinals 0..%d", dev, n, n == 1 ? "" : "s", n - 1);
+        return hoff__error(-ENODEV,
+                           "cuda: no CUDA device %d (HOFF_DEVICE, or LOCAL_RANK when HOFF_DEVICE is -1): %d device%s, "
+                           "ordinals 0..%d",
+                           dev, n, n == 1 ? "" : "s", n - 1);
     return dev;
 }
 
@@ -259,14 +258,17 @@ static int open_check_device(struct cuda_be *b, int dev) {
     attr(&managed, cudaDevAttrManagedMemory, dev);
     attr(&cma, cudaDevAttrConcurrentManagedAccess, dev);
     if (!managed)
-        return hoff__error(-ENODEV, "cuda: device %d (%s) cannot allocate managed memory "
+        return hoff__error(-ENODEV,
+                           "cuda: device %d (%s) cannot allocate managed memory "
                            "(cudaDevAttrManagedMemory = 0); hoff offloads through managed memory",
                            dev, b->name);
     if (!cma)
-        return hoff__error(-ENODEV, "cuda: device %d (%s) has no concurrent managed access "
+        return hoff__error(-ENODEV,
+                           "cuda: device %d (%s) has no concurrent managed access "
                            "(cudaDevAttrConcurrentManagedAccess = 0: Windows/WSL, a GPU older than "
                            "Pascal, or a virtual GPU without it), so managed memory cannot be "
-                           "prefetched; hoff needs it", dev, b->name);
+                           "prefetched; hoff needs it",
+                           dev, b->name);
     return 0;
 }
 
@@ -279,10 +281,8 @@ static int open_streams(struct cuda_be *b, int dev) {
         (void)cudaGetLastError();
         greatest = 0;
     }
-    if ((rc = make_stream(&b->d2h, greatest, "D2H")) ||
-        (rc = make_stream(&b->h2d, greatest, "H2D")) ||
-        (rc = make_stream(&b->pop, greatest, "populate")) ||
-        (rc = make_stream(&b->drop, least, "host drop")))
+    if ((rc = make_stream(&b->d2h, greatest, "D2H")) || (rc = make_stream(&b->h2d, greatest, "H2D")) ||
+        (rc = make_stream(&b->pop, greatest, "populate")) || (rc = make_stream(&b->drop, least, "host drop")))
         return rc;
 
     b->dev_loc.type = cudaMemLocationTypeDevice;
@@ -337,9 +337,11 @@ int hoff__backend_open_cuda(const struct hoff_config *cfg, struct hoff__backend 
 
     if (cudaMemGetInfo(&f, &t) != cudaSuccess)
         (void)cudaGetLastError();
-    hoff__log(HOFF_LOG_INFO, "cuda: device %d (%s): %s free of %s; evictions go to %s; "
-              "discard: %s", dev, b->name, hoff__fmt_size(f, sf, sizeof sf),
-              hoff__fmt_size(t, st, sizeof st), hoff__cuda_loc_text(b->host_loc, lt, sizeof lt),
+    hoff__log(HOFF_LOG_INFO,
+              "cuda: device %d (%s): %s free of %s; evictions go to %s; "
+              "discard: %s",
+              dev, b->name, hoff__fmt_size(f, sf, sizeof sf), hoff__fmt_size(t, st, sizeof st),
+              hoff__cuda_loc_text(b->host_loc, lt, sizeof lt),
               HAVE_DECL_CUDAMEMDISCARDBATCHASYNC ? "cudaMemDiscardBatchAsync" : "evict (no discard API)");
     hoff__cuda_dev_leave(b, saved);
     *out = &b->be;

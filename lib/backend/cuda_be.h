@@ -101,7 +101,8 @@
 #define cuda_prefetch_ cudaMemPrefetchAsync_v2
 #define cuda_advise_ cudaMemAdvise_v2
 #else
-#error "the cuda backend needs CUDA 12.2 or later (cudaMemPrefetchAsync with a cudaMemLocation); configure --without-cuda"
+#error \
+    "the cuda backend needs CUDA 12.2 or later (cudaMemPrefetchAsync with a cudaMemLocation); configure --without-cuda"
 #endif
 
 #ifndef HAVE_DECL_CUDAMEMDISCARDBATCHASYNC
@@ -128,17 +129,17 @@ struct cuda_map {
 struct cuda_be {
     struct hoff__backend be; /* first: the ops table */
     int device;
-    cudaStream_t d2h, h2d;   /* copy streams, highest priority, non-blocking */
-    cudaStream_t pop;        /* managed_alloc's initial prefetch */
-    cudaStream_t drop;       /* host_drop's discards (the tier thread's alone) */
+    cudaStream_t d2h, h2d; /* copy streams, highest priority, non-blocking */
+    cudaStream_t pop;      /* managed_alloc's initial prefetch */
+    cudaStream_t drop;     /* host_drop's discards (the tier thread's alone) */
     struct cudaMemLocation dev_loc;
-    struct cudaMemLocation host_loc; /* HostNuma(node) or Host */
+    struct cudaMemLocation host_loc;    /* HostNuma(node) or Host */
     uint64_t numa_bad[NUMA_NODES / 64]; /* atomic bits: the driver refused these nodes */
-    int discard_ok;          /* atomic: 0 once cudaMemDiscardBatchAsync was refused */
-    int drop_ok;             /* atomic: 0 once a discard of a spilled block's host pages was refused */
-    int dap_ok;              /* atomic: 0 once cudaMemDiscardAndPrefetchBatchAsync was refused */
-    struct hoff__be_counters cnt; /* atomics */
-    pthread_mutex_t lock;    /* the mapping table */
+    int discard_ok;                     /* atomic: 0 once cudaMemDiscardBatchAsync was refused */
+    int drop_ok;                        /* atomic: 0 once a discard of a spilled block's host pages was refused */
+    int dap_ok;                         /* atomic: 0 once cudaMemDiscardAndPrefetchBatchAsync was refused */
+    struct hoff__be_counters cnt;       /* atomics */
+    pthread_mutex_t lock;               /* the mapping table */
     struct cuda_map *maps[MAP_BUCKETS];
     size_t nmaps;
     uint64_t mapped_bytes;

@@ -67,8 +67,7 @@ int hoff__cuda_event_elapsed_ns(struct hoff__backend *be, hoff__event *a, hoff__
     if (e == cudaErrorNotReady) {
         clear_not_ready();
         rc = -EAGAIN;
-    }
-    else if (e != cudaSuccess)
+    } else if (e != cudaSuccess)
         rc = hoff__cuda_fail(e, "cudaEventElapsedTime");
     else
         *ns = ms > 0 ? (uint64_t)((double)ms * 1e6 + 0.5) : 0;

@@ -45,8 +45,7 @@ static int map_insert(struct cuda_be *b, void *p, void *base, size_t size) {
 
 /* Unlink the mapping at p into *out: 0, -ENOENT (no such mapping) or
  * -ERANGE (it has another size; left in place, its size in *out_size). */
-static int map_take(struct cuda_be *b, const void *p, size_t size,
-                    struct cuda_map **out, size_t *out_size) {
+static int map_take(struct cuda_be *b, const void *p, size_t size, struct cuda_map **out, size_t *out_size) {
     struct cuda_map **pp, *m;
     int rc = -ENOENT;
 
@@ -187,15 +186,16 @@ int hoff__cuda_managed_alloc(struct hoff__backend *be, size_t size, void **out) 
         }
         p = (void *)(uintptr_t)hoff__align_up((uint64_t)(uintptr_t)base, HOFF__MANAGED_GRAIN);
         HOFF__LOG_ONCE(HOFF_LOG_DEBUG, "cuda: cudaMallocManaged returned an address off the "
-                       "2 MiB grain; over-allocating managed mappings by 2 MiB to align them");
+                                       "2 MiB grain; over-allocating managed mappings by 2 MiB to align them");
     }
     e = cuda_advise_(p, size, cudaMemAdviseSetPreferredLocation, b->dev_loc);
     if (e != cudaSuccess) {
         /* Advice is only a hint: keep going without it. */
         (void)cudaGetLastError();
-        HOFF__LOG_ONCE(HOFF_LOG_WARN, "cuda: cudaMemAdvise(SetPreferredLocation, device %d) "
-                       "failed: %s; managed memory works without it", b->device,
-                       cudaGetErrorString(e));
+        HOFF__LOG_ONCE(HOFF_LOG_WARN,
+                       "cuda: cudaMemAdvise(SetPreferredLocation, device %d) "
+                       "failed: %s; managed memory works without it",
+                       b->device, cudaGetErrorString(e));
     }
     e = cuda_prefetch_(p, size, b->dev_loc, 0, b->pop);
     if (e != cudaSuccess) {
@@ -236,8 +236,7 @@ int hoff__cuda_managed_free(struct hoff__backend *be, void *p, size_t size) {
     if (rc == -ENOENT) {
         rc = hoff__error(-EINVAL, "cuda: managed_free(%p): not a managed mapping of this backend", p);
     } else if (rc == -ERANGE) {
-        rc = hoff__error(-EINVAL, "cuda: managed_free(%p, %zu): the mapping has %zu bytes",
-                         p, size, have);
+        rc = hoff__error(-EINVAL, "cuda: managed_free(%p, %zu): the mapping has %zu bytes", p, size, have);
     } else {
         e = cudaFree(m->base);
         if (e != cudaSuccess)

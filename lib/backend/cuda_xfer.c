@@ -106,8 +106,7 @@ static int numa_refused(struct cuda_be *b, int node) {
 /* Prefetch (p, size) to the host on s: the NUMA node if the driver takes it,
  * else plain host memory (and plain host for that node from then on; the
  * other nodes keep being asked for). */
-static int prefetch_host_to(struct cuda_be *b, struct cudaMemLocation loc, void *p, size_t size,
-                            cudaStream_t s) {
+static int prefetch_host_to(struct cuda_be *b, struct cudaMemLocation loc, void *p, size_t size, cudaStream_t s) {
     char lt[48];
     cudaError_t e;
 
@@ -128,7 +127,8 @@ static int prefetch_host_to(struct cuda_be *b, struct cudaMemLocation loc, void 
 
             count(&b->cnt.numa_refusals);
             if (!(__atomic_fetch_or(&b->numa_bad[w], m, __ATOMIC_RELAXED) & m))
-                hoff__log(HOFF_LOG_WARN, "cuda: prefetch to host NUMA node %d refused (%s); evictions "
+                hoff__log(HOFF_LOG_WARN,
+                          "cuda: prefetch to host NUMA node %d refused (%s); evictions "
                           "meant for that node go to plain host memory from now on (numa_refusals)",
                           loc.id, cudaGetErrorString(e));
             return 0;
@@ -172,8 +172,8 @@ typedef int (*move_fn)(struct cuda_be *b, void *p, size_t size, cudaStream_t s, 
 /* Every transfer (evict, prefetch, discard): the device current, the copy
  * stream of dir waits for after, then move, then done is recorded on that
  * stream, also when the wait or the move failed (record_done). */
-static int transfer(struct hoff__backend *be, int dir, void *p, size_t size, hoff__event *after,
-                    hoff__event *done, move_fn move, int node) {
+static int transfer(struct hoff__backend *be, int dir, void *p, size_t size, hoff__event *after, hoff__event *done,
+                    move_fn move, int node) {
     struct cuda_be *b = cbe(be);
     cudaStream_t s = copy_stream(b, dir);
     int saved, rc, rc2;
@@ -216,8 +216,10 @@ static int move_discard(struct cuda_be *b, void *p, size_t size, cudaStream_t s,
         if (rc == 0) {
             __atomic_store_n(&b->discard_ok, 0, __ATOMIC_RELAXED);
             count(&b->cnt.discard_fallbacks);
-            hoff__log(HOFF_LOG_WARN, "cuda: cudaMemDiscardBatchAsync refused (%s); "
-                      "discards evict to the host from now on (discard_fallbacks)", cudaGetErrorString(e));
+            hoff__log(HOFF_LOG_WARN,
+                      "cuda: cudaMemDiscardBatchAsync refused (%s); "
+                      "discards evict to the host from now on (discard_fallbacks)",
+                      cudaGetErrorString(e));
         }
         return rc;
     }
@@ -228,25 +230,22 @@ static int move_discard(struct cuda_be *b, void *p, size_t size, cudaStream_t s,
     return prefetch_host(b, p, size, s);
 }
 
-int hoff__cuda_evict(struct hoff__backend *be, void *p, size_t size,
-                     hoff__event *after, hoff__event *done) {
+int hoff__cuda_evict(struct hoff__backend *be, void *p, size_t size, hoff__event *after, hoff__event *done) {
     return transfer(be, HOFF__XFER_D2H, p, size, after, done, move_evict, -1);
 }
 
 /* Evict to host NUMA node `node` (the host tier's choice: interleave or a
  * node list); -1 is the backend's own choice. */
-int hoff__cuda_evict_node(struct hoff__backend *be, void *p, size_t size, int node,
-                          hoff__event *after, hoff__event *done) {
+int hoff__cuda_evict_node(struct hoff__backend *be, void *p, size_t size, int node, hoff__event *after,
+                          hoff__event *done) {
     return transfer(be, HOFF__XFER_D2H, p, size, after, done, move_evict, node);
 }
 
-int hoff__cuda_prefetch(struct hoff__backend *be, void *p, size_t size,
-                        hoff__event *after, hoff__event *done) {
+int hoff__cuda_prefetch(struct hoff__backend *be, void *p, size_t size, hoff__event *after, hoff__event *done) {
     return transfer(be, HOFF__XFER_H2D, p, size, after, done, move_prefetch, -1);
 }
 
-int hoff__cuda_discard(struct hoff__backend *be, void *p, size_t size,
-                       hoff__event *after, hoff__event *done) {
+int hoff__cuda_discard(struct hoff__backend *be, void *p, size_t size, hoff__event *after, hoff__event *done) {
     return transfer(be, HOFF__XFER_D2H, p, size, after, done, move_discard, -1);
 }
 
@@ -291,9 +290,11 @@ int hoff__cuda_host_drop(struct hoff__backend *be, void *p, size_t size) {
             (void)cudaGetLastError();
             __atomic_store_n(&b->drop_ok, 0, __ATOMIC_RELAXED);
             count(&b->cnt.drop_refusals);
-            hoff__log(HOFF_LOG_WARN, "cuda: cudaMemDiscardBatchAsync(%p, %zu) of a spilled block's host "
+            hoff__log(HOFF_LOG_WARN,
+                      "cuda: cudaMemDiscardBatchAsync(%p, %zu) of a spilled block's host "
                       "pages refused (%s); spilled blocks keep their host pages from now on "
-                      "(host_drop_refusals)", p, size, cudaGetErrorString(e));
+                      "(host_drop_refusals)",
+                      p, size, cudaGetErrorString(e));
         }
     }
     hoff__cuda_dev_leave(b, saved);
@@ -304,7 +305,7 @@ int hoff__cuda_host_drop(struct hoff__backend *be, void *p, size_t size) {
     __atomic_store_n(&b->drop_ok, 0, __ATOMIC_RELAXED);
     count(&b->cnt.drop_refusals);
     HOFF__LOG_ONCE(HOFF_LOG_WARN, "cuda: no discard API in this CUDA toolkit: spilled blocks keep their "
-                   "host pages (host_drop_refusals)");
+                                  "host pages (host_drop_refusals)");
 #endif
     return rc;
 }
@@ -314,8 +315,7 @@ int hoff__cuda_host_drop(struct hoff__backend *be, void *p, size_t size) {
  * driver to fault it in 64 KiB at a time behind hoff's books (the preferred
  * location, the device, is the fallback if this fails).  The caller's thread
  * pays the call; the stream waits for the copy (the sim's stall). */
-int hoff__cuda_fault(struct hoff__backend *be, void *p, size_t size, hoff_stream s,
-                     uint64_t *stall_ns) {
+int hoff__cuda_fault(struct hoff__backend *be, void *p, size_t size, hoff_stream s, uint64_t *stall_ns) {
     struct cuda_be *b = cbe(be);
     int saved, rc;
 
@@ -352,7 +352,7 @@ int hoff__cuda_populate(struct hoff__backend *be, void *p, size_t size, hoff_str
     rc = hoff__cuda_dev_enter(b, &saved);
     if (rc)
         return rc;
-    /* D2H stream: stream order puts this after any discard of the block. */
+        /* D2H stream: stream order puts this after any discard of the block. */
 #if HAVE_DECL_CUDAMEMDISCARDANDPREFETCHBATCHASYNC
     if (__atomic_load_n(&b->dap_ok, __ATOMIC_RELAXED)) {
         void *ptrs[1] = {p};
@@ -364,7 +364,8 @@ int hoff__cuda_populate(struct hoff__backend *be, void *p, size_t size, hoff_str
             goto order;
         (void)cudaGetLastError();
         __atomic_store_n(&b->dap_ok, 0, __ATOMIC_RELAXED);
-        hoff__log(HOFF_LOG_WARN, "cuda: cudaMemDiscardAndPrefetchBatchAsync refused (%s); discarded blocks "
+        hoff__log(HOFF_LOG_WARN,
+                  "cuda: cudaMemDiscardAndPrefetchBatchAsync refused (%s); discarded blocks "
                   "are made resident with a prefetch from now on, which may copy dead bytes",
                   cudaGetErrorString(e));
     }

@@ -78,8 +78,7 @@ static const struct hoff__backend_ops sim_ops = {
 
 static int check_rate(double v, const char *env, const char *field) {
     if (!(v > 0))
-        return hoff__error(-EINVAL, "%s (%s) must be a rate in GB/s greater than 0",
-                           env, field);
+        return hoff__error(-EINVAL, "%s (%s) must be a rate in GB/s greater than 0", env, field);
     return 0;
 }
 

@@ -120,9 +120,9 @@ struct mapping {
 /* A range of whole pages inside one managed mapping. */
 struct range {
     struct mapping *m;
-    size_t first, n;       /* pages */
-    unsigned char *p;      /* m->p + first * grain */
-    size_t size;           /* n * grain */
+    size_t first, n;  /* pages */
+    unsigned char *p; /* m->p + first * grain */
+    size_t size;      /* n * grain */
 };
 
 struct sim {
@@ -133,8 +133,8 @@ struct sim {
     uint64_t latency_ns, fault_ns;
     int protect;
     unsigned fail_at, fail_count; /* hoff__sim_test_fail_protect's countdown (0: off) and failures left */
-    uint64_t call_ns;        /* the issuing thread's own cost per transfer call */
-    struct mapping **buckets; /* power-of-two hash table keyed by address */
+    uint64_t call_ns;             /* the issuing thread's own cost per transfer call */
+    struct mapping **buckets;     /* power-of-two hash table keyed by address */
     size_t nbuckets, count;
     struct mapping **sorted; /* managed mappings by address, for ranges inside one */
     size_t nsorted, cap_sorted;
@@ -155,8 +155,8 @@ void hoff__sim_used_add(struct sim *s, uint64_t size, int count_over);
 void hoff__sim_managed_release(struct sim *s, struct mapping *m);
 
 /* sim_clock.c (lock held): queue a transfer of dur ns on the engine whose busy_until is *busy. */
-void hoff__sim_schedule(struct sim *s, uint64_t *busy, uint64_t dur, int call, hoff__event *after,
-                        hoff__event *done, int kind, const void *p, uint64_t size);
+void hoff__sim_schedule(struct sim *s, uint64_t *busy, uint64_t dur, int call, hoff__event *after, hoff__event *done,
+                        int kind, const void *p, uint64_t size);
 
 /* The ops (struct hoff__backend_ops in backend/backend.h says what each does), by file. */
 /* sim_map.c */
@@ -191,7 +191,6 @@ int hoff__sim_transfer_wait(struct hoff__backend *be, int dir, hoff__event *ev);
 int hoff__sim_sync(struct hoff__backend *be);
 uint64_t hoff__sim_clock_ns(struct hoff__backend *be);
 int hoff__sim_compute(struct hoff__backend *be, hoff_stream st, uint64_t ns);
-int hoff__sim_nvme_model(struct hoff__backend *be, uint64_t bytes, int write, hoff__event *after,
-                         hoff__event *done);
+int hoff__sim_nvme_model(struct hoff__backend *be, uint64_t bytes, int write, hoff__event *after, hoff__event *done);
 
 #endif

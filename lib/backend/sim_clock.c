@@ -17,8 +17,8 @@
  * clock of core/xfer.h); call: it is a transfer call of the issuing thread,
  * which pays call_ns first.  Reports it to the observer as kind, over
  * (p, size) (NULL for the NVMe tier's, which has no address). */
-void hoff__sim_schedule(struct sim *s, uint64_t *busy, uint64_t dur, int call, hoff__event *after,
-                        hoff__event *done, int kind, const void *p, uint64_t size) {
+void hoff__sim_schedule(struct sim *s, uint64_t *busy, uint64_t dur, int call, hoff__event *after, hoff__event *done,
+                        int kind, const void *p, uint64_t size) {
     uint64_t start, end, issued = s->c.now_ns;
 
     end = hoff__xfer_call(s->c.now_ns, call ? &s->c.issuer_busy_until : NULL, s->call_ns, busy,
@@ -32,16 +32,23 @@ void hoff__sim_schedule(struct sim *s, uint64_t *busy, uint64_t dur, int call, h
         done->recorded = 1;
     }
     if (s->observe)
-        s->observe(s->observe_arg, &(struct hoff__xfer_obs){.kind = kind, .p = p, .block = UINT32_MAX, .bytes = size,
-                                                            .issued = issued, .start = start, .end = end});
+        s->observe(s->observe_arg, &(struct hoff__xfer_obs){.kind = kind,
+                                                            .p = p,
+                                                            .block = UINT32_MAX,
+                                                            .bytes = size,
+                                                            .issued = issued,
+                                                            .start = start,
+                                                            .end = end});
 }
 
 /* Compute waits until t (counted as a wait stall). */
 static void wait_until(struct sim *s, uint64_t t) {
     if (t > s->c.now_ns) {
         if (s->observe)
-            s->observe(s->observe_arg, &(struct hoff__xfer_obs){.kind = HOFF__XF_WAIT, .block = UINT32_MAX,
-                                                                .issued = s->c.now_ns, .start = s->c.now_ns, .end = t});
+            s->observe(
+                s->observe_arg,
+                &(struct hoff__xfer_obs){
+                    .kind = HOFF__XF_WAIT, .block = UINT32_MAX, .issued = s->c.now_ns, .start = s->c.now_ns, .end = t});
         s->c.wait_stall_ns += t - s->c.now_ns;
         s->c.now_ns = t;
     }
@@ -143,8 +150,7 @@ int hoff__sim_sync(struct hoff__backend *be) {
     struct sim *s = to_sim(be);
 
     pthread_mutex_lock(&s->lock);
-    wait_until(s, s->c.d2h_busy_until > s->c.h2d_busy_until ? s->c.d2h_busy_until
-                                                             : s->c.h2d_busy_until);
+    wait_until(s, s->c.d2h_busy_until > s->c.h2d_busy_until ? s->c.d2h_busy_until : s->c.h2d_busy_until);
     pthread_mutex_unlock(&s->lock);
     return 0;
 }
@@ -173,8 +179,7 @@ int hoff__sim_compute(struct hoff__backend *be, hoff_stream st, uint64_t ns) {
  * moved on since the operation was issued; it starts in virtual time at its
  * issue (after, recorded then) or when the device is free, not when the
  * thread got there, so the simulation stays deterministic. */
-int hoff__sim_nvme_model(struct hoff__backend *be, uint64_t bytes, int write, hoff__event *after,
-                         hoff__event *done) {
+int hoff__sim_nvme_model(struct hoff__backend *be, uint64_t bytes, int write, hoff__event *after, hoff__event *done) {
     struct sim *s = to_sim(be);
     uint64_t now;
 
@@ -182,9 +187,8 @@ int hoff__sim_nvme_model(struct hoff__backend *be, uint64_t bytes, int write, ho
     now = s->c.now_ns;
     if (after && after->recorded && after->t < now)
         s->c.now_ns = after->t; /* hoff__sim_schedule() starts from now: from the issue instead */
-    hoff__sim_schedule(s, &s->c.nvme_busy_until,
-                       hoff__copy_ns(bytes, write ? s->nvme_write_gbps : s->nvme_read_gbps), 0, after, done,
-                       write ? HOFF__XF_SPILL : HOFF__XF_RESTORE, NULL, bytes);
+    hoff__sim_schedule(s, &s->c.nvme_busy_until, hoff__copy_ns(bytes, write ? s->nvme_write_gbps : s->nvme_read_gbps),
+                       0, after, done, write ? HOFF__XF_SPILL : HOFF__XF_RESTORE, NULL, bytes);
     s->c.now_ns = now;
     if (write)
         s->c.bytes_nvme_written += bytes;
@@ -193,4 +197,3 @@ int hoff__sim_nvme_model(struct hoff__backend *be, uint64_t bytes, int write, ho
     pthread_mutex_unlock(&s->lock);
     return 0;
 }
-

@@ -91,22 +91,19 @@ static int capacity_check(struct sim *s, size_t size, const char *what) {
     if (s->c.device_used < s->capacity && size <= s->capacity - s->c.device_used)
         return 0;
     free_b = s->c.device_used >= s->capacity ? 0 : s->capacity - s->c.device_used;
-    return hoff__error(-ENOMEM, "sim: %s of %s: device memory exhausted (%s free of %s)",
-                       what, hoff__fmt_size(size, need, sizeof need),
-                       hoff__fmt_size(free_b, avail, sizeof avail),
+    return hoff__error(-ENOMEM, "sim: %s of %s: device memory exhausted (%s free of %s)", what,
+                       hoff__fmt_size(size, need, sizeof need), hoff__fmt_size(free_b, avail, sizeof avail),
                        hoff__fmt_size(s->capacity, total, sizeof total));
 }
 
 /* The managed mapping (p, size), or an error. */
-static int find_managed(struct sim *s, const void *p, size_t size,
-                        const char *op, struct mapping **out) {
+static int find_managed(struct sim *s, const void *p, size_t size, const char *op, struct mapping **out) {
     struct mapping *m = p ? table_find(s, p) : NULL;
 
     if (!m || m->kind != MAP_MANAGED)
         return hoff__error(-EINVAL, "sim: %s: %p is not a managed mapping", op, p);
     if (m->size != size)
-        return hoff__error(-EINVAL, "sim: %s: %p maps %zu bytes, not %zu", op, p,
-                           m->size, size);
+        return hoff__error(-EINVAL, "sim: %s: %p maps %zu bytes, not %zu", op, p, m->size, size);
     *out = m;
     return 0;
 }
@@ -166,8 +163,10 @@ int hoff__sim_find_range(struct sim *s, const void *p, size_t size, const char *
     if (!m || q >= m->p + m->size)
         return hoff__error(-EINVAL, "sim: %s: %p is not in a managed mapping", op, p);
     if ((size_t)(q - m->p) % grain || size == 0 || size % grain || size > m->size - (size_t)(q - m->p))
-        return hoff__error(-EINVAL, "sim: %s: (%p, %zu) is not a range of whole 2 MiB pages of the "
-                           "mapping (%p, %zu)", op, p, size, (void *)m->p, m->size);
+        return hoff__error(-EINVAL,
+                           "sim: %s: (%p, %zu) is not a range of whole 2 MiB pages of the "
+                           "mapping (%p, %zu)",
+                           op, p, size, (void *)m->p, m->size);
     r->m = m;
     r->first = (size_t)(q - m->p) / grain;
     r->n = size / grain;
@@ -199,8 +198,7 @@ int hoff__sim_dev_alloc(struct hoff__backend *be, size_t size, void **out) {
         return hoff__error(-EINVAL, "sim: dev_alloc: out is NULL");
     *out = NULL;
     if (size == 0 || size % HOFF__DEVICE_GRAIN)
-        return hoff__error(-EINVAL, "sim: dev_alloc: %zu is not a positive multiple of %zu",
-                           size, HOFF__DEVICE_GRAIN);
+        return hoff__error(-EINVAL, "sim: dev_alloc: %zu is not a positive multiple of %zu", size, HOFF__DEVICE_GRAIN);
     pthread_mutex_lock(&s->lock);
     rc = capacity_check(s, size, "dev_alloc");
     if (rc)
@@ -233,8 +231,7 @@ int hoff__sim_dev_free(struct hoff__backend *be, void *p, size_t size) {
     if (!m || m->kind != MAP_DEVICE) {
         rc = hoff__error(-EINVAL, "sim: dev_free: %p is not a device allocation", p);
     } else if (m->size != size) {
-        rc = hoff__error(-EINVAL, "sim: dev_free: %p holds %zu bytes, not %zu", p,
-                         m->size, size);
+        rc = hoff__error(-EINVAL, "sim: dev_free: %p holds %zu bytes, not %zu", p, m->size, size);
     } else {
         table_remove(s, m);
         s->c.device_used -= m->size;
@@ -256,8 +253,7 @@ int hoff__sim_managed_alloc(struct hoff__backend *be, size_t size, void **out) {
         return hoff__error(-EINVAL, "sim: managed_alloc: out is NULL");
     *out = NULL;
     if (size == 0 || size % grain || size > SIZE_MAX - grain)
-        return hoff__error(-EINVAL, "sim: managed_alloc: %zu is not a positive multiple of %zu",
-                           size, grain);
+        return hoff__error(-EINVAL, "sim: managed_alloc: %zu is not a positive multiple of %zu", size, grain);
     pthread_mutex_lock(&s->lock);
     rc = capacity_check(s, size, "managed_alloc");
     if (rc)
@@ -266,8 +262,7 @@ int hoff__sim_managed_alloc(struct hoff__backend *be, size_t size, void **out) {
     if (m)
         m->pg = calloc(size / grain, 1); /* every page PG_RESIDENT */
     if (m && m->pg)
-        raw = mmap(NULL, size + grain, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        raw = mmap(NULL, size + grain, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (!m || !m->pg || raw == MAP_FAILED) {
         if (m)
             free(m->pg);
@@ -339,4 +334,3 @@ int hoff__sim_memcpy(struct hoff__backend *be, void *dst, const void *src, size_
         memcpy(dst, src, n);
     return 0;
 }
-

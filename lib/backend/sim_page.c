@@ -47,8 +47,8 @@ static int host_copy_check(const struct range *r, const char *op) {
 
     range_count(r, PG_EVICTED, &nohost);
     if (nohost)
-        return hoff__error(-EIO, "sim: %s: (%p, %zu) has no host copy (spilled and not restored)", op,
-                           (void *)r->p, r->size);
+        return hoff__error(-EIO, "sim: %s: (%p, %zu) has no host copy (spilled and not restored)", op, (void *)r->p,
+                           r->size);
     return 0;
 }
 
@@ -129,8 +129,7 @@ static int page_evict(struct sim *s, const struct range *r, size_t i) {
 
 static int page_show(struct sim *s, const struct range *r, size_t i) {
     if (s->protect == HOFF_SIM_PROTECT && page_protect(s, page_at(r, i), PROT_READ | PROT_WRITE) != 0)
-        return hoff__error(-errno, "sim: mprotect(PROT_READ|PROT_WRITE) of %zu bytes failed",
-                           HOFF__MANAGED_GRAIN);
+        return hoff__error(-errno, "sim: mprotect(PROT_READ|PROT_WRITE) of %zu bytes failed", HOFF__MANAGED_GRAIN);
     return 0;
 }
 
@@ -242,7 +241,8 @@ static void window_check(struct sim *s, const struct range *r, const hoff__event
             s->c.window_violations++;
             HOFF__LOG_ONCE(HOFF_LOG_ERROR,
                            "sim: %s of (%p, %zu) %s: work that uses it may still run (counted in "
-                           "window_violations)", what, (void *)r->p, r->size,
+                           "window_violations)",
+                           what, (void *)r->p, r->size,
                            w->open ? "inside an open use window" : "ordered before its use window closed");
             return;
         }
@@ -251,8 +251,7 @@ static void window_check(struct sim *s, const struct range *r, const hoff__event
 
 /* --- transfers ---------------------------------------------------------- */
 
-int hoff__sim_evict(struct hoff__backend *be, void *p, size_t size,
-                    hoff__event *after, hoff__event *done) {
+int hoff__sim_evict(struct hoff__backend *be, void *p, size_t size, hoff__event *after, hoff__event *done) {
     struct sim *s = to_sim(be);
     struct range r;
     uint64_t away;
@@ -297,8 +296,7 @@ out:
     return rc;
 }
 
-int hoff__sim_prefetch(struct hoff__backend *be, void *p, size_t size,
-                       hoff__event *after, hoff__event *done) {
+int hoff__sim_prefetch(struct hoff__backend *be, void *p, size_t size, hoff__event *after, hoff__event *done) {
     struct sim *s = to_sim(be);
     struct range r;
     uint64_t moved = 0, shown = 0;
@@ -321,15 +319,14 @@ int hoff__sim_prefetch(struct hoff__backend *be, void *p, size_t size,
     /* the pages back before a failure are resident: booked, their copy timed */
     s->c.bytes_h2d += moved;
     hoff__sim_used_add(s, shown, 1);
-    hoff__sim_schedule(s, &s->c.h2d_busy_until, hoff__copy_ns(moved, s->h2d_gbps), 1, after, done, HOFF__XF_PREFETCH,
-                       p, moved);
+    hoff__sim_schedule(s, &s->c.h2d_busy_until, hoff__copy_ns(moved, s->h2d_gbps), 1, after, done, HOFF__XF_PREFETCH, p,
+                       moved);
 out:
     pthread_mutex_unlock(&s->lock);
     return rc;
 }
 
-int hoff__sim_discard(struct hoff__backend *be, void *p, size_t size,
-                      hoff__event *after, hoff__event *done) {
+int hoff__sim_discard(struct hoff__backend *be, void *p, size_t size, hoff__event *after, hoff__event *done) {
     struct sim *s = to_sim(be);
     struct range r;
     size_t i;
@@ -371,8 +368,7 @@ out:
     return rc;
 }
 
-int hoff__sim_fault(struct hoff__backend *be, void *p, size_t size, hoff_stream st,
-                    uint64_t *stall_ns) {
+int hoff__sim_fault(struct hoff__backend *be, void *p, size_t size, hoff_stream st, uint64_t *stall_ns) {
     struct sim *s = to_sim(be);
     struct range r;
     uint64_t stall = 0, moved = 0, shown = 0;
@@ -395,8 +391,12 @@ int hoff__sim_fault(struct hoff__backend *be, void *p, size_t size, hoff_stream 
     s->c.faults++;
     s->c.fault_stall_ns += stall;
     if (s->observe)
-        s->observe(s->observe_arg, &(struct hoff__xfer_obs){.kind = HOFF__XF_FAULT, .p = p, .block = UINT32_MAX,
-                                                            .bytes = size, .issued = s->c.now_ns, .start = s->c.now_ns,
+        s->observe(s->observe_arg, &(struct hoff__xfer_obs){.kind = HOFF__XF_FAULT,
+                                                            .p = p,
+                                                            .block = UINT32_MAX,
+                                                            .bytes = size,
+                                                            .issued = s->c.now_ns,
+                                                            .start = s->c.now_ns,
                                                             .end = hoff__sat_add(s->c.now_ns, stall)});
     s->c.now_ns = hoff__sat_add(s->c.now_ns, stall);
 out:
@@ -489,4 +489,3 @@ int hoff__sim_evict_node(struct hoff__backend *be, void *p, size_t size, int nod
     (void)node;
     return hoff__sim_evict(be, p, size, after, done);
 }
-

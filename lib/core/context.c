@@ -27,10 +27,8 @@ static int open_backend(struct hoff_ctx *ctx) {
     int rc;
 
     switch (ctx->cfg.backend) {
-    case HOFF_BACKEND_SIM:
-        return hoff__backend_open_sim(&ctx->cfg, &ctx->mem.be);
-    case HOFF_BACKEND_CUDA:
-        return hoff__backend_open_cuda(&ctx->cfg, &ctx->mem.be);
+    case HOFF_BACKEND_SIM: return hoff__backend_open_sim(&ctx->cfg, &ctx->mem.be);
+    case HOFF_BACKEND_CUDA: return hoff__backend_open_cuda(&ctx->cfg, &ctx->mem.be);
     default:
         rc = hoff__backend_open_cuda(&ctx->cfg, &ctx->mem.be);
         if (rc == 0)
@@ -49,8 +47,8 @@ static int resolve_rank(struct hoff_ctx *ctx) {
     int rc;
 
     if ((rc = hoff__rank_from_env(&ctx->rank, err, sizeof err)) != 0 ||
-        (rc = hoff__path_expand(ctx->trace_path, sizeof ctx->trace_path, ctx->cfg.trace_path, &ctx->rank,
-                                "HOFF_TRACE", err, sizeof err)) != 0)
+        (rc = hoff__path_expand(ctx->trace_path, sizeof ctx->trace_path, ctx->cfg.trace_path, &ctx->rank, "HOFF_TRACE",
+                                err, sizeof err)) != 0)
         return hoff__error(rc, "%s", err);
     if (ctx->cfg.device < 0) {
         if (ctx->rank.local_rank >= 0)
@@ -90,7 +88,8 @@ static int resolve_rank(struct hoff_ctx *ctx) {
 
         /* Never a link planted in its place, never someone else's directory. */
         if (lstat(ctx->spill_dir, &sb) != 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != geteuid())
-            return hoff__error(-EPERM, "HOFF_SPILL_DIR=%s: %s is not a directory of this user (a link or another "
+            return hoff__error(-EPERM,
+                               "HOFF_SPILL_DIR=%s: %s is not a directory of this user (a link or another "
                                "user's file is in the way); remove it or choose another HOFF_SPILL_DIR",
                                ctx->cfg.spill_dir, ctx->spill_dir);
     }
@@ -112,8 +111,8 @@ static int open_tiers(struct hoff_ctx *ctx) {
     hoff__log(HOFF_LOG_INFO, "host tier: %s", hoff__host_tier_describe(ctx->mem.host_tier, desc, sizeof desc));
     if (!ctx->spill_dir[0])
         return 0;
-    rc = hoff__nvme_open(&ctx->mem.nvme, ctx->spill_dir, (size_t)ctx->cfg.spill_chunk_bytes,
-                         ctx->cfg.io_queue_depth, ctx->mem.host_tier, NULL);
+    rc = hoff__nvme_open(&ctx->mem.nvme, ctx->spill_dir, (size_t)ctx->cfg.spill_chunk_bytes, ctx->cfg.io_queue_depth,
+                         ctx->mem.host_tier, NULL);
     if (rc)
         goto fail;
     rc = hoff__issuer_start(&ctx->mem.tier_issuer, ctx->mem.be, 64, hoff__res_cmd_done, &ctx->mem);
@@ -160,7 +159,8 @@ static int init_config(struct hoff_ctx *ctx, const struct hoff_config *cfg) {
 
     if (cfg) {
         if (cfg->version != HOFF_CONFIG_VERSION || cfg->size != sizeof *cfg)
-            return hoff__error(-EINVAL, "hoff_init: config version %u size %u, this library expects "
+            return hoff__error(-EINVAL,
+                               "hoff_init: config version %u size %u, this library expects "
                                "version %d size %zu (call hoff_config_init)",
                                cfg->version, cfg->size, HOFF_CONFIG_VERSION, sizeof *cfg);
         ctx->cfg = *cfg;
@@ -350,15 +350,10 @@ HOFF_API const char *hoff_planner_name(const hoff_ctx *ctx) {
 
 HOFF_API const char *hoff_plan_state_name(int state) {
     switch (state) {
-    case HOFF_PLAN_NONE:
-        return "none";
-    case HOFF_PLAN_WARMUP:
-        return "warmup";
-    case HOFF_PLAN_REPLAY:
-        return "replay";
-    case HOFF_PLAN_FALLBACK:
-        return "fallback";
-    default:
-        return "unknown";
+    case HOFF_PLAN_NONE: return "none";
+    case HOFF_PLAN_WARMUP: return "warmup";
+    case HOFF_PLAN_REPLAY: return "replay";
+    case HOFF_PLAN_FALLBACK: return "fallback";
+    default: return "unknown";
     }
 }

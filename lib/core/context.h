@@ -18,11 +18,29 @@ struct hoff__publisher;
 /* The hoff_stats fields the context keeps itself (core/stat.h); the memory layer's (mem/mem.h), the pipeline's
  * (exec/executor.h) and the figures read from the pools, the issuer, the backend and the NVMe tier
  * (core/ctx_stats.c) are folded in on read. */
-#define HOFF__CTX_STATS(X)                                                                                           \
-    X(budget_bytes) X(host_cap_bytes) X(allocs) X(frees) X(alloc_failures) X(cache_flushes) X(steps)                 \
-    X(last_step_ns) X(touch_faults) X(discard_touches) X(rank) X(world_size) X(local_rank) X(device)                 \
-    X(capture_allocs) X(free_fence_syncs) X(side_stream_allocs) X(kept_allocs) X(keep_ignored)                       \
-    X(graph_pool_begins) X(graph_pool_releases) X(graph_released_bytes)
+#define HOFF__CTX_STATS(X) \
+    X(budget_bytes)        \
+    X(host_cap_bytes)      \
+    X(allocs)              \
+    X(frees)               \
+    X(alloc_failures)      \
+    X(cache_flushes)       \
+    X(steps)               \
+    X(last_step_ns)        \
+    X(touch_faults)        \
+    X(discard_touches)     \
+    X(rank)                \
+    X(world_size)          \
+    X(local_rank)          \
+    X(device)              \
+    X(capture_allocs)      \
+    X(free_fence_syncs)    \
+    X(side_stream_allocs)  \
+    X(kept_allocs)         \
+    X(keep_ignored)        \
+    X(graph_pool_begins)   \
+    X(graph_pool_releases) \
+    X(graph_released_bytes)
 
 struct hoff__ctx_stats {
 #define HOFF__CTX_STAT_(name) HOFF__STAT_FIELD(name)
@@ -46,7 +64,7 @@ struct hoff__gpool {
 struct hoff_ctx {
     struct hoff_config cfg;
     pthread_mutex_t lock;
-    struct hoff__mem mem;            /* the memory layer: backend, issuers, tiers, pools, residency (mem/mem.h) */
+    struct hoff__mem mem; /* the memory layer: backend, issuers, tiers, pools, residency (mem/mem.h) */
     /* Blocks freed on a stream while it was capturing a graph (other than
      * the graph pool's): freed for real once the capture is over, since
      * hoff's free path records and queries events, which a capture forbids. */
@@ -57,25 +75,25 @@ struct hoff_ctx {
      * (released: a block of it freed later is reclaimed, not retired). */
     struct hoff__gpool *gpools;
     size_t ngpools, capgpools;
-    uint32_t captures_open;          /* graph pool begins not yet ended */
-    struct hoff__pipeline pipe;      /* warmup / plan / replay of steps */
-    struct hoff__ctx_stats st;       /* the context's own counters */
+    uint32_t captures_open;     /* graph pool begins not yet ended */
+    struct hoff__pipeline pipe; /* warmup / plan / replay of steps */
+    struct hoff__ctx_stats st;  /* the context's own counters */
     uint64_t alloc_seq;
     int in_step;
     int region_depth;
-    int phase;                       /* enum hoff_phase of the op marks to come (hoff_set_phase) */
-    int step_stream_set;             /* hoff_step_stream named the step's stream */
+    int phase;           /* enum hoff_phase of the op marks to come (hoff_set_phase) */
+    int step_stream_set; /* hoff_step_stream named the step's stream */
     hoff_stream step_stream;
     uint64_t step_start_ns;
-    int sim_wallclock;               /* sim: each op mark advances the compute clock by the CPU time since the
-                                        previous mark or step begin (hoff_sim_wallclock) */
-    uint64_t wall_mark_ns;           /* CLOCK_MONOTONIC of that previous mark (0: none this step) */
+    int sim_wallclock;     /* sim: each op mark advances the compute clock by the CPU time since the
+                              previous mark or step begin (hoff_sim_wallclock) */
+    uint64_t wall_mark_ns; /* CLOCK_MONOTONIC of that previous mark (0: none this step) */
     int shutting_down;
-    struct hoff__publisher *pub;     /* the stats segment for hoff-stat (core/publish.h), or NULL */
-    struct hoff__rank rank;          /* this process in its job (core/rank.h) */
-    char trace_path[PATH_MAX];       /* cfg.trace_path with %r / %p expanded ("" = no trace) */
-    char spill_dir[PATH_MAX];        /* where the spill file goes: cfg.spill_dir expanded, then rank.<R>/
-                                        under it when the job has several ranks */
+    struct hoff__publisher *pub; /* the stats segment for hoff-stat (core/publish.h), or NULL */
+    struct hoff__rank rank;      /* this process in its job (core/rank.h) */
+    char trace_path[PATH_MAX];   /* cfg.trace_path with %r / %p expanded ("" = no trace) */
+    char spill_dir[PATH_MAX];    /* where the spill file goes: cfg.spill_dir expanded, then rank.<R>/
+                                    under it when the job has several ranks */
 };
 
 /* The live limits of the options (budget, host cap, oversubscription) copied into the memory layer: at start and

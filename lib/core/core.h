@@ -21,11 +21,11 @@ int hoff__log_get_level(void);
 /* Log to stderr as "hoff: LEVEL: message\n" when level <= the log level. */
 void hoff__log(int level, const char *fmt, ...) HOFF__PRINTF(2, 3);
 /* Log once per call site: pass a static int flag. */
-#define HOFF__LOG_ONCE(level, ...)                                             \
-    do {                                                                       \
-        static int hoff__once_;                                                \
-        if (!__atomic_exchange_n(&hoff__once_, 1, __ATOMIC_RELAXED))           \
-            hoff__log((level), __VA_ARGS__);                                   \
+#define HOFF__LOG_ONCE(level, ...)                                   \
+    do {                                                             \
+        static int hoff__once_;                                      \
+        if (!__atomic_exchange_n(&hoff__once_, 1, __ATOMIC_RELAXED)) \
+            hoff__log((level), __VA_ARGS__);                         \
     } while (0)
 
 /* Record the thread's last error message (read by hoff_last_error) and

@@ -101,8 +101,7 @@ static void drain_capfree(struct hoff_ctx *ctx) {
  * pool (managed memory cannot be captured, and the pipeline's events on s
  * would join hoff's copy streams to the capture).  Caller holds the lock;
  * this releases it. */
-static void *capture_alloc(struct hoff_ctx *ctx, size_t size, hoff_stream stream, unsigned flags,
-                           size_t *bytes) {
+static void *capture_alloc(struct hoff_ctx *ctx, size_t size, hoff_stream stream, unsigned flags, size_t *bytes) {
     struct hoff__block *b;
     int cls, err;
 
@@ -114,8 +113,10 @@ static void *capture_alloc(struct hoff_ctx *ctx, size_t size, hoff_stream stream
     if (flags & HOFF_ALLOC_MANAGED) {
         UNLOCK(ctx);
         errno = ENOTSUP;
-        hoff__error(-ENOTSUP, "hoff_malloc: managed memory asked for on stream %p while it captures a CUDA "
-                    "graph; managed memory cannot be captured (use HOFF_ALLOC_AUTO or DEVICE)", (void *)stream);
+        hoff__error(-ENOTSUP,
+                    "hoff_malloc: managed memory asked for on stream %p while it captures a CUDA "
+                    "graph; managed memory cannot be captured (use HOFF_ALLOC_AUTO or DEVICE)",
+                    (void *)stream);
         return NULL;
     }
     cls = hoff__pool_class(&ctx->mem.graph_pool, size);
@@ -253,9 +254,11 @@ HOFF_API void *hoff_malloc_flags(hoff_ctx *ctx, size_t size, hoff_stream stream,
 
     if (!ctx || (flags & ~7u) || (flags & 3u) == 3u || ((flags & 4u) && (flags & 3u))) {
         errno = EINVAL;
-        hoff__error(-EINVAL, ctx ? "hoff_malloc_flags: flags 0x%x: accepted are HOFF_ALLOC_AUTO (0), "
-                    "HOFF_ALLOC_DEVICE (1), HOFF_ALLOC_MANAGED (2) and HOFF_ALLOC_CANDIDATE (4)"
-                    : "hoff_malloc_flags: NULL context (flags 0x%x)", flags);
+        hoff__error(-EINVAL,
+                    ctx ? "hoff_malloc_flags: flags 0x%x: accepted are HOFF_ALLOC_AUTO (0), "
+                          "HOFF_ALLOC_DEVICE (1), HOFF_ALLOC_MANAGED (2) and HOFF_ALLOC_CANDIDATE (4)"
+                        : "hoff_malloc_flags: NULL context (flags 0x%x)",
+                    flags);
         return NULL;
     }
     return own_failure(hoff__malloc_sized(ctx, size, stream, flags, NULL), seq, "hoff_malloc_flags");
@@ -295,7 +298,7 @@ int hoff__free_sized(struct hoff_ctx *ctx, void *ptr, hoff_stream stream, size_t
             HOFF__STAT_SUB(&ctx->st, frees, 1);
             UNLOCK(ctx);
             return hoff__error(-ENOMEM, "hoff_free: out of host memory deferring a free made during graph "
-                               "capture; the block stays allocated");
+                                        "capture; the block stays allocated");
         }
         ctx->capfree[ctx->ncapfree++] = (struct hoff__capfree){b, stream};
         UNLOCK(ctx);

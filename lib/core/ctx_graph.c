@@ -99,8 +99,10 @@ int hoff__ctx_graph_pool_begin(struct hoff_ctx *ctx, uint64_t id0, uint64_t id1)
     if (named(id0, id1)) {
         g = gpool_get(ctx, id0, id1);
         if (!g) {
-            rc = hoff__error(-ENOMEM, "graph pool (%llu, %llu): out of host memory for its record; its blocks "
-                             "stay retired until shutdown", (unsigned long long)id0, (unsigned long long)id1);
+            rc = hoff__error(-ENOMEM,
+                             "graph pool (%llu, %llu): out of host memory for its record; its blocks "
+                             "stay retired until shutdown",
+                             (unsigned long long)id0, (unsigned long long)id1);
         } else {
             if (g->released) { /* captured into again after its graphs were gone: a new life */
                 g->released = 0;
@@ -150,23 +152,26 @@ int hoff__ctx_graph_pool_release(struct hoff_ctx *ctx, uint64_t id0, uint64_t id
     g = gpool_find(ctx, id0, id1);
     if (g && g->uses > 1) { /* another graph captured into this pool still lives */
         g->uses--;
-        hoff__log(HOFF_LOG_DEBUG, "graph pool (%llu, %llu): a graph released, %u still use it",
-                  (unsigned long long)id0, (unsigned long long)id1, g->uses);
+        hoff__log(HOFF_LOG_DEBUG, "graph pool (%llu, %llu): a graph released, %u still use it", (unsigned long long)id0,
+                  (unsigned long long)id1, g->uses);
         UNLOCK(ctx);
         return 0;
     }
     if (!g && !(g = gpool_get(ctx, id0, id1))) /* remembered, for its blocks freed later */
-        rc = hoff__error(-ENOMEM, "graph pool (%llu, %llu): out of host memory for its record; its blocks freed "
-                         "from now on stay retired", (unsigned long long)id0, (unsigned long long)id1);
+        rc = hoff__error(-ENOMEM,
+                         "graph pool (%llu, %llu): out of host memory for its record; its blocks freed "
+                         "from now on stay retired",
+                         (unsigned long long)id0, (unsigned long long)id1);
     if (g) {
         g->uses = 0;
         g->released = 1;
     }
     bytes = hoff__pool_reclaim(&ctx->mem.graph_pool, id);
     HOFF__STAT_ADD(&ctx->st, graph_released_bytes, bytes);
-    hoff__log(HOFF_LOG_DEBUG, "graph pool (%llu, %llu) released: %llu retired bytes reusable after the next "
-              "device-wide synchronisation", (unsigned long long)id0, (unsigned long long)id1,
-              (unsigned long long)bytes);
+    hoff__log(HOFF_LOG_DEBUG,
+              "graph pool (%llu, %llu) released: %llu retired bytes reusable after the next "
+              "device-wide synchronisation",
+              (unsigned long long)id0, (unsigned long long)id1, (unsigned long long)bytes);
     UNLOCK(ctx);
     return rc;
 }

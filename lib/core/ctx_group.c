@@ -22,8 +22,10 @@ static int check_name(const char *name) {
                            HOFF__GROUP_NAME_MAX, name ? (len ? "a longer one" : "\"\"") : "NULL");
     for (i = 0; i < len; i++)
         if ((unsigned char)name[i] < 0x20 || (unsigned char)name[i] == 0x7f)
-            return hoff__error(-EINVAL, "hoff_group_create: a group name is printable text; character %zu is "
-                               "a control character", i);
+            return hoff__error(-EINVAL,
+                               "hoff_group_create: a group name is printable text; character %zu is "
+                               "a control character",
+                               i);
     return 0;
 }
 
@@ -37,8 +39,10 @@ HOFF_API int hoff_group_create(hoff_ctx *ctx, const char *name, unsigned flags, 
     if ((rc = check_name(name)) != 0)
         return rc;
     if (flags & ~(unsigned)HOFF_GROUP_ONE_BY_ONE)
-        return hoff__error(-EINVAL, "hoff_group_create: flags 0x%x: accepted are HOFF_GROUP_COLOCATE (0) and "
-                           "HOFF_GROUP_ONE_BY_ONE (1)", flags);
+        return hoff__error(-EINVAL,
+                           "hoff_group_create: flags 0x%x: accepted are HOFF_GROUP_COLOCATE (0) and "
+                           "HOFF_GROUP_ONE_BY_ONE (1)",
+                           flags);
     LOCK(ctx);
     rc = hoff__group_create(&ctx->mem, ctx, name, flags, out);
     UNLOCK(ctx);
@@ -124,8 +128,10 @@ HOFF_API int hoff_group_wait(hoff_group *g, hoff_stream stream, unsigned flags) 
     if (!g)
         return hoff__error(-EINVAL, "hoff_group_wait: NULL group");
     if (flags & ~(unsigned)HOFF_GROUP_WAIT_HOST)
-        return hoff__error(-EINVAL, "hoff_group_wait: flags 0x%x: accepted are HOFF_GROUP_WAIT_STREAM (0) and "
-                           "HOFF_GROUP_WAIT_HOST (1)", flags);
+        return hoff__error(-EINVAL,
+                           "hoff_group_wait: flags 0x%x: accepted are HOFF_GROUP_WAIT_STREAM (0) and "
+                           "HOFF_GROUP_WAIT_HOST (1)",
+                           flags);
     LOCK(group_ctx(g));
     rc = hoff__group_wait(&group_ctx(g)->mem, g, stream, flags);
     UNLOCK(group_ctx(g));

@@ -44,13 +44,14 @@ void hoff__publish_event(struct hoff_ctx *ctx);
  * publisher's own: every HOFF__PUB_TICK_MASK + 1 events the clock is read
  * and, HOFF__PUB_INTERVAL_NS after the last write, the segment is written.
  * The rest of the time this costs an AND and a branch on a hot counter. */
-#define hoff__publish_tick(ctx, count)                                        \
-    do {                                                                       \
-        const uint64_t *c_ = (count);                                          \
-        struct hoff__publisher *pub_ = (ctx)->pub;                             \
-        if (__builtin_expect(c_ ? (*c_ & HOFF__PUB_TICK_MASK) == 0             \
-                                : pub_ && (++pub_->tick & HOFF__PUB_TICK_MASK) == 0, 0) && pub_) \
-            hoff__publish_event(ctx);                                          \
+#define hoff__publish_tick(ctx, count)                                                                           \
+    do {                                                                                                         \
+        const uint64_t *c_ = (count);                                                                            \
+        struct hoff__publisher *pub_ = (ctx)->pub;                                                               \
+        if (__builtin_expect(                                                                                    \
+                c_ ? (*c_ & HOFF__PUB_TICK_MASK) == 0 : pub_ && (++pub_->tick & HOFF__PUB_TICK_MASK) == 0, 0) && \
+            pub_)                                                                                                \
+            hoff__publish_event(ctx);                                                                            \
     } while (0)
 
 #endif

@@ -17,11 +17,28 @@
 /* --- statistics ------------------------------------------------------------ */
 
 /* The hoff_stats fields read here from the pools, the issuer, the backend and the NVMe tier, which keep them. */
-#define DERIVED_STATS(X)                                                                                             \
-    X(device_pool_bytes) X(managed_pool_bytes) X(device_in_use_bytes) X(managed_in_use_bytes) X(cache_hits)         \
-    X(cache_misses) X(cross_stream_reuses) X(live_blocks) X(deferred_frees) X(deferred_bytes)                        \
-    X(graph_private_bytes) X(peak_in_use_bytes) X(peak_pool_bytes) X(queue_depth_max) X(window_violations)           \
-    X(numa_refusals) X(discard_fallbacks) X(host_drop_refusals) X(spill_ns) X(restore_ns) X(crc_errors)
+#define DERIVED_STATS(X)    \
+    X(device_pool_bytes)    \
+    X(managed_pool_bytes)   \
+    X(device_in_use_bytes)  \
+    X(managed_in_use_bytes) \
+    X(cache_hits)           \
+    X(cache_misses)         \
+    X(cross_stream_reuses)  \
+    X(live_blocks)          \
+    X(deferred_frees)       \
+    X(deferred_bytes)       \
+    X(graph_private_bytes)  \
+    X(peak_in_use_bytes)    \
+    X(peak_pool_bytes)      \
+    X(queue_depth_max)      \
+    X(window_violations)    \
+    X(numa_refusals)        \
+    X(discard_fallbacks)    \
+    X(host_drop_refusals)   \
+    X(spill_ns)             \
+    X(restore_ns)           \
+    X(crc_errors)
 
 /* Every hoff_stats field has exactly one keeper: the context, the memory layer, the pipeline or the figures above.
  * A field named twice is a duplicate enumerator here; one named nowhere (or not a field) fails the count below or
@@ -30,15 +47,16 @@ enum {
 #define ONE_(name) KEEPER_##name,
     HOFF__CTX_STATS(ONE_) HOFF__MEM_STATS(ONE_) HOFF__PIPE_STATS(ONE_) DERIVED_STATS(ONE_)
 #undef ONE_
-    KEEPERS_
+        KEEPERS_
 };
 enum {
 #define ONE_(name, desc) FIELD_##name,
     HOFF_STATS_FIELDS(ONE_)
 #undef ONE_
-    FIELDS_
+        FIELDS_
 };
-_Static_assert((int)KEEPERS_ == (int)FIELDS_, "every hoff_stats field is kept by exactly one layer (HOFF__*_STATS lists)");
+_Static_assert((int)KEEPERS_ == (int)FIELDS_,
+               "every hoff_stats field is kept by exactly one layer (HOFF__*_STATS lists)");
 
 /* The layers' own counters into out, which starts from zeros. */
 static void fold(const struct hoff_ctx *ctx, struct hoff_stats *out) {

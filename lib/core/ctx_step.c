@@ -78,8 +78,10 @@ static int released_use(struct hoff_ctx *ctx, struct hoff__block *b, const char 
         !(b->state == HOFF_RES_DISCARDED || (b->state == HOFF_RES_EVICTING && (b->flags & HOFF__BLK_DISCARDING))))
         return 0;
     HOFF__STAT_ADD(&ctx->st, discard_touches, 1);
-    HOFF__LOG_ONCE(HOFF_LOG_ERROR, "block %p (%zu bytes) was %s after hoff released it: its contents are "
-                   "lost (a plan or use-window error; counted in discard_touches)", b->ptr, b->size, how);
+    HOFF__LOG_ONCE(HOFF_LOG_ERROR,
+                   "block %p (%zu bytes) was %s after hoff released it: its contents are "
+                   "lost (a plan or use-window error; counted in discard_touches)",
+                   b->ptr, b->size, how);
     return 1;
 }
 
@@ -223,7 +225,7 @@ HOFF_API int hoff_step_end(hoff_ctx *ctx) {
         return hoff__error(-EBUSY, "hoff_step_end: %d region(s) still open", ctx->region_depth);
     }
     hoff__res_close_windows(&ctx->mem); /* the step's work is enqueued: every window closes */
-    hoff__ctx_release_deferred(ctx); /* HOFF_FREE_FENCE=device: the step's frees become reusable */
+    hoff__ctx_release_deferred(ctx);    /* HOFF_FREE_FENCE=device: the step's frees become reusable */
     ctx->in_step = 0;
     now = ctx->mem.be->ops->clock_ns(ctx->mem.be);
     HOFF__STAT_ADD(&ctx->st, steps, 1);
@@ -299,8 +301,10 @@ HOFF_API int hoff_set_phase(hoff_ctx *ctx, int phase) {
     if (!ctx)
         return hoff__error(-EINVAL, "hoff_set_phase: NULL context");
     if (phase < 0 || phase >= HOFF_PHASE_COUNT)
-        return hoff__error(-EINVAL, "hoff_set_phase: phase %d: expected 0 to %d (enum hoff_phase: none, forward, "
-                           "backward, loss, optimizer)", phase, HOFF_PHASE_COUNT - 1);
+        return hoff__error(-EINVAL,
+                           "hoff_set_phase: phase %d: expected 0 to %d (enum hoff_phase: none, forward, "
+                           "backward, loss, optimizer)",
+                           phase, HOFF_PHASE_COUNT - 1);
     LOCK(ctx);
     ctx->phase = phase;
     UNLOCK(ctx);
@@ -377,8 +381,10 @@ HOFF_API int hoff_sim_wallclock(hoff_ctx *ctx, int enable) {
     if (!ctx)
         return hoff__error(-EINVAL, "hoff_sim_wallclock: NULL context");
     if (strcmp(ctx->mem.be->ops->name, "sim") != 0)
-        return hoff__error(-ENOTSUP, "hoff_sim_wallclock: the %s backend has a real clock; only sim has a virtual "
-                           "one", ctx->mem.be->ops->name);
+        return hoff__error(-ENOTSUP,
+                           "hoff_sim_wallclock: the %s backend has a real clock; only sim has a virtual "
+                           "one",
+                           ctx->mem.be->ops->name);
     if (enable != 0 && enable != 1)
         return hoff__error(-EINVAL, "hoff_sim_wallclock: enable %d: expected 0 or 1", enable);
     LOCK(ctx);
@@ -399,8 +405,7 @@ static int touch_block(struct hoff_ctx *ctx, struct hoff__block *b, int write) {
     dropped = released_use(ctx, b, "touched");
     rc = hoff__res_access(&ctx->mem, b, write, NULL);
     if (dropped) {
-        return hoff__error(-ENODATA, "hoff_sim_touch: block %p was released (discarded) before this use",
-                           b->ptr);
+        return hoff__error(-ENODATA, "hoff_sim_touch: block %p was released (discarded) before this use", b->ptr);
     }
     HOFF__STAT_ADD(&ctx->st, touch_faults, ctx->mem.st.faults - faults); /* 0 when it was resident, or only late */
     return rc;

@@ -79,8 +79,9 @@ HOFF_API const char *hoff_strerror(int err) {
     case -ENODEV: return "backend unavailable (no GPU, or built without CUDA)";
     case -EALREADY: return "block already in the requested residency";
     case -EPERM: return "block is not an offload candidate (device pool or region)";
-    case -EBUSY: return "busy: a transfer of the block is in flight, or the block or its swap group is in use "
-                        "(see hoff_last_error() for which)";
+    case -EBUSY:
+        return "busy: a transfer of the block is in flight, or the block or its swap group is in use "
+               "(see hoff_last_error() for which)";
     case -ESTALE: return "the swap group still holds blocks of an earlier step (release or abort it)";
     case -ENOTSUP: return "not supported by this backend";
     case -ESHUTDOWN: return "context is shutting down";

@@ -47,11 +47,10 @@ static const char *const fence_names[] = {"stream", "device", NULL};
 
 _Static_assert(HOFF_BACKEND_AUTO == 0 && HOFF_BACKEND_SIM == 1 && HOFF_BACKEND_CUDA == 2,
                "backend_names follows enum hoff_backend_kind");
-_Static_assert(HOFF_LOG_OFF == 0 && HOFF_LOG_ERROR == 1 && HOFF_LOG_WARN == 2 &&
-                   HOFF_LOG_INFO == 3 && HOFF_LOG_DEBUG == 4,
+_Static_assert(HOFF_LOG_OFF == 0 && HOFF_LOG_ERROR == 1 && HOFF_LOG_WARN == 2 && HOFF_LOG_INFO == 3 &&
+                   HOFF_LOG_DEBUG == 4,
                "log_names follows enum hoff_log_level");
-_Static_assert(HOFF_SIM_POISON == 0 && HOFF_SIM_PROTECT == 1,
-               "protect_names follows enum hoff_sim_protect");
+_Static_assert(HOFF_SIM_POISON == 0 && HOFF_SIM_PROTECT == 1, "protect_names follows enum hoff_sim_protect");
 _Static_assert(HOFF_FENCE_STREAM == 0 && HOFF_FENCE_DEVICE == 1, "fence_names follows enum hoff_free_fence");
 
 /* The planners lib/plan/plan.c registers. */
@@ -67,8 +66,8 @@ static int planner_known(const char *s) {
 
 /* numa: a keyword, or a list of node numbers below NUMA_NODES. */
 #define NUMA_NODES 1024
-#define NUMA_EXPECT                                                            \
-    "nearest, interleave, or a comma-separated list of NUMA node numbers "     \
+#define NUMA_EXPECT                                                        \
+    "nearest, interleave, or a comma-separated list of NUMA node numbers " \
     "from 0 to 1023 without repeats (e.g. 0 or 0,2)"
 
 static const char *numa_at(int i) {
@@ -270,21 +269,29 @@ static const struct hoff__opt opts[HOFF__OPTION_COUNT] = {
 
 /* Variables other parts of hoff read; hoff_config_from_env lets them pass. */
 static const char *const reserved[] = {
-    "HOFF_LIBRARY", "HOFF_STEP_MARK", "HOFF_TEST",
+    "HOFF_LIBRARY",
+    "HOFF_STEP_MARK",
+    "HOFF_TEST",
     /* the Python package's C++ shim (python/hoff/shim.py) */
-    "HOFF_SHIM", "HOFF_SHIM_CACHE",
+    "HOFF_SHIM",
+    "HOFF_SHIM_CACHE",
     /* hoff-record(1) and its preload */
-    "HOFF_RECORD_OUTPUT", "HOFF_RECORD_THRESHOLD", "HOFF_RECORD_STEP", "HOFF_RECORD_QUIET",
-    "HOFF_RECORD_LIBRARY", "HOFF_RECORD_STATUS",
+    "HOFF_RECORD_OUTPUT",
+    "HOFF_RECORD_THRESHOLD",
+    "HOFF_RECORD_STEP",
+    "HOFF_RECORD_QUIET",
+    "HOFF_RECORD_LIBRARY",
+    "HOFF_RECORD_STATUS",
     /* python -m hoff --sim (python/hoff/_sim.py) */
-    "HOFF_SIM_LAUNCHED", "HOFF_SIM_PRELOAD",
+    "HOFF_SIM_LAUNCHED",
+    "HOFF_SIM_PRELOAD",
     /* hoff-plan(1)'s simulations */
-    "HOFF_PLAN_MEM_AVAILABLE", NULL,
+    "HOFF_PLAN_MEM_AVAILABLE",
+    NULL,
 };
 
-
-static int set_opt(struct hoff_config *cfg, const struct hoff__opt *o, const char *value,
-                   const char *who, char *err, size_t errlen) {
+static int set_opt(struct hoff_config *cfg, const struct hoff__opt *o, const char *value, const char *who, char *err,
+                   size_t errlen) {
     union hoff__optval v;
     char why[128], shown_v[64], range[256];
     int rc = hoff__opt_parse(o, value, &v);
@@ -294,7 +301,7 @@ static int set_opt(struct hoff_config *cfg, const struct hoff__opt *o, const cha
     if (hoff__opt_check(o, v, why, sizeof why) != 0) {
         hoff__opt_describe(o, range, sizeof range);
         return hoff__opt_fail(-EINVAL, err, errlen, "%s='%s': %s; expected %s", who,
-                    hoff__opt_shown(value, (size_t)-1, shown_v, sizeof shown_v), why, range);
+                              hoff__opt_shown(value, (size_t)-1, shown_v, sizeof shown_v), why, range);
     }
     hoff__opt_store(cfg, o, v);
     return 0;
@@ -314,8 +321,7 @@ static int distance(const char *a, size_t la, const char *b) {
     for (i = 1; i <= la; i++) {
         cur[0] = (int)i;
         for (j = 1; j <= lb; j++) {
-            int sub = prev[j - 1] +
-                      (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
+            int sub = prev[j - 1] + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
             int del = prev[j] + 1, ins = cur[j - 1] + 1;
 
             cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
@@ -368,21 +374,21 @@ static int unknown_name(const char *name, int is_env, char *err, size_t errlen) 
     res = is_env ? reserved_match(name, strlen(name), 1) : NULL;
     if (res)
         return hoff__opt_fail(-ENOENT, err, errlen,
-                    "%s is not a configuration option: it is read by another part "
-                    "of hoff (see hoff-config(7))", res);
+                              "%s is not a configuration option: it is read by another part "
+                              "of hoff (see hoff-config(7))",
+                              res);
     for (i = 0; i < NOPTS; i++) {
-        d = is_env ? distance(name, strlen(name), opts[i].env)
-                   : distance(name, strlen(name), opts[i].name);
+        d = is_env ? distance(name, strlen(name), opts[i].env) : distance(name, strlen(name), opts[i].name);
         if (d < bestd) {
             bestd = d;
             best = is_env ? opts[i].env : opts[i].name;
         }
     }
     if (is_env)
-        return hoff__opt_fail(-ENOENT, err, errlen,
-                    "unknown option %s; did you mean %s? (hoff-config(7) lists them)", v, best);
-    return hoff__opt_fail(-ENOENT, err, errlen,
-                "unknown option '%s'; did you mean '%s'? (hoff-config(7) lists them)", v, best);
+        return hoff__opt_fail(-ENOENT, err, errlen, "unknown option %s; did you mean %s? (hoff-config(7) lists them)",
+                              v, best);
+    return hoff__opt_fail(-ENOENT, err, errlen, "unknown option '%s'; did you mean '%s'? (hoff-config(7) lists them)",
+                          v, best);
 }
 
 /* The error for a HOFF_* variable that is neither an option nor reserved. */
@@ -407,8 +413,9 @@ static int unknown_env(const char *var, size_t n, char *err, size_t errlen) {
         }
     }
     return hoff__opt_fail(-ENOENT, err, errlen,
-                "unknown variable %s in the environment; did you mean %s? "
-                "(hoff-config(7) lists hoff's variables; unset the others)", v, best);
+                          "unknown variable %s in the environment; did you mean %s? "
+                          "(hoff-config(7) lists hoff's variables; unset the others)",
+                          v, best);
 }
 
 /* ---- the public functions ------------------------------------------------ */
@@ -429,8 +436,7 @@ HOFF_API void hoff_config_init(struct hoff_config *cfg) {
             hoff__opt_store(cfg, &opts[i], v);
 }
 
-HOFF_API int hoff_config_set(struct hoff_config *cfg, const char *name,
-                             const char *value, char *err, size_t errlen) {
+HOFF_API int hoff_config_set(struct hoff_config *cfg, const char *name, const char *value, char *err, size_t errlen) {
     const struct hoff__opt *o;
     char who[64];
     int is_env;
@@ -477,22 +483,19 @@ HOFF_API int hoff_config_from_env(struct hoff_config *cfg, char *err, size_t err
     return 0;
 }
 
-HOFF_API int hoff_config_get(const struct hoff_config *cfg, const char *name,
-                             char *buf, size_t len) {
+HOFF_API int hoff_config_get(const struct hoff_config *cfg, const char *name, char *buf, size_t len) {
     const struct hoff__opt *o;
     int is_env, n;
 
     if (!cfg || !name || (!buf && len))
-        return hoff__opt_fail(-EINVAL, NULL, 0, "hoff_config_get: %s is NULL",
-                    !cfg ? "cfg" : !name ? "name" : "buf");
+        return hoff__opt_fail(-EINVAL, NULL, 0, "hoff_config_get: %s is NULL", !cfg ? "cfg" : !name ? "name" : "buf");
     o = lookup(name, &is_env);
     if (!o)
         return unknown_name(name, is_env, NULL, 0);
     n = hoff__opt_format(o, hoff__opt_load(cfg, o), buf, len);
     if ((size_t)n >= len)
-        return hoff__opt_fail(-ERANGE, NULL, 0,
-                    "hoff_config_get: the value of %s needs %d bytes; the buffer has %zu",
-                    o->name, n + 1, len);
+        return hoff__opt_fail(-ERANGE, NULL, 0, "hoff_config_get: the value of %s needs %d bytes; the buffer has %zu",
+                              o->name, n + 1, len);
     return 0;
 }
 
@@ -514,8 +517,7 @@ static size_t field_size(const struct hoff__opt *o) {
     }
 }
 
-int hoff__config_live_update(struct hoff_config *cur, const struct hoff_config *next, const char **fixed,
-                             int *replan) {
+int hoff__config_live_update(struct hoff_config *cur, const struct hoff_config *next, const char **fixed, int *replan) {
     int i, changed = 0;
 
     for (i = 0; i < NOPTS; i++) {
@@ -553,14 +555,16 @@ int hoff__config_live_names(char *buf, size_t len) {
         size_t at = (size_t)k < len ? (size_t)k : len;
 
         if (opts[i].live)
-            k += snprintf(buf ? buf + at : NULL, len - at, "%s%s", k == 0 ? "" : i == last ? " and " : ", ",
+            k += snprintf(buf ? buf + at : NULL, len - at, "%s%s",
+                          k == 0      ? ""
+                          : i == last ? " and "
+                                      : ", ",
                           opts[i].name);
     }
     return k;
 }
 
-HOFF_API int hoff_config_check(const char *name, const char *value, char *buf, size_t len, char *err,
-                               size_t errlen) {
+HOFF_API int hoff_config_check(const char *name, const char *value, char *buf, size_t len, char *err, size_t errlen) {
     struct hoff_config cfg;
     int rc;
 
@@ -606,14 +610,14 @@ int hoff__config_validate(const struct hoff_config *cfg, char *err, size_t errle
         return hoff__opt_fail(-EINVAL, err, errlen, "config: the struct hoff_config pointer is NULL");
     if (cfg->version != HOFF_CONFIG_VERSION)
         return hoff__opt_fail(-EINVAL, err, errlen,
-                    "config: version is %u, expected HOFF_CONFIG_VERSION (%d); "
-                    "fill the struct with hoff_config_init() first",
-                    (unsigned)cfg->version, HOFF_CONFIG_VERSION);
+                              "config: version is %u, expected HOFF_CONFIG_VERSION (%d); "
+                              "fill the struct with hoff_config_init() first",
+                              (unsigned)cfg->version, HOFF_CONFIG_VERSION);
     if (cfg->size != sizeof *cfg)
         return hoff__opt_fail(-EINVAL, err, errlen,
-                    "config: size is %u, expected sizeof(struct hoff_config) (%zu); "
-                    "fill the struct with hoff_config_init() from this hoff.h",
-                    (unsigned)cfg->size, sizeof *cfg);
+                              "config: size is %u, expected sizeof(struct hoff_config) (%zu); "
+                              "fill the struct with hoff_config_init() from this hoff.h",
+                              (unsigned)cfg->size, sizeof *cfg);
     for (i = 0; i < NOPTS; i++) {
         const struct hoff__opt *o = &opts[i];
         union hoff__optval v = hoff__opt_load(cfg, o);
@@ -623,34 +627,34 @@ int hoff__config_validate(const struct hoff_config *cfg, char *err, size_t errle
                 continue;
             hoff__opt_describe(o, range, sizeof range);
             if (o->type == HOFF__OPT_STRING)
-                return hoff__opt_fail(-EINVAL, err, errlen, "config: %s (%s) is '%s': %s; expected %s",
-                            o->name, o->env, hoff__opt_shown(v.s.p, v.s.n, a, sizeof a), why, range);
+                return hoff__opt_fail(-EINVAL, err, errlen, "config: %s (%s) is '%s': %s; expected %s", o->name, o->env,
+                                      hoff__opt_shown(v.s.p, v.s.n, a, sizeof a), why, range);
             hoff__opt_format(o, v, a, sizeof a);
-            return hoff__opt_fail(-EINVAL, err, errlen, "config: %s (%s) is %s: %s; expected %s",
-                        o->name, o->env, a, why, range);
+            return hoff__opt_fail(-EINVAL, err, errlen, "config: %s (%s) is %s: %s; expected %s", o->name, o->env, a,
+                                  why, range);
         }
         if (o->type == HOFF__OPT_STRING) {
             hoff__opt_describe(o, range, sizeof range);
             if (v.s.n >= o->size)
                 return hoff__opt_fail(-EINVAL, err, errlen,
-                            "config: %s (%s) has no NUL within its %zu bytes; expected %s",
-                            o->name, o->env, o->size, range);
-            return hoff__opt_fail(-EINVAL, err, errlen, "config: %s (%s) is '%s', not a known %s; "
-                        "expected %s", o->name, o->env, hoff__opt_shown(v.s.p, v.s.n, a, sizeof a),
-                        o->unit, range);
+                                      "config: %s (%s) has no NUL within its %zu bytes; expected %s", o->name, o->env,
+                                      o->size, range);
+            return hoff__opt_fail(-EINVAL, err, errlen,
+                                  "config: %s (%s) is '%s', not a known %s; "
+                                  "expected %s",
+                                  o->name, o->env, hoff__opt_shown(v.s.p, v.s.n, a, sizeof a), o->unit, range);
         }
         hoff__opt_format(o, v, a, sizeof a);
         if (o->type == HOFF__OPT_BOOL)
             snprintf(range, sizeof range, "0 or 1");
         else
             hoff__opt_describe(o, range, sizeof range);
-        return hoff__opt_fail(-EINVAL, err, errlen, "config: %s (%s) is %s; expected %s",
-                    o->name, o->env, a, range);
+        return hoff__opt_fail(-EINVAL, err, errlen, "config: %s (%s) is %s; expected %s", o->name, o->env, a, range);
     }
     if (cfg->budget_pct > 0 && cfg->budget_bytes > 0)
         return hoff__opt_fail(-EINVAL, err, errlen,
-                    "config: both budget (HOFF_BUDGET) and budget_pct (HOFF_BUDGET_PCT) are set; set one: a "
-                    "size, or a percentage of each rank's device memory");
+                              "config: both budget (HOFF_BUDGET) and budget_pct (HOFF_BUDGET_PCT) are set; set one: a "
+                              "size, or a percentage of each rank's device memory");
     /* Across fields: a budget larger than the simulated device never binds,
      * which is always a mistake (HOFF_SIM_DEVICE was probably forgotten). */
     if (cfg->backend == HOFF_BACKEND_SIM && cfg->budget_bytes > cfg->sim_device_bytes) {
@@ -662,9 +666,10 @@ int hoff__config_validate(const struct hoff_config *cfg, char *err, size_t errle
         v.u = cfg->sim_device_bytes;
         hoff__opt_format(size_opt, v, b, sizeof b);
         return hoff__opt_fail(-EINVAL, err, errlen,
-                    "config: budget (HOFF_BUDGET) is %s, more than the simulated device "
-                    "holds (sim_device, HOFF_SIM_DEVICE, is %s); lower the budget or "
-                    "raise HOFF_SIM_DEVICE", a, b);
+                              "config: budget (HOFF_BUDGET) is %s, more than the simulated device "
+                              "holds (sim_device, HOFF_SIM_DEVICE, is %s); lower the budget or "
+                              "raise HOFF_SIM_DEVICE",
+                              a, b);
     }
     return 0;
 }

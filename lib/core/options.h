@@ -13,15 +13,42 @@ struct hoff__opt; /* core/optvalue.h */
 /* The options, keyed like mimalloc's option table: option i is opts[i] in options.c, and
  * hoff_config_name(i) of the public API (so the order is part of that API: add at the end). */
 enum hoff__option {
-    HOFF__OPTION_BACKEND, HOFF__OPTION_DEVICE, HOFF__OPTION_BUDGET, HOFF__OPTION_HOST_CAP, HOFF__OPTION_MANAGED_MIN,
-    HOFF__OPTION_OVERSUB_MARGIN, HOFF__OPTION_OVERSUBSCRIBE, HOFF__OPTION_LOG_LEVEL, HOFF__OPTION_SIM_DEVICE,
-    HOFF__OPTION_SIM_H2D_GBPS, HOFF__OPTION_SIM_D2H_GBPS, HOFF__OPTION_SIM_LATENCY, HOFF__OPTION_SIM_FAULT_GBPS,
-    HOFF__OPTION_SIM_FAULT_NS, HOFF__OPTION_SIM_PROTECT, HOFF__OPTION_QUEUE_DEPTH, HOFF__OPTION_PLANNER,
-    HOFF__OPTION_GUARD_AFTER_ALLOC, HOFF__OPTION_GUARD_BEFORE_FREE, HOFF__OPTION_REPLAN_AFTER,
-    HOFF__OPTION_BANDWIDTH_GBPS, HOFF__OPTION_TRACE, HOFF__OPTION_STATS, HOFF__OPTION_NUMA, HOFF__OPTION_SPILL_DIR,
-    HOFF__OPTION_SPILL_CHUNK, HOFF__OPTION_IO_DEPTH, HOFF__OPTION_SIM_NVME_READ_GBPS,
-    HOFF__OPTION_SIM_NVME_WRITE_GBPS, HOFF__OPTION_SIM_CALL_NS, HOFF__OPTION_GROUPS, HOFF__OPTION_PLAN_THREAD,
-    HOFF__OPTION_PLAN_TIME, HOFF__OPTION_BUDGET_PCT, HOFF__OPTION_FREE_FENCE, HOFF__OPTION_OFFLOAD_GRADIENTS,
+    HOFF__OPTION_BACKEND,
+    HOFF__OPTION_DEVICE,
+    HOFF__OPTION_BUDGET,
+    HOFF__OPTION_HOST_CAP,
+    HOFF__OPTION_MANAGED_MIN,
+    HOFF__OPTION_OVERSUB_MARGIN,
+    HOFF__OPTION_OVERSUBSCRIBE,
+    HOFF__OPTION_LOG_LEVEL,
+    HOFF__OPTION_SIM_DEVICE,
+    HOFF__OPTION_SIM_H2D_GBPS,
+    HOFF__OPTION_SIM_D2H_GBPS,
+    HOFF__OPTION_SIM_LATENCY,
+    HOFF__OPTION_SIM_FAULT_GBPS,
+    HOFF__OPTION_SIM_FAULT_NS,
+    HOFF__OPTION_SIM_PROTECT,
+    HOFF__OPTION_QUEUE_DEPTH,
+    HOFF__OPTION_PLANNER,
+    HOFF__OPTION_GUARD_AFTER_ALLOC,
+    HOFF__OPTION_GUARD_BEFORE_FREE,
+    HOFF__OPTION_REPLAN_AFTER,
+    HOFF__OPTION_BANDWIDTH_GBPS,
+    HOFF__OPTION_TRACE,
+    HOFF__OPTION_STATS,
+    HOFF__OPTION_NUMA,
+    HOFF__OPTION_SPILL_DIR,
+    HOFF__OPTION_SPILL_CHUNK,
+    HOFF__OPTION_IO_DEPTH,
+    HOFF__OPTION_SIM_NVME_READ_GBPS,
+    HOFF__OPTION_SIM_NVME_WRITE_GBPS,
+    HOFF__OPTION_SIM_CALL_NS,
+    HOFF__OPTION_GROUPS,
+    HOFF__OPTION_PLAN_THREAD,
+    HOFF__OPTION_PLAN_TIME,
+    HOFF__OPTION_BUDGET_PCT,
+    HOFF__OPTION_FREE_FENCE,
+    HOFF__OPTION_OFFLOAD_GRADIENTS,
     HOFF__OPTION_COUNT
 };
 
@@ -47,8 +74,7 @@ int hoff__config_validate(const struct hoff_config *cfg, char *err, size_t errle
  * option that is not live differs, with *fixed (if non-NULL) naming the first
  * such one.
  * Sets no error message: the caller knows what was asked. */
-int hoff__config_live_update(struct hoff_config *cur, const struct hoff_config *next, const char **fixed,
-                             int *replan);
+int hoff__config_live_update(struct hoff_config *cur, const struct hoff_config *next, const char **fixed, int *replan);
 
 /* The live options' names, "budget, host_cap, log_level and planner", for
  * messages; returns the length, like snprintf. */

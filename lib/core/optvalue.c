@@ -166,8 +166,7 @@ int hoff__opt_in_range(const struct hoff__opt *o, union hoff__optval v) {
 }
 
 /* v as the largest unit that divides it exactly ("80G", "10us"). */
-static void fmt_units(uint64_t v, const char *const *suffix, const uint64_t *unit,
-                      char *buf, size_t len) {
+static void fmt_units(uint64_t v, const char *const *suffix, const uint64_t *unit, char *buf, size_t len) {
     int i;
 
     for (i = 0; v && suffix[i]; i++) {
@@ -303,12 +302,12 @@ int hoff__opt_check(const struct hoff__opt *o, union hoff__optval v, char *why, 
     return o->check(v.s.p, v.s.n, why, whylen);
 }
 
-int hoff__opt_bad_value(const struct hoff__opt *o, const char *who, const char *value,
-                     int why, char *err, size_t errlen) {
+int hoff__opt_bad_value(const struct hoff__opt *o, const char *who, const char *value, int why, char *err,
+                        size_t errlen) {
     static const char *const what[] = {
-        [HOFF__OPT_SIZE] = "not a size", [HOFF__OPT_BOOL] = "not a boolean",
-        [HOFF__OPT_INT] = "not an integer", [HOFF__OPT_ENUM] = NULL,
-        [HOFF__OPT_DOUBLE] = "not a number", [HOFF__OPT_DURATION] = "not a duration",
+        [HOFF__OPT_SIZE] = "not a size",       [HOFF__OPT_BOOL] = "not a boolean",
+        [HOFF__OPT_INT] = "not an integer",    [HOFF__OPT_ENUM] = NULL,
+        [HOFF__OPT_DOUBLE] = "not a number",   [HOFF__OPT_DURATION] = "not a duration",
         [HOFF__OPT_UINT32] = "not an integer", [HOFF__OPT_STRING] = NULL,
     };
     char v[64], range[256];
@@ -326,10 +325,9 @@ int hoff__opt_bad_value(const struct hoff__opt *o, const char *who, const char *
             n--;
         if (why == HOFF__P_RANGE)
             return hoff__opt_fail(-EINVAL, err, errlen,
-                        "%s='%s': too long (%zu characters, the limit is %zu); expected %s",
-                        who, v, n, o->size - 1, range);
-        return hoff__opt_fail(-EINVAL, err, errlen, "%s='%s': unknown %s; expected %s", who, v,
-                    o->unit, range);
+                                  "%s='%s': too long (%zu characters, the limit is %zu); expected %s", who, v, n,
+                                  o->size - 1, range);
+        return hoff__opt_fail(-EINVAL, err, errlen, "%s='%s': unknown %s; expected %s", who, v, o->unit, range);
     }
     if (o->type == HOFF__OPT_ENUM)
         return hoff__opt_fail(-EINVAL, err, errlen, "%s='%s': expected %s", who, v, range);
@@ -338,14 +336,14 @@ int hoff__opt_bad_value(const struct hoff__opt *o, const char *who, const char *
     switch (o->type) {
     case HOFF__OPT_SIZE:
         return hoff__opt_fail(-EINVAL, err, errlen,
-                    "%s='%s': not a size; expected a byte count with an optional "
-                    "K, M, G or T suffix (e.g. 512M, 2G)", who, v);
+                              "%s='%s': not a size; expected a byte count with an optional "
+                              "K, M, G or T suffix (e.g. 512M, 2G)",
+                              who, v);
     case HOFF__OPT_DURATION:
         return hoff__opt_fail(-EINVAL, err, errlen,
-                    "%s='%s': not a duration; expected a whole number of nanoseconds, "
-                    "or a number with an ns, us, ms or s suffix (e.g. 10us, 2ms)", who, v);
-    default:
-        return hoff__opt_fail(-EINVAL, err, errlen, "%s='%s': %s; expected %s", who, v,
-                    what[o->type], range);
+                              "%s='%s': not a duration; expected a whole number of nanoseconds, "
+                              "or a number with an ns, us, ms or s suffix (e.g. 10us, 2ms)",
+                              who, v);
+    default: return hoff__opt_fail(-EINVAL, err, errlen, "%s='%s': %s; expected %s", who, v, what[o->type], range);
     }
 }

@@ -13,7 +13,12 @@
 #include "hoff.h"
 
 enum hoff__opt_type {
-    HOFF__OPT_SIZE, HOFF__OPT_BOOL, HOFF__OPT_INT, HOFF__OPT_ENUM, HOFF__OPT_DOUBLE, HOFF__OPT_DURATION,
+    HOFF__OPT_SIZE,
+    HOFF__OPT_BOOL,
+    HOFF__OPT_INT,
+    HOFF__OPT_ENUM,
+    HOFF__OPT_DOUBLE,
+    HOFF__OPT_DURATION,
     HOFF__OPT_UINT32, /* a uint32_t field, a decimal integer */
     HOFF__OPT_STRING, /* a char[size] field: at most size - 1 characters, NUL-padded */
 };
@@ -25,16 +30,16 @@ struct hoff__opt_alias {
 
 /* One entry of the option table (options.c). */
 struct hoff__opt {
-    const char *name;  /* "budget": lower case, the key of hoff_config_set */
-    const char *env;   /* "HOFF_BUDGET": always "HOFF_" + the name in upper case */
+    const char *name; /* "budget": lower case, the key of hoff_config_set */
+    const char *env;  /* "HOFF_BUDGET": always "HOFF_" + the name in upper case */
     enum hoff__opt_type type;
-    size_t offset;     /* into struct hoff_config */
-    size_t size;       /* HOFF__OPT_STRING: the field's size, the NUL included */
-    const char *def;   /* the default, in the form hoff_config_set accepts */
-    double min, max;   /* valid range, inclusive (enum, bool, string: derived) */
-    int min_open;      /* min itself is out of range (HOFF__OPT_DOUBLE) */
-    const char *unit;  /* HOFF__OPT_DOUBLE: what the number counts; HOFF__OPT_STRING: what the text is */
-    const char *const *names;        /* HOFF__OPT_ENUM: value i is names[i] */
+    size_t offset;            /* into struct hoff_config */
+    size_t size;              /* HOFF__OPT_STRING: the field's size, the NUL included */
+    const char *def;          /* the default, in the form hoff_config_set accepts */
+    double min, max;          /* valid range, inclusive (enum, bool, string: derived) */
+    int min_open;             /* min itself is out of range (HOFF__OPT_DOUBLE) */
+    const char *unit;         /* HOFF__OPT_DOUBLE: what the number counts; HOFF__OPT_STRING: what the text is */
+    const char *const *names; /* HOFF__OPT_ENUM: value i is names[i] */
     const struct hoff__opt_alias *aliases; /* HOFF__OPT_ENUM: other accepted spellings */
     /* HOFF__OPT_STRING whose values are names registered elsewhere: choice_at(i) is
      * the i-th (NULL past the end); known(s) says whether the runtime will
@@ -47,8 +52,8 @@ struct hoff__opt {
      * in hoff_config_set, which stores the listed spelling; only as listed in
      * hoff__config_validate) and check judges everything else. */
     int (*check)(const char *s, size_t n, char *why, size_t whylen);
-    const char *expect; /* the accepted forms, to follow "expected " (else derived) */
-    uint64_t multiple;  /* HOFF__OPT_SIZE: the value must be a multiple of this (0: any) */
+    const char *expect;  /* the accepted forms, to follow "expected " (else derived) */
+    uint64_t multiple;   /* HOFF__OPT_SIZE: the value must be a multiple of this (0: any) */
     unsigned live : 1;   /* may change on a running context (hoff_torch_configure(3)) */
     unsigned replan : 1; /* ...and a change needs a new plan: the next step records and plans again */
     const char *help;
@@ -62,7 +67,7 @@ union hoff__optval {
     struct {
         const char *p; /* not NUL-terminated: a field, or the user's text */
         size_t n;      /* == the field's size if the field has no NUL */
-    } s;        /* HOFF__OPT_STRING */
+    } s;               /* HOFF__OPT_STRING */
 };
 
 /* HOFF__P_RANGE for a string: too long; HOFF__P_FORM: not one of its choices. */

@@ -62,8 +62,10 @@ static int resolve(const char *path, char *out, size_t len, struct stat *st, int
             if (errno != ENOENT)
                 return hoff__error(-errno, "cannot write '%s': %s", cur, strerror(errno));
             if (hops)
-                return hoff__error(-ENOENT, "cannot write '%s': it is a symbolic link to '%s', which does not exist "
-                                   "(dangling links are not followed; give the file's own path)", path, cur);
+                return hoff__error(-ENOENT,
+                                   "cannot write '%s': it is a symbolic link to '%s', which does not exist "
+                                   "(dangling links are not followed; give the file's own path)",
+                                   path, cur);
             *exists = 0;
             break;
         }
@@ -74,14 +76,14 @@ static int resolve(const char *path, char *out, size_t len, struct stat *st, int
             return hoff__error(-ELOOP, "cannot write '%s': too many levels of symbolic links", path);
         dir_of(cur, dir, sizeof dir);
         if (!link_trusted(dir, st->st_uid, &dir_uid))
-            return hoff__error(-ELOOP, "cannot write '%s': '%s' is a symbolic link owned by uid %u in the sticky, "
+            return hoff__error(-ELOOP,
+                               "cannot write '%s': '%s' is a symbolic link owned by uid %u in the sticky, "
                                "world-writable directory '%s' (owned by uid %u); such a link is not followed "
-                               "(give the target's own path)", path, cur, (unsigned)st->st_uid, dir,
-                               (unsigned)dir_uid);
+                               "(give the target's own path)",
+                               path, cur, (unsigned)st->st_uid, dir, (unsigned)dir_uid);
         n = readlink(cur, target, sizeof target - 1);
         if (n < 0)
-            return hoff__error(-errno, "cannot write '%s': cannot read the link '%s': %s", path, cur,
-                               strerror(errno));
+            return hoff__error(-errno, "cannot write '%s': cannot read the link '%s': %s", path, cur, strerror(errno));
         target[n] = '\0';
         if (target[0] == '/') {
             memcpy(cur, target, (size_t)n + 1);
@@ -105,8 +107,7 @@ static int open_direct(struct hoff__outfile *o, const char *path, const struct s
     fd = open(o->path, O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         if (errno == ENXIO && S_ISFIFO(st->st_mode))
-            return hoff__error(-ENXIO, "cannot write '%s': it is a FIFO with no reader (start the reader first)",
-                               path);
+            return hoff__error(-ENXIO, "cannot write '%s': it is a FIFO with no reader (start the reader first)", path);
         return hoff__error(-errno, "cannot write '%s': %s", path, strerror(errno));
     }
     fl = fcntl(fd, F_GETFL);
@@ -138,11 +139,15 @@ int hoff__out_open(struct hoff__outfile *o, const char *path) {
         if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))
             return open_direct(o, path, &st);
         if (S_ISBLK(st.st_mode))
-            return hoff__error(-EINVAL, "cannot write '%s': it is a block device; hoff writes its output only to "
-                               "a regular file, a character device or a FIFO", path);
+            return hoff__error(-EINVAL,
+                               "cannot write '%s': it is a block device; hoff writes its output only to "
+                               "a regular file, a character device or a FIFO",
+                               path);
         if (!S_ISREG(st.st_mode))
-            return hoff__error(-EINVAL, "cannot write '%s': it is a socket or another special file; hoff writes "
-                               "its output only to a regular file, a character device or a FIFO", path);
+            return hoff__error(-EINVAL,
+                               "cannot write '%s': it is a socket or another special file; hoff writes "
+                               "its output only to a regular file, a character device or a FIFO",
+                               path);
         o->mode = st.st_mode & 0777;
     }
     dir_of(o->path, dir, sizeof dir);

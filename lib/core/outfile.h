@@ -19,11 +19,11 @@
 #include <sys/types.h>
 
 struct hoff__outfile {
-    FILE *f;                    /* write here */
-    int direct;                 /* 1: f is the device or FIFO itself; 0: f is the temporary file */
-    mode_t mode;                /* permission bits the file gets on commit */
-    char path[PATH_MAX];        /* the file replaced on commit (a trusted link resolved) */
-    char tmp[PATH_MAX];         /* the temporary file ("" when direct) */
+    FILE *f;             /* write here */
+    int direct;          /* 1: f is the device or FIFO itself; 0: f is the temporary file */
+    mode_t mode;         /* permission bits the file gets on commit */
+    char path[PATH_MAX]; /* the file replaced on commit (a trusted link resolved) */
+    char tmp[PATH_MAX];  /* the temporary file ("" when direct) */
 };
 
 /* Open an output file for path as the rules above say.  0, or -errno with a

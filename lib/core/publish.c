@@ -128,8 +128,7 @@ _Static_assert(offsetof(struct hoff__pub_segment, st) == sizeof(struct hoff__pub
 _Static_assert(offsetof(struct hoff__pub_segment, floor_op) ==
                    sizeof(struct hoff__pub_header) + sizeof(struct hoff_stats),
                "floor_op right after the stats");
-_Static_assert(sizeof(struct hoff__pub_segment) ==
-                   offsetof(struct hoff__pub_segment, floor_op) + HOFF__PUB_FLOOR_OP,
+_Static_assert(sizeof(struct hoff__pub_segment) == offsetof(struct hoff__pub_segment, floor_op) + HOFF__PUB_FLOOR_OP,
                "floor_op ends the segment");
 _Static_assert(offsetof(struct hoff__pub_segment, floor_op) % sizeof(uint64_t) == 0 &&
                    HOFF__PUB_FLOOR_OP % sizeof(uint64_t) == 0 && sizeof(struct hoff_stats) % sizeof(uint64_t) == 0,
@@ -277,8 +276,9 @@ struct hoff__publisher *hoff__publish_open(const char *planner, const char *back
     p->interval_ns = HOFF__PUB_INTERVAL_NS;
     rc = create_segment(p, &fd);
     if (rc) {
-        HOFF__LOG_ONCE(HOFF_LOG_WARN, "stats: cannot create %s in %s: %s; statistics are not published "
-                                      "(HOFF_STATS=0 turns publishing off)",
+        HOFF__LOG_ONCE(HOFF_LOG_WARN,
+                       "stats: cannot create %s in %s: %s; statistics are not published "
+                       "(HOFF_STATS=0 turns publishing off)",
                        p->name, HOFF__PUB_DIR, strerror(-rc));
         free(p);
         return NULL;

@@ -39,29 +39,29 @@
 #define HOFF__PUB_TICK_MASK 255u
 
 struct hoff__pub_header {
-    uint64_t magic;             /* HOFF__PUB_MAGIC */
-    uint32_t version;           /* HOFF__PUB_VERSION */
-    uint32_t size;              /* bytes of the whole segment: sizeof(struct hoff__pub_segment) */
-    uint32_t header_size;       /* sizeof(struct hoff__pub_header) */
-    uint32_t stats_version;     /* HOFF_STATS_VERSION */
-    uint32_t stats_size;        /* sizeof(struct hoff_stats) */
+    uint64_t magic;         /* HOFF__PUB_MAGIC */
+    uint32_t version;       /* HOFF__PUB_VERSION */
+    uint32_t size;          /* bytes of the whole segment: sizeof(struct hoff__pub_segment) */
+    uint32_t header_size;   /* sizeof(struct hoff__pub_header) */
+    uint32_t stats_version; /* HOFF_STATS_VERSION */
+    uint32_t stats_size;    /* sizeof(struct hoff_stats) */
     int32_t pid;
     uint32_t uid;
     uint32_t reserved;
-    uint64_t pid_ns;            /* the writer's pid namespace: as in the name */
-    uint8_t boot_id[16];        /* /proc/sys/kernel/random/boot_id (all 0 if unknown) */
-    uint64_t start_ns;          /* CLOCK_REALTIME when the context was created */
-    uint64_t proc_start;        /* the process's start (field 22 of /proc/self/stat, clock ticks after
-                                   boot; 0 if unknown): tells a reused pid from the writer */
-    char planner[16];           /* NUL-terminated */
+    uint64_t pid_ns;     /* the writer's pid namespace: as in the name */
+    uint8_t boot_id[16]; /* /proc/sys/kernel/random/boot_id (all 0 if unknown) */
+    uint64_t start_ns;   /* CLOCK_REALTIME when the context was created */
+    uint64_t proc_start; /* the process's start (field 22 of /proc/self/stat, clock ticks after
+                            boot; 0 if unknown): tells a reused pid from the writer */
+    char planner[16];    /* NUL-terminated */
     char backend[16];
-    char comm[16];              /* the program's name (/proc/self/comm) */
-    char job[64];               /* the job id (core/rank.h: TORCHELASTIC_RUN_ID, else MASTER_ADDR:MASTER_PORT),
-                                   NUL-terminated; "" outside a job.  Rank and world size are counters. */
+    char comm[16]; /* the program's name (/proc/self/comm) */
+    char job[64];  /* the job id (core/rank.h: TORCHELASTIC_RUN_ID, else MASTER_ADDR:MASTER_PORT),
+                      NUL-terminated; "" outside a job.  Rank and world size are counters. */
     /* Under the sequence lock, with the stats: */
-    uint64_t seq;               /* odd while a write is in progress */
-    uint64_t update_ns;         /* CLOCK_REALTIME of the last write */
-    uint64_t updates;           /* writes so far */
+    uint64_t seq;       /* odd while a write is in progress */
+    uint64_t update_ns; /* CLOCK_REALTIME of the last write */
+    uint64_t updates;   /* writes so far */
 };
 
 /* The whole segment: the header, at header_size the stats (stats_size bytes), and after them, at
@@ -80,13 +80,13 @@ struct hoff__pub_segment {
 
 struct hoff__publisher {
     struct hoff__pub_segment *seg;
-    char name[80];              /* "/hoff.<uid>.<ns>.<pid>[.<k>]" */
-    ino_t ino;                  /* the file created: only it is ever unlinked */
+    char name[80]; /* "/hoff.<uid>.<ns>.<pid>[.<k>]" */
+    ino_t ino;     /* the file created: only it is ever unlinked */
     dev_t dev;
-    pid_t pid;                  /* the creator: a forked child never unlinks it */
-    uint32_t tick;              /* events without a counter of their own (hoff__publish_tick) */
-    uint64_t last_ns;           /* CLOCK_MONOTONIC_COARSE of the last write */
-    uint64_t interval_ns;       /* HOFF__PUB_INTERVAL_NS; 0 = at every tick (bench) */
+    pid_t pid;                    /* the creator: a forked child never unlinks it */
+    uint32_t tick;                /* events without a counter of their own (hoff__publish_tick) */
+    uint64_t last_ns;             /* CLOCK_MONOTONIC_COARSE of the last write */
+    uint64_t interval_ns;         /* HOFF__PUB_INTERVAL_NS; 0 = at every tick (bench) */
     struct hoff__publisher *next; /* the process's live segments (for the atexit handler) */
 };
 
@@ -142,13 +142,12 @@ int hoff__pub_check_stat(const struct stat *st, uid_t uid, char *err, size_t err
 /* The checks on a header read from a file of file_size bytes: magic, layout
  * version, sizes, stats version, owner.  0 or -EPROTO / -EMSGSIZE / -EPERM
  * with why in err. */
-int hoff__pub_check_header(const struct hoff__pub_header *h, uint64_t file_size, uid_t uid, char *err,
-                           size_t errlen);
+int hoff__pub_check_header(const struct hoff__pub_header *h, uint64_t file_size, uid_t uid, char *err, size_t errlen);
 
 struct hoff__pub_reader {
     const struct hoff__pub_segment *seg; /* mapped read-only */
     size_t len;
-    struct hoff__pub_header h;  /* the fixed part, checked */
+    struct hoff__pub_header h; /* the fixed part, checked */
     ino_t ino;
     dev_t dev;
 };
@@ -167,16 +166,16 @@ void hoff__pub_close(struct hoff__pub_reader *r);
  * retries while a write is in progress, up to `tries` times.  0 or -EAGAIN
  * (the writer kept it busy), -EPROTO (the stats in it are not a struct
  * hoff_stats of this version). */
-int hoff__pub_read(const struct hoff__pub_reader *r, struct hoff_stats *st, uint64_t *update_ns,
-                   uint64_t *updates, int tries);
+int hoff__pub_read(const struct hoff__pub_reader *r, struct hoff_stats *st, uint64_t *update_ns, uint64_t *updates,
+                   int tries);
 /* The same with the floor's op, copied in the same consistent read into
  * floor_op (HOFF__PUB_FLOOR_OP bytes; NULL: not copied), NUL-terminated
  * whatever the segment holds. */
-int hoff__pub_read_floor(const struct hoff__pub_reader *r, struct hoff_stats *st, char *floor_op,
-                         uint64_t *update_ns, uint64_t *updates, int tries);
+int hoff__pub_read_floor(const struct hoff__pub_reader *r, struct hoff_stats *st, char *floor_op, uint64_t *update_ns,
+                         uint64_t *updates, int tries);
 /* The same on a segment in memory (tests). */
-int hoff__pub_read_seg(const struct hoff__pub_segment *seg, struct hoff_stats *st, char *floor_op,
-                       uint64_t *update_ns, uint64_t *updates, int tries);
+int hoff__pub_read_seg(const struct hoff__pub_segment *seg, struct hoff_stats *st, char *floor_op, uint64_t *update_ns,
+                       uint64_t *updates, int tries);
 
 /* Is the writer of a segment still running?
  *   HOFF__PUB_ALIVE    yes;

@@ -185,8 +185,7 @@ int hoff__pub_check_stat(const struct stat *st, uid_t uid, char *err, size_t err
     if (!S_ISREG(st->st_mode))
         return fail(-EINVAL, err, errlen, "not a regular file (mode %06o)", (unsigned)st->st_mode);
     if (st->st_uid != uid)
-        return fail(-EPERM, err, errlen, "owned by uid %u, not by you (uid %u)", (unsigned)st->st_uid,
-                    (unsigned)uid);
+        return fail(-EPERM, err, errlen, "owned by uid %u, not by you (uid %u)", (unsigned)st->st_uid, (unsigned)uid);
     if (st->st_mode & 077)
         return fail(-EPERM, err, errlen, "mode %04o: group or others may access it (a segment is 0600)",
                     (unsigned)(st->st_mode & 07777));
@@ -197,8 +196,7 @@ int hoff__pub_check_stat(const struct stat *st, uid_t uid, char *err, size_t err
     return 0;
 }
 
-int hoff__pub_check_header(const struct hoff__pub_header *h, uint64_t file_size, uid_t uid, char *err,
-                           size_t errlen) {
+int hoff__pub_check_header(const struct hoff__pub_header *h, uint64_t file_size, uid_t uid, char *err, size_t errlen) {
     if (h->magic != HOFF__PUB_MAGIC)
         return fail(-EPROTO, err, errlen, "not a hoff statistics segment (bad magic %016" PRIx64 ")", h->magic);
     if (h->version != HOFF__PUB_VERSION)
@@ -211,17 +209,15 @@ int hoff__pub_check_header(const struct hoff__pub_header *h, uint64_t file_size,
                     (unsigned)h->size, file_size);
     if (h->header_size != sizeof *h || h->size != sizeof(struct hoff__pub_segment))
         return fail(-EMSGSIZE, err, errlen,
-                    "segment of %u bytes with a %u-byte header; this hoff-stat reads %zu with %zu",
-                    (unsigned)h->size, (unsigned)h->header_size, sizeof(struct hoff__pub_segment), sizeof *h);
+                    "segment of %u bytes with a %u-byte header; this hoff-stat reads %zu with %zu", (unsigned)h->size,
+                    (unsigned)h->header_size, sizeof(struct hoff__pub_segment), sizeof *h);
     if (h->stats_version != HOFF_STATS_VERSION || h->stats_size != sizeof(struct hoff_stats))
         return fail(-EPROTO, err, errlen,
                     "stats version %u size %u; this hoff-stat reads version %d size %zu (use the hoff-stat of "
                     "the writer's hoff)",
-                    (unsigned)h->stats_version, (unsigned)h->stats_size, HOFF_STATS_VERSION,
-                    sizeof(struct hoff_stats));
+                    (unsigned)h->stats_version, (unsigned)h->stats_size, HOFF_STATS_VERSION, sizeof(struct hoff_stats));
     if (h->uid != (uint32_t)uid)
-        return fail(-EPERM, err, errlen, "written for uid %u, not for you (uid %u)", (unsigned)h->uid,
-                    (unsigned)uid);
+        return fail(-EPERM, err, errlen, "written for uid %u, not for you (uid %u)", (unsigned)h->uid, (unsigned)uid);
     if (h->pid <= 0)
         return fail(-EPROTO, err, errlen, "bad pid %d in the header", (int)h->pid);
     return 0;
@@ -241,8 +237,8 @@ int hoff__pub_open(const char *dir, const char *name, struct hoff__pub_reader *r
         return fail(-ENAMETOOLONG, err, errlen, "path too long");
     /* lstat first for a clear message; O_NOFOLLOW is what makes it safe. */
     if (lstat(path, &st) != 0)
-        return fail(-errno, err, errlen, "%s", errno == ENOENT ? "no such segment (the process has exited?)"
-                                                                : strerror(errno));
+        return fail(-errno, err, errlen, "%s",
+                    errno == ENOENT ? "no such segment (the process has exited?)" : strerror(errno));
     if (S_ISLNK(st.st_mode))
         return fail(-ELOOP, err, errlen, "a symbolic link, not a segment (never followed)");
     fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
@@ -305,8 +301,8 @@ void hoff__pub_close(struct hoff__pub_reader *r) {
         r->seg = NULL;
 }
 
-int hoff__pub_read_seg(const struct hoff__pub_segment *seg, struct hoff_stats *out, char *floor_op,
-                       uint64_t *update_ns, uint64_t *updates, int tries) {
+int hoff__pub_read_seg(const struct hoff__pub_segment *seg, struct hoff_stats *out, char *floor_op, uint64_t *update_ns,
+                       uint64_t *updates, int tries) {
     const uint64_t *src = (const uint64_t *)(const void *)&seg->st;
     const uint64_t *op_src = (const uint64_t *)(const void *)seg->floor_op;
     uint64_t *dst = (uint64_t *)(void *)out, op[HOFF__PUB_FLOOR_OP / sizeof(uint64_t)];
@@ -347,8 +343,8 @@ int hoff__pub_read_seg(const struct hoff__pub_segment *seg, struct hoff_stats *o
     return -EAGAIN;
 }
 
-int hoff__pub_read_floor(const struct hoff__pub_reader *r, struct hoff_stats *st, char *floor_op,
-                         uint64_t *update_ns, uint64_t *updates, int tries) {
+int hoff__pub_read_floor(const struct hoff__pub_reader *r, struct hoff_stats *st, char *floor_op, uint64_t *update_ns,
+                         uint64_t *updates, int tries) {
     if (!r || !r->seg)
         return -EINVAL;
     return hoff__pub_read_seg(r->seg, st, floor_op, update_ns, updates, tries);

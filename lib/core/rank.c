@@ -36,7 +36,8 @@ int hoff__rank_from_env(struct hoff__rank *r, char *err, size_t errlen) {
     int rc;
 
     memset(r, 0, sizeof *r);
-    if ((rc = env_int("RANK", 0, &r->rank, err, errlen)) || (rc = env_int("WORLD_SIZE", 1, &r->world_size, err, errlen)) ||
+    if ((rc = env_int("RANK", 0, &r->rank, err, errlen)) ||
+        (rc = env_int("WORLD_SIZE", 1, &r->world_size, err, errlen)) ||
         (rc = env_int("LOCAL_RANK", -1, &r->local_rank, err, errlen)))
         return rc;
     if (r->world_size == 0) {
@@ -94,8 +95,10 @@ int hoff__path_expand(char *out, size_t len, const char *pattern, const struct h
     out[n] = '\0';
     /* A device (/dev/null, /dev/stdout) is not a file the ranks overwrite. */
     if (r->world_size > 1 && !per_rank && pattern[0] && strncmp(pattern, "/dev/", 5) != 0) {
-        snprintf(err, errlen, "%s=%.128s: the %d ranks of this job would all write that one file; put %%r (the "
-                 "rank) or %%p (the process id) in its name, e.g. trace.%%r.txt", what, pattern, r->world_size);
+        snprintf(err, errlen,
+                 "%s=%.128s: the %d ranks of this job would all write that one file; put %%r (the "
+                 "rank) or %%p (the process id) in its name, e.g. trace.%%r.txt",
+                 what, pattern, r->world_size);
         return -EEXIST;
     }
     return 0;

@@ -10,9 +10,9 @@
 #define HOFF__JOB_MAX 64 /* bytes of a job id, the NUL included */
 
 struct hoff__rank {
-    int rank;         /* RANK (0 without one) */
-    int world_size;   /* WORLD_SIZE (1 without one) */
-    int local_rank;   /* LOCAL_RANK (-1 without one) */
+    int rank;                /* RANK (0 without one) */
+    int world_size;          /* WORLD_SIZE (1 without one) */
+    int local_rank;          /* LOCAL_RANK (-1 without one) */
     char job[HOFF__JOB_MAX]; /* TORCHELASTIC_RUN_ID, else MASTER_ADDR:MASTER_PORT, else "" (no job) */
 };
 

@@ -27,10 +27,10 @@ static inline void hoff__stat_peak(uint64_t *peak, uint64_t v) {
 #define HOFF__STAT_PEAK(st, pk, v) hoff__stat_peak(&(st)->pk, (uint64_t)(v))
 
 /* A gauge: its value now, and its peak field following it. */
-#define HOFF__GAUGE_SET(st, f, v, pk)                                                                                \
-    do {                                                                                                             \
-        HOFF__STAT_SET(st, f, v);                                                                                    \
-        HOFF__STAT_PEAK(st, pk, (st)->f);                                                                            \
+#define HOFF__GAUGE_SET(st, f, v, pk)     \
+    do {                                  \
+        HOFF__STAT_SET(st, f, v);         \
+        HOFF__STAT_PEAK(st, pk, (st)->f); \
     } while (0)
 
 #endif

@@ -39,8 +39,8 @@ static inline uint64_t hoff__copy_ns(uint64_t bytes, double gbps) {
  *    `after` (0: nothing to wait for);
  *  - it lands lat_ns + dur_ns after its start, which becomes *busy.
  * Returns the landing; *start (if not NULL) gets the start. */
-static inline uint64_t hoff__xfer_call(uint64_t now, uint64_t *issuer, uint64_t call_ns, uint64_t *busy,
-                                       uint64_t after, uint64_t lat_ns, uint64_t dur_ns, uint64_t *start) {
+static inline uint64_t hoff__xfer_call(uint64_t now, uint64_t *issuer, uint64_t call_ns, uint64_t *busy, uint64_t after,
+                                       uint64_t lat_ns, uint64_t dur_ns, uint64_t *start) {
     uint64_t s = now, end;
 
     if (issuer) {
@@ -64,23 +64,23 @@ static inline uint64_t hoff__xfer_call(uint64_t now, uint64_t *issuer, uint64_t 
  * (hoff__sim_observe) and the replay prediction (hoff__plan_opts.observe)
  * report the same kinds on their own clocks. */
 enum hoff__xfer_kind {
-    HOFF__XF_EVICT = 1,   /* device -> host copy (a planned eviction or a victim) */
-    HOFF__XF_PREFETCH,    /* host -> device copy */
-    HOFF__XF_DISCARD,     /* a release: the device copy dropped, latency only on the D2H engine */
-    HOFF__XF_FAULT,       /* a page-in on demand: compute stalls from start to end */
-    HOFF__XF_SPILL,       /* host -> NVMe write */
-    HOFF__XF_RESTORE,     /* NVMe -> host read */
-    HOFF__XF_WAIT,        /* compute waits from start to end (an event sync or a stream wait) */
+    HOFF__XF_EVICT = 1, /* device -> host copy (a planned eviction or a victim) */
+    HOFF__XF_PREFETCH,  /* host -> device copy */
+    HOFF__XF_DISCARD,   /* a release: the device copy dropped, latency only on the D2H engine */
+    HOFF__XF_FAULT,     /* a page-in on demand: compute stalls from start to end */
+    HOFF__XF_SPILL,     /* host -> NVMe write */
+    HOFF__XF_RESTORE,   /* NVMe -> host read */
+    HOFF__XF_WAIT,      /* compute waits from start to end (an event sync or a stream wait) */
 };
 
 struct hoff__xfer_obs {
-    int kind;             /* enum hoff__xfer_kind */
-    const void *p;        /* the range moved (sim; NULL for the NVMe tier's and for waits) */
-    uint32_t block;       /* the trace's block (prediction; UINT32_MAX where none) */
-    uint32_t group;       /* the prediction: the schedule's group moved with one call (0: one block) */
-    uint64_t bytes;       /* the bytes the call moves (a discard: its range; a prefetch of released pages: 0) */
-    uint64_t issued;      /* when compute made the call (the issuing thread's turn for copies) */
-    uint64_t start, end;  /* on the engine: latency and copy inside; a fault or a wait: the stall */
+    int kind;            /* enum hoff__xfer_kind */
+    const void *p;       /* the range moved (sim; NULL for the NVMe tier's and for waits) */
+    uint32_t block;      /* the trace's block (prediction; UINT32_MAX where none) */
+    uint32_t group;      /* the prediction: the schedule's group moved with one call (0: one block) */
+    uint64_t bytes;      /* the bytes the call moves (a discard: its range; a prefetch of released pages: 0) */
+    uint64_t issued;     /* when compute made the call (the issuing thread's turn for copies) */
+    uint64_t start, end; /* on the engine: latency and copy inside; a fault or a wait: the stall */
 };
 
 typedef void (*hoff__xfer_observer)(void *arg, const struct hoff__xfer_obs *x);

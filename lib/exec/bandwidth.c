@@ -27,8 +27,7 @@ static int probe(struct hoff__backend *be, void *p, double *d2h, double *h2d) {
         uint64_t t0 = be->ops->clock_ns(be), t1;
         double gbps;
 
-        rc = evict ? be->ops->evict(be, p, PROBE_BYTES, NULL, done)
-                   : be->ops->prefetch(be, p, PROBE_BYTES, NULL, done);
+        rc = evict ? be->ops->evict(be, p, PROBE_BYTES, NULL, done) : be->ops->prefetch(be, p, PROBE_BYTES, NULL, done);
         if (rc == 0)
             rc = be->ops->event_sync(be, done);
         t1 = be->ops->clock_ns(be);

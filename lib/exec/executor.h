@@ -1,5 +1,6 @@
 /* executor.h — the pipeline of steps: warmup records a step, the planner turns it into a schedule at its end,
- * replay fires the schedule in later steps and falls back when a step diverges.  Threading: caller holds the context lock. */
+ * replay fires the schedule in later steps and falls back when a step diverges.  Threading: caller holds the context
+ * lock. */
 #ifndef HOFF_EXECUTOR_H
 #define HOFF_EXECUTOR_H
 
@@ -16,15 +17,15 @@ struct hoff__plan_result;
 
 /* What the API is doing: one event of the step. */
 struct hoff__event_info {
-    int kind;                   /* enum hoff__tev_kind */
-    int pool;                   /* alloc: the pool chosen */
-    int pinned;                 /* alloc: inside a region */
-    uint64_t size;              /* alloc: bytes asked for */
+    int kind;      /* enum hoff__tev_kind */
+    int pool;      /* alloc: the pool chosen */
+    int pinned;    /* alloc: inside a region */
+    uint64_t size; /* alloc: bytes asked for */
     hoff_stream stream;
-    int write;                  /* access */
-    const char *name;           /* op */
-    int phase;                  /* enum hoff_phase of the op marks now (recorded in the event's flags) */
-    struct hoff__block *b;      /* free/access: the block; alloc: set once allocated */
+    int write;             /* access */
+    const char *name;      /* op */
+    int phase;             /* enum hoff_phase of the op marks now (recorded in the event's flags) */
+    struct hoff__block *b; /* free/access: the block; alloc: set once allocated */
 };
 
 /* The runtime side of a schedule's group (plan.h): its region, mapped at the
@@ -32,18 +33,39 @@ struct hoff__event_info {
  * the plan stands (each member reuses its slot), and what happened to the
  * group's actions in the current step. */
 struct hoff__rgroup {
-    struct hoff__region *region;    /* NULL until mapped */
-    int refused;                    /* mapping it failed: members allocate normally */
+    struct hoff__region *region;        /* NULL until mapped */
+    int refused;                        /* mapping it failed: members allocate normally */
     uint64_t evict_step, prefetch_step; /* the step whose group EVICT/PREFETCH was handled */
     uint8_t evict_one, prefetch_one;    /* ...as one call (1) or member by member (0) */
 };
 
 /* The hoff_stats fields the pipeline keeps (core/stat.h); core/ctx_stats.c folds them in on read. */
-#define HOFF__PIPE_STATS(X)                                                                                          \
-    X(plan_state) X(plans) X(plan_actions) X(plan_feasible) X(plan_peak_bytes) X(plan_ns) X(plan_stall_ns)          \
-    X(actions_fired) X(actions_skipped) X(divergent_steps) X(replans) X(h2d_mbps) X(d2h_mbps) X(group_fallbacks)    \
-    X(plan_groups) X(plan_floor_bytes) X(plan_floor_phase) X(plan_floor_blocks) X(plan_pending) X(plan_online_steps) \
-    X(plan_lag_steps) X(plan_lag_ns) X(plan_wait_ns) X(plans_dropped) X(recorded_peak_bytes)
+#define HOFF__PIPE_STATS(X) \
+    X(plan_state)           \
+    X(plans)                \
+    X(plan_actions)         \
+    X(plan_feasible)        \
+    X(plan_peak_bytes)      \
+    X(plan_ns)              \
+    X(plan_stall_ns)        \
+    X(actions_fired)        \
+    X(actions_skipped)      \
+    X(divergent_steps)      \
+    X(replans)              \
+    X(h2d_mbps)             \
+    X(d2h_mbps)             \
+    X(group_fallbacks)      \
+    X(plan_groups)          \
+    X(plan_floor_bytes)     \
+    X(plan_floor_phase)     \
+    X(plan_floor_blocks)    \
+    X(plan_pending)         \
+    X(plan_online_steps)    \
+    X(plan_lag_steps)       \
+    X(plan_lag_ns)          \
+    X(plan_wait_ns)         \
+    X(plans_dropped)        \
+    X(recorded_peak_bytes)
 
 struct hoff__pipe_stats {
 #define HOFF__PIPE_STAT_(name) HOFF__STAT_FIELD(name)
@@ -53,47 +75,47 @@ struct hoff__pipe_stats {
 
 struct hoff__pipeline {
     const struct hoff_config *cfg; /* the context's options, as they are now (read only) */
-    const char *trace_path;     /* where each recorded step's trace goes ("": nowhere) */
+    const char *trace_path;        /* where each recorded step's trace goes ("": nowhere) */
     struct hoff__pipe_stats st;
-    int state;                  /* enum hoff_plan_state */
-    uint64_t step;              /* steps begun (the current one while in a step) */
-    struct hoff__trace trace;   /* recording (warmup), else the last recorded step */
+    int state;                /* enum hoff_plan_state */
+    uint64_t step;            /* steps begun (the current one while in a step) */
+    struct hoff__trace trace; /* recording (warmup), else the last recorded step */
     int have_trace;
     struct hoff__schedule sched;
     int have_plan;
     /* per step */
-    uint32_t ev;                /* index of the next event in the step */
-    uint32_t nalloc;            /* allocations so far (the next block id) */
-    size_t next_act;            /* replay: next action of sched */
-    struct hoff__block **map;   /* replay: trace block id -> live block */
+    uint32_t ev;              /* index of the next event in the step */
+    uint32_t nalloc;          /* allocations so far (the next block id) */
+    size_t next_act;          /* replay: next action of sched */
+    struct hoff__block **map; /* replay: trace block id -> live block */
     size_t map_len;
     hoff_stream last_stream;
-    uint64_t t0_cpu, t0_be;     /* step start on the host clock and the backend's */
-    uint64_t stall0_ns;         /* stats stall_ns at the step's start (sim: compute-only event times) */
-    int diverged;               /* this step left the plan */
-    uint32_t divergent_run;     /* divergent steps in a row */
-    int rerecord;               /* the next step records again */
-    uint64_t fired, skipped;    /* this step */
-    double h2d_gbps, d2h_gbps;  /* bandwidths the planner gets */
+    uint64_t t0_cpu, t0_be;                 /* step start on the host clock and the backend's */
+    uint64_t stall0_ns;                     /* stats stall_ns at the step's start (sim: compute-only event times) */
+    int diverged;                           /* this step left the plan */
+    uint32_t divergent_run;                 /* divergent steps in a row */
+    int rerecord;                           /* the next step records again */
+    uint64_t fired, skipped;                /* this step */
+    double h2d_gbps, d2h_gbps;              /* bandwidths the planner gets */
     double nvme_read_gbps, nvme_write_gbps; /* the NVMe tier's, likewise */
-    int sim;                    /* the backend's clock is the device timeline (sim) */
-    struct hoff__rgroup *rg;    /* replay: sched.ngroups entries, NULL without groups */
-    struct hoff__block **gm;    /* scratch: a group's members for one call */
+    int sim;                                /* the backend's clock is the device timeline (sim) */
+    struct hoff__rgroup *rg;                /* replay: sched.ngroups entries, NULL without groups */
+    struct hoff__block **gm;                /* scratch: a group's members for one call */
     size_t ngm;
     /* warmup on a real device: a timed event per recorded event, for its
      * device-timeline estimate (the sim's virtual clock needs none) */
     hoff__event **tev;
     size_t ntev, cap_tev;
-    hoff__event *tev0;          /* recorded when the step began */
+    hoff__event *tev0; /* recorded when the step began */
     /* planning off the training thread (HOFF_PLAN_THREAD): the job making
      * the plan of `trace` (which stays unchanged until it is collected);
      * while it runs, steps are neither recorded nor replayed: the online
      * policy keeps the budget, as in the warmup */
     struct hoff__planjob *job;
-    int online;                 /* this step runs under the online policy while the job plans */
-    uint64_t lag;               /* steps begun while the current job plans */
-    uint64_t t_job;             /* host clock when the job started */
-    char floor_op[128];         /* the plan's floor: the op mark that ends it (hoff_floor_json) */
+    int online;         /* this step runs under the online policy while the job plans */
+    uint64_t lag;       /* steps begun while the current job plans */
+    uint64_t t_job;     /* host clock when the job started */
+    char floor_op[128]; /* the plan's floor: the op mark that ends it (hoff_floor_json) */
 };
 
 /* The plan was made for other options (a live change of budget, host cap or
@@ -154,13 +176,13 @@ void hoff__record_release(struct hoff__pipeline *p, struct hoff__mem *mem); /* f
 
 /* planning (planjob.c): what planning a recorded step produces */
 struct hoff__plan_result {
-    int rc;                     /* hoff__plan_build's; sched is empty unless 0 */
-    char err[256];              /* its message */
-    int group_rc;               /* hoff__plan_groups' (the plan stands without groups) */
+    int rc;        /* hoff__plan_build's; sched is empty unless 0 */
+    char err[256]; /* its message */
+    int group_rc;  /* hoff__plan_groups' (the plan stands without groups) */
     char group_err[256];
-    char save_err[320];         /* writing the trace to HOFF_TRACE failed: why ("" if not) */
+    char save_err[320]; /* writing the trace to HOFF_TRACE failed: why ("" if not) */
     struct hoff__schedule sched;
-    uint64_t done_ns;           /* planning job: CLOCK_MONOTONIC when it finished */
+    uint64_t done_ns; /* planning job: CLOCK_MONOTONIC when it finished */
 };
 /* Write the trace to trace_path (if not ""), build the plan with pl within
  * time_ns (0: no limit; the planner's deadline, from when the trace is
@@ -195,7 +217,8 @@ void hoff__replay_finish(struct hoff__pipeline *p, struct hoff__mem *mem);
 /* bandwidth.c: D2H and H2D GB/s of this backend: measured with a 16 MiB probe
  * on a real device, the model's figures on sim, cfg.bandwidth_gbps where
  * neither works. */
-void hoff__bandwidth_measure(struct hoff__backend *be, const struct hoff_config *cfg, double *h2d_gbps, double *d2h_gbps);
+void hoff__bandwidth_measure(struct hoff__backend *be, const struct hoff_config *cfg, double *h2d_gbps,
+                             double *d2h_gbps);
 /* The NVMe tier's read and write GB/s: the model's on sim, measured with a
  * 16 MiB probe spill on a real device, the sim defaults where neither works
  * (or there is no NVMe tier). */

@@ -46,8 +46,7 @@ static int wait_also(struct hoff__backend *be, const struct hoff__cmd *c) {
 
     for (i = 0; i < c->nalso && i < HOFF__CMD_ALSO; i++) {
         if (!be->ops->transfer_wait)
-            return hoff__error(-ENOTSUP, "backend %s cannot order a transfer after several streams",
-                               be->ops->name);
+            return hoff__error(-ENOTSUP, "backend %s cannot order a transfer after several streams", be->ops->name);
         if ((rc = be->ops->transfer_wait(be, c->op == HOFF__CMD_PREFETCH ? HOFF__XFER_H2D : HOFF__XFER_D2H,
                                          c->also[i])) != 0)
             return rc;
@@ -61,23 +60,15 @@ static int run_cmd(struct hoff__backend *be, const struct hoff__cmd *c) {
     int rc;
 
     switch (c->op) {
-    case HOFF__CMD_RUN:
-        return c->run ? c->run(c->run_arg, c) : -EINVAL;
+    case HOFF__CMD_RUN: return c->run ? c->run(c->run_arg, c) : -EINVAL;
     case HOFF__CMD_EVICT:
         if (c->node >= 0 && ops->evict_node)
-            return (rc = wait_also(be, c)) != 0
-                       ? rc
-                       : ops->evict_node(be, c->ptr, c->size, c->node, c->after, c->done);
+            return (rc = wait_also(be, c)) != 0 ? rc : ops->evict_node(be, c->ptr, c->size, c->node, c->after, c->done);
         fn = ops->evict;
         break;
-    case HOFF__CMD_PREFETCH:
-        fn = ops->prefetch;
-        break;
-    case HOFF__CMD_DISCARD:
-        fn = ops->discard;
-        break;
-    default:
-        return -EINVAL;
+    case HOFF__CMD_PREFETCH: fn = ops->prefetch; break;
+    case HOFF__CMD_DISCARD: fn = ops->discard; break;
+    default: return -EINVAL;
     }
     if (!fn)
         return -ENOTSUP;
@@ -92,8 +83,7 @@ static void *issuer_main(void *p) {
     current_issuer = is;
     (void)pthread_setname_np(pthread_self(), "hoff-issue");
     if (is->be->ops->bind_thread && is->be->ops->bind_thread(is->be) != 0)
-        hoff__log(HOFF_LOG_WARN, "issuing thread: %s; its calls switch devices each time instead",
-                  hoff_last_error());
+        hoff__log(HOFF_LOG_WARN, "issuing thread: %s; its calls switch devices each time instead", hoff_last_error());
     pthread_mutex_lock(&is->lock);
     for (;;) {
         struct hoff__cmd cmd;
@@ -125,8 +115,8 @@ static void *issuer_main(void *p) {
     return NULL;
 }
 
-int hoff__issuer_start(struct hoff__issuer **out, struct hoff__backend *be,
-                       size_t depth, hoff__issuer_done_fn done, void *arg) {
+int hoff__issuer_start(struct hoff__issuer **out, struct hoff__backend *be, size_t depth, hoff__issuer_done_fn done,
+                       void *arg) {
     struct hoff__issuer *is;
     sigset_t all, old;
     int rc;

@@ -15,21 +15,21 @@ enum hoff__cmd_op {
     HOFF__CMD_EVICT = 1,
     HOFF__CMD_PREFETCH = 2,
     HOFF__CMD_DISCARD = 3,
-    HOFF__CMD_RUN = 4,      /* call cmd->run(cmd->run_arg, cmd): work that is not a backend op */
+    HOFF__CMD_RUN = 4, /* call cmd->run(cmd->run_arg, cmd): work that is not a backend op */
 };
 
 struct hoff__cmd {
-    int op;             /* enum hoff__cmd_op */
-    void *ptr;          /* managed mapping */
+    int op;    /* enum hoff__cmd_op */
+    void *ptr; /* managed mapping */
     size_t size;
     hoff__event *after; /* recorded on the compute stream at push time (may be NULL) */
     /* More points the transfer waits for, on other streams that used the
      * range (the backend's transfer_wait, just before the transfer). */
     hoff__event *also[HOFF__CMD_ALSO];
     unsigned nalso;
-    hoff__event *done;  /* recorded by the backend when the transfer completes */
-    void *cookie;       /* the caller's (the block) */
-    int node;           /* evict: host NUMA node to target, -1 = the backend's choice */
+    hoff__event *done;                                  /* recorded by the backend when the transfer completes */
+    void *cookie;                                       /* the caller's (the block) */
+    int node;                                           /* evict: host NUMA node to target, -1 = the backend's choice */
     int (*run)(void *arg, const struct hoff__cmd *cmd); /* HOFF__CMD_RUN */
     void *run_arg;
 };
@@ -41,8 +41,8 @@ typedef void (*hoff__issuer_done_fn)(void *arg, const struct hoff__cmd *cmd, int
 struct hoff__issuer;
 
 /* Start the thread.  depth: queue slots (>= 1). */
-int hoff__issuer_start(struct hoff__issuer **out, struct hoff__backend *be,
-                       size_t depth, hoff__issuer_done_fn done, void *arg);
+int hoff__issuer_start(struct hoff__issuer **out, struct hoff__backend *be, size_t depth, hoff__issuer_done_fn done,
+                       void *arg);
 /* Enqueue a command; waits for a slot only when the queue is full (counted
  * in full_waits).  -ESHUTDOWN when it races with hoff__issuer_stop (after
  * stop has returned the issuer is gone); from inside a callback, a push on a

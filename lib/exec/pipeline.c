@@ -115,7 +115,8 @@ struct hoff__block *hoff__pipe_alloc(struct hoff_ctx *ctx, const struct hoff__ev
         }
         if (err) {
             rg->refused = 1;
-            HOFF__LOG_ONCE(HOFF_LOG_WARN, "cannot map the region of a group (%llu bytes: %s); its blocks are "
+            HOFF__LOG_ONCE(HOFF_LOG_WARN,
+                           "cannot map the region of a group (%llu bytes: %s); its blocks are "
                            "allocated and moved one by one (further refusals are not logged)",
                            (unsigned long long)g->bytes, hoff_strerror(err));
             return NULL;
@@ -180,10 +181,9 @@ static void job_poll(struct hoff_ctx *ctx) {
     HOFF__STAT_SET(&ctx->pipe.st, plan_lag_ns, r.done_ns > p->t_job ? r.done_ns - p->t_job : 0);
     if (hoff__record_stale(p, pl, &o)) {
         hoff__log(HOFF_LOG_INFO, "the plan made in the background was for another budget, host cap or planner "
-                  "than the context has now: dropped, and this step records again");
+                                 "than the context has now: dropped, and this step records again");
         if (r.save_err[0])
-            hoff__log(HOFF_LOG_WARN, "cannot write the trace to HOFF_TRACE=%s: %s", ctx->trace_path,
-                      r.save_err);
+            hoff__log(HOFF_LOG_WARN, "cannot write the trace to HOFF_TRACE=%s: %s", ctx->trace_path, r.save_err);
         hoff__schedule_destroy(&r.sched);
         HOFF__STAT_ADD(&ctx->pipe.st, plans_dropped, 1);
         p->rerecord = 1;
@@ -258,10 +258,10 @@ int hoff__pipe_step_end(struct hoff_ctx *ctx) {
         if (p->online)
             return 0;
         p->trace.step_ns = mono_ns() - p->t0_cpu;
-        p->trace.step_gpu_ns = strcmp(ctx->mem.be->ops->name, "sim") == 0
-                                   ? ctx->mem.be->ops->clock_ns(ctx->mem.be) - p->t0_be -
-                                         (ctx->mem.st.stall_ns - p->stall0_ns)
-                                   : HOFF__TIME_UNKNOWN; /* record_finish fills it from events */
+        p->trace.step_gpu_ns =
+            strcmp(ctx->mem.be->ops->name, "sim") == 0
+                ? ctx->mem.be->ops->clock_ns(ctx->mem.be) - p->t0_be - (ctx->mem.st.stall_ns - p->stall0_ns)
+                : HOFF__TIME_UNKNOWN; /* record_finish fills it from events */
         {
             int rc = hoff__record_finish(p, &ctx->mem);
             set_state(ctx, p->have_plan ? HOFF_PLAN_REPLAY : HOFF_PLAN_WARMUP);
@@ -284,8 +284,7 @@ int hoff__pipe_step_end(struct hoff_ctx *ctx) {
         }
         set_state(ctx, HOFF_PLAN_REPLAY);
         return 0;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -311,8 +310,7 @@ int hoff__pipe_step_abort(struct hoff_ctx *ctx) {
         hoff__log(HOFF_LOG_INFO, "step %llu aborted during replay: %llu planned actions skipped",
                   (unsigned long long)p->step, (unsigned long long)p->skipped);
         return 0;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -384,11 +382,8 @@ void hoff__pipe_after(struct hoff_ctx *ctx, struct hoff__event_info *e) {
         }
         break;
     case HOFF_PLAN_REPLAY:
-    case HOFF_PLAN_FALLBACK:
-        hoff__replay_after(p, &ctx->mem, e);
-        break;
-    default:
-        break;
+    case HOFF_PLAN_FALLBACK: hoff__replay_after(p, &ctx->mem, e); break;
+    default: break;
     }
     p->ev++;
 }

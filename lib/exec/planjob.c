@@ -20,8 +20,8 @@ struct hoff__planjob {
     struct hoff__plan_opts o;
     uint64_t time_ns;
     char trace_path[256];
-    int stop;                       /* atomic: the caller gave up on the result */
-    int done;                       /* atomic: the thread has finished; the fields below are final */
+    int stop; /* atomic: the caller gave up on the result */
+    int done; /* atomic: the thread has finished; the fields below are final */
     struct hoff__plan_result res;
 };
 

@@ -77,8 +77,7 @@ static void resolve_timed(struct hoff__pipeline *p, struct hoff__mem *mem) {
     if (p->ntev && be->ops->sync(be) != 0)
         return;
     for (i = 0; i < p->ntev; i++)
-        p->trace.ev[i].t_gpu_ns =
-            be->ops->event_elapsed_ns(be, p->tev0, p->tev[i], &ns) == 0 ? ns : HOFF__TIME_UNKNOWN;
+        p->trace.ev[i].t_gpu_ns = be->ops->event_elapsed_ns(be, p->tev0, p->tev[i], &ns) == 0 ? ns : HOFF__TIME_UNKNOWN;
     if (p->ntev && p->trace.ev[p->ntev - 1].t_gpu_ns != HOFF__TIME_UNKNOWN)
         p->trace.step_gpu_ns = p->trace.ev[p->ntev - 1].t_gpu_ns;
 }
@@ -128,9 +127,7 @@ void hoff__record_event(struct hoff__pipeline *p, struct hoff__mem *mem, const s
         ev.pool = (uint8_t)e->pool;
         ev.flags = e->pinned ? HOFF__TEV_PINNED : 0;
         break;
-    case HOFF__TEV_FREE:
-        ev.block = e->b->tid;
-        break;
+    case HOFF__TEV_FREE: ev.block = e->b->tid; break;
     case HOFF__TEV_ACCESS:
         ev.block = e->b->tid;
         ev.flags = e->write ? HOFF__TEV_WRITE : 0;
@@ -140,14 +137,13 @@ void hoff__record_event(struct hoff__pipeline *p, struct hoff__mem *mem, const s
             ev.name = hoff__trace_name(&p->trace, e->name);
         ev.flags = (uint8_t)((unsigned)e->phase << HOFF__TEV_PHASE_SHIFT);
         break;
-    default:
-        break;
+    default: break;
     }
     rc = hoff__trace_append(&p->trace, &ev);
     if (rc) {
         /* Nothing is lost: the step runs on; it is just not planned. */
-        hoff__log(HOFF_LOG_WARN, "recording the step failed (%s: %s); this step will not be planned",
-                  hoff_strerror(rc), hoff_last_error());
+        hoff__log(HOFF_LOG_WARN, "recording the step failed (%s: %s); this step will not be planned", hoff_strerror(rc),
+                  hoff_last_error());
         p->diverged = 1;
         hoff__pipe_push_policy(p, &mem->pol);
     }
@@ -224,7 +220,8 @@ int hoff__record_finish(struct hoff__pipeline *p, struct hoff__mem *mem) {
     return 0;
 }
 
-int hoff__record_stale(const struct hoff__pipeline *p, const struct hoff__planner *pl, const struct hoff__plan_opts *o) {
+int hoff__record_stale(const struct hoff__pipeline *p, const struct hoff__planner *pl,
+                       const struct hoff__plan_opts *o) {
     return o->budget_bytes != p->cfg->budget_bytes || o->host_cap_bytes != p->cfg->host_cap_bytes ||
            strcmp(pl->name, p->cfg->planner) != 0;
 }
@@ -236,8 +233,8 @@ void hoff__record_adopt(struct hoff__pipeline *p, struct hoff__mem *mem, const s
     if (r->save_err[0])
         hoff__log(HOFF_LOG_WARN, "cannot write the trace to HOFF_TRACE=%s: %s", p->trace_path, r->save_err);
     if (r->rc) {
-        hoff__log(HOFF_LOG_WARN, "planner %s failed (%s: %s); the budget is kept online without a plan",
-                  pl->name, hoff_strerror(r->rc), r->err);
+        hoff__log(HOFF_LOG_WARN, "planner %s failed (%s: %s); the budget is kept online without a plan", pl->name,
+                  hoff_strerror(r->rc), r->err);
         hoff__schedule_destroy(&r->sched);
         p->rerecord = 1;
         return;
@@ -279,8 +276,8 @@ void hoff__record_adopt(struct hoff__pipeline *p, struct hoff__mem *mem, const s
                   pl->name, hoff__fmt_size(o->budget_bytes, a, sizeof a),
                   hoff__fmt_size(p->sched.peak_bytes, b, sizeof b), p->sched.peak_ev, p->trace.nev);
     else
-        hoff__log(HOFF_LOG_INFO, "planned %zu actions for %zu events (%s) in %.3f ms", p->sched.nact,
-                  p->trace.nev, pl->name, (double)p->sched.plan_ns / 1e6);
+        hoff__log(HOFF_LOG_INFO, "planned %zu actions for %zu events (%s) in %.3f ms", p->sched.nact, p->trace.nev,
+                  pl->name, (double)p->sched.plan_ns / 1e6);
 }
 
 /* What a fact learnt about block b of this step (after its allocation) does
@@ -289,7 +286,8 @@ void hoff__record_adopt(struct hoff__pipeline *p, struct hoff__mem *mem, const s
  * know it (a replan is asked for when stale says the plan is wrong, which the
  * caller tells from the trace) or when nothing is recorded (outside a step, an
  * online step while a planning job reads the trace, a failed recording). */
-static int learnt(struct hoff__pipeline *p, struct hoff__mem *mem, const struct hoff__block *b, int (*stale)(const struct hoff__tblock *)) {
+static int learnt(struct hoff__pipeline *p, struct hoff__mem *mem, const struct hoff__block *b,
+                  int (*stale)(const struct hoff__tblock *)) {
     struct hoff__trace *t = &p->trace;
 
     if (!mem->pol.in_step || !hoff__pipe_owns(p, b) || b->tid >= t->nblocks)

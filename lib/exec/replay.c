@@ -1,5 +1,6 @@
 /* replay.c — the replay executor: checks every event of a step against the recorded one and fires the actions
- * planned around it; on a mismatch it stops firing for the rest of the step (fallback).  Threading: the context lock held. */
+ * planned around it; on a mismatch it stops firing for the rest of the step (fallback).  Threading: the context lock
+ * held. */
 #include "config.h"
 
 #include <errno.h>
@@ -24,12 +25,9 @@ static int matches(const struct hoff__pipeline *p, const struct hoff__event_info
         return t->size == (e->size ? e->size : 1) &&
                (t->pool == e->pool || ((t->flags & HOFF__TEV_KEPT) && e->pool == HOFF__POOL_DEVICE)) &&
                t->block == p->nalloc;
-    case HOFF__TEV_FREE:
-        return t->block == e->b->tid;
-    case HOFF__TEV_ACCESS:
-        return t->block == e->b->tid && !!(t->flags & HOFF__TEV_WRITE) == !!e->write;
-    default:
-        return 1; /* op names are informative: the order of kinds is what the plan needs */
+    case HOFF__TEV_FREE: return t->block == e->b->tid;
+    case HOFF__TEV_ACCESS: return t->block == e->b->tid && !!(t->flags & HOFF__TEV_WRITE) == !!e->write;
+    default: return 1; /* op names are informative: the order of kinds is what the plan needs */
     }
 }
 
@@ -39,13 +37,17 @@ static void diverge(struct hoff__pipeline *p, struct hoff__mem *mem, const struc
     HOFF__STAT_SET(&p->st, plan_state, HOFF_PLAN_FALLBACK);
     hoff__pipe_push_policy(p, &mem->pol);
     if (p->ev < p->trace.nev)
-        hoff__log(HOFF_LOG_INFO, "step %llu diverged from the plan at event %u (a %s where the plan has a %s); "
+        hoff__log(HOFF_LOG_INFO,
+                  "step %llu diverged from the plan at event %u (a %s where the plan has a %s); "
                   "no planned actions for the rest of the step",
-                  (unsigned long long)p->step, p->ev, e->kind == HOFF__TEV_ALLOC ? "different allocation" : "different event",
+                  (unsigned long long)p->step, p->ev,
+                  e->kind == HOFF__TEV_ALLOC ? "different allocation" : "different event",
                   p->trace.ev[p->ev].kind == HOFF__TEV_ALLOC ? "allocation" : "another event");
     else
-        hoff__log(HOFF_LOG_INFO, "step %llu has more events than the recorded one (%zu); "
-                  "no planned actions for the rest of the step", (unsigned long long)p->step, p->trace.nev);
+        hoff__log(HOFF_LOG_INFO,
+                  "step %llu has more events than the recorded one (%zu); "
+                  "no planned actions for the rest of the step",
+                  (unsigned long long)p->step, p->trace.nev);
 }
 
 /* A member's part of a group EVICT or PREFETCH: the first member's action of
@@ -82,8 +84,7 @@ static int fire_group(struct hoff__pipeline *p, struct hoff__mem *mem, const str
         p->gm[k] = b;
     }
     if (k == g->n && hoff__res_group(mem, evict ? HOFF__CMD_EVICT : HOFF__CMD_PREFETCH, p->gm, g->n,
-                                     hoff__pool_region_base(rg->region), hoff__pool_region_size(rg->region),
-                                     s) == 0)
+                                     hoff__pool_region_base(rg->region), hoff__pool_region_size(rg->region), s) == 0)
         *one = 1;
     else
         HOFF__STAT_ADD(&p->st, group_fallbacks, 1);
@@ -104,9 +105,7 @@ static void fire(struct hoff__pipeline *p, struct hoff__mem *mem, const struct h
         return;
     }
     switch (a->kind) {
-    case HOFF__ACT_EVICT:
-        rc = hoff__res_evict(mem, b, s);
-        break;
+    case HOFF__ACT_EVICT: rc = hoff__res_evict(mem, b, s); break;
     case HOFF__ACT_PREFETCH:
         /* Its eviction, spill or restore has not landed yet (the replay
          * runs ahead of the recorded timing): the bytes are needed back, so
@@ -117,9 +116,7 @@ static void fire(struct hoff__pipeline *p, struct hoff__mem *mem, const struct h
             hoff__res_settle(mem, b);
         rc = hoff__res_prefetch(mem, b, s);
         break;
-    case HOFF__ACT_RELEASE:
-        rc = hoff__res_discard(mem, b, s);
-        break;
+    case HOFF__ACT_RELEASE: rc = hoff__res_discard(mem, b, s); break;
     case HOFF__ACT_SPILL:
         /* Its eviction still in flight: it spills once that lands. */
         rc = hoff__res_spill(mem, b, s);
@@ -131,9 +128,7 @@ static void fire(struct hoff__pipeline *p, struct hoff__mem *mem, const struct h
             hoff__res_settle(mem, b);
         rc = hoff__res_restore(mem, b, s);
         break;
-    default:
-        rc = -EINVAL;
-        break;
+    default: rc = -EINVAL; break;
     }
     /* A spill of a block the host tier already spilled for room, a restore
      * of one that never left the host: where the plan wants it already. */

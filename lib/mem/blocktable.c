@@ -198,16 +198,14 @@ void *hoff__bt_remove(struct hoff__blocktable *t, const void *key) {
      * empty it, and the tombstones right before it too. */
     s->key = NULL;
     s->val = NULL;
-    for (i = (i - 1) & mask; !t->slots[i].key && t->slots[i].val == TOMB;
-         i = (i - 1) & mask) {
+    for (i = (i - 1) & mask; !t->slots[i].key && t->slots[i].val == TOMB; i = (i - 1) & mask) {
         t->slots[i].val = NULL;
         t->tombstones--;
     }
     return val;
 }
 
-void hoff__bt_foreach(const struct hoff__blocktable *t,
-                      void (*fn)(const void *key, void *val, void *arg), void *arg) {
+void hoff__bt_foreach(const struct hoff__blocktable *t, void (*fn)(const void *key, void *val, void *arg), void *arg) {
     size_t i;
 
     if (!t || !fn || !t->slots)

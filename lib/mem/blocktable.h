@@ -9,7 +9,7 @@
 struct hoff__blocktable {
     struct hoff__bt_slot *slots; /* capacity entries; capacity a power of two */
     size_t capacity;
-    size_t count;                /* live entries */
+    size_t count; /* live entries */
     size_t tombstones;
 };
 
@@ -22,7 +22,6 @@ void *hoff__bt_lookup(const struct hoff__blocktable *t, const void *key);
 /* Remove key and return its value, or NULL if absent. */
 void *hoff__bt_remove(struct hoff__blocktable *t, const void *key);
 /* Call fn(key, val, arg) for each entry (no insert/remove meanwhile). */
-void hoff__bt_foreach(const struct hoff__blocktable *t,
-                      void (*fn)(const void *key, void *val, void *arg), void *arg);
+void hoff__bt_foreach(const struct hoff__blocktable *t, void (*fn)(const void *key, void *val, void *arg), void *arg);
 
 #endif

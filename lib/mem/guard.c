@@ -34,8 +34,7 @@ int hoff__guard_init(struct hoff__mem *mem) {
         return hoff__error(-EINVAL,
                            "HOFF_BUDGET=%s does not fit the device: it has %s in all and %s is kept free "
                            "(HOFF_OVERSUB_MARGIN); lower the budget, or set HOFF_OVERSUBSCRIBE=1 to allow it",
-                           hoff__fmt_size(mem->lim.budget_bytes, a, sizeof a),
-                           hoff__fmt_size(total_b, b, sizeof b),
+                           hoff__fmt_size(mem->lim.budget_bytes, a, sizeof a), hoff__fmt_size(total_b, b, sizeof b),
                            hoff__fmt_size(mem->lim.oversub_margin_bytes, c, sizeof c));
     return 0;
 }
@@ -83,8 +82,7 @@ int hoff__guard_check(void *arg, size_t bytes) {
                            "hoff holds %s there, with %s kept free (HOFF_OVERSUB_MARGIN); "
                            "set HOFF_OVERSUBSCRIBE=1 to allow it",
                            hoff__fmt_size(bytes, a, sizeof a), hoff__fmt_size(free_b, b, sizeof b),
-                           hoff__fmt_size(total_b, c, sizeof c),
-                           hoff__fmt_size(on_dev, (char[32]){0}, 32),
+                           hoff__fmt_size(total_b, c, sizeof c), hoff__fmt_size(on_dev, (char[32]){0}, 32),
                            hoff__fmt_size(margin, (char[32]){0}, 32));
     }
     return 0;
@@ -109,7 +107,8 @@ int hoff__guard_check_device(void *arg, size_t bytes) {
     if (!mem->guard.total)
         return 0;
     if (pool + bytes > mem->guard.total) /* no driver can map that: say so before asking */
-        return hoff__error(-ENOMEM, "cannot grow the device pool by %s: hoff's device pools (graph-private blocks "
+        return hoff__error(-ENOMEM,
+                           "cannot grow the device pool by %s: hoff's device pools (graph-private blocks "
                            "included) hold %s of the device's %s",
                            hoff__fmt_size(bytes, a, sizeof a), hoff__fmt_size(pool, b, sizeof b),
                            hoff__fmt_size(mem->guard.total, c, sizeof c));
@@ -121,8 +120,10 @@ int hoff__guard_check_device(void *arg, size_t bytes) {
     rc = hoff__res_fit_device(mem);
     mem->guard.growing = 0;
     if (rc)
-        hoff__log(HOFF_LOG_DEBUG, "the device pool grows by %s while offload blocks that cannot move hold "
-                  "the room; the driver may evict some (driver_drift_bytes)", hoff__fmt_size(bytes, a, sizeof a));
+        hoff__log(HOFF_LOG_DEBUG,
+                  "the device pool grows by %s while offload blocks that cannot move hold "
+                  "the room; the driver may evict some (driver_drift_bytes)",
+                  hoff__fmt_size(bytes, a, sizeof a));
     return 0;
 }
 
@@ -219,7 +220,8 @@ void hoff__guard_probe_retire(struct hoff__mem *mem, const struct hoff__block *b
     if (moved < b->size) {
         HOFF__STAT_ADD(&mem->st, driver_drift_moves, 1);
         HOFF__STAT_ADD(&mem->st, driver_drift_bytes, b->size - moved);
-        HOFF__LOG_ONCE(HOFF_LOG_WARN, "the driver moved offload blocks behind hoff's books: %s of a %s block "
+        HOFF__LOG_ONCE(HOFF_LOG_WARN,
+                       "the driver moved offload blocks behind hoff's books: %s of a %s block "
                        "was not where hoff had it (cudaMalloc outside hoff, or kernels touching evicted blocks "
                        "without an access mark; counted in driver_drift_bytes)",
                        hoff__fmt_size(b->size - moved, (char[32]){0}, 32), hoff__fmt_size(b->size, (char[32]){0}, 32));

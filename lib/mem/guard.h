@@ -13,15 +13,15 @@ struct hoff__block;
 
 /* What the guard keeps between calls (struct hoff__mem.guard). */
 struct hoff__guard {
-    uint64_t total;        /* the device's memory, read at start */
-    uint64_t growing;      /* bytes the device pool is about to map (its check is running) */
+    uint64_t total;   /* the device's memory, read at start */
+    uint64_t growing; /* bytes the device pool is about to map (its check is running) */
     /* The move being measured against the device's free memory (drift): */
     const struct hoff__block *probe;
-    int probe_evict;       /* 1 an eviction, 0 a prefetch */
-    int probe_spoiled;     /* something else moved meanwhile: no verdict */
+    int probe_evict;   /* 1 an eviction, 0 a prefetch */
+    int probe_spoiled; /* something else moved meanwhile: no verdict */
     uint64_t probe_free0, probe_last_ns;
-    uint64_t probe_mapped0;  /* both pools' mapped bytes then: a map or unmap meanwhile spoils it */
-    hoff__event *fault_ev; /* after the last page-in (on its user's stream) */
+    uint64_t probe_mapped0; /* both pools' mapped bytes then: a map or unmap meanwhile spoils it */
+    hoff__event *fault_ev;  /* after the last page-in (on its user's stream) */
     int fault_recorded;
 };
 

@@ -1,5 +1,6 @@
 /* hostcap.h — the host tier's cap rule, written once for the runtime (mem/res_room.c), its prediction
- * (plan/model.c) and the planners' candidates (plan/plan.c), which must agree.  Threading: pure functions of the counts they are given. */
+ * (plan/model.c) and the planners' candidates (plan/plan.c), which must agree.  Threading: pure functions of the counts
+ * they are given. */
 #ifndef HOFF_HOSTCAP_H
 #define HOFF_HOSTCAP_H
 

@@ -45,15 +45,54 @@ struct hoff__mem_policy {
 };
 
 /* The hoff_stats fields the memory layer keeps (core/stat.h); core/ctx_stats.c folds them in on read. */
-#define HOFF__MEM_STATS(X)                                                                                           \
-    X(resident_bytes) X(peak_resident_bytes) X(step_peak_resident_bytes) X(host_bytes) X(peak_host_bytes)           \
-    X(nvme_bytes) X(peak_nvme_bytes) X(spills) X(bytes_spilled) X(restores) X(bytes_restored) X(spill_failures)      \
-    X(host_cap_waits) X(host_cap_overruns) X(host_cap_unevictable) X(evictions) X(bytes_evicted) X(evict_ns)        \
-    X(prefetches) X(bytes_prefetched) X(prefetch_ns) X(discards) X(faults) X(bytes_faulted) X(late_prefetches)      \
-    X(stall_ns) X(budget_evictions) X(budget_overruns) X(oversub_refusals) X(transfer_errors) X(evict_calls)         \
-    X(prefetch_calls) X(group_calls_saved) X(window_refusals) X(fence_syncs) X(device_squeezes)                      \
-    X(driver_drift_samples) X(driver_drift_moves) X(driver_drift_bytes) X(device_foreign_bytes) X(manual_groups)     \
-    X(manual_blocks) X(manual_refusals) X(manual_aborts) X(keep_marks) X(kept_bytes) X(kept_evicted)
+#define HOFF__MEM_STATS(X)      \
+    X(resident_bytes)           \
+    X(peak_resident_bytes)      \
+    X(step_peak_resident_bytes) \
+    X(host_bytes)               \
+    X(peak_host_bytes)          \
+    X(nvme_bytes)               \
+    X(peak_nvme_bytes)          \
+    X(spills)                   \
+    X(bytes_spilled)            \
+    X(restores)                 \
+    X(bytes_restored)           \
+    X(spill_failures)           \
+    X(host_cap_waits)           \
+    X(host_cap_overruns)        \
+    X(host_cap_unevictable)     \
+    X(evictions)                \
+    X(bytes_evicted)            \
+    X(evict_ns)                 \
+    X(prefetches)               \
+    X(bytes_prefetched)         \
+    X(prefetch_ns)              \
+    X(discards)                 \
+    X(faults)                   \
+    X(bytes_faulted)            \
+    X(late_prefetches)          \
+    X(stall_ns)                 \
+    X(budget_evictions)         \
+    X(budget_overruns)          \
+    X(oversub_refusals)         \
+    X(transfer_errors)          \
+    X(evict_calls)              \
+    X(prefetch_calls)           \
+    X(group_calls_saved)        \
+    X(window_refusals)          \
+    X(fence_syncs)              \
+    X(device_squeezes)          \
+    X(driver_drift_samples)     \
+    X(driver_drift_moves)       \
+    X(driver_drift_bytes)       \
+    X(device_foreign_bytes)     \
+    X(manual_groups)            \
+    X(manual_blocks)            \
+    X(manual_refusals)          \
+    X(manual_aborts)            \
+    X(keep_marks)               \
+    X(kept_bytes)               \
+    X(kept_evicted)
 
 struct hoff__mem_stats {
 #define HOFF__MEM_STAT_(name) HOFF__STAT_FIELD(name)
@@ -77,8 +116,8 @@ struct hoff__mem {
     struct hoff__pool graph_pool;   /* device blocks allocated during CUDA graph capture (mem/pool.h) */
     struct hoff__pool_sum pool_sum; /* pools[0] and pools[1] together, with peaks (mem/pool.h) */
     struct hoff__residency res;
-    struct hoff__guard guard;       /* the device's size and the drift baseline (mem/guard.h) */
-    struct hoff_group *groups;      /* manual swap groups (mem/swapgroup.c) */
+    struct hoff__guard guard;  /* the device's size and the drift baseline (mem/guard.h) */
+    struct hoff_group *groups; /* manual swap groups (mem/swapgroup.c) */
     struct hoff__mem_limits lim;
     struct hoff__mem_policy pol;
     struct hoff__mem_stats st;

@@ -56,28 +56,28 @@
 
 struct hoff__pool_stream {
     hoff_stream s;
-    uint64_t free_seq;      /* frees on s so far */
-    uint64_t done_seq;      /* frees on s known complete */
-    uint64_t fence_seq;     /* free_seq when the fence was recorded */
-    int fence_pending;      /* fence recorded and not yet seen complete */
+    uint64_t free_seq;  /* frees on s so far */
+    uint64_t done_seq;  /* frees on s known complete */
+    uint64_t fence_seq; /* free_seq when the fence was recorded */
+    int fence_pending;  /* fence recorded and not yet seen complete */
     hoff__event *fence;
     struct hoff__block *head[HOFF__SIZECLASS_COUNT]; /* oldest free first */
     struct hoff__block *tail[HOFF__SIZECLASS_COUNT];
-    uint32_t nonempty;      /* classes with a free block */
+    uint32_t nonempty; /* classes with a free block */
 };
 
 struct hoff__region_slot {
     uint64_t off, bytes;
-    struct hoff__block *b;  /* the slot's descriptor, NULL until first handed out */
-    int out;                /* handed out and not put back (a block freed while its
-                               transfer is in flight comes back when it lands) */
+    struct hoff__block *b; /* the slot's descriptor, NULL until first handed out */
+    int out;               /* handed out and not put back (a block freed while its
+                              transfer is in flight comes back when it lands) */
 };
 
 struct hoff__region {
     void *base;
     size_t size;
-    unsigned nslots, used;  /* slots, slots handed out */
-    int released;           /* the owner let go: unmap when used drops to 0 */
+    unsigned nslots, used; /* slots, slots handed out */
+    int released;          /* the owner let go: unmap when used drops to 0 */
     struct hoff__region *next;
     struct hoff__region_slot slot[];
 };
@@ -89,8 +89,8 @@ struct hoff__seg {
     struct hoff__seg *next;
 };
 
-void hoff__pool_init(struct hoff__pool *p, int kind, struct hoff__backend *be,
-                     hoff__pool_map_check check, void *check_arg) {
+void hoff__pool_init(struct hoff__pool *p, int kind, struct hoff__backend *be, hoff__pool_map_check check,
+                     void *check_arg) {
     memset(p, 0, sizeof *p);
     p->kind = kind;
     p->be = be;
@@ -288,8 +288,7 @@ static int map(struct hoff__pool *p, size_t bytes, void **out) {
         if (rc)
             return rc;
     }
-    rc = p->kind == HOFF__POOL_MANAGED ? be->ops->managed_alloc(be, bytes, out)
-                                       : be->ops->dev_alloc(be, bytes, out);
+    rc = p->kind == HOFF__POOL_MANAGED ? be->ops->managed_alloc(be, bytes, out) : be->ops->dev_alloc(be, bytes, out);
     if (rc == 0)
         mapped_add(p, bytes);
     return rc;
@@ -343,8 +342,7 @@ static struct hoff__block *carve(struct hoff__pool *p, int cls, int *err) {
 
 /* --- get / put ------------------------------------------------------------- */
 
-static struct hoff__block *take(struct hoff__pool *p, struct hoff__pool_stream *ps,
-                                struct hoff__block *b) {
+static struct hoff__block *take(struct hoff__pool *p, struct hoff__pool_stream *ps, struct hoff__block *b) {
     list_unlink(ps, b);
     if (!ps->head[b->cls])
         ps->nonempty--;
@@ -530,8 +528,8 @@ int hoff__pool_region_map(struct hoff__pool *p, size_t size, unsigned nslots, co
     if (p->kind != HOFF__POOL_MANAGED || !nslots || !size || size % HOFF__MANAGED_GRAIN)
         return -EINVAL;
     for (i = 0; i < nslots; i++)
-        if (off[i] % HOFF__MANAGED_GRAIN || !bytes[i] || bytes[i] % HOFF__MANAGED_GRAIN ||
-            off[i] > size || bytes[i] > size - off[i] || (i && off[i] < off[i - 1] + bytes[i - 1]))
+        if (off[i] % HOFF__MANAGED_GRAIN || !bytes[i] || bytes[i] % HOFF__MANAGED_GRAIN || off[i] > size ||
+            bytes[i] > size - off[i] || (i && off[i] < off[i - 1] + bytes[i - 1]))
             return -EINVAL; /* slots in address order, inside, not overlapping */
     r = calloc(1, sizeof *r + nslots * sizeof r->slot[0]);
     if (!r)
@@ -715,8 +713,7 @@ uint64_t hoff__pool_trim(struct hoff__pool *p) {
     return hoff__pool_trim_if(p, NULL, NULL);
 }
 
-uint64_t hoff__pool_trim_if(struct hoff__pool *p, int (*may_unmap)(const struct hoff__block *b, void *arg),
-                            void *arg) {
+uint64_t hoff__pool_trim_if(struct hoff__pool *p, int (*may_unmap)(const struct hoff__block *b, void *arg), void *arg) {
     uint64_t released = 0;
     struct hoff__seg **sp;
     size_t i;

@@ -30,23 +30,23 @@ struct hoff__pool_sum {
 typedef int (*hoff__pool_map_check)(void *arg, size_t bytes);
 
 struct hoff__pool {
-    int kind;                         /* enum hoff__pool_kind */
+    int kind; /* enum hoff__pool_kind */
     struct hoff__backend *be;
     hoff__pool_map_check check;
     void *check_arg;
     struct hoff__pool_stream **streams; /* every stream that freed into the pool */
     size_t nstreams, cap_streams;
-    struct hoff__pool_stream *last;     /* the last stream looked up */
-    struct hoff__seg *segs;             /* slab segments */
+    struct hoff__pool_stream *last;               /* the last stream looked up */
+    struct hoff__seg *segs;                       /* slab segments */
     struct hoff__seg *cur[HOFF__SIZECLASS_COUNT]; /* segment being carved, per class */
-    struct hoff__block *spare;          /* recycled descriptors */
-    struct hoff__region *regions;       /* group regions (managed pool) */
-    struct hoff__pool_sum *sum;         /* shared with the context's other main pool, or NULL */
-    uint64_t mapped_bytes;              /* bytes held from the backend */
-    uint64_t in_use_bytes;              /* bytes handed out */
-    uint64_t cached_bytes;              /* bytes in free lists */
+    struct hoff__block *spare;                    /* recycled descriptors */
+    struct hoff__region *regions;                 /* group regions (managed pool) */
+    struct hoff__pool_sum *sum;                   /* shared with the context's other main pool, or NULL */
+    uint64_t mapped_bytes;                        /* bytes held from the backend */
+    uint64_t in_use_bytes;                        /* bytes handed out */
+    uint64_t cached_bytes;                        /* bytes in free lists */
     uint64_t hits, misses, cross_stream, flushes;
-    uint64_t reuse_syncs;               /* frees that waited for the device: more streams than fences */
+    uint64_t reuse_syncs; /* frees that waited for the device: more streams than fences */
     /* HOFF_FREE_FENCE=device (device pool), and a graph pool's blocks whose
      * graphs are gone (hoff__pool_reclaim, hoff__pool_put_deferred): a freed
      * block waits on `deferred` until hoff__pool_fence_all says the whole
@@ -70,12 +70,11 @@ struct hoff__pool {
     void *reuse_arg;
 };
 
-void hoff__pool_init(struct hoff__pool *p, int kind, struct hoff__backend *be,
-                     hoff__pool_map_check check, void *check_arg);
+void hoff__pool_init(struct hoff__pool *p, int kind, struct hoff__backend *be, hoff__pool_map_check check,
+                     void *check_arg);
 /* A device pool for allocations made during CUDA graph capture (see
  * struct hoff__pool's `graph`). */
-void hoff__pool_init_graph(struct hoff__pool *p, struct hoff__backend *be, hoff__pool_map_check check,
-                           void *check_arg);
+void hoff__pool_init_graph(struct hoff__pool *p, struct hoff__backend *be, hoff__pool_map_check check, void *check_arg);
 /* Set the pool's reuse_ok test and its argument (see struct hoff__pool). */
 void hoff__pool_set_reuse(struct hoff__pool *p, int (*ok)(const struct hoff__block *b, void *arg), void *arg);
 /* Keep b (handed out from a graph pool) mapped and out of every list until
@@ -114,8 +113,7 @@ void hoff__pool_fence_all(struct hoff__pool *p);
 uint64_t hoff__pool_trim(struct hoff__pool *p);
 /* hoff__pool_trim of the whole-mapping blocks for which may_unmap says yes
  * only (a graph pool: those no live graph can replay into). */
-uint64_t hoff__pool_trim_if(struct hoff__pool *p, int (*may_unmap)(const struct hoff__block *b, void *arg),
-                            void *arg);
+uint64_t hoff__pool_trim_if(struct hoff__pool *p, int (*may_unmap)(const struct hoff__block *b, void *arg), void *arg);
 
 /* Regions (managed pool): one mapping holding the blocks of a group at fixed
  * offsets, so that the group moves with one transfer call.  A region of size

@@ -81,8 +81,10 @@ int hoff__res_fence_move(struct hoff__mem *mem, struct hoff__block *const *m, un
             return rc;
     if (lost) {
         HOFF__STAT_ADD(&mem->st, fence_syncs, 1);
-        HOFF__LOG_ONCE(HOFF_LOG_WARN, "a block was used on more streams than hoff fences one move after (%d); "
-                       "such moves wait for the whole device (counted in fence_syncs)", HOFF__BLOCK_STREAMS);
+        HOFF__LOG_ONCE(HOFF_LOG_WARN,
+                       "a block was used on more streams than hoff fences one move after (%d); "
+                       "such moves wait for the whole device (counted in fence_syncs)",
+                       HOFF__BLOCK_STREAMS);
         if ((rc = mem->be->ops->sync(mem->be)) != 0)
             return rc;
     }
@@ -137,6 +139,8 @@ int hoff__res_window_closed(struct hoff__mem *mem, const struct hoff__block *b, 
     if (!b->win)
         return 0;
     HOFF__STAT_ADD(&mem->st, window_refusals, 1);
-    return hoff__error(-EBUSY, "cannot %s block %p: it is in use (its use window stays open until the next "
-                       "op mark, its free or the step's end)", what, b->ptr);
+    return hoff__error(-EBUSY,
+                       "cannot %s block %p: it is in use (its use window stays open until the next "
+                       "op mark, its free or the step's end)",
+                       what, b->ptr);
 }

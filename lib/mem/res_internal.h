@@ -56,7 +56,6 @@ static inline void hoff__res_list_remove(struct hoff__block **head, struct hoff_
 #define HOFF__RES_INF(mem) &(mem)->res.inf_head, &(mem)->res.inf_tail
 #define HOFF__RES_HOSTL(mem) &(mem)->res.host_head, &(mem)->res.host_tail
 
-
 /* --- res_fence.c: use windows and the fences of a move (calls no other residency file) ----------------------- */
 
 /* Fence moving blocks m[0..n) away after the work queued on every stream they were used on. */

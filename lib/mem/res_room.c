@@ -37,9 +37,8 @@ int hoff__res_host_full(const struct hoff__mem *mem, uint64_t bytes) {
 static int spill_ok(struct hoff__mem *mem) {
     struct hoff__residency *r = &mem->res;
 
-    if (r->spill_refused &&
-        (r->nvme < r->refused_nvme || mem->pol.steps != r->refused_step ||
-         mem->be->ops->clock_ns(mem->be) - r->refused_ns >= SPILL_RETRY_NS))
+    if (r->spill_refused && (r->nvme < r->refused_nvme || mem->pol.steps != r->refused_step ||
+                             mem->be->ops->clock_ns(mem->be) - r->refused_ns >= SPILL_RETRY_NS))
         r->spill_refused = 0;
     return mem->nvme && !r->spill_refused;
 }
@@ -64,11 +63,11 @@ int hoff__res_make_host_room(struct hoff__mem *mem, uint64_t bytes, const struct
          * issued first (a discarded block's prefetch frees no host bytes); the eviction or restore issued first */
         for (sv = r->host_head; sv && (sv == keep || sv->pending || (sv->flags & HOFF__BLK_HOLD)); sv = sv->next)
             ;
-        for (lv = r->inf_head;
-             lv && lv->state != S_SPI && (lv->state != S_PRE || (lv->flags & HOFF__BLK_DISCARDING)); lv = lv->next)
+        for (lv = r->inf_head; lv && lv->state != S_SPI && (lv->state != S_PRE || (lv->flags & HOFF__BLK_DISCARDING));
+             lv = lv->next)
             ;
-        for (av = r->inf_head;
-             av && av->state != S_RES && (av->state != S_EVI || (av->flags & HOFF__BLK_DISCARDING)); av = av->next)
+        for (av = r->inf_head; av && av->state != S_RES && (av->state != S_EVI || (av->flags & HOFF__BLK_DISCARDING));
+             av = av->next)
             ;
         c.victim = sv != NULL;
         c.leaving = lv != NULL;
@@ -92,8 +91,10 @@ int hoff__res_make_host_room(struct hoff__mem *mem, uint64_t bytes, const struct
     if (!waited)
         HOFF__STAT_ADD(&mem->st, host_cap_waits, 1);
     if (mem->nvme && r->spill_refused)
-        return hoff__error(-HOFF_EHOSTCAP, "%zu more bytes would take the host tier over its cap (HOFF_HOST_CAP), and "
-                           "the NVMe tier refused the last spill: %s", (size_t)bytes, r->refused_why);
+        return hoff__error(-HOFF_EHOSTCAP,
+                           "%zu more bytes would take the host tier over its cap (HOFF_HOST_CAP), and "
+                           "the NVMe tier refused the last spill: %s",
+                           (size_t)bytes, r->refused_why);
     return hoff__error(-HOFF_EHOSTCAP, "%zu more bytes would take the host tier over its cap (HOFF_HOST_CAP)%s",
                        (size_t)bytes, mem->nvme ? "" : "; set HOFF_SPILL_DIR to spill to NVMe");
 }
@@ -124,13 +125,9 @@ static struct hoff__block *pick_victim(struct hoff__mem *mem, const struct hoff_
 
     for (v = mem->res.lru_head; v; v = v->next) {
         switch (hoff__room_victim(v == keep, v->win, v->mgroup != NULL, mem->lim.host_cap_bytes, v->size)) {
-        case HOFF__VICTIM_SKIP:
-            continue;
-        case HOFF__VICTIM_OVER_CAP: /* never evictable: look further */
-            *over_cap = 1;
-            continue;
-        default:
-            break;
+        case HOFF__VICTIM_SKIP: continue;
+        case HOFF__VICTIM_OVER_CAP: /* never evictable: look further */ *over_cap = 1; continue;
+        default: break;
         }
         if (!warmup)
             return v;
@@ -232,10 +229,12 @@ int hoff__res_budget_room(struct hoff__mem *mem, uint64_t need, hoff_stream s, c
 
     if (hoff__res_make_room(mem, need, NULL, s, &why) == 0)
         return 0;
-    return hoff__error(-HOFF_EBUDGET, "%s: %s more resident bytes do not fit in the budget (HOFF_BUDGET %s, %s "
-                       "resident): %s", what, hoff__fmt_size(need, a, sizeof a),
-                       hoff__fmt_size(mem->lim.budget_bytes, b, sizeof b),
-                       hoff__fmt_size(mem->res.resident, c, sizeof c), hoff__res_room_cause(mem, why, cause, sizeof cause));
+    return hoff__error(-HOFF_EBUDGET,
+                       "%s: %s more resident bytes do not fit in the budget (HOFF_BUDGET %s, %s "
+                       "resident): %s",
+                       what, hoff__fmt_size(need, a, sizeof a), hoff__fmt_size(mem->lim.budget_bytes, b, sizeof b),
+                       hoff__fmt_size(mem->res.resident, c, sizeof c),
+                       hoff__res_room_cause(mem, why, cause, sizeof cause));
 }
 
 int hoff__res_host_room(struct hoff__mem *mem, uint64_t bytes, hoff_stream s) {
@@ -252,12 +251,8 @@ const char *hoff__res_room_cause(const struct hoff__mem *mem, enum hoff__room_wh
                  "be evicted",
                  hoff__fmt_size(mem->lim.host_cap_bytes, c, sizeof c));
         break;
-    case HOFF__WHY_EVICT_ERR:
-        snprintf(buf, len, "an eviction was refused: %s", hoff_last_error());
-        break;
-    default:
-        snprintf(buf, len, "nothing left to evict (every resident block is in use or pinned)");
-        break;
+    case HOFF__WHY_EVICT_ERR: snprintf(buf, len, "an eviction was refused: %s", hoff_last_error()); break;
+    default: snprintf(buf, len, "nothing left to evict (every resident block is in use or pinned)"); break;
     }
     return buf;
 }
@@ -269,9 +264,11 @@ void hoff__res_overrun(struct hoff__mem *mem, uint64_t need, enum hoff__room_why
     hoff__fmt_size(mem->lim.budget_bytes, a, sizeof a);
     hoff__fmt_size(need, b, sizeof b);
     hoff__res_room_cause(mem, why, cause, sizeof cause);
-#define OVERRUN_LOG() \
-    HOFF__LOG_ONCE(HOFF_LOG_WARN, "budget %s exceeded: %s more resident offload bytes; %s; counted in " \
-                   "budget_overruns", a, b, cause)
+#define OVERRUN_LOG()                                                                    \
+    HOFF__LOG_ONCE(HOFF_LOG_WARN,                                                        \
+                   "budget %s exceeded: %s more resident offload bytes; %s; counted in " \
+                   "budget_overruns",                                                    \
+                   a, b, cause)
     switch (why) { /* one log line per cause */
     case HOFF__WHY_OVER_CAP: OVERRUN_LOG(); break;
     case HOFF__WHY_EVICT_ERR: OVERRUN_LOG(); break;
@@ -292,6 +289,5 @@ void hoff__res_check_host_cap(struct hoff__mem *mem, const struct hoff__block *b
                    "HOFF_HOST_CAP %s is below this %s offload block: an eviction lands on the host tier "
                    "first, so the block can never be evicted and stays on the device, over the budget if it "
                    "must; set HOFF_HOST_CAP to at least %s (or 0, no limit); counted in host_cap_unevictable",
-                   hoff__fmt_size(mem->lim.host_cap_bytes, c, sizeof c), hoff__fmt_size(b->size, a, sizeof a),
-                   a);
+                   hoff__fmt_size(mem->lim.host_cap_bytes, c, sizeof c), hoff__fmt_size(b->size, a, sizeof a), a);
 }

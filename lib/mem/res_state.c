@@ -22,15 +22,17 @@
  * device pages until it lands); a block on the NVMe tier is restored to the
  * host before it can be prefetched or paged in (-EBUSY until then). */
 static const int next_state[HOFF__RES_STATE_COUNT][HOFF__EV_COUNT] = {
-    /*           EVICT  E_DONE  E_FAIL PREF   P_DONE P_FAIL  DISC   FAULT  POPUL  SPILL  S_DONE S_FAIL REST   R_DONE R_FAIL */
-    [S_DEV]  = {S_EVI, INVAL,  INVAL, NO_AL, INVAL, INVAL,  S_DIS, NO_AL, NO_AL, INVAL, INVAL, INVAL, INVAL, INVAL, INVAL},
-    [S_EVI]  = {NO_AL, S_HOST, S_DEV, BUSY,  INVAL, INVAL,  BUSY,  BUSY,  BUSY,  BUSY,  INVAL, INVAL, INVAL, INVAL, INVAL},
-    [S_HOST] = {NO_AL, INVAL,  INVAL, S_PRE, INVAL, INVAL,  S_DIS, S_DEV, S_DEV, S_SPI, INVAL, INVAL, NO_AL, INVAL, INVAL},
-    [S_PRE]  = {BUSY,  INVAL,  INVAL, NO_AL, S_DEV, S_HOST, BUSY,  BUSY,  BUSY,  BUSY,  INVAL, INVAL, INVAL, INVAL, INVAL},
-    [S_DIS]  = {NO_AL, INVAL,  INVAL, S_PRE, INVAL, INVAL,  NO_AL, S_DEV, S_DEV, INVAL, INVAL, INVAL, INVAL, INVAL, INVAL},
-    [S_SPI]  = {NO_AL, INVAL,  INVAL, BUSY,  INVAL, INVAL,  BUSY,  BUSY,  BUSY,  NO_AL, S_NVM, S_HOST, BUSY, INVAL, INVAL},
-    [S_NVM]  = {NO_AL, INVAL,  INVAL, BUSY,  INVAL, INVAL,  S_DIS, BUSY,  INVAL, NO_AL, INVAL, INVAL, S_RES, INVAL, INVAL},
-    [S_RES]  = {NO_AL, INVAL,  INVAL, BUSY,  INVAL, INVAL,  BUSY,  BUSY,  BUSY,  BUSY,  INVAL, INVAL, NO_AL, S_HOST, S_NVM},
+    /*           EVICT  E_DONE  E_FAIL PREF   P_DONE P_FAIL  DISC   FAULT  POPUL  SPILL  S_DONE S_FAIL REST   R_DONE
+       R_FAIL */
+    [S_DEV] = {S_EVI, INVAL, INVAL, NO_AL, INVAL, INVAL, S_DIS, NO_AL, NO_AL, INVAL, INVAL, INVAL, INVAL, INVAL, INVAL},
+    [S_EVI] = {NO_AL, S_HOST, S_DEV, BUSY, INVAL, INVAL, BUSY, BUSY, BUSY, BUSY, INVAL, INVAL, INVAL, INVAL, INVAL},
+    [S_HOST] = {NO_AL, INVAL, INVAL, S_PRE, INVAL, INVAL, S_DIS, S_DEV, S_DEV, S_SPI, INVAL, INVAL, NO_AL, INVAL,
+                INVAL},
+    [S_PRE] = {BUSY, INVAL, INVAL, NO_AL, S_DEV, S_HOST, BUSY, BUSY, BUSY, BUSY, INVAL, INVAL, INVAL, INVAL, INVAL},
+    [S_DIS] = {NO_AL, INVAL, INVAL, S_PRE, INVAL, INVAL, NO_AL, S_DEV, S_DEV, INVAL, INVAL, INVAL, INVAL, INVAL, INVAL},
+    [S_SPI] = {NO_AL, INVAL, INVAL, BUSY, INVAL, INVAL, BUSY, BUSY, BUSY, NO_AL, S_NVM, S_HOST, BUSY, INVAL, INVAL},
+    [S_NVM] = {NO_AL, INVAL, INVAL, BUSY, INVAL, INVAL, S_DIS, BUSY, INVAL, NO_AL, INVAL, INVAL, S_RES, INVAL, INVAL},
+    [S_RES] = {NO_AL, INVAL, INVAL, BUSY, INVAL, INVAL, BUSY, BUSY, BUSY, BUSY, INVAL, INVAL, NO_AL, S_HOST, S_NVM},
 };
 
 int hoff__res_next(int st, int ev) {
@@ -40,16 +42,15 @@ int hoff__res_next(int st, int ev) {
 }
 
 const char *hoff__res_state_name(int st) {
-    static const char *const names[HOFF__RES_STATE_COUNT] = {
-        "device", "evicting", "host", "prefetching", "discarded", "spilling", "nvme", "restoring"};
+    static const char *const names[HOFF__RES_STATE_COUNT] = {"device",    "evicting", "host", "prefetching",
+                                                             "discarded", "spilling", "nvme", "restoring"};
     return st >= 0 && st < HOFF__RES_STATE_COUNT ? names[st] : "invalid";
 }
 
 const char *hoff__res_event_name(int ev) {
     static const char *const names[HOFF__EV_COUNT] = {
-        "evict", "evict-done", "evict-fail", "prefetch", "prefetch-done", "prefetch-fail",
-        "discard", "fault", "populate", "spill", "spill-done", "spill-fail",
-        "restore", "restore-done", "restore-fail"};
+        "evict",    "evict-done", "evict-fail", "prefetch",   "prefetch-done", "prefetch-fail", "discard",     "fault",
+        "populate", "spill",      "spill-done", "spill-fail", "restore",       "restore-done",  "restore-fail"};
     return ev >= 0 && ev < HOFF__EV_COUNT ? names[ev] : "invalid";
 }
 
@@ -95,7 +96,7 @@ void hoff__res_drop_spill(struct hoff__mem *mem, struct hoff__block *b) {
 
 int hoff__res_on_free(struct hoff__mem *mem, struct hoff__block *b) {
     hoff__res_end_use(mem, b); /* stream-ordered: its uses are enqueued */
-    hoff__group_leave(mem, b);  /* a freed block is no member of a manual group */
+    hoff__group_leave(mem, b); /* a freed block is no member of a manual group */
     b->flags &= (uint8_t)~HOFF__BLK_SPILL_AFTER;
     switch (b->state) {
     case S_EVI:
@@ -122,8 +123,7 @@ int hoff__res_on_free(struct hoff__mem *mem, struct hoff__block *b) {
         hoff__res_drop_spill(mem, b);
         hoff__res_set_state(mem, b, S_DIS);
         break;
-    default:
-        break;
+    default: break;
     }
     b->flags &= (uint8_t)~HOFF__BLK_LIVE;
     b->kept = 0;

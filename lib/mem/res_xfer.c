@@ -163,8 +163,10 @@ static void retire_evict(struct hoff__mem *mem, struct hoff__block *b, int rc, c
     mem->res.to_host -= b->size;
     if (rc) {
         HOFF__STAT_ADD(&mem->st, transfer_errors, 1);
-        HOFF__LOG_ONCE(HOFF_LOG_WARN, "eviction failed (%s); the block stays on the device "
-                       "(further transfer errors are counted, not logged)", cause);
+        HOFF__LOG_ONCE(HOFF_LOG_WARN,
+                       "eviction failed (%s); the block stays on the device "
+                       "(further transfer errors are counted, not logged)",
+                       cause);
         hoff__res_set_state(mem, b, hoff__res_next(S_EVI, HOFF__EV_EVICT_FAIL));
         return;
     }
@@ -177,8 +179,10 @@ static void retire_evict(struct hoff__mem *mem, struct hoff__block *b, int rc, c
     if ((b->flags & HOFF__BLK_SPILL_AFTER) && live) { /* the planned spill, now that it can */
         b->flags &= (uint8_t)~HOFF__BLK_SPILL_AFTER;
         if (hoff__res_start_spill(mem, b, b->stream) != 0)
-            HOFF__LOG_ONCE(HOFF_LOG_WARN, "a planned spill could not start (%s); the block stays on "
-                           "the host", hoff_last_error());
+            HOFF__LOG_ONCE(HOFF_LOG_WARN,
+                           "a planned spill could not start (%s); the block stays on "
+                           "the host",
+                           hoff_last_error());
     }
 }
 
@@ -191,8 +195,10 @@ static void retire_prefetch(struct hoff__mem *mem, struct hoff__block *b, int rc
         mem->res.from_host -= b->size;
     if (rc) {
         HOFF__STAT_ADD(&mem->st, transfer_errors, 1);
-        HOFF__LOG_ONCE(HOFF_LOG_WARN, "prefetch failed (%s); the block stays on the host (or discarded) and "
-                       "is paged in on use", cause);
+        HOFF__LOG_ONCE(HOFF_LOG_WARN,
+                       "prefetch failed (%s); the block stays on the host (or discarded) and "
+                       "is paged in on use",
+                       cause);
         mem->res.resident -= b->size;
         hoff__res_set_state(mem, b, dead ? S_DIS : hoff__res_next(S_PRE, HOFF__EV_PREFETCH_FAIL));
         return;
@@ -211,8 +217,10 @@ static void retire_spill(struct hoff__mem *mem, struct hoff__block *b, int rc, c
     mem->res.spilling -= b->size;
     if (rc) {
         HOFF__STAT_ADD(&mem->st, spill_failures, 1);
-        HOFF__LOG_ONCE(HOFF_LOG_WARN, "spill to the NVMe tier failed (%s); the block stays on the host "
-                       "(further failures are counted in spill_failures)", cause);
+        HOFF__LOG_ONCE(HOFF_LOG_WARN,
+                       "spill to the NVMe tier failed (%s); the block stays on the host "
+                       "(further failures are counted in spill_failures)",
+                       cause);
         hoff__res_set_state(mem, b, hoff__res_next(S_SPI, HOFF__EV_SPILL_FAIL));
         mem->res.spill_refused = 1;
         mem->res.refused_nvme = mem->res.nvme;
@@ -234,8 +242,10 @@ static void retire_restore(struct hoff__mem *mem, struct hoff__block *b, int rc,
     mem->res.to_host -= b->size;
     if (rc) {
         HOFF__STAT_ADD(&mem->st, transfer_errors, 1);
-        HOFF__LOG_ONCE(HOFF_LOG_WARN, "restore from the NVMe tier failed (%s); the spill is kept and "
-                       "will be read again when the block is used", cause);
+        HOFF__LOG_ONCE(HOFF_LOG_WARN,
+                       "restore from the NVMe tier failed (%s); the spill is kept and "
+                       "will be read again when the block is used",
+                       cause);
         hoff__res_set_state(mem, b, hoff__res_next(S_RES, HOFF__EV_RESTORE_FAIL));
         return;
     }

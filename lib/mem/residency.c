@@ -1,6 +1,7 @@
 /* residency.c — the actions of residency.h on offload candidates (allocation, evict, prefetch, discard, spill,
  * restore, keep, access, group moves), the top of the residency files (res_internal.h): the state machine and the
- * books are res_state.c's, the transfers res_xfer.c's, making room res_room.c's.  Threading: caller holds the context lock; hoff__res_cmd_done runs on the issuing thread.
+ * books are res_state.c's, the transfers res_xfer.c's, making room res_room.c's.  Threading: caller holds the context
+ * lock; hoff__res_cmd_done runs on the issuing thread.
  *
  * Accounting.  `resident` counts the bytes of live managed blocks that hold
  * device memory: DEVICE, EVICTING (the device copy lives until the D2H copy
@@ -71,8 +72,10 @@ static int candidate(const struct hoff__block *b) {
     if (b->pool != HOFF__POOL_MANAGED)
         return hoff__error(-EPERM, "block %p is in the device pool: not an offload candidate", b->ptr);
     if (b->kept)
-        return hoff__error(-EPERM, "block %p is kept on the device (hoff_keep: a gradient or an optimizer's "
-                           "block): never offloaded", b->ptr);
+        return hoff__error(-EPERM,
+                           "block %p is kept on the device (hoff_keep: a gradient or an optimizer's "
+                           "block): never offloaded",
+                           b->ptr);
     if (b->flags & HOFF__BLK_PINNED)
         return hoff__error(-EPERM, "block %p was allocated inside a region: never offloaded", b->ptr);
     return 0;
@@ -117,8 +120,8 @@ int hoff__res_prefetch(struct hoff__mem *mem, struct hoff__block *b, hoff_stream
     if (hoff__res_make_room(mem, b->size, b, s, &why) != 0) {
         char cause[400];
 
-        return hoff__error(-HOFF_EBUDGET, "prefetch of %p (%zu bytes) does not fit in the budget: %s", b->ptr,
-                           b->size, hoff__res_room_cause(mem, why, cause, sizeof cause));
+        return hoff__error(-HOFF_EBUDGET, "prefetch of %p (%zu bytes) does not fit in the budget: %s", b->ptr, b->size,
+                           hoff__res_room_cause(mem, why, cause, sizeof cause));
     }
     if ((rc = hoff__res_issue(mem, b, HOFF__CMD_PREFETCH, s)) != 0)
         return rc;
@@ -132,8 +135,8 @@ int hoff__res_prefetch(struct hoff__mem *mem, struct hoff__block *b, hoff_stream
     return 0;
 }
 
-int hoff__res_group(struct hoff__mem *mem, int op, struct hoff__block *const *m, unsigned n, void *base,
-                    size_t size, hoff_stream s) {
+int hoff__res_group(struct hoff__mem *mem, int op, struct hoff__block *const *m, unsigned n, void *base, size_t size,
+                    hoff_stream s) {
     struct hoff__backend *be = mem->be;
     struct hoff__block *lead;
     struct hoff__cmd cmd;
@@ -158,9 +161,9 @@ int hoff__res_group(struct hoff__mem *mem, int op, struct hoff__block *const *m,
         const struct hoff__block *b = m[i];
 
         if (!b || b->pool != HOFF__POOL_MANAGED || !(b->flags & HOFF__BLK_LIVE) ||
-            (b->flags & (HOFF__BLK_PINNED | HOFF__BLK_FREED)) || b->state != want || __atomic_load_n(&b->pending, __ATOMIC_ACQUIRE) || b->xlead ||
-            (op == HOFF__CMD_EVICT && b->win) || b->mgroup != m[0]->mgroup ||
-            (char *)b->ptr != (char *)base + total || b->size > size - total)
+            (b->flags & (HOFF__BLK_PINNED | HOFF__BLK_FREED)) || b->state != want ||
+            __atomic_load_n(&b->pending, __ATOMIC_ACQUIRE) || b->xlead || (op == HOFF__CMD_EVICT && b->win) ||
+            b->mgroup != m[0]->mgroup || (char *)b->ptr != (char *)base + total || b->size > size - total)
             return -EAGAIN;
         total += b->size;
     }
@@ -278,8 +281,10 @@ static int start_restore(struct hoff__mem *mem, struct hoff__block *b, hoff_stre
         if (!use)
             return rc;
         HOFF__STAT_ADD(&mem->st, host_cap_overruns, 1);
-        HOFF__LOG_ONCE(HOFF_LOG_WARN, "a spilled block in use comes back over the host cap: %s; counted in "
-                       "host_cap_overruns", hoff_last_error());
+        HOFF__LOG_ONCE(HOFF_LOG_WARN,
+                       "a spilled block in use comes back over the host cap: %s; counted in "
+                       "host_cap_overruns",
+                       hoff_last_error());
     }
     rc = hoff__res_issue_run(mem, b, HOFF__CMD_RUN, hoff__restore_run, s);
     if (rc)
@@ -335,9 +340,9 @@ int hoff__res_to_host_now(struct hoff__mem *mem, struct hoff__block *b, hoff_str
             return rc;
         hoff__res_finish(mem, b, HOFF__WAIT_USE);
     }
-    return b->state == S_NVM ? hoff__error(-EIO, "restore of %p from the NVMe tier failed: %s", b->ptr,
-                                           hoff_last_error())
-                             : 0;
+    return b->state == S_NVM
+               ? hoff__error(-EIO, "restore of %p from the NVMe tier failed: %s", b->ptr, hoff_last_error())
+               : 0;
 }
 
 static int bring_back(struct hoff__mem *mem, struct hoff__block *b, hoff_stream s, int budgeted) {
@@ -371,8 +376,7 @@ static int bring_back(struct hoff__mem *mem, struct hoff__block *b, hoff_stream 
         if ((rc = hoff__res_to_host_now(mem, b, s)) != 0) /* off the disk first */
             return rc;
         break;
-    default:
-        break;
+    default: break;
     }
     if ((rc = check_next(b, HOFF__EV_FAULT)) < 0)
         return rc;
@@ -450,8 +454,7 @@ void hoff__res_check(struct hoff__mem *mem) {
 
     for (b = mem->res.lru_head; b; b = b->next) {
         if (b->state != S_DEV || !(b->flags & HOFF__BLK_LIVE)) {
-            fprintf(stderr, "hoff: debug: block %p on the LRU list is %s\n", b->ptr,
-                    hoff__res_state_name(b->state));
+            fprintf(stderr, "hoff: debug: block %p on the LRU list is %s\n", b->ptr, hoff__res_state_name(b->state));
             abort();
         }
         lru += b->size;

@@ -12,21 +12,21 @@ struct hoff__mem;
 
 /* What happens to a block. */
 enum hoff__res_event {
-    HOFF__EV_EVICT = 0,      /* eviction queued */
-    HOFF__EV_EVICT_DONE,     /* its copy to the host completed */
-    HOFF__EV_EVICT_FAIL,     /* it failed: the bytes stayed on the device */
-    HOFF__EV_PREFETCH,       /* prefetch queued */
+    HOFF__EV_EVICT = 0,  /* eviction queued */
+    HOFF__EV_EVICT_DONE, /* its copy to the host completed */
+    HOFF__EV_EVICT_FAIL, /* it failed: the bytes stayed on the device */
+    HOFF__EV_PREFETCH,   /* prefetch queued */
     HOFF__EV_PREFETCH_DONE,
-    HOFF__EV_PREFETCH_FAIL,  /* the bytes stayed on the host */
-    HOFF__EV_DISCARD,        /* contents dropped without a copy */
-    HOFF__EV_FAULT,          /* used while not resident: paged in on demand */
-    HOFF__EV_POPULATE,       /* reused from the cache: resident, contents undefined */
-    HOFF__EV_SPILL,          /* spill of the host copy to the NVMe tier queued */
-    HOFF__EV_SPILL_DONE,     /* written (and its host pages dropped) */
-    HOFF__EV_SPILL_FAIL,     /* it failed: the bytes stayed on the host */
-    HOFF__EV_RESTORE,        /* read back from the NVMe tier queued */
-    HOFF__EV_RESTORE_DONE,   /* read, CRC-checked, on the host again */
-    HOFF__EV_RESTORE_FAIL,   /* it failed: the spill is kept, to retry */
+    HOFF__EV_PREFETCH_FAIL, /* the bytes stayed on the host */
+    HOFF__EV_DISCARD,       /* contents dropped without a copy */
+    HOFF__EV_FAULT,         /* used while not resident: paged in on demand */
+    HOFF__EV_POPULATE,      /* reused from the cache: resident, contents undefined */
+    HOFF__EV_SPILL,         /* spill of the host copy to the NVMe tier queued */
+    HOFF__EV_SPILL_DONE,    /* written (and its host pages dropped) */
+    HOFF__EV_SPILL_FAIL,    /* it failed: the bytes stayed on the host */
+    HOFF__EV_RESTORE,       /* read back from the NVMe tier queued */
+    HOFF__EV_RESTORE_DONE,  /* read, CRC-checked, on the host again */
+    HOFF__EV_RESTORE_FAIL,  /* it failed: the spill is kept, to retry */
     HOFF__EV_COUNT
 };
 #define HOFF__RES_STATE_COUNT 8
@@ -42,20 +42,20 @@ const char *hoff__res_event_name(int ev);
 /* Blocks on the device (LRU order) and blocks with a transfer in flight
  * (issue order); a live block is on at most one of the two lists. */
 struct hoff__residency {
-    struct hoff__block *lru_head, *lru_tail;  /* head: least recently used */
+    struct hoff__block *lru_head, *lru_tail; /* head: least recently used */
     struct hoff__block *inf_head, *inf_tail;
-    uint64_t resident;   /* live offload bytes on the device (incl. in flight) */
-    uint64_t evicting;   /* of which, bytes being evicted */
-    uint64_t host;       /* live offload bytes on the host */
-    uint64_t to_host;    /* bytes of evictions in flight (they land on the host) */
-    uint64_t spilling;   /* bytes of spills in flight (they leave the host) */
-    uint64_t from_host;  /* bytes of prefetches in flight (they leave the host when they land) */
-    uint64_t nvme;       /* live offload bytes on the NVMe tier */
-    uint64_t kept;       /* live managed bytes kept on the device (hoff_keep): outside the budget */
+    uint64_t resident;  /* live offload bytes on the device (incl. in flight) */
+    uint64_t evicting;  /* of which, bytes being evicted */
+    uint64_t host;      /* live offload bytes on the host */
+    uint64_t to_host;   /* bytes of evictions in flight (they land on the host) */
+    uint64_t spilling;  /* bytes of spills in flight (they leave the host) */
+    uint64_t from_host; /* bytes of prefetches in flight (they leave the host when they land) */
+    uint64_t nvme;      /* live offload bytes on the NVMe tier */
+    uint64_t kept;      /* live managed bytes kept on the device (hoff_keep): outside the budget */
     struct hoff__block *host_head, *host_tail; /* blocks on the host, oldest eviction first */
     struct hoff__block *win_head;              /* blocks with an open use window */
-    int marks_seen;      /* an access mark was made (ever): until then op marks close no
-                            window, as nothing says when a block is used */
+    int marks_seen;                            /* an access mark was made (ever): until then op marks close no
+                                                  window, as nothing says when a block is used */
     /* The NVMe tier refused a spill (a full disk, an I/O error): nothing more is spilled to make host room
      * until the tier gives space back (nvme below refused_nvme), the next step (steps past refused_step), a
      * second of the backend's clock after refused_ns, or a planned spill succeeds; refused_why is what the
@@ -89,8 +89,8 @@ int hoff__res_discard(struct hoff__mem *mem, struct hoff__block *b, hoff_stream 
  * a prefetch); -ENOSPC when the host tier or the budget has no room for the
  * whole group at once.  On any error the caller moves the members one by
  * one (the fallback). */
-int hoff__res_group(struct hoff__mem *mem, int op, struct hoff__block *const *m, unsigned n, void *base,
-                    size_t size, hoff_stream s);
+int hoff__res_group(struct hoff__mem *mem, int op, struct hoff__block *const *m, unsigned n, void *base, size_t size,
+                    hoff_stream s);
 /* Make room in the budget for need more resident bytes, evicting other
  * blocks (never a manual group's) and waiting for them: 0, or -HOFF_EBUDGET
  * with a message that starts with what and says why. */

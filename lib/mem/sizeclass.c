@@ -19,15 +19,15 @@
  * is what the third band is: there the rounding is below 2 MiB but above 12.5%.
  * Every class is a multiple of 512 B (HOFF__DEVICE_GRAIN).
  */
-#define SMALL_STEP_SHIFT 9                       /* 512 B */
-#define SMALL_MAX ((size_t)8 << 10)              /* 8 KiB: last small class */
+#define SMALL_STEP_SHIFT 9          /* 512 B */
+#define SMALL_MAX ((size_t)8 << 10) /* 8 KiB: last small class */
 #define SMALL_COUNT 16
-#define GRAIN_SHIFT 21                           /* HOFF__MANAGED_GRAIN */
-#define GRAIN_LO ((size_t)2 << 20)               /* 2 MiB: last plain geometric class */
-#define GRAIN_HI ((size_t)16 << 20)              /* 16 MiB: last class of the grain band */
-#define GEO_LO_END 80                            /* first class of the grain band */
-#define GRAIN_END 87                             /* first class after the grain band */
-#define GRAIN_SKIP 17                            /* geometric classes merged in the band */
+#define GRAIN_SHIFT 21              /* HOFF__MANAGED_GRAIN */
+#define GRAIN_LO ((size_t)2 << 20)  /* 2 MiB: last plain geometric class */
+#define GRAIN_HI ((size_t)16 << 20) /* 16 MiB: last class of the grain band */
+#define GEO_LO_END 80               /* first class of the grain band */
+#define GRAIN_END 87                /* first class after the grain band */
+#define GRAIN_SKIP 17               /* geometric classes merged in the band */
 #define CLASS_COUNT 271
 
 _Static_assert(CLASS_COUNT <= HOFF__SIZECLASS_COUNT, "HOFF__SIZECLASS_COUNT too small");

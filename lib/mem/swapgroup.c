@@ -25,18 +25,17 @@
 #include "mem/residency.h"
 #include "mem/swapgroup.h"
 
-
 struct hoff_group {
-    void *owner;                   /* the context that made it (core/ctx_group.c's; opaque here) */
-    struct hoff_group *next;       /* the context's list */
+    void *owner;             /* the context that made it (core/ctx_group.c's; opaque here) */
+    struct hoff_group *next; /* the context's list */
     char name[HOFF__GROUP_NAME_MAX + 1];
-    struct hoff__block **m;        /* members; m[i]->mslot == i */
+    struct hoff__block **m; /* members; m[i]->mslot == i */
     uint32_t n;
     size_t cap;
-    unsigned flags;                /* enum hoff_group_flags */
-    int launched;                  /* 0, 1 eviction, 2 prefetch: launched and not waited for */
-    uint64_t step;                 /* the step (mem->pol.step) the members were added in */
-    struct hoff_group_info info;   /* the counters (adds, duplicates, moved blocks and bytes, calls) */
+    unsigned flags;              /* enum hoff_group_flags */
+    int launched;                /* 0, 1 eviction, 2 prefetch: launched and not waited for */
+    uint64_t step;               /* the step (mem->pol.step) the members were added in */
+    struct hoff_group_info info; /* the counters (adds, duplicates, moved blocks and bytes, calls) */
 };
 
 #define LAUNCH_EVICT 1
@@ -181,7 +180,7 @@ static int pick(struct hoff__mem *mem, struct hoff_group *g, int op, hoff_stream
             if (b->state == HOFF_RES_PREFETCHING)
                 hoff__res_settle(mem, b);
             if (b->state != HOFF_RES_DEVICE)
-                continue; /* already away */
+                continue;              /* already away */
             hoff__res_end_use(mem, b); /* the caller says its work is enqueued */
         } else {
             if (b->state == HOFF_RES_EVICTING || b->state == HOFF_RES_SPILLING || b->state == HOFF_RES_RESTORING)
@@ -204,8 +203,8 @@ int hoff__group_launch(struct hoff__mem *mem, struct hoff_group *g, int op, hoff
     int rc;
 
     if (g->launched)
-        return hoff__error(-EBUSY, "%s: group '%s' has %s launched and not waited for (hoff_group_wait first)",
-                           what, g->name, launch_name(g->launched));
+        return hoff__error(-EBUSY, "%s: group '%s' has %s launched and not waited for (hoff_group_wait first)", what,
+                           g->name, launch_name(g->launched));
     hoff__res_poll(mem);
     if ((rc = pick(mem, g, op, s, &v, &k, &bytes)) != 0)
         return rc;
@@ -226,8 +225,8 @@ int hoff__group_launch(struct hoff__mem *mem, struct hoff_group *g, int op, hoff
     if (rc == 0) {
         g->launched = op == HOFF__CMD_EVICT ? LAUNCH_EVICT : LAUNCH_PREFETCH;
         if (k && (rc = move(mem, g, op, v, k, s)) != 0)
-            hoff__error(rc, "%s: group '%s': a block could not be moved (it stays where it was): %s", what,
-                        g->name, hoff_last_error());
+            hoff__error(rc, "%s: group '%s': a block could not be moved (it stays where it was): %s", what, g->name,
+                        hoff_last_error());
     }
     free(v);
 #ifdef HOFF_DEBUG
@@ -274,28 +273,35 @@ struct hoff_group *hoff__group_find(struct hoff__mem *mem, const char *name) {
 /* The checks of hoff_group_add, in its order: 0 when b may join g, else the refusal said. */
 static int add_refusal(struct hoff__mem *mem, struct hoff_group *g, const struct hoff__block *b, const void *ptr) {
     if (!b)
-        return hoff__error(-EINVAL, "hoff_group_add: %p is not inside a live hoff block (group '%s')", ptr,
-                           g->name);
+        return hoff__error(-EINVAL, "hoff_group_add: %p is not inside a live hoff block (group '%s')", ptr, g->name);
     if (b->pool != HOFF__POOL_MANAGED)
-        return hoff__error(-EPERM, "hoff_group_add: block %p is in the device pool (parameters, small or "
+        return hoff__error(-EPERM,
+                           "hoff_group_add: block %p is in the device pool (parameters, small or "
                            "out-of-step allocations): not an offload candidate, it cannot join group '%s'",
                            b->ptr, g->name);
     if (b->flags & HOFF__BLK_PINNED)
-        return hoff__error(-EPERM, "hoff_group_add: block %p was allocated inside a region (skip_offload): never "
-                           "offloaded, it cannot join group '%s'", b->ptr, g->name);
+        return hoff__error(-EPERM,
+                           "hoff_group_add: block %p was allocated inside a region (skip_offload): never "
+                           "offloaded, it cannot join group '%s'",
+                           b->ptr, g->name);
     if (b->mgroup == g)
         return 0;
     if (b->mgroup)
-        return hoff__error(-EBUSY, "hoff_group_add: block %p is already in group '%s' (a block is in one group); "
-                           "not added to '%s'", b->ptr, b->mgroup->name, g->name);
+        return hoff__error(-EBUSY,
+                           "hoff_group_add: block %p is already in group '%s' (a block is in one group); "
+                           "not added to '%s'",
+                           b->ptr, b->mgroup->name, g->name);
     if (g->launched)
-        return hoff__error(-EBUSY, "hoff_group_add: group '%s' has %s launched and not waited for: add blocks "
-                           "before launching it", g->name, launch_name(g->launched));
+        return hoff__error(-EBUSY,
+                           "hoff_group_add: group '%s' has %s launched and not waited for: add blocks "
+                           "before launching it",
+                           g->name, launch_name(g->launched));
     if (g->n && g->step != mem->pol.step)
-        return hoff__error(-ESTALE, "hoff_group_add: group '%s' holds %u blocks added in step %llu and this is "
+        return hoff__error(-ESTALE,
+                           "hoff_group_add: group '%s' holds %u blocks added in step %llu and this is "
                            "step %llu: a group is filled within one step (release or abort it when its step is "
-                           "done)", g->name, (unsigned)g->n, (unsigned long long)g->step,
-                           (unsigned long long)mem->pol.step);
+                           "done)",
+                           g->name, (unsigned)g->n, (unsigned long long)g->step, (unsigned long long)mem->pol.step);
     return 0;
 }
 
@@ -326,8 +332,7 @@ int hoff__group_remove(struct hoff__mem *mem, struct hoff_group *g, const void *
     struct hoff__block *b = lookup(mem, ptr);
 
     if (!b)
-        return hoff__error(-EINVAL, "hoff_group_remove: %p is not inside a live hoff block (group '%s')", ptr,
-                           g->name);
+        return hoff__error(-EINVAL, "hoff_group_remove: %p is not inside a live hoff block (group '%s')", ptr, g->name);
     if (b->mgroup != g)
         return hoff__error(-ENOENT, "hoff_group_remove: block %p is not in group '%s'", b->ptr, g->name);
     if (g->launched)
@@ -342,8 +347,10 @@ int hoff__group_wait(struct hoff__mem *mem, struct hoff_group *g, hoff_stream st
     int rc = 0, r;
 
     if (!g->launched)
-        return hoff__error(-EINVAL, "hoff_group_wait: group '%s' has no eviction or prefetch launched to wait for "
-                           "(hoff_group_evict or hoff_group_prefetch first)", g->name);
+        return hoff__error(-EINVAL,
+                           "hoff_group_wait: group '%s' has no eviction or prefetch launched to wait for "
+                           "(hoff_group_evict or hoff_group_prefetch first)",
+                           g->name);
     for (i = 0; i < g->n; i++) {
         if (flags & HOFF_GROUP_WAIT_HOST)
             hoff__res_settle(mem, g->m[i]);
@@ -364,7 +371,7 @@ int hoff__group_release(struct hoff__mem *mem, struct hoff_group *g) {
         struct hoff__block *b = g->m[i];
 
         if (b->state == HOFF_RES_DEVICE || b->state == HOFF_RES_PREFETCHING || b->state == HOFF_RES_DISCARDED)
-            continue; /* on the device or on its way: nothing to drop, nothing to wait for */
+            continue;             /* on the device or on its way: nothing to drop, nothing to wait for */
         hoff__res_settle(mem, b); /* an eviction, spill or restore in flight lands first */
         if (b->state != HOFF_RES_DEVICE && (r = hoff__res_discard(mem, b, NULL)) != 0 && !rc)
             rc = r; /* its host copy stays: nothing is lost that was not asked for */
@@ -415,8 +422,8 @@ void hoff__group_info(struct hoff__mem *mem, const struct hoff_group *g, struct 
         out->bytes += b->size;
         if (b->state == HOFF_RES_DEVICE)
             out->on_device++;
-        else if (b->state == HOFF_RES_EVICTING || b->state == HOFF_RES_PREFETCHING ||
-                 b->state == HOFF_RES_SPILLING || b->state == HOFF_RES_RESTORING)
+        else if (b->state == HOFF_RES_EVICTING || b->state == HOFF_RES_PREFETCHING || b->state == HOFF_RES_SPILLING ||
+                 b->state == HOFF_RES_RESTORING)
             out->in_flight++;
         else
             out->on_host++;

@@ -152,8 +152,7 @@ int hoff__plan_greedy_select(const struct hoff__trace *t, const struct hoff__pla
             goto done;
         out->bytes_d2h += x->size;
         if (x->b < nev) {
-            rc = hoff__schedule_add(out, x->b, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, x->block,
-                                    UINT32_MAX);
+            rc = hoff__schedule_add(out, x->b, HOFF__ACT_BEFORE, HOFF__ACT_PREFETCH, x->block, UINT32_MAX);
             if (rc)
                 goto done;
             out->bytes_h2d += x->size;
@@ -172,8 +171,7 @@ done:
 
 /* --- the planner ------------------------------------------------------------ */
 
-static int greedy_build(const struct hoff__trace *t, const struct hoff__plan_opts *o,
-                        struct hoff__schedule *out) {
+static int greedy_build(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct hoff__schedule *out) {
     uint64_t t0 = hoff__plan_now_ns();
     int64_t *res = NULL;
     uint64_t *T = NULL;
@@ -186,7 +184,7 @@ static int greedy_build(const struct hoff__trace *t, const struct hoff__plan_opt
     rc = hoff__plan_greedy_select(t, o, res, NULL, out);
     if (!rc)
         rc = hoff__plan_tiers(t, o, out); /* the host cap, and the NVMe tier below it */
-    if (!rc) /* what the replay will cost, for the report (plan.h) */
+    if (!rc)                              /* what the replay will cost, for the report (plan.h) */
         rc = (T = hoff__plan_times(t)) ? hoff__plan_predict(t, o, T, out, HOFF__PLACE_KEEP, &pr) : -ENOMEM;
 
 done:

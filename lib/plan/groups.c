@@ -73,7 +73,7 @@
 /* When a group evicted at E with S bytes has landed (see above): an event in
  * [E, P]. */
 struct landing {
-    const uint64_t *T;      /* event times, non-decreasing; NULL: no timing */
+    const uint64_t *T; /* event times, non-decreasing; NULL: no timing */
     uint32_t nev;
     double d2h_gbps;
 };
@@ -100,9 +100,9 @@ static uint32_t land(const struct landing *L, uint32_t E, uint64_t S, uint32_t P
 
 struct cand {
     uint32_t block;
-    uint32_t ie, ip;        /* its EVICT and PREFETCH actions */
-    uint32_t e, p;          /* effective events: away on e .. p - 1 */
-    uint64_t bytes;         /* what it counts for (block_bytes) */
+    uint32_t ie, ip; /* its EVICT and PREFETCH actions */
+    uint32_t e, p;   /* effective events: away on e .. p - 1 */
+    uint64_t bytes;  /* what it counts for (block_bytes) */
     uint64_t stream;
 };
 
@@ -166,15 +166,13 @@ static int candidates(const struct hoff__trace *t, const struct hoff__plan_opts 
         if (a->block >= nb)
             continue;
         switch (a->kind) {
-        case HOFF__ACT_EVICT:
-            open[a->block] = (uint32_t)k;
-            break;
+        case HOFF__ACT_EVICT: open[a->block] = (uint32_t)k; break;
         case HOFF__ACT_PREFETCH:
             if (open[a->block] != UINT32_MAX) {
                 uint32_t ie = open[a->block], e = eff(&s->act[ie]), p = eff(a);
 
-                if (p > e && (be[a->block] == UINT32_MAX ||
-                              p - e > eff(&s->act[bp[a->block]]) - eff(&s->act[be[a->block]]))) {
+                if (p > e &&
+                    (be[a->block] == UINT32_MAX || p - e > eff(&s->act[bp[a->block]]) - eff(&s->act[be[a->block]]))) {
                     be[a->block] = ie;
                     bp[a->block] = (uint32_t)k;
                 }
@@ -185,8 +183,7 @@ static int candidates(const struct hoff__trace *t, const struct hoff__plan_opts 
         case HOFF__ACT_RESTORE:
             bad[a->block] = 1; /* the tiers' blocks are left alone */
             break;
-        default:
-            break;
+        default: break;
         }
     }
     for (i = 0; i < nb; i++)
@@ -313,11 +310,11 @@ static int form_groups(struct hoff__schedule *s, const struct cand *c, size_t nc
         if (g && n > 0 && g->stream == stream && n < MAX_MEMBERS && (g->e > E ? g->e : E) < P) {
             uint32_t E2 = g->e > E ? g->e : E, XL2 = land(L, E2, S + g->bytes, P);
 
-            add(sg, nev, E, XL, -(int64_t)S);            /* the old copy in flight */
-            add(sg, nev, E, E2, (int64_t)S);             /* the members leave later */
-            add(sg, nev, g->e, E, (int64_t)g->bytes);    /* so does g */
-            add(sg, nev, P, g->p, (int64_t)g->bytes);    /* g comes back with the first */
-            add(sg, nev, E2, XL2, (int64_t)(S + g->bytes));  /* the group's copy in flight */
+            add(sg, nev, E, XL, -(int64_t)S);               /* the old copy in flight */
+            add(sg, nev, E, E2, (int64_t)S);                /* the members leave later */
+            add(sg, nev, g->e, E, (int64_t)g->bytes);       /* so does g */
+            add(sg, nev, P, g->p, (int64_t)g->bytes);       /* g comes back with the first */
+            add(sg, nev, E2, XL2, (int64_t)(S + g->bytes)); /* the group's copy in flight */
             if ((uint64_t)hoff__segtree_top(sg) <= limit) {
                 if (g->e > E)
                     evict_k = g->ie;
@@ -406,7 +403,7 @@ done_ok:
     drop_groups(s);
     rc = 0;
     if (0) {
-fail:
+    fail:
         drop_groups(s);
         if (rc == -ENOMEM)
             rc = hoff__error(-ENOMEM, "grouping: out of memory");
@@ -440,8 +437,8 @@ done:
 
 /* The event by which the block of gap c must be back: its first access after
  * the eviction; for a block without access marks, the guard before its free. */
-static uint32_t deadline(const struct hoff__trace *t, const struct hoff__plan_opts *o,
-                         const struct hoff__schedule *s, const struct cand *c) {
+static uint32_t deadline(const struct hoff__trace *t, const struct hoff__plan_opts *o, const struct hoff__schedule *s,
+                         const struct cand *c) {
     const struct hoff__tblock *b = &t->blocks[c->block];
     uint32_t a = s->act[c->ie].ev, k, d;
 
@@ -496,7 +493,8 @@ int hoff__plan_groups_late(const struct hoff__trace *t, const struct hoff__plan_
             /* with event times: the group's one copy, started at g's point,
              * lands before the first member's use (queueing aside) */
             (!T || g->p >= t->nev ||
-             (double)T[g->p] + (double)(S + g->bytes) / h2d <= (double)T[(d < Dmin ? d : Dmin) < t->nev ? (d < Dmin ? d : Dmin) : t->nev - 1])) {
+             (double)T[g->p] + (double)(S + g->bytes) / h2d <=
+                 (double)T[(d < Dmin ? d : Dmin) < t->nev ? (d < Dmin ? d : Dmin) : t->nev - 1])) {
             Dmin = d < Dmin ? d : Dmin;
             S += g->bytes;
             n++;
@@ -536,7 +534,7 @@ late_ok:
     drop_groups(s);
     rc = 0;
     if (0) {
-late_fail:
+    late_fail:
         drop_groups(s);
         if (rc == -ENOMEM)
             rc = hoff__error(-ENOMEM, "grouping: out of memory");

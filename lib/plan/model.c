@@ -76,8 +76,13 @@
 static void observe(const struct hoff__pm *p, int kind, uint32_t block, uint32_t group, uint64_t bytes, uint64_t issued,
                     uint64_t start, uint64_t end) {
     if (p->obs && p->pass)
-        p->obs(p->obs_arg, &(struct hoff__xfer_obs){.kind = kind, .block = block, .group = group, .bytes = bytes,
-                                                    .issued = issued, .start = start, .end = end});
+        p->obs(p->obs_arg, &(struct hoff__xfer_obs){.kind = kind,
+                                                    .block = block,
+                                                    .group = group,
+                                                    .bytes = bytes,
+                                                    .issued = issued,
+                                                    .start = start,
+                                                    .end = end});
 }
 
 /* A transfer call of the issuing thread made now on the engine whose
@@ -279,8 +284,8 @@ static int nvme_push(struct hoff__pm *p, uint32_t x, int kind) {
     hoff__xfer_call(p->now, NULL, 0, &p->nvme_busy, 0, p->lat,
                     hoff__copy_ns(p->bytes[x], kind == Q_SPILL ? p->nvme_w : p->nvme_r), &start);
     observe(p, kind == Q_SPILL ? HOFF__XF_SPILL : HOFF__XF_RESTORE, x, 0, p->bytes[x], p->now, start, p->nvme_busy);
-    p->nq[p->nt++] =
-        (struct hoff__pm_q){.land = p->nvme_busy, .bytes = p->bytes[x], .seq = p->seq++, .block = x, .kind = (uint8_t)kind};
+    p->nq[p->nt++] = (struct hoff__pm_q){
+        .land = p->nvme_busy, .bytes = p->bytes[x], .seq = p->seq++, .block = x, .kind = (uint8_t)kind};
     p->nland[x] = p->nvme_busy;
     if (kind == Q_SPILL) {
         p->spilling += p->bytes[x];
@@ -295,10 +300,9 @@ static int nvme_push(struct hoff__pm *p, uint32_t x, int kind) {
     return 0;
 }
 
-/* The runtime's host room (res_room.c's hoff__res_make_host_room, room.h's decisions): keep the host tier under its cap for `bytes`
- * more.  When what is leaving the host (spills and prefetches in flight)
- * is not enough, spill the block that reached the host first (never keep,
- * nor a block held while it comes back); then wait for the spill or the
+/* The runtime's host room (res_room.c's hoff__res_make_host_room, room.h's decisions): keep the host tier under its cap
+ * for `bytes` more.  When what is leaving the host (spills and prefetches in flight) is not enough, spill the block
+ * that reached the host first (never keep, nor a block held while it comes back); then wait for the spill or the
  * prefetch issued first, else (with an NVMe tier) the eviction or restore
  * issued first.  0 when the bytes fit (at once when the host has room),
  * 1 when they cannot (nothing to spill or wait for), -ENOMEM. */
@@ -324,8 +328,7 @@ static int host_room(struct hoff__pm *p, uint64_t bytes, uint32_t keep) {
         c.leaving = p->hh < p->ht || k < p->nt;
         c.arriving = e < p->qt || r < p->nt;
         switch (hoff__room_host(&h, bytes, &c)) {
-        case HOFF__HOST_FITS:
-            return 0;
+        case HOFF__HOST_FITS: return 0;
         case HOFF__HOST_SPILL:
             if ((rc = nvme_push(p, v, Q_SPILL)) != 0)
                 return rc;
@@ -342,8 +345,7 @@ static int host_room(struct hoff__pm *p, uint64_t bytes, uint32_t keep) {
             else
                 wait_until(p, p->nq[r].land, &p->out->tier_ns);
             break;
-        default:
-            return 1;
+        default: return 1;
         }
     }
 }
@@ -520,9 +522,7 @@ static int do_access(struct hoff__pm *p, uint32_t x) {
     p->sa[x] = 0;
     hoff__pm_poll(p);
     switch (p->st[x]) {
-    case P_DEV:
-        lru_touch(p, x);
-        return 0;
+    case P_DEV: lru_touch(p, x); return 0;
     case P_PRE:
         wait_until(p, p->pland[x], &p->out->late_ns);
         p->st[x] = P_DEV;
@@ -538,10 +538,8 @@ static int do_access(struct hoff__pm *p, uint32_t x) {
         if ((rc = to_host_now(p, x)) != 0) /* off the disk first */
             return rc;
         break;
-    case P_HOST:
-        break;
-    default:
-        return 0;
+    case P_HOST: break;
+    default: return 0;
     }
     if ((rc = make_room(p, p->bytes[x], x)) < 0) /* 1: paged in over the budget */
         return rc;
@@ -580,8 +578,7 @@ int hoff__pm_event(struct hoff__pm *p, const struct hoff__tev *e) {
         p->st[x] = P_DEV;
         lru_touch(p, x);
         return 0;
-    case HOFF__TEV_ACCESS:
-        return do_access(p, x);
+    case HOFF__TEV_ACCESS: return do_access(p, x);
     default: /* free */
         p->sa[x] = 0;
         hoff__pm_poll(p);
@@ -666,14 +663,15 @@ static int fire_group(struct hoff__pm *p, const struct hoff__action *a, int *rc)
             }
     }
     if (evict) {
-        land = call(p, &p->d2h_busy, hoff__copy_ns(total, p->d2h), HOFF__XF_EVICT, s->gmember[g->first].block,
-                    a->group, total);
+        land = call(p, &p->d2h_busy, hoff__copy_ns(total, p->d2h), HOFF__XF_EVICT, s->gmember[g->first].block, a->group,
+                    total);
         for (k = 0; k < g->n; k++) {
             uint32_t x = s->gmember[g->first + k].block;
 
             if ((*rc = push(&p->q, &p->qt, &p->qcap)) != 0)
                 return 0;
-            p->q[p->qt++] = (struct hoff__pm_q){.land = land, .bytes = p->bytes[x], .seq = p->seq, .block = x, .kind = Q_EVICT};
+            p->q[p->qt++] =
+                (struct hoff__pm_q){.land = land, .bytes = p->bytes[x], .seq = p->seq, .block = x, .kind = Q_EVICT};
             p->evicting += p->bytes[x];
             p->to_host += p->bytes[x];
             p->dland[x] = land;
@@ -691,7 +689,8 @@ static int fire_group(struct hoff__pm *p, const struct hoff__action *a, int *rc)
 
             if ((*rc = push(&p->hq, &p->ht, &p->hcap)) != 0)
                 return 0;
-            p->hq[p->ht++] = (struct hoff__pm_q){.land = land, .bytes = p->bytes[x], .seq = p->seq, .block = x, .kind = 0};
+            p->hq[p->ht++] =
+                (struct hoff__pm_q){.land = land, .bytes = p->bytes[x], .seq = p->seq, .block = x, .kind = 0};
             p->pland[x] = land;
             p->resident += p->bytes[x];
             p->from_host += p->bytes[x];
@@ -713,17 +712,11 @@ int hoff__pm_fire(struct hoff__pm *p, const struct hoff__action *a) {
     if (fire_group(p, a, &rc) || rc)
         return rc;
     switch (a->kind) {
-    case HOFF__ACT_EVICT:
-        return do_evict(p, a->block);
-    case HOFF__ACT_PREFETCH:
-        return hoff__pm_prefetch(p, a->block);
-    case HOFF__ACT_RELEASE:
-        return do_release(p, a->block);
-    case HOFF__ACT_SPILL:
-        return do_spill(p, a->block);
-    case HOFF__ACT_RESTORE:
-        return do_restore(p, a->block);
-    default:
-        return 0;
+    case HOFF__ACT_EVICT: return do_evict(p, a->block);
+    case HOFF__ACT_PREFETCH: return hoff__pm_prefetch(p, a->block);
+    case HOFF__ACT_RELEASE: return do_release(p, a->block);
+    case HOFF__ACT_SPILL: return do_spill(p, a->block);
+    case HOFF__ACT_RESTORE: return do_restore(p, a->block);
+    default: return 0;
     }
 }

@@ -11,20 +11,20 @@
 #include "plan/segtree.h"
 
 struct heapent {
-    uint32_t p0;   /* the prefetch's original event: its latest */
-    uint32_t act;  /* its action index */
+    uint32_t p0;  /* the prefetch's original event: its latest */
+    uint32_t act; /* its action index */
 };
 
 struct hoff__placing {
     int on;
-    uint32_t *pf_of;        /* per action: an eviction's prefetch (the action after it), else UINT32_MAX */
-    uint32_t *newev;        /* per action: the event it is placed at */
-    uint8_t *issued;        /* per action: a prefetch already issued, earlier */
-    struct heapent *heap;   /* the prefetches whose eviction has fired, earliest deadline first */
+    uint32_t *pf_of;      /* per action: an eviction's prefetch (the action after it), else UINT32_MAX */
+    uint32_t *newev;      /* per action: the event it is placed at */
+    uint8_t *issued;      /* per action: a prefetch already issued, earlier */
+    struct heapent *heap; /* the prefetches whose eviction has fired, earliest deadline first */
     size_t nheap;
     uint32_t blk_act, blk_ev; /* that prefetch cannot go before event blk_ev */
-    int64_t *inst;          /* the schedule's instant-transfer resident bytes per event */
-    struct hoff__segtree sg;    /* inst plus the early prefetches */
+    int64_t *inst;            /* the schedule's instant-transfer resident bytes per event */
+    struct hoff__segtree sg;  /* inst plus the early prefetches */
 };
 
 /* Link each prefetch to the eviction before it.  0 or -ENOMEM (hoff__place_close frees what was made). */

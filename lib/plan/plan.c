@@ -102,12 +102,10 @@ void hoff__schedule_destroy(struct hoff__schedule *s) {
     hoff__schedule_init(s);
 }
 
-int hoff__schedule_add(struct hoff__schedule *s, uint32_t ev, int when, int kind, uint32_t block,
-                       uint32_t copy_ev) {
+int hoff__schedule_add(struct hoff__schedule *s, uint32_t ev, int when, int kind, uint32_t block, uint32_t copy_ev) {
     struct hoff__action *a;
 
-    if ((when != HOFF__ACT_BEFORE && when != HOFF__ACT_AFTER) || kind < 0 ||
-        kind >= HOFF__ACT_KIND_COUNT)
+    if ((when != HOFF__ACT_BEFORE && when != HOFF__ACT_AFTER) || kind < 0 || kind >= HOFF__ACT_KIND_COUNT)
         return -EINVAL;
     if (HOFF__GROW(s->act, s->cap_act, s->nact + 1))
         return -ENOMEM;
@@ -225,14 +223,10 @@ int hoff__plan_window_open(const struct hoff__trace *t, uint32_t block, uint32_t
  * tier, 2 the NVMe tier; -1 none (not yet allocated, released, freed). */
 static int tier_of(uint8_t st) {
     switch (st) {
-    case B_RESIDENT:
-        return 0;
-    case B_EVICTED:
-        return 1;
-    case B_SPILLED:
-        return 2;
-    default:
-        return -1;
+    case B_RESIDENT: return 0;
+    case B_EVICTED: return 1;
+    case B_SPILLED: return 2;
+    default: return -1;
     }
 }
 
@@ -253,8 +247,8 @@ static void move_to(const struct hoff__tblock *b, hoff__block_bytes_fn bytes, ui
  * eviction or release takes effect at event x (the action's event, or the
  * next one for an "after" action), which must lie outside every use window
  * of the block. */
-static int apply(const struct hoff__trace *t, hoff__block_bytes_fn bytes, uint8_t *st,
-                 const struct hoff__action *a, uint64_t *cur) {
+static int apply(const struct hoff__trace *t, hoff__block_bytes_fn bytes, uint8_t *st, const struct hoff__action *a,
+                 uint64_t *cur) {
 #define S(x) (1u << (x))
     /* Per action: the states it applies to (a bit per state) and the state it leaves. */
     static const struct {
@@ -285,18 +279,18 @@ static int apply(const struct hoff__trace *t, hoff__block_bytes_fn bytes, uint8_
     return 0;
 }
 
-int hoff__schedule_peak(const struct hoff__trace *t, const struct hoff__schedule *s,
-                        uint64_t *peak, uint32_t *peak_ev) {
+int hoff__schedule_peak(const struct hoff__trace *t, const struct hoff__schedule *s, uint64_t *peak,
+                        uint32_t *peak_ev) {
     return hoff__schedule_tiers(t, s, NULL, NULL, NULL, peak, peak_ev);
 }
 
-int hoff__schedule_resident(const struct hoff__trace *t, const struct hoff__schedule *s, uint64_t *res,
-                            uint64_t *peak, uint32_t *peak_ev) {
+int hoff__schedule_resident(const struct hoff__trace *t, const struct hoff__schedule *s, uint64_t *res, uint64_t *peak,
+                            uint32_t *peak_ev) {
     return hoff__schedule_tiers(t, s, res, NULL, NULL, peak, peak_ev);
 }
 
-int hoff__schedule_tiers(const struct hoff__trace *t, const struct hoff__schedule *s, uint64_t *dev,
-                         uint64_t *host, uint64_t *nvme, uint64_t *peak, uint32_t *peak_ev) {
+int hoff__schedule_tiers(const struct hoff__trace *t, const struct hoff__schedule *s, uint64_t *dev, uint64_t *host,
+                         uint64_t *nvme, uint64_t *peak, uint32_t *peak_ev) {
     uint64_t cur[3] = {0, 0, 0}, best = 0;
     uint32_t best_ev = 0;
     uint8_t *st;
@@ -356,8 +350,8 @@ int hoff__schedule_tiers(const struct hoff__trace *t, const struct hoff__schedul
 
 const char *hoff__act_kind_name(int kind) {
     static const char *const names[HOFF__ACT_KIND_COUNT] = {
-        [HOFF__ACT_EVICT] = "evict",     [HOFF__ACT_PREFETCH] = "prefetch", [HOFF__ACT_RELEASE] = "release",
-        [HOFF__ACT_SPILL] = "spill",     [HOFF__ACT_RESTORE] = "restore",
+        [HOFF__ACT_EVICT] = "evict", [HOFF__ACT_PREFETCH] = "prefetch", [HOFF__ACT_RELEASE] = "release",
+        [HOFF__ACT_SPILL] = "spill", [HOFF__ACT_RESTORE] = "restore",
     };
 
     return kind >= 0 && kind < HOFF__ACT_KIND_COUNT ? names[kind] : "?";
@@ -398,8 +392,8 @@ static int check_trace(const char *name, const struct hoff__trace *t) {
  * planned there: after the last access of a non-retained movable block, once
  * its use window has closed (AFTER close - 1: fired at the op mark that
  * closes it), when that comes before its free.  0 or -ENOMEM. */
-static int base_resident(const struct hoff__trace *t, const struct hoff__plan_opts *o, int64_t *res,
-                         uint64_t *nopeak, uint32_t *at, int releases, struct hoff__schedule *out) {
+static int base_resident(const struct hoff__trace *t, const struct hoff__plan_opts *o, int64_t *res, uint64_t *nopeak,
+                         uint32_t *at, int releases, struct hoff__schedule *out) {
     uint32_t nev = (uint32_t)t->nev, i;
     int64_t run, best;
     int rc;
@@ -583,7 +577,8 @@ const char *hoff__plan_op_name(const struct hoff__trace *t, uint32_t ev) {
     if (ev >= t->nev || t->ev[ev].kind != HOFF__TEV_OP)
         return "(the step's end)";
     return t->ev[ev].name < t->nnames && t->names[t->ev[ev].name] && t->names[t->ev[ev].name][0]
-               ? t->names[t->ev[ev].name] : "(unnamed op)";
+               ? t->names[t->ev[ev].name]
+               : "(unnamed op)";
 }
 
 const char *hoff__plan_floor_advice(unsigned phase) {
@@ -601,8 +596,7 @@ const char *hoff__plan_floor_advice(unsigned phase) {
         return "the optimizer's step: gradients and optimizer temporaries are offload candidates here (HOFF_"
                "OFFLOAD_GRADIENTS=1, or blocks the optimizer made outside its step); by default they stay on the "
                "device, outside the budget";
-    default:
-        return "";
+    default: return "";
     }
 }
 
@@ -681,8 +675,8 @@ int hoff__plan_gaps(const struct hoff__trace *t, const struct hoff__plan_opts *o
                 if (acc[p].write)
                     lw = acc[p].ev;
                 if (acc[p + 1].ev > acc[p].close)
-                    c[nc++] = (struct hoff__gap){hoff__plan_bytes(o->block_bytes, b), acc[p].close - 1,
-                                                 acc[p + 1].ev, i, lw};
+                    c[nc++] =
+                        (struct hoff__gap){hoff__plan_bytes(o->block_bytes, b), acc[p].close - 1, acc[p + 1].ev, i, lw};
             }
             continue;
         }
@@ -693,8 +687,8 @@ int hoff__plan_gaps(const struct hoff__trace *t, const struct hoff__plan_opts *o
             ga = (int64_t)acc[0].close - 1;
         gb = b->retained ? (int64_t)nev : (int64_t)b->free_ev - o->guard_before_free;
         if (gb > ga + 1)
-            c[nc++] = (struct hoff__gap){hoff__plan_bytes(o->block_bytes, b), (uint32_t)ga, (uint32_t)gb, i,
-                                         b->alloc_ev};
+            c[nc++] =
+                (struct hoff__gap){hoff__plan_bytes(o->block_bytes, b), (uint32_t)ga, (uint32_t)gb, i, b->alloc_ev};
     }
     *out = c;
     *nout = nc;

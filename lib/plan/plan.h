@@ -10,39 +10,39 @@
 #include "trace/trace.h"
 
 enum hoff__act_kind {
-    HOFF__ACT_EVICT = 0,    /* start the copy to host (D2H) of block */
-    HOFF__ACT_PREFETCH,     /* start the copy back (H2D) of block */
-    HOFF__ACT_RELEASE,      /* block's contents are dead (after its last use): drop, no copy */
-    HOFF__ACT_SPILL,        /* write the host copy of an evicted block to the NVMe tier */
-    HOFF__ACT_RESTORE,      /* read a spilled block back to the host (before its prefetch) */
+    HOFF__ACT_EVICT = 0, /* start the copy to host (D2H) of block */
+    HOFF__ACT_PREFETCH,  /* start the copy back (H2D) of block */
+    HOFF__ACT_RELEASE,   /* block's contents are dead (after its last use): drop, no copy */
+    HOFF__ACT_SPILL,     /* write the host copy of an evicted block to the NVMe tier */
+    HOFF__ACT_RESTORE,   /* read a spilled block back to the host (before its prefetch) */
     HOFF__ACT_KIND_COUNT
 };
 
 enum hoff__act_when {
-    HOFF__ACT_BEFORE = 0,   /* fired before the event is carried out */
-    HOFF__ACT_AFTER = 1,    /* fired once its work is done: when the next event of the
-                               step comes (or the step ends) — the caller fills a block
-                               after hoff_malloc returns and uses it after hoff_access */
+    HOFF__ACT_BEFORE = 0, /* fired before the event is carried out */
+    HOFF__ACT_AFTER = 1,  /* fired once its work is done: when the next event of the
+                             step comes (or the step ends) — the caller fills a block
+                             after hoff_malloc returns and uses it after hoff_access */
 };
 
 struct hoff__action {
-    uint32_t ev;            /* trace event index */
-    uint8_t when;           /* enum hoff__act_when */
-    uint8_t kind;           /* enum hoff__act_kind */
-    uint32_t block;         /* trace block id */
-    uint32_t copy_ev;       /* evict: the last write before the gap (RFC copy_start): the
-                               bytes are final from there on.  Managed memory moves the
-                               pages with the copy, so the runtime starts the eviction at
-                               ev (the gap's start); a backend that can keep a read
-                               duplicate could start the copy at copy_ev.
-                               Prefetch and release: UINT32_MAX. */
-    uint32_t group;         /* 0: the block's own action.  g > 0: the block is a member
-                               of group g - 1 (hoff__plan_groups) and this is its part of
-                               the group's EVICT or PREFETCH: every member has one, at the
-                               same event and timing, and the runtime moves them all with
-                               one call over the group's region when it can (the first
-                               member's action fires it, the others are covered), else
-                               one by one.  The schedule reads the same either way. */
+    uint32_t ev;      /* trace event index */
+    uint8_t when;     /* enum hoff__act_when */
+    uint8_t kind;     /* enum hoff__act_kind */
+    uint32_t block;   /* trace block id */
+    uint32_t copy_ev; /* evict: the last write before the gap (RFC copy_start): the
+                         bytes are final from there on.  Managed memory moves the
+                         pages with the copy, so the runtime starts the eviction at
+                         ev (the gap's start); a backend that can keep a read
+                         duplicate could start the copy at copy_ev.
+                         Prefetch and release: UINT32_MAX. */
+    uint32_t group;   /* 0: the block's own action.  g > 0: the block is a member
+                         of group g - 1 (hoff__plan_groups) and this is its part of
+                         the group's EVICT or PREFETCH: every member has one, at the
+                         same event and timing, and the runtime moves them all with
+                         one call over the group's region when it can (the first
+                         member's action fires it, the others are covered), else
+                         one by one.  The schedule reads the same either way. */
 };
 
 /* The bytes a block of the trace holds on the device, from its pool and the
@@ -60,28 +60,28 @@ static inline int hoff__plan_movable(const struct hoff__tblock *b) {
 }
 
 struct hoff__plan_opts {
-    uint64_t budget_bytes;      /* resident offload bytes allowed (0 = no limit: empty schedule) */
-    uint64_t host_cap_bytes;    /* 0 = no limit */
-    uint32_t guard_after_alloc; /* no-access blocks: events after the alloc before an eviction */
-    uint32_t guard_before_free; /* no-access blocks: events before the free for the prefetch */
-    double h2d_gbps, d2h_gbps;  /* for timed planners */
+    uint64_t budget_bytes;            /* resident offload bytes allowed (0 = no limit: empty schedule) */
+    uint64_t host_cap_bytes;          /* 0 = no limit */
+    uint32_t guard_after_alloc;       /* no-access blocks: events after the alloc before an eviction */
+    uint32_t guard_before_free;       /* no-access blocks: events before the free for the prefetch */
+    double h2d_gbps, d2h_gbps;        /* for timed planners */
     hoff__block_bytes_fn block_bytes; /* what a block counts for (NULL: its size) */
-    int nvme;                   /* an NVMe tier exists: the host cap is kept by spilling */
+    int nvme;                         /* an NVMe tier exists: the host cap is kept by spilling */
     double nvme_read_gbps, nvme_write_gbps;
     /* The runtime's timing, for predictions (predict.c); 0 = the defaults
      * there (the sim backend's: 10 us a call, 20 us + 8 GB/s a page-in). */
-    uint64_t latency_ns;        /* fixed cost of one transfer call on its engine */
-    uint64_t call_ns;           /* the issuing thread's own cost per call */
-    uint64_t fault_ns;          /* one page-in on demand: fixed cost ... */
-    double fault_gbps;          /* ... and rate */
-    int groups;                 /* co-located groups are wanted (HOFF_GROUPS) */
-    const int *stop;            /* NULL, or set (read atomically) once the result is no
-                                   longer wanted: a planner may then cut its searches
-                                   short (the schedule stays valid, only less good) */
-    uint64_t deadline_ns;       /* 0, or the hoff__plan_now_ns() time by which a planner
-                                   should answer (anytime: timed predicts greedy's
-                                   schedule first, then adds candidates and searches
-                                   while time is left); hoff__plan_deadline makes it */
+    uint64_t latency_ns;         /* fixed cost of one transfer call on its engine */
+    uint64_t call_ns;            /* the issuing thread's own cost per call */
+    uint64_t fault_ns;           /* one page-in on demand: fixed cost ... */
+    double fault_gbps;           /* ... and rate */
+    int groups;                  /* co-located groups are wanted (HOFF_GROUPS) */
+    const int *stop;             /* NULL, or set (read atomically) once the result is no
+                                    longer wanted: a planner may then cut its searches
+                                    short (the schedule stays valid, only less good) */
+    uint64_t deadline_ns;        /* 0, or the hoff__plan_now_ns() time by which a planner
+                                    should answer (anytime: timed predicts greedy's
+                                    schedule first, then adds candidates and searches
+                                    while time is left); hoff__plan_deadline makes it */
     hoff__xfer_observer observe; /* NULL, or told each copy, page-in and stall of the step
                                    hoff__plan_predict predicts (not the step before it), on
                                    that step's clock: 0 at its start (tests/test_agree.c) */
@@ -97,7 +97,7 @@ uint64_t hoff__plan_deadline(uint64_t budget_ns);
  * them all.  Members are gmember[first .. first + n - 1], in region order. */
 struct hoff__group {
     uint32_t first, n;
-    uint64_t bytes;             /* the region: the members' bytes, end to end */
+    uint64_t bytes;                 /* the region: the members' bytes, end to end */
     uint32_t evict_ev, prefetch_ev; /* where the group's actions are (their event);
                                    evict_ev UINT32_MAX: the members are evicted
                                    on their own (hoff__plan_groups_late) */
@@ -105,13 +105,13 @@ struct hoff__group {
 };
 
 struct hoff__gmember {
-    uint32_t block;             /* trace block id */
-    uint64_t off, bytes;        /* its slot: offset in the region and size, both
-                                   multiples of HOFF__MANAGED_GRAIN (2 MiB) */
+    uint32_t block;      /* trace block id */
+    uint64_t off, bytes; /* its slot: offset in the region and size, both
+                            multiples of HOFF__MANAGED_GRAIN (2 MiB) */
 };
 
 struct hoff__schedule {
-    struct hoff__action *act;   /* sorted by hoff__schedule_sort */
+    struct hoff__action *act; /* sorted by hoff__schedule_sort */
     size_t nact, cap_act;
     /* Groups (hoff__plan_groups; none until it runs): the groups, their
      * members, and per trace block its group + 1 (0: none) and its member
@@ -121,10 +121,10 @@ struct hoff__schedule {
     struct hoff__gmember *gmember;
     size_t ngmember;
     uint32_t *block_group, *block_member;
-    uint32_t nblocks_grouped;   /* entries of block_group/block_member */
-    uint64_t group_ns;          /* time the grouping pass took */
-    int grouped;                /* the planner has decided on groups itself (timed.c):
-                                   the runtime does not run hoff__plan_groups on it */
+    uint32_t nblocks_grouped; /* entries of block_group/block_member */
+    uint64_t group_ns;        /* time the grouping pass took */
+    int grouped;              /* the planner has decided on groups itself (timed.c):
+                                 the runtime does not run hoff__plan_groups on it */
     char planner[16];
     /* What the plan achieves, computed by the planner in event-count terms
      * (transfers instant): the resident offload peak after the plan and the
@@ -132,7 +132,7 @@ struct hoff__schedule {
     uint64_t budget_bytes;
     uint64_t peak_bytes;
     uint32_t peak_ev;
-    uint64_t nopeak_bytes;      /* the trace's peak with no offload */
+    uint64_t nopeak_bytes; /* the trace's peak with no offload */
     /* The working-set floor (hoff__plan_floor) and its event: no schedule
      * of the trace reaches a lower peak.  Set by hoff__plan_build (0 when a
      * planner was called directly). */
@@ -145,13 +145,13 @@ struct hoff__schedule {
     unsigned floor_phase;
     uint32_t floor_blocks;
     int feasible;
-    uint64_t bytes_d2h, bytes_h2d;  /* planned traffic */
-    uint64_t plan_ns;           /* planning time */
-    uint64_t candidates;        /* gaps the planner considered (0 for planners without) */
+    uint64_t bytes_d2h, bytes_h2d; /* planned traffic */
+    uint64_t plan_ns;              /* planning time */
+    uint64_t candidates;           /* gaps the planner considered (0 for planners without) */
     /* The replay's predicted exposed stall per step (hoff__plan_predict on
      * the trace's event times); UINT64_MAX when not predicted. */
     uint64_t stall_ns;
-    uint64_t overruns;          /* the same replay's budget overruns per step */
+    uint64_t overruns;                /* the same replay's budget overruns per step */
     hoff__block_bytes_fn block_bytes; /* the opts' (hoff__schedule_peak counts with it) */
     /* The host and NVMe tiers (hoff__plan_tiers): peaks of evicted bytes on
      * the host and of spilled bytes, traffic, and whether the host cap holds. */
@@ -169,8 +169,7 @@ struct hoff__planner {
      * budget cannot be met (then feasible = 0 and peak_bytes/peak_ev say the
      * lowest peak reached and where); -ENOMEM, -EINVAL.  out was set up
      * with hoff__schedule_init (or built before): its actions are replaced. */
-    int (*build)(const struct hoff__trace *t, const struct hoff__plan_opts *o,
-                 struct hoff__schedule *out);
+    int (*build)(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct hoff__schedule *out);
 };
 
 /* Build a schedule with planner pl: what every caller uses.  It computes the
@@ -186,8 +185,7 @@ int hoff__plan_build(const struct hoff__planner *pl, const struct hoff__trace *t
  * window (doc/design.md), pinned ones, and those the guards and the
  * release rule keep — i.e. the peak with every gap of hoff__plan_gaps taken
  * and the releases planned.  *floor_ev: its first event.  0, -ENOMEM, -EINVAL. */
-int hoff__plan_floor(const struct hoff__trace *t, const struct hoff__plan_opts *o, uint64_t *floor,
-                     uint32_t *floor_ev);
+int hoff__plan_floor(const struct hoff__trace *t, const struct hoff__plan_opts *o, uint64_t *floor, uint32_t *floor_ev);
 /* The name of the op running at event ev (the last op mark at or before it;
  * a fixed text when there is none).  For messages. */
 const char *hoff__plan_op_at(const struct hoff__trace *t, uint32_t ev);
@@ -266,8 +264,7 @@ int hoff__plan_greedy_select(const struct hoff__trace *t, const struct hoff__pla
  * and restore them early enough (event times and NVMe bandwidth) before
  * their prefetch; without an NVMe tier, report the host peak only.  Fills
  * the schedule's tier fields.  0 or -ENOMEM. */
-int hoff__plan_tiers(const struct hoff__trace *t, const struct hoff__plan_opts *o,
-                     struct hoff__schedule *s);
+int hoff__plan_tiers(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct hoff__schedule *s);
 
 /* What every planner starts with (plan.c): reset out under the planner's
  * name, check the finished trace, and build the resident bytes per event
@@ -294,8 +291,7 @@ struct hoff__gap {
 };
 
 /* Every gap of the trace, into *out (malloc'd; free it).  0 or -ENOMEM. */
-int hoff__plan_gaps(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct hoff__gap **out,
-                    size_t *nout);
+int hoff__plan_gaps(const struct hoff__trace *t, const struct hoff__plan_opts *o, struct hoff__gap **out, size_t *nout);
 
 /* --- predicting a replay (predict.c) -------------------------------------- */
 
@@ -305,24 +301,24 @@ uint64_t *hoff__plan_times(const struct hoff__trace *t);
 
 /* How hoff__plan_predict treats the schedule's prefetches. */
 enum hoff__place {
-    HOFF__PLACE_KEEP = 0,   /* where the schedule has them */
-    HOFF__PLACE_EARLY,      /* re-placed: each as early as it can go (below) */
+    HOFF__PLACE_KEEP = 0,       /* where the schedule has them */
+    HOFF__PLACE_EARLY,          /* re-placed: each as early as it can go (below) */
     HOFF__PLACE_EARLY_HEADROOM, /* the same, leaving each release's bytes counted
                                through the event its call fires at */
 };
 
 struct hoff__prediction {
-    uint64_t stall_ns;      /* exposed stall: every wait of the compute timeline */
-    uint64_t room_ns;       /* of which: waits for evictions to land (the budget) */
-    uint64_t late_ns;       /* waits for prefetches still in flight at their use */
-    uint64_t fault_ns;      /* page-ins on demand (a prefetch that did not happen) */
-    uint64_t tier_ns;       /* waits for the host and NVMe tiers: room under the host
-                               cap, spills and restores that must land first */
+    uint64_t stall_ns; /* exposed stall: every wait of the compute timeline */
+    uint64_t room_ns;  /* of which: waits for evictions to land (the budget) */
+    uint64_t late_ns;  /* waits for prefetches still in flight at their use */
+    uint64_t fault_ns; /* page-ins on demand (a prefetch that did not happen) */
+    uint64_t tier_ns;  /* waits for the host and NVMe tiers: room under the host
+                          cap, spills and restores that must land first */
     uint64_t faults;
-    uint64_t overruns;      /* allocations and page-ins that found no room to be made:
-                               the budget is exceeded there (the runtime's
-                               budget_overruns) */
-    uint64_t victim_bytes;  /* evicted on demand for room (unplanned traffic) */
+    uint64_t overruns;     /* allocations and page-ins that found no room to be made:
+                              the budget is exceeded there (the runtime's
+                              budget_overruns) */
+    uint64_t victim_bytes; /* evicted on demand for room (unplanned traffic) */
     uint64_t bytes_d2h, bytes_h2d;
     uint64_t prefetch_calls, evict_calls;
     uint64_t bytes_spilled, bytes_restored; /* the NVMe tier's traffic, planned and on demand */
@@ -368,8 +364,7 @@ void hoff__schedule_destroy(struct hoff__schedule *s);
 int hoff__schedule_copy(struct hoff__schedule *dst, const struct hoff__schedule *src);
 /* Free the schedule's groups and forget them (its actions stay as they are). */
 void hoff__schedule_free_groups(struct hoff__schedule *s);
-int hoff__schedule_add(struct hoff__schedule *s, uint32_t ev, int when, int kind, uint32_t block,
-                       uint32_t copy_ev);
+int hoff__schedule_add(struct hoff__schedule *s, uint32_t ev, int when, int kind, uint32_t block, uint32_t copy_ev);
 /* Sort the actions by (ev, when) keeping the order within an event:
  * evictions and releases before prefetches. */
 void hoff__schedule_sort(struct hoff__schedule *s);
@@ -388,12 +383,11 @@ void hoff__schedule_sort(struct hoff__schedule *s);
  * free, released), on a device-pool or pinned block, or past the trace's
  * end.  The peak is the first event where the maximum is reached (0, 0 for
  * an empty trace).  O(nev + nact + nblocks). */
-int hoff__schedule_peak(const struct hoff__trace *t, const struct hoff__schedule *s,
-                        uint64_t *peak, uint32_t *peak_ev);
+int hoff__schedule_peak(const struct hoff__trace *t, const struct hoff__schedule *s, uint64_t *peak, uint32_t *peak_ev);
 /* The same walk, writing the resident offload bytes at every event into
  * res[0 .. nev - 1] (the caller's).  Same errors. */
-int hoff__schedule_resident(const struct hoff__trace *t, const struct hoff__schedule *s, uint64_t *res,
-                            uint64_t *peak, uint32_t *peak_ev);
+int hoff__schedule_resident(const struct hoff__trace *t, const struct hoff__schedule *s, uint64_t *res, uint64_t *peak,
+                            uint32_t *peak_ev);
 /* The same walk again, with every tier: at each event the managed bytes on
  * the device (dev, what hoff__schedule_resident writes), on the host tier
  * (evicted or restored blocks, host) and on the NVMe tier (spilled, nvme),
@@ -401,8 +395,8 @@ int hoff__schedule_resident(const struct hoff__trace *t, const struct hoff__sche
  * freed or released block counts nowhere.  Same errors and peak.  This is
  * the one walk of resident bytes under a schedule (planners, the runtime's
  * checks and hoff-plan's pictures use it). */
-int hoff__schedule_tiers(const struct hoff__trace *t, const struct hoff__schedule *s, uint64_t *dev,
-                         uint64_t *host, uint64_t *nvme, uint64_t *peak, uint32_t *peak_ev);
+int hoff__schedule_tiers(const struct hoff__trace *t, const struct hoff__schedule *s, uint64_t *dev, uint64_t *host,
+                         uint64_t *nvme, uint64_t *peak, uint32_t *peak_ev);
 
 /* An action kind's name ("evict", "prefetch", "release", "spill",
  * "restore"; "?" for anything else). */

@@ -197,8 +197,7 @@ static uint64_t step_tail(const struct hoff__trace *t, const uint64_t *T) {
 
     if (!nev)
         return 0;
-    send = t->step_gpu_ns != HOFF__TIME_UNKNOWN && T[nev - 1] == t->ev[nev - 1].t_gpu_ns ? t->step_gpu_ns
-                                                                                         : t->step_ns;
+    send = t->step_gpu_ns != HOFF__TIME_UNKNOWN && T[nev - 1] == t->ev[nev - 1].t_gpu_ns ? t->step_gpu_ns : t->step_ns;
     return send != HOFF__TIME_UNKNOWN && send > T[nev - 1] ? send - T[nev - 1] : 0;
 }
 
@@ -226,8 +225,10 @@ int hoff__plan_predict(const struct hoff__trace *t, const struct hoff__plan_opts
     tail = step_tail(t, T);
     for (j = 0; j < s->nact; j++)
         if (s->act[j].ev >= nev || s->act[j].block >= nb || (j && s->act[j].ev < s->act[j - 1].ev)) {
-            rc = hoff__error(-EINVAL, "predict: the schedule is unsorted or names an event or block the trace "
-                             "does not have (action %zu)", j);
+            rc = hoff__error(-EINVAL,
+                             "predict: the schedule is unsorted or names an event or block the trace "
+                             "does not have (action %zu)",
+                             j);
             goto done;
         }
 

@@ -47,8 +47,7 @@ static inline void pull(struct hoff__segtree *sg, uint32_t v) {
     sg->mx[v] = (a > b ? a : b) + sg->ad[v];
 }
 
-static int64_t max(const struct hoff__segtree *sg, uint32_t v, uint32_t lo, uint32_t hi, uint32_t l,
-                       uint32_t r) {
+static int64_t max(const struct hoff__segtree *sg, uint32_t v, uint32_t lo, uint32_t hi, uint32_t l, uint32_t r) {
     uint32_t mid;
     int64_t m = SEG_NONE, x;
 
@@ -93,7 +92,6 @@ uint32_t hoff__segtree_argmax(const struct hoff__segtree *sg) {
         v = sg->mx[2 * v] >= sg->mx[2 * v + 1] ? 2 * v : 2 * v + 1;
     return v - sg->size;
 }
-
 
 /* Bottom up, without recursion (the planners' hottest loop at 10^6
  * events): the nodes that tile [l, r] take the add, then the ancestors of

@@ -7,7 +7,7 @@
 
 struct hoff__segtree {
     int64_t *mx, *ad;
-    uint32_t size;  /* leaves: a power of two >= n */
+    uint32_t size; /* leaves: a power of two >= n */
 };
 
 /* Build over v[0..n-1].  0 or -ENOMEM. */

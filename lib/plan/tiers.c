@@ -33,15 +33,15 @@
 
 struct away {
     uint32_t block;
-    uint32_t from, to;   /* on the host over events from..to (inclusive) */
-    uint64_t landed;     /* when the eviction's copy lands (the D2H queue) */
-    int prefetched;      /* ends with a prefetch BEFORE to+1 (else release/free/end) */
+    uint32_t from, to; /* on the host over events from..to (inclusive) */
+    uint64_t landed;   /* when the eviction's copy lands (the D2H queue) */
+    int prefetched;    /* ends with a prefetch BEFORE to+1 (else release/free/end) */
 };
 
 struct spill {
     uint64_t bytes;
-    uint32_t s_ev, r_ev;  /* spill AFTER s_ev, restore BEFORE r_ev (r_ev == UINT32_MAX: none) */
-    uint32_t l, r;        /* away from the host over l..r */
+    uint32_t s_ev, r_ev; /* spill AFTER s_ev, restore BEFORE r_ev (r_ev == UINT32_MAX: none) */
+    uint32_t l, r;       /* away from the host over l..r */
     uint32_t block;
 };
 
@@ -121,9 +121,9 @@ static int collect_away(const struct hoff__trace *t, const struct hoff__plan_opt
         /* away from since+1; a prefetch BEFORE ev ends it at ev-1, a release
          * AFTER ev at ev */
         to = x->kind == HOFF__ACT_PREFETCH ? x->ev - 1 : x->ev;
-        if (to >= since[x->block] + 1 &&
-            push_away(&a, &n, &cap, (struct away){x->block, since[x->block] + 1, to, landed[x->block],
-                                                  x->kind == HOFF__ACT_PREFETCH}))
+        if (to >= since[x->block] + 1 && push_away(&a, &n, &cap,
+                                                   (struct away){x->block, since[x->block] + 1, to, landed[x->block],
+                                                                 x->kind == HOFF__ACT_PREFETCH}))
             goto nomem;
         since[x->block] = UINT32_MAX;
     }
@@ -227,8 +227,7 @@ static size_t spill_candidates(const struct hoff__trace *t, const struct hoff__p
 
 /* Choose spills from sp (sorted) into chosen while the host tier on sg is over cap, then drop the ones the later
  * choices made redundant; sg ends with the chosen spills taken off. */
-static void choose_spills(struct hoff__segtree *sg, const struct spill *sp, size_t nsp, uint8_t *chosen,
-                          uint64_t cap) {
+static void choose_spills(struct hoff__segtree *sg, const struct spill *sp, size_t nsp, uint8_t *chosen, uint64_t cap) {
     size_t k;
 
     for (k = 0; k < nsp && hoff__segtree_top(sg) > (int64_t)cap; k++) {
@@ -245,8 +244,7 @@ static void choose_spills(struct hoff__segtree *sg, const struct spill *sp, size
     for (k = nsp; k-- > 0;) {
         const struct spill *x = &sp[k];
 
-        if (chosen[k] &&
-            hoff__segtree_max(sg, x->l, x->r) + (int64_t)x->bytes <= (int64_t)cap) {
+        if (chosen[k] && hoff__segtree_max(sg, x->l, x->r) + (int64_t)x->bytes <= (int64_t)cap) {
             hoff__segtree_add(sg, x->l, x->r, (int64_t)x->bytes);
             chosen[k] = 0;
         }
@@ -265,13 +263,11 @@ static int add_spills(struct hoff__schedule *s, const struct spill *sp, size_t n
 
         if (!chosen[k])
             continue;
-        if ((rc = hoff__schedule_add(s, x->s_ev, HOFF__ACT_AFTER, HOFF__ACT_SPILL, x->block,
-                                     UINT32_MAX)) != 0)
+        if ((rc = hoff__schedule_add(s, x->s_ev, HOFF__ACT_AFTER, HOFF__ACT_SPILL, x->block, UINT32_MAX)) != 0)
             return rc;
         s->bytes_spilled += x->bytes;
         if (x->r_ev != UINT32_MAX) {
-            if ((rc = hoff__schedule_add(s, x->r_ev, HOFF__ACT_BEFORE, HOFF__ACT_RESTORE, x->block,
-                                         UINT32_MAX)) != 0)
+            if ((rc = hoff__schedule_add(s, x->r_ev, HOFF__ACT_BEFORE, HOFF__ACT_RESTORE, x->block, UINT32_MAX)) != 0)
                 return rc;
             s->bytes_restored += x->bytes;
         }

@@ -122,8 +122,8 @@ static int choose_groups(const struct hoff__trace *t, const struct hoff__plan_op
                          struct hoff__schedule *s, struct hoff__schedule *tmp, struct hoff__schedule *keep,
                          uint64_t limit) {
     /* spans in events, each without and with the landing test (odd rungs) */
-    static const uint32_t spans[] = {UINT32_MAX, UINT32_MAX, 128, 128, 96, 96, 64, 64, 48, 48, 32, 32, 24, 24,
-                                     16, 16, 12, 12, 8, 8, 6, 6, 4, 4, 2, 2};
+    static const uint32_t spans[] = {UINT32_MAX, UINT32_MAX, 128, 128, 96, 96, 64, 64, 48, 48, 32, 32, 24,
+                                     24,         16,         16,  12,  12, 8,  8,  6,  6,  4,  4,  2,  2};
     uint64_t calls = UINT64_MAX, kstall = UINT64_MAX;
     struct hoff__prediction pr;
     size_t i;
@@ -207,7 +207,8 @@ static int move_unit(const struct hoff__trace *t, const struct hoff__schedule *s
         if (a->kind != HOFF__ACT_PREFETCH || a->ev != u->ev || a->when != u->when ||
             (u->group ? a->group != u->group : (a->group || a->block != u->block)))
             continue;
-        if (tiered[a->block] || (ne > u->ev && ne + (u->when == HOFF__ACT_AFTER) > next_use(t, a->block, u->ev, u->when)))
+        if (tiered[a->block] ||
+            (ne > u->ev && ne + (u->when == HOFF__ACT_AFTER) > next_use(t, a->block, u->ev, u->when)))
             return 1;
     }
     if ((rc = hoff__schedule_copy(d, s)) != 0)
@@ -462,12 +463,12 @@ static int refine_selection(const struct hoff__trace *t, const struct hoff__plan
     }
 out:
     rc = rc < 0 ? rc : 0;
-    if (!rc && o->host_cap_bytes && orig.nact && (s->nact != orig.nact ||
-                                                  memcmp(s->act, orig.act, s->nact * sizeof *s->act))) {
+    if (!rc && o->host_cap_bytes && orig.nact &&
+        (s->nact != orig.nact || memcmp(s->act, orig.act, s->nact * sizeof *s->act))) {
         struct hoff__prediction pr;
 
-        if ((rc = hoff__plan_tiers(t, o, s)) == 0 && (rc = hoff__plan_predict(t, o, T, s, HOFF__PLACE_KEEP, &pr)) == 0 &&
-            !beats(s, &orig))
+        if ((rc = hoff__plan_tiers(t, o, s)) == 0 &&
+            (rc = hoff__plan_predict(t, o, T, s, HOFF__PLACE_KEEP, &pr)) == 0 && !beats(s, &orig))
             rc = hoff__schedule_copy(s, &orig);
     }
     if (!rc) { /* the figures the planners keep */

@@ -8,7 +8,6 @@
 
 #include "tier/crc32c.h"
 
-
 static uint32_t crc_tab[8][256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 static int crc_have_hw;

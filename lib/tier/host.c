@@ -20,18 +20,18 @@
 #include "tier/host.h"
 
 struct hoff__host_tier {
-    int policy;                         /* enum hoff__numa_policy */
-    int nearest;                        /* the GPU's nearest node, -1 = unknown */
+    int policy;                           /* enum hoff__numa_policy */
+    int nearest;                          /* the GPU's nearest node, -1 = unknown */
     int n_rot, rot[HOFF__HOST_MAX_NODES]; /* the nodes node() rotates over */
     int n_gpu, gpu[HOFF__HOST_MAX_NODES]; /* every node local to the GPU, ascending */
     int n_all, all[HOFF__HOST_MAX_NODES]; /* every (non-GPU-memory) node known, ascending */
-    int numa_known;                     /* the OS reported NUMA nodes (not one made-up node) */
-    int bind_node;                      /* staging buffers go here, -1 = unbound */
-    int thissystem;                     /* the topology is this machine's: binding means something */
-    unsigned rr;                        /* rotation counter (atomic) */
-    uint64_t cap, used, peak;           /* host cap books (atomic) */
-    char busid[32];                     /* the GPU as given, "" = none */
-    char reason[192];                   /* why nearest is -1, "" if it is not */
+    int numa_known;                       /* the OS reported NUMA nodes (not one made-up node) */
+    int bind_node;                        /* staging buffers go here, -1 = unbound */
+    int thissystem;                       /* the topology is this machine's: binding means something */
+    unsigned rr;                          /* rotation counter (atomic) */
+    uint64_t cap, used, peak;             /* host cap books (atomic) */
+    char busid[32];                       /* the GPU as given, "" = none */
+    char reason[192];                     /* why nearest is -1, "" if it is not */
 #ifdef HAVE_HWLOC
     hwloc_topology_t topo; /* NULL if it could not be loaded */
 #endif
@@ -235,8 +235,7 @@ static int hwloc_gpu_nodes(struct hoff__host_tier *t, unsigned dom, unsigned bus
         return -ERANGE;
     t->n_gpu = 0;
     while ((o = hwloc_get_next_obj_by_type(t->topo, HWLOC_OBJ_NUMANODE, o)) != NULL)
-        if (!is_gpu_memory(o) && hwloc_bitmap_isset(anc->nodeset, o->os_index) &&
-            t->n_gpu < HOFF__HOST_MAX_NODES)
+        if (!is_gpu_memory(o) && hwloc_bitmap_isset(anc->nodeset, o->os_index) && t->n_gpu < HOFF__HOST_MAX_NODES)
             t->gpu[t->n_gpu++] = (int)o->os_index;
     qsort(t->gpu, (size_t)t->n_gpu, sizeof(int), cmp_int);
     if (t->n_gpu == 0 || (t->n_all > 1 && t->n_gpu >= t->n_all)) {
@@ -290,8 +289,8 @@ static void find_nearest(struct hoff__host_tier *t, const char *xml) {
     HOFF__LOG_ONCE(HOFF_LOG_WARN, "host tier: %s: evictions go to any host node", t->reason);
 }
 
-int hoff__host_tier_open(struct hoff__host_tier **out, const char *policy, const char *pci_busid,
-                         const char *topo_xml, uint64_t cap_bytes) {
+int hoff__host_tier_open(struct hoff__host_tier **out, const char *policy, const char *pci_busid, const char *topo_xml,
+                         uint64_t cap_bytes) {
     struct hoff__host_tier *t;
     char pol[64], have[256], *s, *e;
     int rc;
@@ -337,8 +336,10 @@ int hoff__host_tier_open(struct hoff__host_tier **out, const char *policy, const
         return hoff__error(rc, "cannot load the hwloc topology %s (%s)", topo_xml, strerror(-rc));
     }
     if (rc < 0)
-        HOFF__LOG_ONCE(HOFF_LOG_WARN, "host tier: hwloc could not read this machine's topology (%s); "
-                                      "using sysfs for NUMA placement", strerror(-rc));
+        HOFF__LOG_ONCE(HOFF_LOG_WARN,
+                       "host tier: hwloc could not read this machine's topology (%s); "
+                       "using sysfs for NUMA placement",
+                       strerror(-rc));
 #else
     if (topo_xml) {
         free(t);
@@ -358,8 +359,8 @@ int hoff__host_tier_open(struct hoff__host_tier **out, const char *policy, const
                 char why[384];
 
                 list_str(t->all, t->n_all, have, sizeof have);
-                snprintf(why, sizeof why, "NUMA node %d does not exist (this machine has node%s %s)",
-                         t->rot[i], t->n_all > 1 ? "s" : "", have);
+                snprintf(why, sizeof why, "NUMA node %d does not exist (this machine has node%s %s)", t->rot[i],
+                         t->n_all > 1 ? "s" : "", have);
                 rc = bad_policy(policy, why);
                 hoff__host_tier_close(t);
                 return rc;
@@ -445,9 +446,7 @@ const char *hoff__host_tier_describe(const struct hoff__host_tier *t, char *buf,
         else
             snprintf(buf, len, "interleave: no preference (no NUMA information)");
         break;
-    case HOFF__NUMA_LIST:
-        snprintf(buf, len, "node%s %s as listed (%s)", t->n_rot > 1 ? "s" : "", rot, near);
-        break;
+    case HOFF__NUMA_LIST: snprintf(buf, len, "node%s %s as listed (%s)", t->n_rot > 1 ? "s" : "", rot, near); break;
     default:
         if (t->nearest >= 0)
             snprintf(buf, len, "nearest: node %d (%s)", t->nearest, near);
@@ -482,8 +481,9 @@ void *hoff__host_tier_staging_alloc(struct hoff__host_tier *t, size_t bytes, int
                 if (hwloc_set_area_membind(t->topo, p, len, ns, HWLOC_MEMBIND_BIND, HWLOC_MEMBIND_BYNODESET) == 0)
                     node = t->bind_node;
                 else
-                    HOFF__LOG_ONCE(HOFF_LOG_WARN, "host tier: cannot bind staging buffers to NUMA node %d (%s); "
-                                                  "they stay where the kernel puts them",
+                    HOFF__LOG_ONCE(HOFF_LOG_WARN,
+                                   "host tier: cannot bind staging buffers to NUMA node %d (%s); "
+                                   "they stay where the kernel puts them",
                                    t->bind_node, strerror(errno));
                 hwloc_bitmap_free(ns);
             }
@@ -495,8 +495,9 @@ void *hoff__host_tier_staging_alloc(struct hoff__host_tier *t, size_t bytes, int
     }
     /* Pin (and so place) the pages now; where the memlock limit refuses, touch them instead. */
     if (mlock(p, len) != 0) {
-        HOFF__LOG_ONCE(HOFF_LOG_INFO, "host tier: cannot mlock staging buffers (%s; see ulimit -l): "
-                                      "they stay pageable until the backend pins them",
+        HOFF__LOG_ONCE(HOFF_LOG_INFO,
+                       "host tier: cannot mlock staging buffers (%s; see ulimit -l): "
+                       "they stay pageable until the backend pins them",
                        strerror(errno));
         memset(p, 0, len);
     }
@@ -525,8 +526,7 @@ int hoff__host_tier_reserve(struct hoff__host_tier *t, uint64_t bytes) {
     } while (!__atomic_compare_exchange_n(&t->used, &cur, cur + bytes, 1, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
     cur += bytes;
     peak = __atomic_load_n(&t->peak, __ATOMIC_RELAXED);
-    while (cur > peak &&
-           !__atomic_compare_exchange_n(&t->peak, &peak, cur, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    while (cur > peak && !__atomic_compare_exchange_n(&t->peak, &peak, cur, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         ;
     return 0;
 }

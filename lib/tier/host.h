@@ -30,8 +30,8 @@ struct hoff__host_tier;
  * the reason is logged once and kept for hoff__host_tier_describe.
  * Returns 0, -EINVAL for a bad policy (message names HOFF_NUMA and the accepted forms, and a node that does not
  * exist), -ENOMEM. */
-int hoff__host_tier_open(struct hoff__host_tier **out, const char *policy, const char *pci_busid,
-                         const char *topo_xml, uint64_t cap_bytes);
+int hoff__host_tier_open(struct hoff__host_tier **out, const char *policy, const char *pci_busid, const char *topo_xml,
+                         uint64_t cap_bytes);
 void hoff__host_tier_close(struct hoff__host_tier *t);
 
 /* The node the next eviction should target (host-NUMA location id), -1 = no preference (use plain host

@@ -150,8 +150,10 @@ static int open_file(struct hoff__nvme *n, const char *dir) {
         fd = mkostemp(path, O_CLOEXEC);
         if (fd >= 0) {
             unlink(path);
-            HOFF__LOG_ONCE(HOFF_LOG_WARN, "NVMe tier: %s has no O_TMPFILE; the spill file is a named file "
-                                          "unlinked right after creation", dir);
+            HOFF__LOG_ONCE(HOFF_LOG_WARN,
+                           "NVMe tier: %s has no O_TMPFILE; the spill file is a named file "
+                           "unlinked right after creation",
+                           dir);
             n->odirect = 0;
             if (!(n->inj && n->inj->no_odirect)) {
                 int fl = fcntl(fd, F_GETFL);
@@ -186,8 +188,9 @@ int hoff__nvme_open(struct hoff__nvme **out, const char *dir, size_t chunk_bytes
     if (strlen(dir) >= sizeof n->dir)
         return hoff__error(-EINVAL, "HOFF_SPILL_DIR=%.64s...: the path is too long", dir);
     if (chunk_bytes == 0 || chunk_bytes % HOFF__NVME_ALIGN || chunk_bytes > ((size_t)1 << 30))
-        return hoff__error(-EINVAL, "HOFF_SPILL_CHUNK=%zu: the NVMe chunk must be a multiple of 4096 between 4K "
-                                    "and 1G",
+        return hoff__error(-EINVAL,
+                           "HOFF_SPILL_CHUNK=%zu: the NVMe chunk must be a multiple of 4096 between 4K "
+                           "and 1G",
                            chunk_bytes);
     if (queue_depth < 8 || queue_depth > 4096)
         return hoff__error(-EINVAL, "HOFF_IO_DEPTH=%d: the io_uring queue depth must be between 8 and 4096",
@@ -215,8 +218,9 @@ int hoff__nvme_open(struct hoff__nvme **out, const char *dir, size_t chunk_bytes
     n->bchunk = calloc((size_t)n->nbufs, sizeof *n->bchunk);
     if (!n->staging || !n->bstack || !n->bchunk) {
         char b[32];
-        rc = hoff__error(-ENOMEM, "NVMe tier: cannot allocate %s of staging buffers (HOFF_IO_DEPTH x "
-                                  "HOFF_SPILL_CHUNK)",
+        rc = hoff__error(-ENOMEM,
+                         "NVMe tier: cannot allocate %s of staging buffers (HOFF_IO_DEPTH x "
+                         "HOFF_SPILL_CHUNK)",
                          hoff__fmt_size(n->staging_bytes, b, sizeof b));
         goto fail;
     }
@@ -329,8 +333,7 @@ fail:
     return rc;
 }
 
-int hoff__nvme_spill(struct hoff__nvme *n, const void *src, size_t len, uint64_t key,
-                     struct hoff__nvme_spill **out) {
+int hoff__nvme_spill(struct hoff__nvme *n, const void *src, size_t len, uint64_t key, struct hoff__nvme_spill **out) {
     if (!src) {
         *out = NULL;
         return hoff__error(-EINVAL, "NVMe tier: spill of block %#" PRIx64 ": no source", key);
@@ -429,8 +432,8 @@ void hoff__nvme_stats(struct hoff__nvme *n, struct hoff__nvme_stats *out) {
 
 const char *hoff__nvme_mode(struct hoff__nvme *n, char *buf, size_t len) {
     pthread_mutex_lock(&n->mu);
-    snprintf(buf, len, "%s, %s, %s", n->uring ? (n->fixed ? "io_uring with registered buffers" : "io_uring")
-                                              : "pread/pwrite",
+    snprintf(buf, len, "%s, %s, %s",
+             n->uring ? (n->fixed ? "io_uring with registered buffers" : "io_uring") : "pread/pwrite",
              n->odirect ? "O_DIRECT" : "buffered", n->tmpfile ? "O_TMPFILE" : "unlinked named file");
     pthread_mutex_unlock(&n->mu);
     return buf;

@@ -35,19 +35,19 @@ struct hoff__nvme_inject {
 
 /* Counters (under the tier's mutex; snapshot with hoff__nvme_stats). */
 struct hoff__nvme_stats {
-    uint64_t spills, bytes_spilled, spill_ns;          /* successful spills, their bytes, time in them */
-    uint64_t restores, bytes_restored, restore_ns;     /* successful restores */
-    uint64_t failures;                                 /* spills + restores that failed (source kept) */
+    uint64_t spills, bytes_spilled, spill_ns;      /* successful spills, their bytes, time in them */
+    uint64_t restores, bytes_restored, restore_ns; /* successful restores */
+    uint64_t failures;                             /* spills + restores that failed (source kept) */
     uint64_t spill_failures, restore_failures;
-    uint64_t crc_errors;                               /* chunks whose CRC32C did not match */
-    uint64_t odirect_off;                              /* 1: O_DIRECT was refused, buffered I/O */
-    uint64_t uring_off;                                /* 1: io_uring unavailable, pread/pwrite */
-    uint64_t fixed_off;                                /* 1: buffers not registered, plain READ/WRITE ops */
-    uint64_t bytes_in_use, peak;                       /* bytes of live spills (as given), highest seen */
-    uint64_t live_spills;                              /* spills not yet dropped */
-    uint64_t extent_bytes;                             /* file bytes held by live spills (4 KiB padded) */
-    uint64_t file_bytes;                               /* size of the spill file now */
-    uint64_t quarantined_bytes;                        /* file bytes never reused after a broken ring */
+    uint64_t crc_errors;         /* chunks whose CRC32C did not match */
+    uint64_t odirect_off;        /* 1: O_DIRECT was refused, buffered I/O */
+    uint64_t uring_off;          /* 1: io_uring unavailable, pread/pwrite */
+    uint64_t fixed_off;          /* 1: buffers not registered, plain READ/WRITE ops */
+    uint64_t bytes_in_use, peak; /* bytes of live spills (as given), highest seen */
+    uint64_t live_spills;        /* spills not yet dropped */
+    uint64_t extent_bytes;       /* file bytes held by live spills (4 KiB padded) */
+    uint64_t file_bytes;         /* size of the spill file now */
+    uint64_t quarantined_bytes;  /* file bytes never reused after a broken ring */
 };
 
 /* Copy callbacks: move len bytes between the block at byte `offset` and a staging buffer (page-aligned, from
@@ -73,8 +73,7 @@ void hoff__nvme_close(struct hoff__nvme *n);
  * copy into staging, CRC32C, write; up to queue_depth writes in flight.  On success *out is the handle.  On any
  * failure (ENOSPC, EIO, a short write, a failed submission) returns -errno with src untouched (the caller keeps
  * the block on the host), nothing left allocated in the file, and the failure counted; *out is NULL. */
-int hoff__nvme_spill(struct hoff__nvme *n, const void *src, size_t len, uint64_t key,
-                     struct hoff__nvme_spill **out);
+int hoff__nvme_spill(struct hoff__nvme *n, const void *src, size_t len, uint64_t key, struct hoff__nvme_spill **out);
 /* The same with a callback that fills each chunk's staging buffer (offset, len within the block). */
 int hoff__nvme_spill_cb(struct hoff__nvme *n, size_t len, uint64_t key, hoff__nvme_copy_fn fill, void *arg,
                         struct hoff__nvme_spill **out);

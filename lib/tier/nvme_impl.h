@@ -48,12 +48,12 @@ struct hoff__nvme {
     int depth;
     char dir[256];
     struct hoff__nvme_inject *inj;
-    int io_einval; /* the current call failed with a real EINVAL from the I/O itself */
+    int io_einval;          /* the current call failed with a real EINVAL from the I/O itself */
     unsigned char *staging; /* depth * chunk (1 chunk after a ring failure) */
     size_t staging_bytes;
     int nbufs;
-    int *bstack;       /* free staging buffers */
-    uint32_t *bchunk;  /* chunk each buffer carries */
+    int *bstack;            /* free staging buffers */
+    uint32_t *bchunk;       /* chunk each buffer carries */
     unsigned char *retired; /* staging the broken ring may still touch: freed at close */
     size_t retired_bytes;
     int broken_op; /* the ring broke during this call: its file extents are quarantined */
@@ -84,7 +84,6 @@ static inline size_t hoff__nvme_chunk_len(const struct hoff__nvme *n, const stru
 static inline size_t hoff__nvme_io_len(size_t clen) {
     return (size_t)hoff__align_up(clen, HOFF__NVME_ALIGN);
 }
-
 
 /* One spill's writes (op->write) or one restore's reads, chunk by chunk through the staging buffers, each chunk
  * checked on the way back.  A real EINVAL from an O_DIRECT file turns O_DIRECT off and runs the call again,

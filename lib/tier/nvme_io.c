@@ -74,8 +74,9 @@ static int prep_chunk(struct hoff__nvme *n, struct hoff__nvme_op *op, uint32_t i
         return 0;
     rc = op->fn(op->arg, (size_t)i * n->chunk, buf, clen);
     if (rc)
-        return hoff__error(rc < 0 ? rc : -EIO, "NVMe tier: spill of block %#" PRIx64 ": copying chunk %u into "
-                                               "staging failed (%s)",
+        return hoff__error(rc < 0 ? rc : -EIO,
+                           "NVMe tier: spill of block %#" PRIx64 ": copying chunk %u into "
+                           "staging failed (%s)",
                            op->h->key, i, hoff_strerror(rc < 0 ? rc : -EIO));
     memset(buf + clen, 0, hoff__nvme_io_len(clen) - clen);
     op->h->c[i].crc = chunk_crc(op->h, i, buf, clen);
@@ -102,8 +103,9 @@ static int finish_chunk(struct hoff__nvme *n, struct hoff__nvme_op *op, uint32_t
     }
     rc = op->fn(op->arg, (size_t)i * n->chunk, buf, clen);
     if (rc)
-        return hoff__error(rc < 0 ? rc : -EIO, "NVMe tier: restore of block %#" PRIx64 ": copying chunk %u out of "
-                                               "staging failed (%s)",
+        return hoff__error(rc < 0 ? rc : -EIO,
+                           "NVMe tier: restore of block %#" PRIx64 ": copying chunk %u out of "
+                           "staging failed (%s)",
                            h->key, i, hoff_strerror(rc < 0 ? rc : -EIO));
     return 0;
 }
@@ -115,13 +117,15 @@ static int check_result(struct hoff__nvme *n, struct hoff__nvme_op *op, uint32_t
     if (res == -EINVAL && !injected)
         n->io_einval = 1;
     if (res < 0)
-        return hoff__error(res, "NVMe tier: %s of block %#" PRIx64 " failed: %s of chunk %u (%zu bytes at file "
-                                "offset %" PRIu64 " in %s): %s; %s",
+        return hoff__error(res,
+                           "NVMe tier: %s of block %#" PRIx64 " failed: %s of chunk %u (%zu bytes at file "
+                           "offset %" PRIu64 " in %s): %s; %s",
                            op->write ? "spill" : "restore", op->h->key, what, i, len, op->h->c[i].off, n->dir,
                            strerror(-res), op->write ? "the block stays on the host" : "the spill is kept");
     if ((size_t)res != len)
-        return hoff__error(-EIO, "NVMe tier: %s of block %#" PRIx64 " failed: short %s of chunk %u (%d of %zu bytes "
-                                 "at file offset %" PRIu64 " in %s); %s",
+        return hoff__error(-EIO,
+                           "NVMe tier: %s of block %#" PRIx64 " failed: short %s of chunk %u (%d of %zu bytes "
+                           "at file offset %" PRIu64 " in %s); %s",
                            op->write ? "spill" : "restore", op->h->key, what, i, res, len, op->h->c[i].off, n->dir,
                            op->write ? "the block stays on the host" : "the spill is kept");
     return 0;
@@ -339,8 +343,9 @@ void hoff__nvme_setup_uring(struct hoff__nvme *n) {
     rc = n->inj && n->inj->no_uring ? -ENOSYS : io_uring_queue_init((unsigned)n->depth, &n->ring, 0);
     if (rc < 0) {
         HOFF__STAT_SET(&n->st, uring_off, 1);
-        HOFF__LOG_ONCE(HOFF_LOG_WARN, "NVMe tier: io_uring is unavailable (%s: an old kernel, or seccomp); "
-                                      "using pread/pwrite",
+        HOFF__LOG_ONCE(HOFF_LOG_WARN,
+                       "NVMe tier: io_uring is unavailable (%s: an old kernel, or seccomp); "
+                       "using pread/pwrite",
                        strerror(-rc));
         return;
     }
@@ -356,8 +361,9 @@ void hoff__nvme_setup_uring(struct hoff__nvme *n) {
     }
     if (rc < 0) {
         HOFF__STAT_SET(&n->st, fixed_off, 1);
-        HOFF__LOG_ONCE(HOFF_LOG_WARN, "NVMe tier: cannot register the staging buffers with io_uring (%s; see "
-                                      "ulimit -l); using unregistered buffers",
+        HOFF__LOG_ONCE(HOFF_LOG_WARN,
+                       "NVMe tier: cannot register the staging buffers with io_uring (%s; see "
+                       "ulimit -l); using unregistered buffers",
                        strerror(-rc));
         return;
     }

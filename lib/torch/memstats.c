@@ -99,12 +99,12 @@ HOFF_API int hoff_torch_memory_stats_json(int device, char *buf, size_t len) {
     if (bad(device))
         return hoff__error(-ENODEV, "hoff_torch_memory_stats_json: device %d is out of range (0 to %d)", device,
                            HOFF__TORCH_MAX_DEVICES - 1);
-#define PUT(...)                                                                                              \
-    do {                                                                                                      \
-        w = snprintf(buf && n < len ? buf + n : NULL, buf && n < len ? len - n : 0, __VA_ARGS__);             \
-        if (w < 0)                                                                                            \
-            return hoff__error(-EIO, "hoff_torch_memory_stats_json: snprintf failed");                        \
-        n += (size_t)w;                                                                                       \
+#define PUT(...)                                                                                  \
+    do {                                                                                          \
+        w = snprintf(buf && n < len ? buf + n : NULL, buf && n < len ? len - n : 0, __VA_ARGS__); \
+        if (w < 0)                                                                                \
+            return hoff__error(-EIO, "hoff_torch_memory_stats_json: snprintf failed");            \
+        n += (size_t)w;                                                                           \
     } while (0)
     PUT("{");
     for (i = 0; i < T_COUNT; i++) {

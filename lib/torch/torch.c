@@ -24,10 +24,10 @@ struct device {
 
 static pthread_mutex_t torch_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct device devices[MAX_DEVICES];
-static struct hoff_config pending;   /* the config of contexts created from now on */
-static int pending_state;            /* 0 not read yet, 1 ready, -errno the environment is bad */
-static char pending_err[512];        /* why, when pending_state < 0 */
-static int device_count = -1;        /* from hoff_torch_init, -1 unknown */
+static struct hoff_config pending; /* the config of contexts created from now on */
+static int pending_state;          /* 0 not read yet, 1 ready, -errno the environment is bad */
+static char pending_err[512];      /* why, when pending_state < 0 */
+static int device_count = -1;      /* from hoff_torch_init, -1 unknown */
 
 /* --- the context of a device ------------------------------------------------ */
 
@@ -47,8 +47,10 @@ static int load_pending(void) {
 
 static int check_device(int device, const char *what) {
     if (device < 0 || device >= MAX_DEVICES)
-        return hoff__error(-ENODEV, "%s: device %d is out of range: hoff's PyTorch allocator serves CUDA devices "
-                           "0 to %d", what, device, MAX_DEVICES - 1);
+        return hoff__error(-ENODEV,
+                           "%s: device %d is out of range: hoff's PyTorch allocator serves CUDA devices "
+                           "0 to %d",
+                           what, device, MAX_DEVICES - 1);
     if (device_count >= 0 && device >= device_count)
         return hoff__error(-ENODEV, "%s: device %d does not exist (PyTorch reported %d device(s))", what, device,
                            device_count);
@@ -185,8 +187,10 @@ HOFF_API void *hoff_torch_alloc(ssize_t size, int device, void *stream) {
     if (oom)
         hoff__torch_stats_oom(device);
     hoff__error_since(seq, -e, "hoff_torch_alloc");
-    HOFF__LOG_ONCE(HOFF_LOG_WARN, "hoff_torch_alloc: %zd bytes on device %d: %s (PyTorch reports it as out "
-                   "of memory; later failures are logged at level info)", size, device, hoff_last_error());
+    HOFF__LOG_ONCE(HOFF_LOG_WARN,
+                   "hoff_torch_alloc: %zd bytes on device %d: %s (PyTorch reports it as out "
+                   "of memory; later failures are logged at level info)",
+                   size, device, hoff_last_error());
     hoff__log(HOFF_LOG_INFO, "hoff_torch_alloc: %zd bytes on device %d: %s", size, device, hoff_last_error());
     errno = oom ? ENOMEM : e; /* after the logging, which may change it */
     return NULL;
@@ -364,7 +368,8 @@ static int configure_live(struct hoff_ctx *ctx, int device, const char *name, co
     if (hoff__config_live_update(&d, &c, NULL, &replan) != 0) {
         pthread_mutex_unlock(&ctx->lock);
         hoff__config_live_names(live, sizeof live);
-        return hoff__error(-EBUSY, "option '%s' cannot change once device %d's context exists (only %s can); "
+        return hoff__error(-EBUSY,
+                           "option '%s' cannot change once device %d's context exists (only %s can); "
                            "set it before the first CUDA allocation (hoff.install(config) or its HOFF_* variable)",
                            name, device, live);
     }

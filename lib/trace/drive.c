@@ -44,13 +44,13 @@ struct drv {
     const struct hoff__drive_opts *o;
     struct hoff__drive_result *r;
     int is_sim, model;
-    void **ptr;          /* block id -> live pointer (NULL when not live) */
-    uint32_t *gen;       /* write generation */
-    uint8_t *defined;    /* stamps written (contents defined) */
+    void **ptr;       /* block id -> live pointer (NULL when not live) */
+    uint32_t *gen;    /* write generation */
+    uint8_t *defined; /* stamps written (contents defined) */
     int step;
     int region_depth;
     int in_step;
-    int phase;           /* the phase last set (hoff_set_phase) in this step; hoff_step_begin resets it */
+    int phase; /* the phase last set (hoff_set_phase) in this step; hoff_step_begin resets it */
     /* time */
     int use_gpu;
     double scale;        /* modelled ns per trace ns */
@@ -72,7 +72,7 @@ static uint64_t stamp_value(uint32_t block, int step, uint64_t page, uint32_t ge
 }
 
 static const char *res_name(int st) {
-    static const char *const names[] = {"device",   "evicting", "host", "prefetching",
+    static const char *const names[] = {"device",    "evicting", "host", "prefetching",
                                         "discarded", "spilling", "nvme", "restoring"};
     if (st < 0)
         return "not a block";
@@ -81,14 +81,10 @@ static const char *res_name(int st) {
 
 static const char *kind_text(const struct hoff__tev *e) {
     switch (e->kind) {
-    case HOFF__TEV_ALLOC:
-        return "alloc";
-    case HOFF__TEV_FREE:
-        return "free";
-    case HOFF__TEV_ACCESS:
-        return e->flags & HOFF__TEV_WRITE ? "access write" : "access read";
-    default:
-        return "step end";
+    case HOFF__TEV_ALLOC: return "alloc";
+    case HOFF__TEV_FREE: return "free";
+    case HOFF__TEV_ACCESS: return e->flags & HOFF__TEV_WRITE ? "access write" : "access read";
+    default: return "step end";
     }
 }
 
@@ -124,8 +120,8 @@ static void stamp(struct drv *d, uint32_t id) {
     d->defined[id] = 1;
 }
 
-static void report(struct drv *d, uint32_t id, size_t ev, const char *what, uint64_t off, uint64_t want,
-                   uint64_t got, size_t n) {
+static void report(struct drv *d, uint32_t id, size_t ev, const char *what, uint64_t off, uint64_t want, uint64_t got,
+                   size_t n) {
     struct hoff__drive_result *r = d->r;
     const struct hoff__tblock *b = &d->t->blocks[id];
     char sz[32];
@@ -140,8 +136,8 @@ static void report(struct drv *d, uint32_t id, size_t ev, const char *what, uint
     snprintf(r->first_error, sizeof r->first_error,
              "step %d, event %zu (%s): block %" PRIu32 " (%s, %s) offset %" PRIu64 ": expected %016" PRIx64
              ", found %016" PRIx64 " (%s)",
-             d->step, ev, what, id, hoff__fmt_size(b->size, sz, sizeof sz), b->pool ? "managed" : "device", off,
-             want, got, res_name(hoff_residency(d->ctx, d->ptr[id])));
+             d->step, ev, what, id, hoff__fmt_size(b->size, sz, sizeof sz), b->pool ? "managed" : "device", off, want,
+             got, res_name(hoff_residency(d->ctx, d->ptr[id])));
 }
 
 /* Check every stamp of block id (if its contents are defined). */
@@ -379,8 +375,7 @@ static int do_event(struct drv *d, size_t i) {
             return api_error(rc, "hoff_region_end", d, i);
         d->region_depth--;
         return 0;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -416,8 +411,7 @@ static void unwind(struct drv *d) {
     free_live(d, 0);
 }
 
-void hoff__drive_step_counters(const struct hoff_stats *s0, const struct hoff_stats *s1,
-                               struct hoff__drive_step *out) {
+void hoff__drive_step_counters(const struct hoff_stats *s0, const struct hoff_stats *s1, struct hoff__drive_step *out) {
     out->step_ns = s1->last_step_ns;
     out->stall_ns = s1->stall_ns - s0->stall_ns;
     out->bytes_d2h = s1->bytes_evicted - s0->bytes_evicted;

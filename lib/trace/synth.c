@@ -176,8 +176,10 @@ static void sb_advance(struct sb *s) {
         return;
     s->now = HOFF__STEP_NS_MAX + 1;
     if (!s->rc)
-        s->rc = hoff__error(-ERANGE, "synth: the step would compute for more than %s at %g TFLOP/s; raise "
-                            "--tflops or make the model smaller", HOFF__STEP_NS_MAX_TEXT, s->o ? s->o->tflops : 0.0);
+        s->rc = hoff__error(-ERANGE,
+                            "synth: the step would compute for more than %s at %g TFLOP/s; raise "
+                            "--tflops or make the model smaller",
+                            HOFF__STEP_NS_MAX_TEXT, s->o ? s->o->tflops : 0.0);
 }
 
 /* Start an op that runs for ns: the previous op's time passes first. */
@@ -260,11 +262,11 @@ static int synth_check(const struct hoff__trace *t, const struct hoff__synth_opt
     if (!t || !o || o->layers == 0 || o->hidden == 0 || o->seq == 0 || o->batch == 0 || o->elem_bytes == 0)
         return hoff__error(-EINVAL, "synth: layers, hidden, seq, batch and elem_bytes must be positive");
     if (!(o->tflops >= HOFF__SYNTH_TFLOPS_MIN && o->tflops <= HOFF__SYNTH_TFLOPS_MAX))
-        return hoff__error(-EINVAL, "synth: tflops is %g; expected %g to %g TFLOP/s", o->tflops,
-                           HOFF__SYNTH_TFLOPS_MIN, HOFF__SYNTH_TFLOPS_MAX);
+        return hoff__error(-EINVAL, "synth: tflops is %g; expected %g to %g TFLOP/s", o->tflops, HOFF__SYNTH_TFLOPS_MIN,
+                           HOFF__SYNTH_TFLOPS_MAX);
     if (o->layers > 100000 || o->hidden > (1u << 20) || o->seq > (1u << 24) || o->batch > (1u << 20))
         return hoff__error(-EINVAL, "synth: shape out of range (layers <= 100000, hidden <= 2^20, seq <= 2^24, "
-                           "batch <= 2^20)");
+                                    "batch <= 2^20)");
     return 0;
 }
 
@@ -337,15 +339,14 @@ static uint32_t tf_layer_bwd(struct sb *s, const struct tf *c, uint32_t l, struc
     uint32_t g_act, g_up, g_ln2out, g_mid, g_ctx, g_qkv, g_ln1out, g_in, tmp;
 
     /* dW_down, dW_up, dW_o and dW_qkv: weight gradients (retained) */
-    g_act = sb_bwd(s, l, "mlp_down.bwd", 2 * c->f_down, v->act, 4 * c->bsh, 4 * wh, SB_DW_DEVICE_FIRST,
-                   UINT32_MAX);
+    g_act = sb_bwd(s, l, "mlp_down.bwd", 2 * c->f_down, v->act, 4 * c->bsh, 4 * wh, SB_DW_DEVICE_FIRST, UINT32_MAX);
     g_up = sb_bwd(s, l, "act.bwd", 2 * c->f_act, v->up, 4 * c->bsh, 0, SB_DW_DEVICE_FIRST, g_act);
     g_ln2out = sb_bwd(s, l, "mlp_up.bwd", 2 * c->f_up, v->ln2_out, c->bsh, 4 * wh, SB_DW_DEVICE_FIRST, g_up);
     sb_op(s, l, "ln2.bwd", 2 * c->f_ln);
     sb_mark(s, v->ln2_in);
     sb_mark(s, v->ln2_st);
     sb_alloc_pool(s, 13 * c->h * c->e, 0); /* biases and LayerNorm weights */
-    g_mid = sb_alloc(s, c->bsh);        /* g + LN2'(g_ln2out): the residual */
+    g_mid = sb_alloc(s, c->bsh);           /* g + LN2'(g_ln2out): the residual */
     sb_free(s, g_ln2out);
     sb_free(s, g);
     sb_free(s, v->ln2_st);
@@ -360,8 +361,7 @@ static uint32_t tf_layer_bwd(struct sb *s, const struct tf *c, uint32_t l, struc
     sb_free(s, g_ctx);
     sb_free(s, c->flash ? v->lse : v->probs);
     sb_free(s, v->qkv);
-    g_ln1out = sb_bwd(s, l, "qkv.bwd", 2 * c->f_qkv, v->ln1_out, c->bsh, 3 * wh, SB_DW_DEVICE_FIRST,
-                      g_qkv);
+    g_ln1out = sb_bwd(s, l, "qkv.bwd", 2 * c->f_qkv, v->ln1_out, c->bsh, 3 * wh, SB_DW_DEVICE_FIRST, g_qkv);
     sb_op(s, l, "ln1.bwd", 2 * c->f_ln);
     sb_mark(s, v->x);
     sb_mark(s, v->ln1_st);
@@ -396,7 +396,7 @@ int hoff__synth_transformer(struct hoff__trace *t, const struct hoff__synth_opts
     if (bsh / e / h != T || bsh > ((uint64_t)1 << 44))
         return hoff__error(-EINVAL, "synth: b*s*h*elem_bytes is too large");
     c.flash = o->attention == HOFF__SYNTH_ATTN_FLASH ||
-            (o->attention == HOFF__SYNTH_ATTN_AUTO && o->seq > SYNTH_FLASH_FROM_SEQ);
+              (o->attention == HOFF__SYNTH_ATTN_AUTO && o->seq > SYNTH_FLASH_FROM_SEQ);
     c.wsb = o->batch * c.heads * o->seq * 4; /* log-sum-exp / softmax statistics, float32 */
     sv = calloc(o->layers, sizeof *sv);
     if (!sv)
@@ -499,8 +499,7 @@ static void gpt_dw(struct sb *s, uint64_t bytes) {
     sb_keep(s, sb_alloc(s, bytes));
 }
 
-static void gpt_layer_fwd(struct sb *s, const struct gpt_shape *g, uint32_t l, struct gpt_saved *v,
-                          uint32_t *x_next) {
+static void gpt_layer_fwd(struct sb *s, const struct gpt_shape *g, uint32_t l, struct gpt_saved *v, uint32_t *x_next) {
     uint64_t h = g->h * g->e * g->T;
     double add = g->f_elem * (double)g->T * (double)g->h;
     uint32_t a, b, c, d;
@@ -546,8 +545,7 @@ static void gpt_layer_fwd(struct sb *s, const struct gpt_shape *g, uint32_t l, s
 }
 
 /* Layer l's backward: g is the gradient of its output, replaced by its input's. */
-static void gpt_layer_bwd(struct sb *s, const struct gpt_shape *g, uint32_t l, struct gpt_saved *v,
-                          uint32_t *grad) {
+static void gpt_layer_bwd(struct sb *s, const struct gpt_shape *g, uint32_t l, struct gpt_saved *v, uint32_t *grad) {
     uint64_t h = g->h * g->e * g->T, wh = g->h * g->h * g->e;
     double add = g->f_elem * (double)g->T * (double)g->h;
     uint32_t a, b, c, q, k, gv, g1;
@@ -576,8 +574,8 @@ static void gpt_layer_bwd(struct sb *s, const struct gpt_shape *g, uint32_t l, s
         a = sb_alloc(s, g->S);
         sb_free(s, b);
         sb_free(s, v->probs);
-        b = sb_bwd(s, l, "masked_fill.bwd", g->f_elem * (double)g->S / (double)g->e, v->notmask, g->S, 0,
-                   SB_DW_AFTER, a);
+        b = sb_bwd(s, l, "masked_fill.bwd", g->f_elem * (double)g->S / (double)g->e, v->notmask, g->S, 0, SB_DW_AFTER,
+                   a);
         sb_op(s, l, "scale.bwd", g->f_elem * (double)g->S / (double)g->e);
         a = sb_alloc(s, g->S);
         sb_free(s, b);
@@ -617,7 +615,7 @@ static int gpt_shape(const struct hoff__synth_opts *o, struct gpt_shape *g) {
     if (T * o->hidden * g->e > ((uint64_t)1 << 44) / 4 || T * o->vocab * g->e > ((uint64_t)1 << 44) ||
         (!g->flash && o->batch * g->heads * o->seq * o->seq * g->e > ((uint64_t)1 << 44)))
         return hoff__error(-EINVAL, "synth: a tensor of this shape passes 2^44 bytes (16 TiB); use flash attention "
-                           "(--attention flash) or a smaller shape");
+                                    "(--attention flash) or a smaller shape");
     g->S = o->batch * g->heads * o->seq * o->seq * g->e;
     g->M = o->seq * o->seq;
     g->V = T * o->vocab * g->e;
@@ -755,7 +753,7 @@ static uint64_t rnd_size(uint64_t *st, int lo, int hi) {
 struct rlayer {
     uint32_t saved[EV_MAX_SAVED];
     uint32_t nsaved, ntemp_f, ntemp_b;
-    int region;          /* one pinned block allocated inside a region */
+    int region; /* one pinned block allocated inside a region */
     uint32_t pinned;
     uint64_t fwd_ns;
 };
@@ -765,9 +763,9 @@ static size_t rlayer_events(const struct rlayer *r) {
     size_t n = 0;
 
     n += 1 + r->nsaved * 2 + r->ntemp_f * 2;     /* op, alloc + pack, temps */
-    n += r->region ? 3 : 0;                     /* region begin, alloc, end */
+    n += r->region ? 3 : 0;                      /* region begin, alloc, end */
     n += 1 + r->nsaved * 2 + r->ntemp_b * 2 + 1; /* op, unpack + free, temps, grad */
-    n += r->region ? 1 : 0;                     /* pinned free */
+    n += r->region ? 1 : 0;                      /* pinned free */
     return n;
 }
 

@@ -13,18 +13,18 @@
 #define HOFF__SYNTH_TFLOPS_MAX 1e6
 
 struct hoff__synth_opts {
-    uint32_t layers;        /* transformer layers */
-    uint64_t hidden;        /* hidden size h */
-    uint64_t seq;           /* sequence length s */
-    uint64_t batch;         /* batch b */
-    uint32_t elem_bytes;    /* 2 for bf16 */
-    int access_marks;       /* emit HOFF__TEV_ACCESS events (saved-tensor pack/unpack) */
-    double tflops;          /* compute rate for the event times (e.g. 400) */
-    uint64_t managed_min;   /* in-step allocations of at least this go to the managed pool */
+    uint32_t layers;      /* transformer layers */
+    uint64_t hidden;      /* hidden size h */
+    uint64_t seq;         /* sequence length s */
+    uint64_t batch;       /* batch b */
+    uint32_t elem_bytes;  /* 2 for bf16 */
+    int access_marks;     /* emit HOFF__TEV_ACCESS events (saved-tensor pack/unpack) */
+    double tflops;        /* compute rate for the event times (e.g. 400) */
+    uint64_t managed_min; /* in-step allocations of at least this go to the managed pool */
     /* hoff__synth_gpt only: */
-    uint32_t heads;         /* attention heads (0: hidden / 64) */
-    int attention;          /* HOFF__SYNTH_ATTN_* */
-    uint64_t vocab;         /* the LM head's vocabulary (default 8192) */
+    uint32_t heads; /* attention heads (0: hidden / 64) */
+    int attention;  /* HOFF__SYNTH_ATTN_* */
+    uint64_t vocab; /* the LM head's vocabulary (default 8192) */
 };
 
 enum {

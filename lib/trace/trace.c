@@ -102,11 +102,11 @@ static int append_check(struct hoff__trace *t, const struct hoff__tev *e, struct
     switch (e->kind) {
     case HOFF__TEV_ALLOC:
         if (e->block != t->nblocks)
-            return hoff__error(-EINVAL, "trace: allocation of block %u, expected id %u (ids are dense)",
-                               e->block, t->nblocks);
+            return hoff__error(-EINVAL, "trace: allocation of block %u, expected id %u (ids are dense)", e->block,
+                               t->nblocks);
         if (e->size == 0 || e->size >= TRACE_SIZE_LIMIT)
-            return hoff__error(-EINVAL, "trace: allocation of block %u has size %llu (must be 1 to 2^47-1)",
-                               e->block, (unsigned long long)e->size);
+            return hoff__error(-EINVAL, "trace: allocation of block %u has size %llu (must be 1 to 2^47-1)", e->block,
+                               (unsigned long long)e->size);
         if (e->pool > 1)
             return hoff__error(-EINVAL, "trace: allocation of block %u in pool %u (0 or 1)", e->block, e->pool);
         if (t->nblocks >= TRACE_INDEX_LIMIT)
@@ -136,8 +136,7 @@ static int append_check(struct hoff__trace *t, const struct hoff__tev *e, struct
         if (e->name != UINT32_MAX && e->name >= t->nnames)
             return hoff__error(-EINVAL, "trace: op name %u out of range (%u names)", e->name, t->nnames);
         if (hoff__tev_phase(e) >= HOFF_PHASE_COUNT)
-            return hoff__error(-EINVAL, "trace: op with phase %u (0 to %u)", hoff__tev_phase(e),
-                               HOFF_PHASE_COUNT - 1);
+            return hoff__error(-EINVAL, "trace: op with phase %u (0 to %u)", hoff__tev_phase(e), HOFF_PHASE_COUNT - 1);
         ev.name = e->name;
         ev.flags = e->flags & HOFF__TEV_PHASE_MASK;
         break;
@@ -151,8 +150,7 @@ static int append_check(struct hoff__trace *t, const struct hoff__tev *e, struct
         if (!t->blocks || scratch(t)->alloc_ev == 0)
             return hoff__error(-EINVAL, "trace: region end without a region begin");
         break;
-    default:
-        return hoff__error(-EINVAL, "trace: unknown event kind %u", e->kind);
+    default: return hoff__error(-EINVAL, "trace: unknown event kind %u", e->kind);
     }
     *evp = ev;
     return 0;
@@ -177,18 +175,10 @@ static void append_commit(struct hoff__trace *t, const struct hoff__tev *ev) {
         s->naccess = 0;
         t->nblocks++;
         break;
-    case HOFF__TEV_FREE:
-        t->blocks[ev->block].free_ev = (uint32_t)t->nev;
-        break;
-    case HOFF__TEV_ACCESS:
-        t->has_access_events = 1;
-        break;
-    case HOFF__TEV_REGION_BEGIN:
-        scratch(t)->alloc_ev++;
-        break;
-    case HOFF__TEV_REGION_END:
-        scratch(t)->alloc_ev--;
-        break;
+    case HOFF__TEV_FREE: t->blocks[ev->block].free_ev = (uint32_t)t->nev; break;
+    case HOFF__TEV_ACCESS: t->has_access_events = 1; break;
+    case HOFF__TEV_REGION_BEGIN: scratch(t)->alloc_ev++; break;
+    case HOFF__TEV_REGION_END: scratch(t)->alloc_ev--; break;
     }
     t->ev[t->nev++] = *ev;
 }
@@ -290,8 +280,8 @@ static int finish_blocks(struct hoff__trace *t, size_t *nacc_out) {
         switch (e->kind) {
         case HOFF__TEV_ALLOC:
             if (e->block != nalloc || nalloc >= t->nblocks)
-                return hoff__error(-EINVAL, "trace: event %zu allocates block %u, expected %u (of %u)", i,
-                                   e->block, nalloc, t->nblocks);
+                return hoff__error(-EINVAL, "trace: event %zu allocates block %u, expected %u (of %u)", i, e->block,
+                                   nalloc, t->nblocks);
             if (depth)
                 e->flags |= HOFF__TEV_PINNED;
             bl = &t->blocks[nalloc++];
@@ -317,9 +307,7 @@ static int finish_blocks(struct hoff__trace *t, size_t *nacc_out) {
                 nacc++;
             }
             break;
-        case HOFF__TEV_OP:
-            t->has_op_events = 1;
-            break;
+        case HOFF__TEV_OP: t->has_op_events = 1; break;
         case HOFF__TEV_REGION_BEGIN:
             if (depth++ == 0)
                 last_begin = i;
@@ -329,16 +317,17 @@ static int finish_blocks(struct hoff__trace *t, size_t *nacc_out) {
                 return hoff__error(-EINVAL, "trace: event %zu ends a region that was never begun", i);
             depth--;
             break;
-        default:
-            break;
+        default: break;
         }
     }
     scratch(t)->alloc_ev = depth;
     if (nalloc != t->nblocks)
         return hoff__error(-EINVAL, "trace: %u blocks but %u allocation events", t->nblocks, nalloc);
     if (depth)
-        return hoff__error(-EINVAL, "trace: unbalanced regions: %u still open at the end of the step "
-                           "(the outermost begins at event %zu)", depth, last_begin);
+        return hoff__error(-EINVAL,
+                           "trace: unbalanced regions: %u still open at the end of the step "
+                           "(the outermost begins at event %zu)",
+                           depth, last_begin);
     *nacc_out = nacc;
     return 0;
 }
@@ -470,8 +459,12 @@ uint64_t hoff__trace_offload_peak(const struct hoff__trace *t, uint64_t (*bytes)
 
 const char *hoff__tev_kind_name(const struct hoff__tev *e) {
     static const char *const names[HOFF__TEV_KIND_COUNT] = {
-        [HOFF__TEV_ALLOC] = "alloc", [HOFF__TEV_FREE] = "free", [HOFF__TEV_ACCESS] = "read",
-        [HOFF__TEV_OP] = "op", [HOFF__TEV_REGION_BEGIN] = "region_begin", [HOFF__TEV_REGION_END] = "region_end",
+        [HOFF__TEV_ALLOC] = "alloc",
+        [HOFF__TEV_FREE] = "free",
+        [HOFF__TEV_ACCESS] = "read",
+        [HOFF__TEV_OP] = "op",
+        [HOFF__TEV_REGION_BEGIN] = "region_begin",
+        [HOFF__TEV_REGION_END] = "region_end",
     };
 
     if (e->kind == HOFF__TEV_ACCESS && (e->flags & HOFF__TEV_WRITE))

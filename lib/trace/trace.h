@@ -18,17 +18,17 @@
 #define HOFF__STEP_NS_MAX_TEXT "10^15 ns (11.6 days, the longest step hoff models)"
 
 enum hoff__tev_kind {
-    HOFF__TEV_ALLOC = 0,        /* block, size, pool, stream; a write of the whole block */
-    HOFF__TEV_FREE,             /* block, stream */
-    HOFF__TEV_ACCESS,           /* block; flags HOFF__TEV_WRITE for a write, else a read */
-    HOFF__TEV_OP,               /* an op boundary; name (may be NULL) */
-    HOFF__TEV_REGION_BEGIN,     /* allocations until the matching end are never evicted */
+    HOFF__TEV_ALLOC = 0,    /* block, size, pool, stream; a write of the whole block */
+    HOFF__TEV_FREE,         /* block, stream */
+    HOFF__TEV_ACCESS,       /* block; flags HOFF__TEV_WRITE for a write, else a read */
+    HOFF__TEV_OP,           /* an op boundary; name (may be NULL) */
+    HOFF__TEV_REGION_BEGIN, /* allocations until the matching end are never evicted */
     HOFF__TEV_REGION_END,
     HOFF__TEV_KIND_COUNT
 };
 
-#define HOFF__TEV_WRITE 1u      /* access: a write */
-#define HOFF__TEV_PINNED 2u     /* alloc: inside a region, never evicted */
+#define HOFF__TEV_WRITE 1u  /* access: a write */
+#define HOFF__TEV_PINNED 2u /* alloc: inside a region, never evicted */
 /* alloc: kept later in the step (hoff_keep): not an activation; the plan counts it as device memory from its
  * allocation */
 #define HOFF__TEV_KEPT 4u
@@ -39,15 +39,15 @@ enum hoff__tev_kind {
 /* pool of an allocation, as in block.h: 0 device pool, 1 managed pool */
 
 struct hoff__tev {
-    uint8_t kind;               /* enum hoff__tev_kind */
-    uint8_t pool;               /* alloc: 0 device, 1 managed */
-    uint8_t flags;              /* HOFF__TEV_* */
-    uint32_t block;             /* alloc/free/access: block id, dense from 0 in order of allocation */
-    uint32_t name;              /* op: index into trace->names, or UINT32_MAX */
-    uint64_t size;              /* alloc: bytes asked for */
-    uint64_t stream;            /* alloc/free/access: stream (opaque value) */
-    uint64_t t_cpu_ns;          /* host time since the step began */
-    uint64_t t_gpu_ns;          /* device-timeline estimate since the step began, or HOFF__TIME_UNKNOWN */
+    uint8_t kind;      /* enum hoff__tev_kind */
+    uint8_t pool;      /* alloc: 0 device, 1 managed */
+    uint8_t flags;     /* HOFF__TEV_* */
+    uint32_t block;    /* alloc/free/access: block id, dense from 0 in order of allocation */
+    uint32_t name;     /* op: index into trace->names, or UINT32_MAX */
+    uint64_t size;     /* alloc: bytes asked for */
+    uint64_t stream;   /* alloc/free/access: stream (opaque value) */
+    uint64_t t_cpu_ns; /* host time since the step began */
+    uint64_t t_gpu_ns; /* device-timeline estimate since the step began, or HOFF__TIME_UNKNOWN */
 };
 
 static inline unsigned hoff__tev_phase(const struct hoff__tev *e) {
@@ -56,47 +56,47 @@ static inline unsigned hoff__tev_phase(const struct hoff__tev *e) {
 
 /* Facts about one block, derived by hoff__trace_finish(). */
 struct hoff__tblock {
-    uint64_t size;              /* bytes asked for */
-    uint8_t pool;               /* the pool the plan counts it in: its allocation's, but 0 (device) when
-                                   kept */
-    uint8_t pinned;             /* allocated inside a region */
-    uint8_t kept;               /* kept (HOFF__TEV_KEPT): not an activation, never a candidate */
-    uint8_t retained;           /* alive at step end (persistent): never freed in the step */
-    uint32_t alloc_ev;          /* index of its alloc event */
-    uint32_t free_ev;           /* index of its free event, or UINT32_MAX if retained */
-    uint32_t first_access;      /* index into trace->acc of its first access (its alloc counts) */
-    uint32_t naccess;           /* number of accesses (alloc, accesses; the free is not one) */
+    uint64_t size;         /* bytes asked for */
+    uint8_t pool;          /* the pool the plan counts it in: its allocation's, but 0 (device) when
+                              kept */
+    uint8_t pinned;        /* allocated inside a region */
+    uint8_t kept;          /* kept (HOFF__TEV_KEPT): not an activation, never a candidate */
+    uint8_t retained;      /* alive at step end (persistent): never freed in the step */
+    uint32_t alloc_ev;     /* index of its alloc event */
+    uint32_t free_ev;      /* index of its free event, or UINT32_MAX if retained */
+    uint32_t first_access; /* index into trace->acc of its first access (its alloc counts) */
+    uint32_t naccess;      /* number of accesses (alloc, accesses; the free is not one) */
 };
 
 /* One access of a block, in event order per block (built by hoff__trace_finish). */
 struct hoff__tacc {
-    uint32_t ev;                /* event index */
-    uint32_t close;             /* the event that closes the access's use window (doc/design.md, "Use
-                                   windows"): the first op mark after ev, else the block's free, else
-                                   nev (the step's end).  The block is in use, and must be resident,
-                                   on events ev .. close - 1. */
-    uint8_t write;              /* 1 for a write (the alloc is a write) */
+    uint32_t ev;    /* event index */
+    uint32_t close; /* the event that closes the access's use window (doc/design.md, "Use
+                       windows"): the first op mark after ev, else the block's free, else
+                       nev (the step's end).  The block is in use, and must be resident,
+                       on events ev .. close - 1. */
+    uint8_t write;  /* 1 for a write (the alloc is a write) */
 };
 
 struct hoff__trace {
-    uint32_t version;           /* HOFF__TRACE_VERSION */
-    struct hoff__tev *ev;       /* events in order */
+    uint32_t version;     /* HOFF__TRACE_VERSION */
+    struct hoff__tev *ev; /* events in order */
     size_t nev, cap_ev;
-    char **names;               /* op names */
+    char **names; /* op names */
     uint32_t nnames, cap_names;
-    uint32_t nblocks;           /* block ids are 0..nblocks-1 */
-    uint64_t budget_bytes;      /* the budget when recorded (0 = none) */
+    uint32_t nblocks;      /* block ids are 0..nblocks-1 */
+    uint64_t budget_bytes; /* the budget when recorded (0 = none) */
     uint64_t host_cap_bytes;
-    double h2d_gbps, d2h_gbps;  /* measured or configured bandwidths */
-    uint64_t step_ns;           /* duration of the recorded step (cpu clock; gpu below if known) */
+    double h2d_gbps, d2h_gbps; /* measured or configured bandwidths */
+    uint64_t step_ns;          /* duration of the recorded step (cpu clock; gpu below if known) */
     uint64_t step_gpu_ns;
-    char backend[16];           /* "sim", "cuda", "record" (hoff-record), ... */
+    char backend[16]; /* "sim", "cuda", "record" (hoff-record), ... */
     /* Derived by hoff__trace_finish(): */
-    struct hoff__tblock *blocks;   /* nblocks entries */
-    struct hoff__tacc *acc;        /* every block's accesses, grouped by block */
+    struct hoff__tblock *blocks; /* nblocks entries */
+    struct hoff__tacc *acc;      /* every block's accesses, grouped by block */
     size_t nacc;
-    int has_access_events;      /* the trace carries explicit HOFF__TEV_ACCESS events */
-    int has_op_events;          /* ...and op marks (without them every window lasts to the free) */
+    int has_access_events; /* the trace carries explicit HOFF__TEV_ACCESS events */
+    int has_op_events;     /* ...and op marks (without them every window lasts to the free) */
 };
 
 void hoff__trace_init(struct hoff__trace *t);

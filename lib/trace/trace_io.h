@@ -12,14 +12,21 @@
 #include "core/core.h"
 #include "trace/trace.h"
 
-#define HOFF__TRACE_MAGIC "hoff-trace"  /* the first line: the magic, a space, HOFF__TRACE_VERSION */
+#define HOFF__TRACE_MAGIC "hoff-trace" /* the first line: the magic, a space, HOFF__TRACE_VERSION */
 #define HOFF__TRACE_MAGIC_LEN (sizeof HOFF__TRACE_MAGIC - 1)
 #define HOFF__TRACE_MAX_LINE ((size_t)1 << 20) /* longest line accepted (and written), without its newline */
 
 /* Header keys, in the order the writer puts them. */
 enum {
-    HOFF__TK_BUDGET, HOFF__TK_HOST_CAP, HOFF__TK_H2D, HOFF__TK_D2H, HOFF__TK_STEP, HOFF__TK_STEP_GPU,
-    HOFF__TK_BACKEND, HOFF__TK_NAME, HOFF__TK_COUNT
+    HOFF__TK_BUDGET,
+    HOFF__TK_HOST_CAP,
+    HOFF__TK_H2D,
+    HOFF__TK_D2H,
+    HOFF__TK_STEP,
+    HOFF__TK_STEP_GPU,
+    HOFF__TK_BACKEND,
+    HOFF__TK_NAME,
+    HOFF__TK_COUNT
 };
 extern const char *const hoff__trace_keys[HOFF__TK_COUNT];
 
@@ -34,15 +41,15 @@ struct hoff__trace_rd {
     struct hoff__trace *t;
     char *err;
     size_t errlen;
-    size_t line;                /* number of the current line, from 1 */
-    const char *ls, *le;        /* the current line (without its newline) */
-    const char *p;              /* cursor in it */
-    const char *tok;            /* start of the last field read */
+    size_t line;         /* number of the current line, from 1 */
+    const char *ls, *le; /* the current line (without its newline) */
+    const char *p;       /* cursor in it */
+    const char *tok;     /* start of the last field read */
     int phase;
     int failed;
-    uint32_t depth;             /* open regions */
+    uint32_t depth;                  /* open regions */
     size_t key_line[HOFF__TK_COUNT]; /* line where each header key was seen (0: not yet) */
-    locale_t cloc;              /* the "C" locale for strtod, made on first use */
+    locale_t cloc;                   /* the "C" locale for strtod, made on first use */
 };
 
 /* Start reading into t (initialised here; err, if any, emptied). */

@@ -16,7 +16,7 @@
 #include "trace/trace.h"
 #include "trace/trace_io.h"
 
-#define SIZE_LIMIT ((uint64_t)1 << 47)  /* sizes are 1 .. 2^47-1, as in trace.c */
+#define SIZE_LIMIT ((uint64_t)1 << 47) /* sizes are 1 .. 2^47-1, as in trace.c */
 
 const char *const hoff__trace_keys[HOFF__TK_COUNT] = {
     "budget", "host_cap", "h2d_gbps", "d2h_gbps", "step_ns", "step_gpu_ns", "backend", "name",
@@ -252,8 +252,7 @@ static int text(struct hoff__trace_rd *r, const char *what, char **out, size_t *
         char g[64], w[200];
 
         free(s);
-        snprintf(w, sizeof w, "%s (bytes 0x21-0x7e and 0x80-0xff as they are, others as \\xHH, never \\x00)",
-                 what);
+        snprintf(w, sizeof w, "%s (bytes 0x21-0x7e and 0x80-0xff as they are, others as \\xHH, never \\x00)", what);
         return fail(r, -EINVAL, p, "expected %s, got %s", w, got(r, p, g, sizeof g));
     }
     *o = 0;
@@ -325,24 +324,12 @@ static int header_line(struct hoff__trace_rd *r, const char *te) {
     r->key_line[k] = r->line;
     r->p = te;
     switch (k) {
-    case HOFF__TK_BUDGET:
-        e = num(r, "a budget in bytes", &t->budget_bytes);
-        break;
-    case HOFF__TK_HOST_CAP:
-        e = num(r, "a host cap in bytes", &t->host_cap_bytes);
-        break;
-    case HOFF__TK_STEP:
-        e = tnum(r, "a step time in ns", "step time", 0, &t->step_ns);
-        break;
-    case HOFF__TK_STEP_GPU:
-        e = tnum(r, "a gpu step time in ns", "gpu step time", 1, &t->step_gpu_ns);
-        break;
-    case HOFF__TK_H2D:
-        e = number_double(r, "a bandwidth in GB/s (a decimal number >= 0)", &t->h2d_gbps);
-        break;
-    case HOFF__TK_D2H:
-        e = number_double(r, "a bandwidth in GB/s (a decimal number >= 0)", &t->d2h_gbps);
-        break;
+    case HOFF__TK_BUDGET: e = num(r, "a budget in bytes", &t->budget_bytes); break;
+    case HOFF__TK_HOST_CAP: e = num(r, "a host cap in bytes", &t->host_cap_bytes); break;
+    case HOFF__TK_STEP: e = tnum(r, "a step time in ns", "step time", 0, &t->step_ns); break;
+    case HOFF__TK_STEP_GPU: e = tnum(r, "a gpu step time in ns", "gpu step time", 1, &t->step_gpu_ns); break;
+    case HOFF__TK_H2D: e = number_double(r, "a bandwidth in GB/s (a decimal number >= 0)", &t->h2d_gbps); break;
+    case HOFF__TK_D2H: e = number_double(r, "a bandwidth in GB/s (a decimal number >= 0)", &t->d2h_gbps); break;
     case HOFF__TK_BACKEND: {
         char *s;
         size_t len;
@@ -382,8 +369,7 @@ static int header_line(struct hoff__trace_rd *r, const char *te) {
         e = 0;
         break;
     }
-    default:
-        e = 0;
+    default: e = 0;
     }
     if (e < 0)
         return e;
@@ -464,8 +450,9 @@ static int block_line(struct hoff__trace_rd *r, int kind, uint8_t flags) {
                     got(r, r->tok, g, sizeof g));
     }
     ev.block = (uint32_t)v;
-    if ((e = num(r, "a stream", &ev.stream)) < 0 || (e = tnum(r, "a cpu time in ns", "cpu time", 0, &ev.t_cpu_ns)) < 0 ||
-        (e = opt_gpu(r, &ev.t_gpu_ns)) < 0 || (e = eol(r)) < 0)
+    if ((e = num(r, "a stream", &ev.stream)) < 0 ||
+        (e = tnum(r, "a cpu time in ns", "cpu time", 0, &ev.t_cpu_ns)) < 0 || (e = opt_gpu(r, &ev.t_gpu_ns)) < 0 ||
+        (e = eol(r)) < 0)
         return e;
     return add(r, &ev);
 }
@@ -568,7 +555,7 @@ static int line(struct hoff__trace_rd *r, const char *ls, const char *le) {
         return 0;
     }
     if (ls == le || *ls == '#')
-        return 0;       /* blank line or comment */
+        return 0; /* blank line or comment */
     te = memchr(ls, ' ', (size_t)(le - ls));
     if (!te)
         te = le;
@@ -603,7 +590,8 @@ static int line(struct hoff__trace_rd *r, const char *ls, const char *le) {
 
         for (k = 0; k < HOFF__TK_COUNT; k++)
             if (strlen(hoff__trace_keys[k]) == n && memcmp(ls, hoff__trace_keys[k], n) == 0)
-                return expected(r, -EINVAL, ls, "an event (a, f, r, w, o, rb, re, end); "
+                return expected(r, -EINVAL, ls,
+                                "an event (a, f, r, w, o, rb, re, end); "
                                 "header keys come before the first event");
     }
     return expected(r, -EINVAL, ls, ev_list);
@@ -611,19 +599,15 @@ static int line(struct hoff__trace_rd *r, const char *ls, const char *le) {
 event:
     r->phase = P_EVENTS;
     switch (*ls) {
-    case 'a':
-        return alloc_line(r);
-    case 'f':
-        return block_line(r, HOFF__TEV_FREE, 0);
-    case 'w':
-        return block_line(r, HOFF__TEV_ACCESS, HOFF__TEV_WRITE);
-    case 'o':
-        return op_line(r);
+    case 'a': return alloc_line(r);
+    case 'f': return block_line(r, HOFF__TEV_FREE, 0);
+    case 'w': return block_line(r, HOFF__TEV_ACCESS, HOFF__TEV_WRITE);
+    case 'o': return op_line(r);
     case 'r':
         if (n == 1)
             return block_line(r, HOFF__TEV_ACCESS, 0);
         return region_line(r, ls[1] == 'b' ? HOFF__TEV_REGION_BEGIN : HOFF__TEV_REGION_END);
-    default: {     /* end */
+    default: { /* end */
         int e = eol(r);
 
         if (e < 0)

@@ -17,8 +17,8 @@
 #include "trace/trace.h"
 #include "trace/trace_io.h"
 
-#define CHUNK ((size_t)4 << 20)         /* reader buffer; holds at least one full line */
-#define ZIN ((size_t)256 << 10)         /* compressed input buffer */
+#define CHUNK ((size_t)4 << 20) /* reader buffer; holds at least one full line */
+#define ZIN ((size_t)256 << 10) /* compressed input buffer */
 
 struct src {
     const unsigned char *mem;
@@ -29,7 +29,7 @@ struct src {
     int gz;
 #ifdef HAVE_ZLIB
     int zinit, zdone, raw_eof;
-    int zerr;                   /* an error to report on the next read */
+    int zerr; /* an error to report on the next read */
     const char *zwhy;
     z_stream z;
     unsigned char *in;
@@ -155,8 +155,9 @@ static int src_open(struct hoff__trace_rd *r, struct src *s) {
     s->zinit = 1;
     return 0;
 #else
-    return hoff__trace_rd_fail(r, -ENOTSUP, "the trace is gzip-compressed and hoff was built without zlib "
-                      "(gunzip it first)");
+    return hoff__trace_rd_fail(r, -ENOTSUP,
+                               "the trace is gzip-compressed and hoff was built without zlib "
+                               "(gunzip it first)");
 #endif
 }
 
@@ -202,7 +203,6 @@ static int drive(struct hoff__trace_rd *r, struct src *s) {
         return e;
     return hoff__trace_rd_eof(r);
 }
-
 
 int hoff__trace_parse(struct hoff__trace *t, const char *buf, size_t len, char *err, size_t errlen) {
     struct hoff__trace_rd r;

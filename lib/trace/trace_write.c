@@ -20,7 +20,7 @@
 #include "trace/trace.h"
 #include "trace/trace_io.h"
 
-#define WBUF ((size_t)256 << 10)        /* writer buffer */
+#define WBUF ((size_t)256 << 10) /* writer buffer */
 
 struct wr {
     char *buf;
@@ -40,7 +40,7 @@ static void w_flush(struct wr *w) {
                 w->err = -EIO;
         } else
 #endif
-        if (fwrite(w->buf, 1, w->n, w->f) != w->n)
+            if (fwrite(w->buf, 1, w->n, w->f) != w->n)
             w->err = errno ? -errno : -EIO;
     }
     w->n = 0;
@@ -178,8 +178,7 @@ static int write_event(struct wr *w, const struct hoff__tev *e) {
         if (e->t_gpu_ns != HOFF__TIME_UNKNOWN)
             w_sp_u64(w, e->t_gpu_ns);
         break;
-    default:
-        return -EINVAL;
+    default: return -EINVAL;
     }
     return 0;
 }
@@ -229,8 +228,8 @@ static int write_all(const struct hoff__trace *t, struct wr *w) {
         if (t->names[k] && escaped_len(t->names[k], strlen(t->names[k])) + 16 > HOFF__TRACE_MAX_LINE)
             return hoff__error(-ENAMETOOLONG, "trace: op name %u is too long to write", k);
     if (!isfinite(t->h2d_gbps) || signbit(t->h2d_gbps) || !isfinite(t->d2h_gbps) || signbit(t->d2h_gbps))
-        return hoff__error(-EINVAL, "trace: bandwidths must be finite and >= 0 (h2d %g, d2h %g GB/s)",
-                           t->h2d_gbps, t->d2h_gbps);
+        return hoff__error(-EINVAL, "trace: bandwidths must be finite and >= 0 (h2d %g, d2h %g GB/s)", t->h2d_gbps,
+                           t->d2h_gbps);
     for (k = 0; k < blen; k++)
         if (t->backend[k] == 0)
             blen = k;
@@ -283,8 +282,10 @@ int hoff__trace_save(const struct hoff__trace *t, const char *path) {
 
 #ifndef HAVE_ZLIB
     if (pl >= 3 && strcmp(path + pl - 3, ".gz") == 0)
-        return hoff__error(-ENOTSUP, "trace: cannot write '%s' compressed: hoff was built without zlib "
-                           "(use a path without .gz)", path);
+        return hoff__error(-ENOTSUP,
+                           "trace: cannot write '%s' compressed: hoff was built without zlib "
+                           "(use a path without .gz)",
+                           path);
 #endif
     /* A temporary file renamed over path on success (core/outfile.h): a
      * failure leaves whatever was at path as it was. */

@@ -11,18 +11,53 @@
 
 /* Every runtime function the double implements (hoffdbl_fail accepts these names). */
 const char *const dbl_calls[] = {
-    "cudaGetDeviceCount", "cudaSetDevice", "cudaGetDevice", "cudaGetDeviceProperties",
-    "cudaDeviceGetAttribute", "cudaDeviceGetPCIBusId", "cudaDeviceGetStreamPriorityRange",
-    "cudaDeviceSynchronize", "cudaMalloc", "cudaFree", "cudaMallocManaged", "cudaMallocHost",
-    "cudaFreeHost", "cudaHostAlloc", "cudaMemGetInfo", "cudaMemcpy", "cudaMemcpyAsync", "cudaMemset",
-    "cudaMemsetAsync", "cudaStreamCreate", "cudaStreamCreateWithFlags",
-    "cudaStreamCreateWithPriority", "cudaStreamDestroy", "cudaStreamSynchronize", "cudaStreamQuery",
-    "cudaStreamWaitEvent", "cudaLaunchHostFunc", "cudaEventCreate", "cudaEventCreateWithFlags",
-    "cudaEventDestroy", "cudaEventRecord", "cudaEventQuery", "cudaEventSynchronize",
-    "cudaEventElapsedTime", "cudaMemPrefetchAsync", "cudaMemAdvise", "cudaMemRangeGetAttribute",
-    "cudaMemDiscardBatchAsync", "cudaMemDiscardAndPrefetchBatchAsync", "cudaMemPrefetchBatchAsync",
-    "hoffdbl_launch", "cudaStreamBeginCapture", "cudaStreamEndCapture", "cudaStreamIsCapturing",
-    "cudaThreadExchangeStreamCaptureMode", "cudaGraphDestroy", NULL,
+    "cudaGetDeviceCount",
+    "cudaSetDevice",
+    "cudaGetDevice",
+    "cudaGetDeviceProperties",
+    "cudaDeviceGetAttribute",
+    "cudaDeviceGetPCIBusId",
+    "cudaDeviceGetStreamPriorityRange",
+    "cudaDeviceSynchronize",
+    "cudaMalloc",
+    "cudaFree",
+    "cudaMallocManaged",
+    "cudaMallocHost",
+    "cudaFreeHost",
+    "cudaHostAlloc",
+    "cudaMemGetInfo",
+    "cudaMemcpy",
+    "cudaMemcpyAsync",
+    "cudaMemset",
+    "cudaMemsetAsync",
+    "cudaStreamCreate",
+    "cudaStreamCreateWithFlags",
+    "cudaStreamCreateWithPriority",
+    "cudaStreamDestroy",
+    "cudaStreamSynchronize",
+    "cudaStreamQuery",
+    "cudaStreamWaitEvent",
+    "cudaLaunchHostFunc",
+    "cudaEventCreate",
+    "cudaEventCreateWithFlags",
+    "cudaEventDestroy",
+    "cudaEventRecord",
+    "cudaEventQuery",
+    "cudaEventSynchronize",
+    "cudaEventElapsedTime",
+    "cudaMemPrefetchAsync",
+    "cudaMemAdvise",
+    "cudaMemRangeGetAttribute",
+    "cudaMemDiscardBatchAsync",
+    "cudaMemDiscardAndPrefetchBatchAsync",
+    "cudaMemPrefetchBatchAsync",
+    "hoffdbl_launch",
+    "cudaStreamBeginCapture",
+    "cudaStreamEndCapture",
+    "cudaStreamIsCapturing",
+    "cudaThreadExchangeStreamCaptureMode",
+    "cudaGraphDestroy",
+    NULL,
 };
 
 static int dev_ok(int d) {
@@ -85,15 +120,9 @@ cudaError_t CUDARTAPI cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr att
         return dbl_ret(cudaErrorInvalidDevice);
     switch (attr) {
     case cudaDevAttrManagedMemory:
-    case cudaDevAttrConcurrentManagedAccess:
-        *value = 1;
-        break;
-    case cudaDevAttrHostNumaId:
-        *value = G.numa_nodes > 0 ? 0 : -1;
-        break;
-    default:
-        *value = 0;
-        break;
+    case cudaDevAttrConcurrentManagedAccess: *value = 1; break;
+    case cudaDevAttrHostNumaId: *value = G.numa_nodes > 0 ? 0 : -1; break;
+    default: *value = 0; break;
     }
     return dbl_ret(cudaSuccess);
 }
@@ -186,13 +215,13 @@ static cudaError_t free_common(const char *call, void *p, int host) {
         return cudaErrorInvalidValue;
     }
     if (a->base != (char *)p) {
-        dbl_hard(CHK_POINTER, call, p, "%zu bytes into the allocation %p, not its start",
-                 (size_t)((char *)p - a->base), (void *)a->base);
+        dbl_hard(CHK_POINTER, call, p, "%zu bytes into the allocation %p, not its start", (size_t)((char *)p - a->base),
+                 (void *)a->base);
         return cudaErrorInvalidValue;
     }
     if ((a->kind == DBL_PINNED) != host) {
-        dbl_hard(CHK_POINTER, call, p, "%s memory: free it with %s", host ? "device or managed"
-                 : "pinned host", host ? "cudaFree" : "cudaFreeHost");
+        dbl_hard(CHK_POINTER, call, p, "%s memory: free it with %s", host ? "device or managed" : "pinned host",
+                 host ? "cudaFree" : "cudaFreeHost");
         return cudaErrorInvalidValue;
     }
     dbl_alloc_destroy(a);
@@ -268,8 +297,7 @@ cudaError_t CUDARTAPI cudaMemGetInfo(size_t *free, size_t *total) {
 
 /* (p, n) is inside a live allocation (*a) or is memory the runtime never saw (*a = NULL, allowed
  * only when `foreign_ok`): else a hard error. */
-static cudaError_t span_ok(const char *call, const void *p, size_t n, int foreign_ok,
-                           struct dbl_alloc **a) {
+static cudaError_t span_ok(const char *call, const void *p, size_t n, int foreign_ok, struct dbl_alloc **a) {
     size_t off;
 
     *a = dbl_alloc_find(p);
@@ -281,8 +309,10 @@ static cudaError_t span_ok(const char *call, const void *p, size_t n, int foreig
     }
     off = (size_t)((const char *)p - (*a)->base);
     if (n > (*a)->size - off) {
-        dbl_hard(CHK_RANGE, call, p, "%zu bytes run %zu bytes past the end of the allocation %p "
-                 "(%zu bytes)", n, n - ((*a)->size - off), (void *)(*a)->base, (*a)->size);
+        dbl_hard(CHK_RANGE, call, p,
+                 "%zu bytes run %zu bytes past the end of the allocation %p "
+                 "(%zu bytes)",
+                 n, n - ((*a)->size - off), (void *)(*a)->base, (*a)->size);
         return cudaErrorInvalidValue;
     }
     return cudaSuccess;
@@ -290,8 +320,8 @@ static cudaError_t span_ok(const char *call, const void *p, size_t n, int foreig
 
 /* A copy or memset op on s touching managed pages or device memory counts as an access for the
  * race check (not when s captures: the op is recorded, not run). */
-static void note_access(struct CUstream_st *s, struct dbl_alloc *a, const void *p, size_t n,
-                        int write, const char *call) {
+static void note_access(struct CUstream_st *s, struct dbl_alloc *a, const void *p, size_t n, int write,
+                        const char *call) {
     size_t off;
 
     if (!a || n == 0 || s->cap)
@@ -303,13 +333,12 @@ static void note_access(struct CUstream_st *s, struct dbl_alloc *a, const void *
     if (a->kind != DBL_MANAGED)
         return;
     off = (size_t)((const char *)p - a->base);
-    dbl_pages_enqueued(s, a, off / DBL_PAGE, (off + n + DBL_PAGE - 1) / DBL_PAGE, DBL_ACCESS, write,
-                       call);
+    dbl_pages_enqueued(s, a, off / DBL_PAGE, (off + n + DBL_PAGE - 1) / DBL_PAGE, DBL_ACCESS, write, call);
 }
 
 /* Enqueue a copy or (kind -1) a memset on s; wait for it when `sync`. */
-static cudaError_t copy_common(const char *call, void *dst, const void *src, int value, size_t n,
-                               int kind, cudaStream_t h, int sync) {
+static cudaError_t copy_common(const char *call, void *dst, const void *src, int value, size_t n, int kind,
+                               cudaStream_t h, int sync) {
     int is_copy = kind != -1;
     struct dbl_alloc *ad = NULL, *as = NULL;
     struct CUstream_st *s;
@@ -359,8 +388,8 @@ cudaError_t CUDARTAPI cudaMemcpy(void *dst, const void *src, size_t count, enum 
     return dbl_ret(copy_common("cudaMemcpy", dst, src, 0, count, (int)kind, NULL, 1));
 }
 
-cudaError_t CUDARTAPI cudaMemcpyAsync(void *dst, const void *src, size_t count,
-                                      enum cudaMemcpyKind kind, cudaStream_t stream) {
+cudaError_t CUDARTAPI cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+                                      cudaStream_t stream) {
     ENTER("cudaMemcpyAsync");
     return dbl_ret(copy_common("cudaMemcpyAsync", dst, src, 0, count, (int)kind, stream, 0));
 }
@@ -379,8 +408,8 @@ cudaError_t CUDARTAPI cudaMemsetAsync(void *devPtr, int value, size_t count, cud
 
 /* Enqueue one move op of n ranges (validated first) on stream h. */
 static cudaError_t move_common(const char *call, void **ptrs, size_t *sizes, size_t count,
-                               const struct cudaMemLocation *locs, const size_t *idx, size_t nlocs,
-                               int discard, unsigned long long flags, cudaStream_t h) {
+                               const struct cudaMemLocation *locs, const size_t *idx, size_t nlocs, int discard,
+                               unsigned long long flags, cudaStream_t h) {
     struct dbl_alloc **as;
     struct CUstream_st *s;
     struct dbl_op *op;
@@ -390,8 +419,7 @@ static cudaError_t move_common(const char *call, void **ptrs, size_t *sizes, siz
     if (!ptrs || !sizes || count == 0 || flags != 0 || (locs && (!idx || nlocs == 0 || nlocs > count)))
         return cudaErrorInvalidValue;
     for (i = 0; locs && i < nlocs; i++)
-        if (!dbl_loc_ok(locs[i]) || (i == 0 && idx[0] != 0) || (i > 0 && idx[i] <= idx[i - 1]) ||
-            idx[i] >= count)
+        if (!dbl_loc_ok(locs[i]) || (i == 0 && idx[0] != 0) || (i > 0 && idx[i] <= idx[i - 1]) || idx[i] >= count)
             return cudaErrorInvalidValue;
     s = dbl_stream_get(h, call, &e);
     if (!s)
@@ -429,53 +457,47 @@ static cudaError_t move_common(const char *call, void **ptrs, size_t *sizes, siz
 
         dbl_pages_enqueued(s, as[i], off / DBL_PAGE, (off + sizes[i] + DBL_PAGE - 1) / DBL_PAGE,
                            discard ? DBL_DISCARD : DBL_MOVE, 0, call);
-        dbl_xop_enqueued(s, as[i], ptrs[i], sizes[i],
-                         (discard ? DBL_X_DISCARD : 0) | (locs ? DBL_X_PREFETCH : 0), call);
+        dbl_xop_enqueued(s, as[i], ptrs[i], sizes[i], (discard ? DBL_X_DISCARD : 0) | (locs ? DBL_X_PREFETCH : 0),
+                         call);
     }
     free(as);
     return cudaSuccess;
 }
 
-cudaError_t CUDARTAPI cudaMemPrefetchAsync(const void *devPtr, size_t count,
-                                           struct cudaMemLocation location, unsigned int flags,
-                                           cudaStream_t stream) {
+cudaError_t CUDARTAPI cudaMemPrefetchAsync(const void *devPtr, size_t count, struct cudaMemLocation location,
+                                           unsigned int flags, cudaStream_t stream) {
     void *p = (void *)(uintptr_t)devPtr;
     size_t idx = 0;
 
     ENTER("cudaMemPrefetchAsync");
-    return dbl_ret(move_common("cudaMemPrefetchAsync", &p, &count, 1, &location, &idx, 1, 0, flags,
-                               stream));
+    return dbl_ret(move_common("cudaMemPrefetchAsync", &p, &count, 1, &location, &idx, 1, 0, flags, stream));
 }
 
 cudaError_t CUDARTAPI cudaMemPrefetchBatchAsync(void **dptrs, size_t *sizes, size_t count,
-                                                struct cudaMemLocation *prefetchLocs,
-                                                size_t *prefetchLocIdxs, size_t numPrefetchLocs,
-                                                unsigned long long flags, cudaStream_t stream) {
+                                                struct cudaMemLocation *prefetchLocs, size_t *prefetchLocIdxs,
+                                                size_t numPrefetchLocs, unsigned long long flags, cudaStream_t stream) {
     ENTER("cudaMemPrefetchBatchAsync");
     if (!prefetchLocs)
         return dbl_ret(cudaErrorInvalidValue);
-    return dbl_ret(move_common("cudaMemPrefetchBatchAsync", dptrs, sizes, count, prefetchLocs,
-                               prefetchLocIdxs, numPrefetchLocs, 0, flags, stream));
+    return dbl_ret(move_common("cudaMemPrefetchBatchAsync", dptrs, sizes, count, prefetchLocs, prefetchLocIdxs,
+                               numPrefetchLocs, 0, flags, stream));
 }
 
-cudaError_t CUDARTAPI cudaMemDiscardBatchAsync(void **dptrs, size_t *sizes, size_t count,
-                                               unsigned long long flags, cudaStream_t stream) {
+cudaError_t CUDARTAPI cudaMemDiscardBatchAsync(void **dptrs, size_t *sizes, size_t count, unsigned long long flags,
+                                               cudaStream_t stream) {
     ENTER("cudaMemDiscardBatchAsync");
-    return dbl_ret(move_common("cudaMemDiscardBatchAsync", dptrs, sizes, count, NULL, NULL, 0, 1,
-                               flags, stream));
+    return dbl_ret(move_common("cudaMemDiscardBatchAsync", dptrs, sizes, count, NULL, NULL, 0, 1, flags, stream));
 }
 
 cudaError_t CUDARTAPI cudaMemDiscardAndPrefetchBatchAsync(void **dptrs, size_t *sizes, size_t count,
-                                                          struct cudaMemLocation *prefetchLocs,
-                                                          size_t *prefetchLocIdxs,
-                                                          size_t numPrefetchLocs,
-                                                          unsigned long long flags,
+                                                          struct cudaMemLocation *prefetchLocs, size_t *prefetchLocIdxs,
+                                                          size_t numPrefetchLocs, unsigned long long flags,
                                                           cudaStream_t stream) {
     ENTER("cudaMemDiscardAndPrefetchBatchAsync");
     if (!prefetchLocs)
         return dbl_ret(cudaErrorInvalidValue);
-    return dbl_ret(move_common("cudaMemDiscardAndPrefetchBatchAsync", dptrs, sizes, count,
-                               prefetchLocs, prefetchLocIdxs, numPrefetchLocs, 1, flags, stream));
+    return dbl_ret(move_common("cudaMemDiscardAndPrefetchBatchAsync", dptrs, sizes, count, prefetchLocs,
+                               prefetchLocIdxs, numPrefetchLocs, 1, flags, stream));
 }
 
 cudaError_t CUDARTAPI cudaMemAdvise(const void *devPtr, size_t count, enum cudaMemoryAdvise advice,
@@ -490,7 +512,8 @@ cudaError_t CUDARTAPI cudaMemAdvise(const void *devPtr, size_t count, enum cudaM
     if (count == 0 || advice < cudaMemAdviseSetReadMostly || advice > cudaMemAdviseUnsetAccessedBy)
         return dbl_ret(cudaErrorInvalidValue);
     if ((advice == cudaMemAdviseSetPreferredLocation || advice == cudaMemAdviseSetAccessedBy ||
-         advice == cudaMemAdviseUnsetAccessedBy) && !dbl_loc_ok(location))
+         advice == cudaMemAdviseUnsetAccessedBy) &&
+        !dbl_loc_ok(location))
         return dbl_ret(cudaErrorInvalidValue);
     if (dbl_managed_range("cudaMemAdvise", devPtr, count, &a))
         return dbl_ret(cudaErrorInvalidValue);
@@ -524,8 +547,7 @@ static void range_loc(const struct dbl_alloc *a, size_t lo, size_t hi, int pref,
     }
 }
 
-cudaError_t CUDARTAPI cudaMemRangeGetAttribute(void *data, size_t dataSize,
-                                               enum cudaMemRangeAttribute attribute,
+cudaError_t CUDARTAPI cudaMemRangeGetAttribute(void *data, size_t dataSize, enum cudaMemRangeAttribute attribute,
                                                const void *devPtr, size_t count) {
     struct dbl_alloc *a;
     size_t off;
@@ -543,9 +565,7 @@ cudaError_t CUDARTAPI cudaMemRangeGetAttribute(void *data, size_t dataSize,
                   attribute == cudaMemRangeAttributePreferredLocationId,
               &type, &id);
     switch (attribute) {
-    case cudaMemRangeAttributeReadMostly:
-        *out = 0;
-        break;
+    case cudaMemRangeAttributeReadMostly: *out = 0; break;
     case cudaMemRangeAttributeAccessedBy:
         for (size_t i = 0; i < dataSize / sizeof(int); i++)
             out[i] = cudaInvalidDeviceId;
@@ -555,15 +575,10 @@ cudaError_t CUDARTAPI cudaMemRangeGetAttribute(void *data, size_t dataSize,
         *out = type == cudaMemLocationTypeDevice ? id : type ? cudaCpuDeviceId : cudaInvalidDeviceId;
         break;
     case cudaMemRangeAttributePreferredLocationType:
-    case cudaMemRangeAttributeLastPrefetchLocationType:
-        *out = type;
-        break;
+    case cudaMemRangeAttributeLastPrefetchLocationType: *out = type; break;
     case cudaMemRangeAttributePreferredLocationId:
-    case cudaMemRangeAttributeLastPrefetchLocationId:
-        *out = type ? id : cudaInvalidDeviceId;
-        break;
-    default:
-        return dbl_ret(cudaErrorInvalidValue);
+    case cudaMemRangeAttributeLastPrefetchLocationId: *out = type ? id : cudaInvalidDeviceId; break;
+    default: return dbl_ret(cudaErrorInvalidValue);
     }
     return dbl_ret(cudaSuccess);
 }

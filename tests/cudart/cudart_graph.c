@@ -22,7 +22,8 @@ int dbl_capture_unsafe(const char *call) {
     if (G.ncap_global == 0 || tls_mode == cudaStreamCaptureModeRelaxed)
         return 0;
     G.st.capture_refusals++;
-    dbl_hard(CHK_CAPTURE, call, NULL, "called while a stream captures in cudaStreamCaptureModeGlobal, from a "
+    dbl_hard(CHK_CAPTURE, call, NULL,
+             "called while a stream captures in cudaStreamCaptureModeGlobal, from a "
              "thread not in the relaxed mode: CUDA refuses it (cudaErrorStreamCaptureUnsupported) and "
              "invalidates the capture (cudaThreadExchangeStreamCaptureMode(relaxed) around it)");
     return 1;

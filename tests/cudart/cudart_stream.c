@@ -23,8 +23,7 @@ static cudaError_t stream_create(cudaStream_t *pStream, unsigned int flags, int 
     return cudaSuccess;
 }
 
-cudaError_t CUDARTAPI cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags,
-                                                   int priority) {
+cudaError_t CUDARTAPI cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags, int priority) {
     ENTER("cudaStreamCreateWithPriority");
     return dbl_ret(stream_create(pStream, flags, priority));
 }
@@ -64,7 +63,8 @@ cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t stream) {
     s = dbl_stream_get(stream, "cudaStreamSynchronize", &e);
     if (!s)
         return dbl_ret(e);
-    if (dbl_capture_refuses("cudaStreamSynchronize", s, NULL) || (s->legacy && dbl_capture_unsafe("cudaStreamSynchronize")))
+    if (dbl_capture_refuses("cudaStreamSynchronize", s, NULL) ||
+        (s->legacy && dbl_capture_unsafe("cudaStreamSynchronize")))
         return dbl_ret(cudaErrorStreamCaptureUnsupported);
     c = malloc(sizeof *c);
     if (!c)
@@ -133,11 +133,13 @@ static struct CUevent_st *event_get(cudaEvent_t h, const char *call, cudaError_t
  * record) and, when `same_dev`, belongs to the calling thread's current device. */
 static int event_usable(struct CUevent_st *ev, const char *call, int same_dev) {
     if (same_dev && ev->dev != dbl_cur_dev())
-        dbl_hard(CHK_DEVICE, call, ev, "the event belongs to device %d but this thread's current "
-                 "device is %d (a thread that never called cudaSetDevice(%d)?)", ev->dev,
-                 dbl_cur_dev(), ev->dev);
+        dbl_hard(CHK_DEVICE, call, ev,
+                 "the event belongs to device %d but this thread's current "
+                 "device is %d (a thread that never called cudaSetDevice(%d)?)",
+                 ev->dev, dbl_cur_dev(), ev->dev);
     if (!ev->s) {
-        dbl_hard(CHK_UNRECORDED, call, ev, "the event was never recorded (CUDA reports it "
+        dbl_hard(CHK_UNRECORDED, call, ev,
+                 "the event was never recorded (CUDA reports it "
                  "complete, so whatever this waits for is not ordered)");
         return 0;
     }
@@ -147,8 +149,7 @@ static int event_usable(struct CUevent_st *ev, const char *call, int same_dev) {
 static cudaError_t event_create(cudaEvent_t *event, unsigned int flags) {
     struct CUevent_st *ev;
 
-    if (!event || (flags & ~(unsigned)(cudaEventBlockingSync | cudaEventDisableTiming |
-                                       cudaEventInterprocess)) ||
+    if (!event || (flags & ~(unsigned)(cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess)) ||
         ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming)))
         return cudaErrorInvalidValue;
     dbl_need_ctx();
@@ -206,8 +207,10 @@ cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
     if (!s)
         return dbl_ret(e);
     if (ev->dev != s->dev) {
-        dbl_hard(CHK_DEVICE, "cudaEventRecord", ev, "the event belongs to device %d, the stream "
-                 "to device %d", ev->dev, s->dev);
+        dbl_hard(CHK_DEVICE, "cudaEventRecord", ev,
+                 "the event belongs to device %d, the stream "
+                 "to device %d",
+                 ev->dev, s->dev);
         return dbl_ret(cudaErrorInvalidResourceHandle);
     }
     if (s->cap) { /* a node of the capture: never runs here */
@@ -292,8 +295,7 @@ cudaError_t CUDARTAPI cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEve
     ENTER("cudaEventElapsedTime");
     if (!ms)
         return dbl_ret(cudaErrorInvalidValue);
-    if (!(a = event_get(start, "cudaEventElapsedTime", &e)) ||
-        !(z = event_get(end, "cudaEventElapsedTime", &e)))
+    if (!(a = event_get(start, "cudaEventElapsedTime", &e)) || !(z = event_get(end, "cudaEventElapsedTime", &e)))
         return dbl_ret(e);
     if ((a->flags | z->flags) & cudaEventDisableTiming)
         return dbl_ret(cudaErrorInvalidResourceHandle);
@@ -330,9 +332,11 @@ cudaError_t CUDARTAPI cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event
             return dbl_ret(cudaSuccess);
         }
         G.st.capture_refusals++;
-        dbl_hard(CHK_CAPTURE, "cudaStreamWaitEvent", ev, "%s", s->cap
-                 ? "a capturing stream waits on an event recorded outside its capture (cudaErrorStreamCaptureIsolation)"
-                 : "a stream outside any capture waits on an event recorded into a capture");
+        dbl_hard(
+            CHK_CAPTURE, "cudaStreamWaitEvent", ev, "%s",
+            s->cap
+                ? "a capturing stream waits on an event recorded outside its capture (cudaErrorStreamCaptureIsolation)"
+                : "a stream outside any capture waits on an event recorded into a capture");
         return dbl_ret(s->cap ? cudaErrorStreamCaptureIsolation : cudaErrorStreamCaptureUnsupported);
     }
     op = dbl_op_new(OP_NOP);
@@ -353,8 +357,7 @@ cudaError_t CUDARTAPI cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event
 
 /* ---- a declared kernel ------------------------------------------------------------------------------ */
 
-static cudaError_t launch(cudaStream_t h, const struct hoffdbl_use *use, int nuse, void (*fn)(void *),
-                          void *arg) {
+static cudaError_t launch(cudaStream_t h, const struct hoffdbl_use *use, int nuse, void (*fn)(void *), void *arg) {
     struct CUstream_st *s;
     struct dbl_alloc **as;
     struct dbl_op *op;
@@ -380,12 +383,13 @@ static cudaError_t launch(cudaStream_t h, const struct hoffdbl_use *use, int nus
 
         if (!a || use[k].n > a->size - off) {
             if (!a)
-                dbl_hard(CHK_POINTER, "hoffdbl_launch", use[k].p, "%s (use %d of the kernel)",
-                         dbl_ptr_what(use[k].p), k);
+                dbl_hard(CHK_POINTER, "hoffdbl_launch", use[k].p, "%s (use %d of the kernel)", dbl_ptr_what(use[k].p),
+                         k);
             else
-                dbl_hard(CHK_RANGE, "hoffdbl_launch", use[k].p, "%zu bytes run past the end of "
-                         "the allocation %p (%zu bytes; use %d of the kernel)", use[k].n,
-                         (void *)a->base, a->size, k);
+                dbl_hard(CHK_RANGE, "hoffdbl_launch", use[k].p,
+                         "%zu bytes run past the end of "
+                         "the allocation %p (%zu bytes; use %d of the kernel)",
+                         use[k].n, (void *)a->base, a->size, k);
             free(as);
             free(op->use);
             free(op);
@@ -411,15 +415,14 @@ static cudaError_t launch(cudaStream_t h, const struct hoffdbl_use *use, int nus
         if (as[k]->kind == DBL_DEVICE && use[k].n)
             dbl_dev_access(s, as[k], use[k].p, use[k].n, use[k].write, "hoffdbl_launch");
         if (as[k]->kind == DBL_MANAGED && use[k].n)
-            dbl_pages_enqueued(s, as[k], off / DBL_PAGE, (off + use[k].n + DBL_PAGE - 1) / DBL_PAGE,
-                               DBL_ACCESS, use[k].write, "hoffdbl_launch");
+            dbl_pages_enqueued(s, as[k], off / DBL_PAGE, (off + use[k].n + DBL_PAGE - 1) / DBL_PAGE, DBL_ACCESS,
+                               use[k].write, "hoffdbl_launch");
     }
     free(as);
     return cudaSuccess;
 }
 
-cudaError_t hoffdbl_launch(cudaStream_t s, const struct hoffdbl_use *use, int nuse,
-                           void (*fn)(void *), void *arg) {
+cudaError_t hoffdbl_launch(cudaStream_t s, const struct hoffdbl_use *use, int nuse, void (*fn)(void *), void *arg) {
     cudaError_t e = dbl_enter("hoffdbl_launch"), after;
 
     if (e == cudaSuccess)
@@ -429,7 +432,8 @@ cudaError_t hoffdbl_launch(cudaStream_t s, const struct hoffdbl_use *use, int nu
     if (e == cudaSuccess && after != cudaSuccess) {
         pthread_mutex_lock(&G.lock);
         G.st.stale_launch_errors++;
-        dbl_hard(CHK_STALE, "hoffdbl_launch", s, "the launch check found a stale %s (%s) left in "
+        dbl_hard(CHK_STALE, "hoffdbl_launch", s,
+                 "the launch check found a stale %s (%s) left in "
                  "this thread's last error by an earlier call: PyTorch would raise here",
                  dbl_err_name(after), dbl_err_text(after));
         pthread_mutex_unlock(&G.lock);

@@ -17,7 +17,8 @@
 /* The entry points are the legacy-default-stream names the header declares without
  * CUDA_API_PER_THREAD_DEFAULT_STREAM (cudaMemcpy, not cudaMemcpy_ptds). */
 #ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
-#error "the CUDA runtime double implements the legacy default stream only: build it without CUDA_API_PER_THREAD_DEFAULT_STREAM"
+#error \
+    "the CUDA runtime double implements the legacy default stream only: build it without CUDA_API_PER_THREAD_DEFAULT_STREAM"
 #endif
 
 #define DBL_MAXDEV 8
@@ -53,12 +54,12 @@ struct dbl_xop {
 #define DBL_XOP_MAX 32 /* remembered per page (the oldest go: races may be missed, none is invented) */
 
 struct dbl_page {
-    int8_t loc;         /* device, DBL_HOST or DBL_NONE (discarded / never populated) */
-    int8_t hold;        /* device whose memory the page holds (resident or discarded), or -1 */
-    int8_t lp_type;     /* last prefetch location (enum cudaMemLocationType, 0: none) */
-    int8_t pref_type;   /* preferred location (advice), 0: none */
+    int8_t loc;       /* device, DBL_HOST or DBL_NONE (discarded / never populated) */
+    int8_t hold;      /* device whose memory the page holds (resident or discarded), or -1 */
+    int8_t lp_type;   /* last prefetch location (enum cudaMemLocationType, 0: none) */
+    int8_t pref_type; /* preferred location (advice), 0: none */
     int lp_id, pref_id;
-    uint64_t lru;       /* last use tick on the device */
+    uint64_t lru; /* last use tick on the device */
     uint16_t nacc, ndis, nmov, nxop;
     struct dbl_epoch *acc; /* last declared access per stream */
     struct dbl_epoch *dis; /* last discard per stream */
@@ -84,8 +85,8 @@ struct dbl_alloc {
     char *base;
     size_t size, map_size;
     enum dbl_kind kind;
-    int dev;           /* DEVICE: its device */
-    size_t npages;     /* MANAGED */
+    int dev;       /* DEVICE: its device */
+    size_t npages; /* MANAGED */
     struct dbl_page *pages;
 };
 
@@ -126,10 +127,10 @@ struct CUstream_st {
     uint32_t magic;
     int id, dev, legacy, prio, dead;
     unsigned flags;
-    uint64_t enq, done;  /* ops enqueued / completed; clock.v[id] == enq */
-    int cap;             /* being captured into a graph: its ops are recorded, never run */
+    uint64_t enq, done; /* ops enqueued / completed; clock.v[id] == enq */
+    int cap;            /* being captured into a graph: its ops are recorded, never run */
     enum cudaStreamCaptureMode capmode;
-    uint64_t capid;      /* the capture's id (unique per BeginCapture) */
+    uint64_t capid; /* the capture's id (unique per BeginCapture) */
     struct dbl_op *head, *tail;
     pthread_t th;
     struct dbl_vc clock;
@@ -139,12 +140,12 @@ struct CUevent_st {
     uint32_t magic;
     int dev, dead, pending; /* pending: record ops not yet run (a destroyed event lives on) */
     unsigned flags;
-    uint64_t gen;           /* records so far; the last one is what calls refer to */
-    struct CUstream_st *s;  /* stream of the last record (NULL: never recorded) */
-    uint64_t target;        /* its position on s */
-    uint64_t t_ns;          /* when the record of generation `gen` ran (0: not yet) */
-    uint64_t capid;         /* recorded into that capture (0: a real record) */
-    uint32_t *vc;           /* s's clock at the last record (nvc entries: the streams then) */
+    uint64_t gen;          /* records so far; the last one is what calls refer to */
+    struct CUstream_st *s; /* stream of the last record (NULL: never recorded) */
+    uint64_t target;       /* its position on s */
+    uint64_t t_ns;         /* when the record of generation `gen` ran (0: not yet) */
+    uint64_t capid;        /* recorded into that capture (0: a real record) */
+    uint32_t *vc;          /* s's clock at the last record (nvc entries: the streams then) */
     int nvc;
 };
 
@@ -169,26 +170,26 @@ struct dbl_inject {
 
 struct dbl_state {
     pthread_mutex_t lock;
-    pthread_cond_t cv;  /* broadcast on every enqueue and completion */
+    pthread_cond_t cv; /* broadcast on every enqueue and completion */
     int ready;
     int ndev, numa_nodes, strict;
     uint64_t cap;
     double gbps;
     int ctx[DBL_MAXDEV];
-    uint64_t dev_used[DBL_MAXDEV];  /* cudaMalloc bytes */
-    uint64_t held[DBL_MAXDEV];      /* managed page bytes held (resident + discarded) */
+    uint64_t dev_used[DBL_MAXDEV]; /* cudaMalloc bytes */
+    uint64_t held[DBL_MAXDEV];     /* managed page bytes held (resident + discarded) */
     int nstreams;
     struct CUstream_st *streams[DBL_MAXS];
     struct CUstream_st *legacy[DBL_MAXDEV];
-    struct dbl_vc host;             /* what every host thread has synchronised with */
+    struct dbl_vc host; /* what every host thread has synchronised with */
     struct dbl_set allocs, freed, events;
     uint64_t tick;
     cudaError_t sticky;
     struct dbl_inject inj[32];
-    int allow[8];                   /* per check kind: failures that only count */
+    int allow[8]; /* per check kind: failures that only count */
     struct hoffdbl_stats st;
-    uint64_t ncalls[64];            /* entries per runtime function (dbl_calls' index) */
-    int ncap, ncap_global;          /* streams capturing now; of them in cudaStreamCaptureModeGlobal */
+    uint64_t ncalls[64];   /* entries per runtime function (dbl_calls' index) */
+    int ncap, ncap_global; /* streams capturing now; of them in cudaStreamCaptureModeGlobal */
     uint64_t next_capid;
 };
 
@@ -196,27 +197,27 @@ extern struct dbl_state G;
 
 /* Check kinds (HOFFDBL_ALLOW=kind:n,... lets n of a kind count without aborting). */
 enum dbl_check {
-    CHK_POINTER,   /* freed or foreign pointer */
-    CHK_RANGE,     /* range outside a managed allocation */
-    CHK_RACE,      /* discard racing a declared access, or a prefetch of the same bytes */
-    CHK_DEVICE,    /* stream/event of another device than the current one */
-    CHK_UNRECORDED,/* query, sync or wait on an event never recorded */
-    CHK_STALE,     /* a launch check found a stale error */
-    CHK_HANDLE,    /* destroyed or unknown stream/event handle */
-    CHK_CAPTURE,   /* a call CUDA refuses during stream capture (managed memory, a sync, ...) */
+    CHK_POINTER,    /* freed or foreign pointer */
+    CHK_RANGE,      /* range outside a managed allocation */
+    CHK_RACE,       /* discard racing a declared access, or a prefetch of the same bytes */
+    CHK_DEVICE,     /* stream/event of another device than the current one */
+    CHK_UNRECORDED, /* query, sync or wait on an event never recorded */
+    CHK_STALE,      /* a launch check found a stale error */
+    CHK_HANDLE,     /* destroyed or unknown stream/event handle */
+    CHK_CAPTURE,    /* a call CUDA refuses during stream capture (managed memory, a sync, ...) */
     CHK_N
 };
 
 /* dbl_check.c */
 void dbl_init_locked(void);
-cudaError_t dbl_enter(const char *call);  /* locks G.lock; returns an injected/sticky error */
-cudaError_t dbl_ret(cudaError_t e);       /* records e as the thread's last error, unlocks */
+cudaError_t dbl_enter(const char *call); /* locks G.lock; returns an injected/sticky error */
+cudaError_t dbl_ret(cudaError_t e);      /* records e as the thread's last error, unlocks */
 /* The first statement of every runtime entry point: dbl_enter, and return its error if it has one. */
-#define ENTER(name)                                  \
-    do {                                             \
-        cudaError_t e_ = dbl_enter(name);            \
-        if (e_ != cudaSuccess)                       \
-            return dbl_ret(e_);                      \
+#define ENTER(name)                       \
+    do {                                  \
+        cudaError_t e_ = dbl_enter(name); \
+        if (e_ != cudaSuccess)            \
+            return dbl_ret(e_);           \
     } while (0)
 int dbl_hard(enum dbl_check k, const char *call, const void *p, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -240,7 +241,7 @@ void dbl_enqueue(struct CUstream_st *s, struct dbl_op *op);
 void dbl_host_join(const uint32_t *v, int n);
 void dbl_event_free(struct CUevent_st *ev);
 void dbl_wait_stream(struct CUstream_st *s, uint64_t target);
-void dbl_sync_all(int dev);  /* dev < 0: every device */
+void dbl_sync_all(int dev); /* dev < 0: every device */
 int dbl_vc_before(const struct dbl_vc *c, const struct dbl_epoch *e);
 uint64_t dbl_now_ns(void);
 void dbl_model_time(size_t bytes);
@@ -256,22 +257,20 @@ int dbl_capture_refuses(const char *call, const struct CUstream_st *s, const cha
 
 /* dbl_mem.c */
 /* Declared access of [p, p+n) of device allocation a by s's newest op: the race check. */
-void dbl_dev_access(struct CUstream_st *s, struct dbl_alloc *a, const void *p, size_t n, int write,
-                    const char *call);
+void dbl_dev_access(struct CUstream_st *s, struct dbl_alloc *a, const void *p, size_t n, int write, const char *call);
 struct dbl_alloc *dbl_alloc_find(const void *p);
 struct dbl_alloc *dbl_alloc_new(enum dbl_kind kind, size_t size, int dev);
 const char *dbl_ptr_what(const void *p);
 int dbl_managed_range(const char *call, const void *p, size_t n, struct dbl_alloc **out);
 int dbl_room(int dev, uint64_t need, const struct dbl_alloc *keep_a, size_t keep_lo, size_t keep_hi);
 size_t dbl_page_bytes(const struct dbl_alloc *a, size_t i);
-void dbl_pages_enqueued(struct CUstream_st *s, struct dbl_alloc *a, size_t lo, size_t hi, int what,
-                        int write, const char *call);
+void dbl_pages_enqueued(struct CUstream_st *s, struct dbl_alloc *a, size_t lo, size_t hi, int what, int write,
+                        const char *call);
 /* Record that s's newest op prefetches and/or discards (kind: DBL_X_*) bytes [p, p+n) of managed
  * allocation a, and check it against the prefetches and discards of overlapping bytes on other
  * streams not ordered before it (a hard error: a discard and a prefetch of the same bytes must not
  * run concurrently). */
-void dbl_xop_enqueued(struct CUstream_st *s, struct dbl_alloc *a, const char *p, size_t n, int kind,
-                      const char *call);
+void dbl_xop_enqueued(struct CUstream_st *s, struct dbl_alloc *a, const char *p, size_t n, int kind, const char *call);
 void dbl_run_move(struct dbl_op *op, int dev);
 void dbl_run_kernel(struct dbl_op *op, int dev);
 void dbl_touch_copy(void *p, size_t n, int dev);

@@ -19,9 +19,8 @@ static __thread cudaError_t tls_last = cudaSuccess;
 static __thread int tls_dev = 0;
 
 static const char *const check_names[CHK_N] = {
-    [CHK_POINTER] = "pointer", [CHK_RANGE] = "range", [CHK_RACE] = "race",
-    [CHK_DEVICE] = "device", [CHK_UNRECORDED] = "unrecorded", [CHK_STALE] = "stale",
-    [CHK_HANDLE] = "handle", [CHK_CAPTURE] = "capture",
+    [CHK_POINTER] = "pointer",       [CHK_RANGE] = "range", [CHK_RACE] = "race",     [CHK_DEVICE] = "device",
+    [CHK_UNRECORDED] = "unrecorded", [CHK_STALE] = "stale", [CHK_HANDLE] = "handle", [CHK_CAPTURE] = "capture",
 };
 
 static uint64_t env_u64(const char *name, uint64_t def, uint64_t lo, uint64_t hi) {
@@ -56,8 +55,10 @@ static void parse_allow(const char *v) {
             if (strcmp(tok, check_names[k]) == 0)
                 break;
         if (k == CHK_N || n <= 0) {
-            fprintf(stderr, "hoffdbl: HOFFDBL_ALLOW entry \"%s\" ignored: want KIND:N with N > 0 "
-                    "and KIND one of pointer, range, race, device, unrecorded, stale, handle, capture\n", tok);
+            fprintf(stderr,
+                    "hoffdbl: HOFFDBL_ALLOW entry \"%s\" ignored: want KIND:N with N > 0 "
+                    "and KIND one of pointer, range, race, device, unrecorded, stale, handle, capture\n",
+                    tok);
             continue;
         }
         G.allow[k] += n;
@@ -83,13 +84,17 @@ void dbl_init_locked(void) {
 
 static int is_sticky(cudaError_t e) {
     switch (e) {
-    case cudaErrorIllegalAddress: case cudaErrorLaunchFailure: case cudaErrorAssert:
-    case cudaErrorHardwareStackError: case cudaErrorIllegalInstruction:
-    case cudaErrorMisalignedAddress: case cudaErrorInvalidAddressSpace: case cudaErrorInvalidPc:
-    case cudaErrorLaunchTimeout: case cudaErrorECCUncorrectable:
-        return 1;
-    default:
-        return 0;
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorAssert:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorECCUncorrectable: return 1;
+    default: return 0;
     }
 }
 
@@ -154,7 +159,7 @@ int dbl_hard(enum dbl_check k, const char *call, const void *p, const char *fmt,
     }
     if (G.strict) {
         fprintf(stderr, "hoffdbl: aborting (strict; HOFFDBL_STRICT=0 or hoffdbl_set_strict(0) "
-                "only counts)\n");
+                        "only counts)\n");
         fflush(stderr);
         abort();
     }
@@ -184,41 +189,42 @@ void dbl_need_ctx(void) {
 
 /* ---- error names (the runtime's own strings) ------------------------------------------------ */
 
-#define DBL_ERRORS(X)                                                                           \
-    X(cudaSuccess, "no error")                                                                  \
-    X(cudaErrorInvalidValue, "invalid argument")                                                \
-    X(cudaErrorMemoryAllocation, "out of memory")                                               \
-    X(cudaErrorInitializationError, "initialization error")                                     \
-    X(cudaErrorLaunchTimeout, "the launch timed out and was terminated")                        \
-    X(cudaErrorInvalidDevicePointer, "invalid device pointer")                                  \
-    X(cudaErrorInvalidMemcpyDirection, "invalid copy direction for memcpy")                     \
-    X(cudaErrorInsufficientDriver, "CUDA driver version is insufficient for CUDA runtime version") \
-    X(cudaErrorNoDevice, "no CUDA-capable device is detected")                                  \
-    X(cudaErrorInvalidDevice, "invalid device ordinal")                                         \
-    X(cudaErrorECCUncorrectable, "uncorrectable ECC error encountered")                         \
-    X(cudaErrorInvalidResourceHandle, "invalid resource handle")                                \
-    X(cudaErrorNotReady, "device not ready")                                                    \
-    X(cudaErrorIllegalAddress, "an illegal memory access was encountered")                      \
-    X(cudaErrorHardwareStackError, "an illegal memory access was encountered")                  \
-    X(cudaErrorIllegalInstruction, "an illegal instruction was encountered")                    \
-    X(cudaErrorMisalignedAddress, "misaligned address")                                         \
-    X(cudaErrorInvalidAddressSpace, "operation not supported on global/shared address space")   \
-    X(cudaErrorInvalidPc, "invalid program counter")                                            \
-    X(cudaErrorAssert, "device-side assert triggered")                                          \
-    X(cudaErrorLaunchFailure, "unspecified launch failure")                                     \
-    X(cudaErrorNotPermitted, "operation not permitted")                                         \
-    X(cudaErrorIllegalState, "the operation cannot be performed in the present state")         \
-    X(cudaErrorNotSupported, "operation not supported")                                         \
-    X(cudaErrorDevicesUnavailable, "CUDA-capable device(s) is/are busy or unavailable")         \
-    X(cudaErrorStreamCaptureUnsupported, "operation not permitted when stream is capturing")    \
-    X(cudaErrorStreamCaptureInvalidated, "operation failed due to a previous error during capture") \
-    X(cudaErrorStreamCaptureUnmatched, "capture was not initiated in this stream")              \
-    X(cudaErrorStreamCaptureIsolation, "dependency created on uncaptured work in another stream") \
+#define DBL_ERRORS(X)                                                                                                 \
+    X(cudaSuccess, "no error")                                                                                        \
+    X(cudaErrorInvalidValue, "invalid argument")                                                                      \
+    X(cudaErrorMemoryAllocation, "out of memory")                                                                     \
+    X(cudaErrorInitializationError, "initialization error")                                                           \
+    X(cudaErrorLaunchTimeout, "the launch timed out and was terminated")                                              \
+    X(cudaErrorInvalidDevicePointer, "invalid device pointer")                                                        \
+    X(cudaErrorInvalidMemcpyDirection, "invalid copy direction for memcpy")                                           \
+    X(cudaErrorInsufficientDriver, "CUDA driver version is insufficient for CUDA runtime version")                    \
+    X(cudaErrorNoDevice, "no CUDA-capable device is detected")                                                        \
+    X(cudaErrorInvalidDevice, "invalid device ordinal")                                                               \
+    X(cudaErrorECCUncorrectable, "uncorrectable ECC error encountered")                                               \
+    X(cudaErrorInvalidResourceHandle, "invalid resource handle")                                                      \
+    X(cudaErrorNotReady, "device not ready")                                                                          \
+    X(cudaErrorIllegalAddress, "an illegal memory access was encountered")                                            \
+    X(cudaErrorHardwareStackError, "an illegal memory access was encountered")                                        \
+    X(cudaErrorIllegalInstruction, "an illegal instruction was encountered")                                          \
+    X(cudaErrorMisalignedAddress, "misaligned address")                                                               \
+    X(cudaErrorInvalidAddressSpace, "operation not supported on global/shared address space")                         \
+    X(cudaErrorInvalidPc, "invalid program counter")                                                                  \
+    X(cudaErrorAssert, "device-side assert triggered")                                                                \
+    X(cudaErrorLaunchFailure, "unspecified launch failure")                                                           \
+    X(cudaErrorNotPermitted, "operation not permitted")                                                               \
+    X(cudaErrorIllegalState, "the operation cannot be performed in the present state")                                \
+    X(cudaErrorNotSupported, "operation not supported")                                                               \
+    X(cudaErrorDevicesUnavailable, "CUDA-capable device(s) is/are busy or unavailable")                               \
+    X(cudaErrorStreamCaptureUnsupported, "operation not permitted when stream is capturing")                          \
+    X(cudaErrorStreamCaptureInvalidated, "operation failed due to a previous error during capture")                   \
+    X(cudaErrorStreamCaptureUnmatched, "capture was not initiated in this stream")                                    \
+    X(cudaErrorStreamCaptureIsolation, "dependency created on uncaptured work in another stream")                     \
     X(cudaErrorStreamCaptureImplicit, "operation would make the legacy stream depend on a capturing blocking stream") \
     X(cudaErrorUnknown, "unknown error")
 
 const char *dbl_err_name(cudaError_t e) {
-#define X(c, s) case c: return #c;
+#define X(c, s) \
+    case c: return #c;
     switch (e) {
         DBL_ERRORS(X)
     default: return "unrecognized error code";
@@ -227,7 +233,8 @@ const char *dbl_err_name(cudaError_t e) {
 }
 
 const char *dbl_err_text(cudaError_t e) {
-#define X(c, s) case c: return s;
+#define X(c, s) \
+    case c: return s;
     switch (e) {
         DBL_ERRORS(X)
     default: return "unrecognized error code";
@@ -283,7 +290,6 @@ void dbl_set_del(struct dbl_set *s, size_t idx) {
 
 /* ---- the harness's controls ---------------------------------------------------------------------- */
 
-
 uint64_t hoffdbl_calls(const char *call) {
     uint64_t n = 0;
     size_t i;
@@ -310,7 +316,8 @@ int hoffdbl_fail(const char *call, cudaError_t e, int times) {
     for (i = 0; call && dbl_calls[i]; i++)
         known |= strcmp(dbl_calls[i], call) == 0;
     if (!known || e == cudaSuccess || times <= 0) {
-        fprintf(stderr, "hoffdbl_fail(\"%s\", %d, %d): want a runtime function the double "
+        fprintf(stderr,
+                "hoffdbl_fail(\"%s\", %d, %d): want a runtime function the double "
                 "implements, an error other than cudaSuccess and times > 0\n",
                 call ? call : "(null)", (int)e, times);
         return -EINVAL;
@@ -361,23 +368,23 @@ __attribute__((destructor)) static void dbl_report(void) {
         fprintf(stderr, "hoffdbl: cannot write HOFFDBL_REPORT=%s\n", path);
         return;
     }
-    fprintf(f, "hard_errors %llu\ndiscard_races %llu\nmove_races %llu\nfaults %llu\n"
+    fprintf(f,
+            "hard_errors %llu\ndiscard_races %llu\nmove_races %llu\nfaults %llu\n"
             "fault_bytes %llu\ndriver_evictions %llu\ndriver_evicted_bytes %llu\n"
             "stale_launch_errors %llu\nlazy_reclaims %llu\npoisoned_bytes %llu\n",
-            (unsigned long long)st.hard_errors, (unsigned long long)st.discard_races,
-            (unsigned long long)st.move_races, (unsigned long long)st.faults,
-            (unsigned long long)st.fault_bytes, (unsigned long long)st.driver_evictions,
-            (unsigned long long)st.driver_evicted_bytes,
-            (unsigned long long)st.stale_launch_errors, (unsigned long long)st.lazy_reclaims,
-            (unsigned long long)st.poisoned_bytes);
-    fprintf(f, "access_races %llu\ndevice_races %llu\ncaptured_ops %llu\ncapture_refusals %llu\n"
+            (unsigned long long)st.hard_errors, (unsigned long long)st.discard_races, (unsigned long long)st.move_races,
+            (unsigned long long)st.faults, (unsigned long long)st.fault_bytes, (unsigned long long)st.driver_evictions,
+            (unsigned long long)st.driver_evicted_bytes, (unsigned long long)st.stale_launch_errors,
+            (unsigned long long)st.lazy_reclaims, (unsigned long long)st.poisoned_bytes);
+    fprintf(f,
+            "access_races %llu\ndevice_races %llu\ncaptured_ops %llu\ncapture_refusals %llu\n"
             "discard_prefetch_races %llu\n",
             (unsigned long long)st.access_races, (unsigned long long)st.device_races,
             (unsigned long long)st.captured_ops, (unsigned long long)st.capture_refusals,
             (unsigned long long)st.discard_prefetch_races);
     for (int d = 0; d < DBL_MAXDEV; d++)
         fprintf(f, "contexts_created_%d %llu\ndevice_switches_%d %llu\ndevice_calls_%d %llu\n", d,
-                (unsigned long long)st.contexts_created[d], d,
-                (unsigned long long)st.device_switches[d], d, (unsigned long long)st.device_calls[d]);
+                (unsigned long long)st.contexts_created[d], d, (unsigned long long)st.device_switches[d], d,
+                (unsigned long long)st.device_calls[d]);
     fclose(f);
 }

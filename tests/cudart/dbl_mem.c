@@ -35,8 +35,7 @@ struct dbl_alloc *dbl_alloc_new(enum dbl_kind kind, size_t size, int dev) {
     char *raw, *base;
 
     map = (size + 4095) / 4096 * 4096;
-    raw = mmap(NULL, map + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-               -1, 0);
+    raw = mmap(NULL, map + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (raw == MAP_FAILED)
         return NULL;
     base = (char *)(((uintptr_t)raw + align - 1) / align * align);
@@ -53,8 +52,7 @@ struct dbl_alloc *dbl_alloc_new(enum dbl_kind kind, size_t size, int dev) {
             a->pages[i].hold = -1;
         }
     }
-    if (!a || (kind == DBL_MANAGED && !a->pages) ||
-        dbl_set_add(&G.allocs, (uintptr_t)base, size, a)) {
+    if (!a || (kind == DBL_MANAGED && !a->pages) || dbl_set_add(&G.allocs, (uintptr_t)base, size, a)) {
         if (a)
             free(a->pages);
         free(a);
@@ -96,10 +94,9 @@ int hoffdbl_ptr_kind(const void *p) {
     return k;
 }
 
-void dbl_dev_access(struct CUstream_st *s, struct dbl_alloc *a, const void *p, size_t n, int write,
-                    const char *call) {
-    struct dbl_racc me = {.lo = (size_t)((const char *)p - a->base), .e = {.sid = (uint16_t)s->id,
-                          .write = (uint8_t)write, .at = (uint32_t)s->enq}};
+void dbl_dev_access(struct CUstream_st *s, struct dbl_alloc *a, const void *p, size_t n, int write, const char *call) {
+    struct dbl_racc me = {.lo = (size_t)((const char *)p - a->base),
+                          .e = {.sid = (uint16_t)s->id, .write = (uint8_t)write, .at = (uint32_t)s->enq}};
     size_t k, keep = 0;
 
     me.hi = me.lo + n;
@@ -111,7 +108,8 @@ void dbl_dev_access(struct CUstream_st *s, struct dbl_alloc *a, const void *p, s
             continue;
         G.st.access_races++;
         G.st.device_races++;
-        dbl_hard(CHK_RACE, call, a->base + (r->lo > me.lo ? r->lo : me.lo), "a declared %s on stream %d is not "
+        dbl_hard(CHK_RACE, call, a->base + (r->lo > me.lo ? r->lo : me.lo),
+                 "a declared %s on stream %d is not "
                  "ordered after a declared %s of these device bytes on stream %d (op %u there): a data race "
                  "(device memory handed to a new owner before its old owner's streams were done?)",
                  write ? "write" : "read", s->id, r->e.write ? "write" : "read", r->e.sid, r->e.at);
@@ -174,8 +172,7 @@ int dbl_managed_range(const char *call, const void *p, size_t n, struct dbl_allo
 
     *out = NULL;
     if (!a) {
-        dbl_hard(CHK_POINTER, call, p, "%s; this call takes managed memory (cudaMallocManaged)",
-                 dbl_ptr_what(p));
+        dbl_hard(CHK_POINTER, call, p, "%s; this call takes managed memory (cudaMallocManaged)", dbl_ptr_what(p));
         return -1;
     }
     if (a->kind != DBL_MANAGED) {
@@ -184,9 +181,10 @@ int dbl_managed_range(const char *call, const void *p, size_t n, struct dbl_allo
         return -1;
     }
     if (n > a->size - (size_t)((const char *)p - a->base)) {
-        dbl_hard(CHK_RANGE, call, p, "%zu bytes run %zu bytes past the end of the managed "
-                 "allocation %p (%zu bytes)", n,
-                 n - (a->size - (size_t)((const char *)p - a->base)), (void *)a->base, a->size);
+        dbl_hard(CHK_RANGE, call, p,
+                 "%zu bytes run %zu bytes past the end of the managed "
+                 "allocation %p (%zu bytes)",
+                 n, n - (a->size - (size_t)((const char *)p - a->base)), (void *)a->base, a->size);
         return -1;
     }
     *out = a;
@@ -227,8 +225,7 @@ int dbl_room(int dev, uint64_t need, const struct dbl_alloc *keep_a, size_t keep
         struct dbl_alloc *a = G.allocs.v[k].item;
 
         for (size_t i = 0; i < a->npages && dbl_dev_free(dev) < need; i++) {
-            if (a->pages[i].loc == DBL_NONE && a->pages[i].hold == dev &&
-                !kept(a, i, keep_a, keep_lo, keep_hi)) {
+            if (a->pages[i].loc == DBL_NONE && a->pages[i].hold == dev && !kept(a, i, keep_a, keep_lo, keep_hi)) {
                 G.st.lazy_reclaims++;
                 G.st.lazy_reclaimed_bytes += dbl_page_bytes(a, i);
                 hold_set(a, i, -1);
@@ -300,8 +297,8 @@ static void epoch_put(struct dbl_epoch **v, uint16_t *n, struct dbl_epoch e) {
 
 /* Record that s's newest op (enqueued just now) accesses, discards or moves pages [lo, hi) of a,
  * and check it against the page's earlier discards / declared accesses. */
-void dbl_pages_enqueued(struct CUstream_st *s, struct dbl_alloc *a, size_t lo, size_t hi, int what,
-                        int write, const char *call) {
+void dbl_pages_enqueued(struct CUstream_st *s, struct dbl_alloc *a, size_t lo, size_t hi, int what, int write,
+                        const char *call) {
     struct dbl_epoch me = {.sid = (uint16_t)s->id, .write = (uint8_t)write, .at = (uint32_t)s->enq};
 
     for (size_t i = lo; i < hi && i < a->npages; i++) {
@@ -312,10 +309,11 @@ void dbl_pages_enqueued(struct CUstream_st *s, struct dbl_alloc *a, size_t lo, s
             for (uint16_t k = 0; k < pg->ndis; k++)
                 if (!dbl_vc_before(&s->clock, &pg->dis[k])) {
                     G.st.discard_races++;
-                    dbl_hard(CHK_RACE, call, pp, "a declared %s on stream %d is not ordered after "
+                    dbl_hard(CHK_RACE, call, pp,
+                             "a declared %s on stream %d is not ordered after "
                              "the discard of this page on stream %d (op %u there): it may see the "
-                             "discard or not", write ? "write" : "read", s->id, pg->dis[k].sid,
-                             pg->dis[k].at);
+                             "discard or not",
+                             write ? "write" : "read", s->id, pg->dis[k].sid, pg->dis[k].at);
                 }
             for (uint16_t k = 0; k < pg->nmov; k++)
                 if (!dbl_vc_before(&s->clock, &pg->mov[k]))
@@ -327,13 +325,13 @@ void dbl_pages_enqueued(struct CUstream_st *s, struct dbl_alloc *a, size_t lo, s
              * read on one stream is remembered as the read: races with the
              * write may be missed, none is invented. */
             for (uint16_t k = 0; k < pg->nacc; k++)
-                if (pg->acc[k].sid != me.sid && (write || pg->acc[k].write) &&
-                    !dbl_vc_before(&s->clock, &pg->acc[k])) {
+                if (pg->acc[k].sid != me.sid && (write || pg->acc[k].write) && !dbl_vc_before(&s->clock, &pg->acc[k])) {
                     G.st.access_races++;
-                    dbl_hard(CHK_RACE, call, pp, "a declared %s on stream %d is not ordered after a "
+                    dbl_hard(CHK_RACE, call, pp,
+                             "a declared %s on stream %d is not ordered after a "
                              "declared %s of this page on stream %d (op %u there): a data race",
-                             write ? "write" : "read", s->id, pg->acc[k].write ? "write" : "read",
-                             pg->acc[k].sid, pg->acc[k].at);
+                             write ? "write" : "read", s->id, pg->acc[k].write ? "write" : "read", pg->acc[k].sid,
+                             pg->acc[k].at);
                 }
             epoch_put(&pg->acc, &pg->nacc, me);
             continue;
@@ -346,10 +344,11 @@ void dbl_pages_enqueued(struct CUstream_st *s, struct dbl_alloc *a, size_t lo, s
                 continue;
             }
             G.st.discard_races++;
-            dbl_hard(CHK_RACE, call, pp, "the discard on stream %d is not ordered after a declared "
+            dbl_hard(CHK_RACE, call, pp,
+                     "the discard on stream %d is not ordered after a declared "
                      "%s of this page on stream %d (op %u there): the kernel may read poisoned "
-                     "bytes or its writes may be lost", s->id, pg->acc[k].write ? "write" : "read",
-                     pg->acc[k].sid, pg->acc[k].at);
+                     "bytes or its writes may be lost",
+                     s->id, pg->acc[k].write ? "write" : "read", pg->acc[k].sid, pg->acc[k].at);
         }
         if (what == DBL_DISCARD)
             epoch_put(&pg->dis, &pg->ndis, me);
@@ -371,18 +370,19 @@ void dbl_pages_enqueued(struct CUstream_st *s, struct dbl_alloc *a, size_t lo, s
 
 static const char *xop_name(int kind) {
     return kind == (DBL_X_DISCARD | DBL_X_PREFETCH) ? "discard-and-prefetch"
-           : kind == DBL_X_DISCARD                 ? "discard"
-                                                   : "prefetch";
+           : kind == DBL_X_DISCARD                  ? "discard"
+                                                    : "prefetch";
 }
 
-void dbl_xop_enqueued(struct CUstream_st *s, struct dbl_alloc *a, const char *p, size_t n, int kind,
-                      const char *call) {
+void dbl_xop_enqueued(struct CUstream_st *s, struct dbl_alloc *a, const char *p, size_t n, int kind, const char *call) {
     size_t off = (size_t)(p - a->base), end = off + n;
 
     for (size_t i = off / DBL_PAGE; i < a->npages && i * DBL_PAGE < end; i++) {
         struct dbl_page *pg = &a->pages[i];
         size_t ps = i * DBL_PAGE;
-        struct dbl_xop me = {.sid = (uint16_t)s->id, .kind = (uint8_t)kind, .at = (uint32_t)s->enq,
+        struct dbl_xop me = {.sid = (uint16_t)s->id,
+                             .kind = (uint8_t)kind,
+                             .at = (uint32_t)s->enq,
                              .lo = (uint32_t)(off > ps ? off - ps : 0),
                              .hi = (uint32_t)(end < ps + DBL_PAGE ? end - ps : DBL_PAGE)};
         uint16_t k, keep = 0;
@@ -397,12 +397,12 @@ void dbl_xop_enqueued(struct CUstream_st *s, struct dbl_alloc *a, const char *p,
                 !((me.kind & DBL_X_PREFETCH) && (x->kind & DBL_X_DISCARD)))
                 continue; /* two prefetches, or two discards */
             G.st.discard_prefetch_races++;
-            dbl_hard(CHK_RACE, call, a->base + ps + lo, "the %s on stream %d and a %s of %u of these "
+            dbl_hard(CHK_RACE, call, a->base + ps + lo,
+                     "the %s on stream %d and a %s of %u of these "
                      "bytes on stream %d (op %u there) are not ordered, so they may run concurrently: "
                      "undefined (cudaMemDiscardBatchAsync); order them with one stream, an event "
                      "recorded after the %s and waited on by stream %d, or a host synchronisation",
-                     xop_name(me.kind), s->id, xop_name(x->kind), hi - lo, x->sid, x->at,
-                     xop_name(x->kind), s->id);
+                     xop_name(me.kind), s->id, xop_name(x->kind), hi - lo, x->sid, x->at, xop_name(x->kind), s->id);
         }
         /* Forget what every later enqueue is ordered after anyway (the host synchronised with it), and
          * this stream's earlier ops that this one covers (bytes and kinds): a later op racing one of
@@ -561,8 +561,7 @@ static uint64_t sum_pages(int dev, int discarded) {
         struct dbl_alloc *a = G.allocs.v[k].item;
 
         for (size_t i = 0; i < a->npages; i++)
-            if (discarded ? a->pages[i].loc == DBL_NONE && a->pages[i].hold == dev
-                          : a->pages[i].loc == dev)
+            if (discarded ? a->pages[i].loc == DBL_NONE && a->pages[i].hold == dev : a->pages[i].loc == dev)
                 sum += dbl_page_bytes(a, i);
     }
     pthread_mutex_unlock(&G.lock);

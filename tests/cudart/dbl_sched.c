@@ -126,8 +126,7 @@ static void run_op(struct CUstream_st *s, struct dbl_op *op) {
     struct CUevent_st *ev;
 
     switch (op->kind) {
-    case OP_NOP:
-        break;
+    case OP_NOP: break;
     case OP_HOSTFN:
         pthread_mutex_unlock(&G.lock);
         op->fn(op->arg);
@@ -155,9 +154,7 @@ static void run_op(struct CUstream_st *s, struct dbl_op *op) {
         dbl_model_time(op->n);
         pthread_mutex_lock(&G.lock);
         break;
-    case OP_MOVE:
-        dbl_run_move(op, s->dev);
-        break;
+    case OP_MOVE: dbl_run_move(op, s->dev); break;
     case OP_KERNEL:
         dbl_run_kernel(op, s->dev);
         if (op->fn) {
@@ -201,8 +198,10 @@ struct CUstream_st *dbl_stream_new(int dev, unsigned flags, int prio, int legacy
     int rc;
 
     if (G.nstreams >= DBL_MAXS) {
-        fprintf(stderr, "hoffdbl: more than %d streams created in this process (the double never "
-                "reuses a stream id); raise DBL_MAXS\n", DBL_MAXS);
+        fprintf(stderr,
+                "hoffdbl: more than %d streams created in this process (the double never "
+                "reuses a stream id); raise DBL_MAXS\n",
+                DBL_MAXS);
         return NULL;
     }
     s = calloc(1, sizeof *s);
@@ -236,7 +235,8 @@ struct CUstream_st *dbl_stream_get(cudaStream_t h, const char *call, cudaError_t
     *e = cudaSuccess;
     dbl_need_ctx();
     if (h == cudaStreamPerThread) {
-        dbl_hard(CHK_HANDLE, call, h, "cudaStreamPerThread: the double models the legacy default "
+        dbl_hard(CHK_HANDLE, call, h,
+                 "cudaStreamPerThread: the double models the legacy default "
                  "stream only (NULL or cudaStreamLegacy)");
         *e = cudaErrorInvalidResourceHandle;
         return NULL;
@@ -262,8 +262,10 @@ struct CUstream_st *dbl_stream_get(cudaStream_t h, const char *call, cudaError_t
         return NULL;
     }
     if (h->dev != d)
-        dbl_hard(CHK_DEVICE, call, h, "the stream belongs to device %d but this thread's current "
-                 "device is %d (a thread that never called cudaSetDevice(%d)?)", h->dev, d, h->dev);
+        dbl_hard(CHK_DEVICE, call, h,
+                 "the stream belongs to device %d but this thread's current "
+                 "device is %d (a thread that never called cudaSetDevice(%d)?)",
+                 h->dev, d, h->dev);
     return h;
 }
 

@@ -21,28 +21,27 @@ struct hoffdbl_use {
  * pressure), runs fn(arg) (which may read/write the memory for real; fn may be NULL), and counts
  * as a declared access of every range for the race check.  Returns what cudaGetLastError()
  * returns after the enqueue (a launch check, like C10_CUDA_KERNEL_LAUNCH_CHECK). */
-cudaError_t hoffdbl_launch(cudaStream_t s, const struct hoffdbl_use *use, int nuse,
-                           void (*fn)(void *), void *arg);
+cudaError_t hoffdbl_launch(cudaStream_t s, const struct hoffdbl_use *use, int nuse, void (*fn)(void *), void *arg);
 
 struct hoffdbl_stats {
-    uint64_t hard_errors;          /* checks that failed (non-strict mode, or allowed) */
-    uint64_t discard_races;        /* discards racing a declared access */
-    uint64_t move_races;           /* evictions/prefetches racing a declared access */
-    uint64_t faults, fault_bytes;  /* kernel faults on non-resident pages */
+    uint64_t hard_errors;                            /* checks that failed (non-strict mode, or allowed) */
+    uint64_t discard_races;                          /* discards racing a declared access */
+    uint64_t move_races;                             /* evictions/prefetches racing a declared access */
+    uint64_t faults, fault_bytes;                    /* kernel faults on non-resident pages */
     uint64_t driver_evictions, driver_evicted_bytes; /* evictions the "driver" made under pressure */
-    uint64_t contexts_created[8];  /* primary contexts created, per device */
-    uint64_t device_switches[8];   /* cudaSetDevice that changed a thread's device, per target */
-    uint64_t stale_launch_errors;  /* hoffdbl_launch calls that found a stale last error */
+    uint64_t contexts_created[8];                    /* primary contexts created, per device */
+    uint64_t device_switches[8];                     /* cudaSetDevice that changed a thread's device, per target */
+    uint64_t stale_launch_errors;                    /* hoffdbl_launch calls that found a stale last error */
     /* additions */
     uint64_t lazy_reclaims, lazy_reclaimed_bytes; /* discarded pages whose memory pressure freed */
-    uint64_t poisoned_bytes;       /* bytes filled with HOFFDBL_POISON by discards */
-    uint64_t migrated_d2h_bytes;   /* bytes prefetches moved device -> host (what a copy engine carries) */
-    uint64_t migrated_h2d_bytes;   /* bytes prefetches moved host -> device (a discarded page carries none) */
-    uint64_t access_races;         /* declared accesses on two streams, one a write, with no order between */
-    uint64_t device_races;         /* ...of them on plain device memory (cudaMalloc) */
-    uint64_t captured_ops;         /* ops recorded into a capture (not run) */
-    uint64_t capture_refusals;     /* calls refused because of a capture (hard errors too) */
-    uint64_t device_calls[8];      /* calls that needed device d's context (made with d current) */
+    uint64_t poisoned_bytes;                      /* bytes filled with HOFFDBL_POISON by discards */
+    uint64_t migrated_d2h_bytes;     /* bytes prefetches moved device -> host (what a copy engine carries) */
+    uint64_t migrated_h2d_bytes;     /* bytes prefetches moved host -> device (a discarded page carries none) */
+    uint64_t access_races;           /* declared accesses on two streams, one a write, with no order between */
+    uint64_t device_races;           /* ...of them on plain device memory (cudaMalloc) */
+    uint64_t captured_ops;           /* ops recorded into a capture (not run) */
+    uint64_t capture_refusals;       /* calls refused because of a capture (hard errors too) */
+    uint64_t device_calls[8];        /* calls that needed device d's context (made with d current) */
     uint64_t discard_prefetch_races; /* a discard and a prefetch (or eviction) of overlapping bytes on two
                                         streams, neither ordered before the other (hard errors too) */
 };
@@ -58,7 +57,7 @@ void hoffdbl_set_strict(int strict);
 int hoffdbl_fail(const char *call, cudaError_t e, int times);
 /* Where the driver has page p: 0..N-1 device, -1 host, -2 discarded/none; -3 not managed. */
 int hoffdbl_page_location(const void *p);
-uint64_t hoffdbl_device_resident(int device);   /* managed bytes resident on device */
+uint64_t hoffdbl_device_resident(int device); /* managed bytes resident on device */
 
 /* Additions for the double's own tests. */
 /* Forget injections, a sticky error and the counters (not the allocations or streams). */

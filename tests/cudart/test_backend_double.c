@@ -143,8 +143,9 @@ static void test_host_drop(void) {
     check(counters(be).drop_refusals == 1, "host_drop_refusals 1");
     calls = hoffdbl_calls("cudaMemDiscardBatchAsync");
     check(be->ops->host_drop(be, c, 2 * MiB) == 0, "the next host_drop");
-    check(hoffdbl_calls("cudaMemDiscardBatchAsync") == calls, "the driver is not asked again (%" PRIu64 " calls, %"
-          PRIu64 " before)", hoffdbl_calls("cudaMemDiscardBatchAsync"), calls);
+    check(hoffdbl_calls("cudaMemDiscardBatchAsync") == calls,
+          "the driver is not asked again (%" PRIu64 " calls, %" PRIu64 " before)",
+          hoffdbl_calls("cudaMemDiscardBatchAsync"), calls);
     check(counters(be).drop_refusals == 2, "each spill that keeps its host pages is counted (%" PRIu64 ")",
           counters(be).drop_refusals);
     be->ops->event_destroy(be, held);

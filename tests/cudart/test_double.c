@@ -224,7 +224,7 @@ static void test_stale_launch_check(void) {
     CU_ASSERT_EQUAL(hoffdbl_launch(s, NULL, 0, NULL, NULL), cudaSuccess); /* passes */
     CU_ASSERT_EQUAL(now().stale_launch_errors, st0.stale_launch_errors);
     CU_ASSERT_EQUAL(cudaLaunchHostFunc(s, gate_fn, &g), cudaSuccess);
-    CU_ASSERT_EQUAL(cudaStreamQuery(s), cudaErrorNotReady); /* and nobody clears it */
+    CU_ASSERT_EQUAL(cudaStreamQuery(s), cudaErrorNotReady);                     /* and nobody clears it */
     CU_ASSERT_EQUAL(hoffdbl_launch(s, NULL, 0, NULL, NULL), cudaErrorNotReady); /* fires */
     CU_ASSERT_EQUAL(now().stale_launch_errors, st0.stale_launch_errors + 1);
     CU_ASSERT_EQUAL(HARD_DELTA(), 1);
@@ -447,10 +447,10 @@ static void test_pointers(void) {
     snap();
     CU_ASSERT_EQUAL(cudaMemcpy(d, host, sizeof host, cudaMemcpyDefault), cudaSuccess);
     CU_ASSERT_EQUAL(prefetch(m, 4 * MiB, 0, NULL), cudaSuccess);
-    CU_ASSERT_EQUAL(HARD_DELTA(), 0); /* all passing */
-    CU_ASSERT_EQUAL(cudaFree(&local), cudaErrorInvalidValue); /* foreign */
+    CU_ASSERT_EQUAL(HARD_DELTA(), 0);                                  /* all passing */
+    CU_ASSERT_EQUAL(cudaFree(&local), cudaErrorInvalidValue);          /* foreign */
     CU_ASSERT_EQUAL(cudaFree((char *)d + 512), cudaErrorInvalidValue); /* interior */
-    CU_ASSERT_EQUAL(cudaFreeHost(d), cudaErrorInvalidValue); /* wrong kind */
+    CU_ASSERT_EQUAL(cudaFreeHost(d), cudaErrorInvalidValue);           /* wrong kind */
     CU_ASSERT_EQUAL(prefetch(d, MiB, 0, NULL), cudaErrorInvalidValue); /* not managed */
     CU_ASSERT_EQUAL(HARD_DELTA(), 4);
     CU_ASSERT_EQUAL(cudaFree(d), cudaSuccess);
@@ -466,13 +466,10 @@ static void test_pointers(void) {
     {
         struct cudaMemLocation loc = {.type = cudaMemLocationTypeDevice, .id = 0};
 
-        CU_ASSERT_EQUAL(cudaMemAdvise(m, 4 * MiB + 1, cudaMemAdviseSetPreferredLocation, loc),
-                        cudaErrorInvalidValue);
-        CU_ASSERT_EQUAL(cudaMemAdvise(m, 4 * MiB, cudaMemAdviseSetPreferredLocation, loc),
-                        cudaSuccess);
+        CU_ASSERT_EQUAL(cudaMemAdvise(m, 4 * MiB + 1, cudaMemAdviseSetPreferredLocation, loc), cudaErrorInvalidValue);
+        CU_ASSERT_EQUAL(cudaMemAdvise(m, 4 * MiB, cudaMemAdviseSetPreferredLocation, loc), cudaSuccess);
     }
-    CU_ASSERT_EQUAL(cudaMemcpy((char *)m + 4 * MiB - 8, host, sizeof host, cudaMemcpyDefault),
-                    cudaErrorInvalidValue);
+    CU_ASSERT_EQUAL(cudaMemcpy((char *)m + 4 * MiB - 8, host, sizeof host, cudaMemcpyDefault), cudaErrorInvalidValue);
     CU_ASSERT_EQUAL(HARD_DELTA(), 4);
     (void)cudaGetLastError();
     CU_ASSERT_EQUAL(cudaFreeHost(h), cudaSuccess);
@@ -495,27 +492,23 @@ static void test_residency_and_meminfo(void) {
     CU_ASSERT_EQUAL(hoffdbl_page_location(m), -2); /* not populated */
     CU_ASSERT_EQUAL(hoffdbl_page_location(&dev0), -3);
     CU_ASSERT_EQUAL(dev_free(), DEVMEM);
-    CU_ASSERT_EQUAL(attr(m, 32 * MiB, cudaMemRangeAttributeLastPrefetchLocationType),
-                    cudaMemLocationTypeInvalid);
+    CU_ASSERT_EQUAL(attr(m, 32 * MiB, cudaMemRangeAttributeLastPrefetchLocationType), cudaMemLocationTypeInvalid);
     CU_ASSERT_EQUAL(prefetch(m, 32 * MiB, 0, NULL), cudaSuccess);
     CU_ASSERT_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
     CU_ASSERT_EQUAL(hoffdbl_page_location(m + 31 * MiB), 0);
     CU_ASSERT_EQUAL(hoffdbl_device_resident(0), 32 * MiB);
     CU_ASSERT_EQUAL(dev_free(), DEVMEM - 32 * MiB);
     CU_ASSERT_EQUAL(attr(m, 32 * MiB, cudaMemRangeAttributeLastPrefetchLocation), 0);
-    CU_ASSERT_EQUAL(attr(m, 32 * MiB, cudaMemRangeAttributeLastPrefetchLocationType),
-                    cudaMemLocationTypeDevice);
+    CU_ASSERT_EQUAL(attr(m, 32 * MiB, cudaMemRangeAttributeLastPrefetchLocationType), cudaMemLocationTypeDevice);
     CU_ASSERT_EQUAL(prefetch(m + 16 * MiB, 16 * MiB, -1, NULL), cudaSuccess);
     CU_ASSERT_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
     CU_ASSERT_EQUAL(hoffdbl_page_location(m + 16 * MiB), -1);
     CU_ASSERT_EQUAL(dev_free(), DEVMEM - 16 * MiB);
-    CU_ASSERT_EQUAL(attr(m + 16 * MiB, 16 * MiB, cudaMemRangeAttributeLastPrefetchLocation),
-                    cudaCpuDeviceId);
+    CU_ASSERT_EQUAL(attr(m + 16 * MiB, 16 * MiB, cudaMemRangeAttributeLastPrefetchLocation), cudaCpuDeviceId);
     CU_ASSERT_EQUAL(attr(m, 32 * MiB, cudaMemRangeAttributeLastPrefetchLocation), cudaInvalidDeviceId);
     CU_ASSERT_EQUAL(cudaMemAdvise(m, 32 * MiB, cudaMemAdviseSetPreferredLocation, dev0), cudaSuccess);
     CU_ASSERT_EQUAL(attr(m, 32 * MiB, cudaMemRangeAttributePreferredLocation), 0);
-    CU_ASSERT_EQUAL(attr(m, 2 * MiB, cudaMemRangeAttributePreferredLocationType),
-                    cudaMemLocationTypeDevice);
+    CU_ASSERT_EQUAL(attr(m, 2 * MiB, cudaMemRangeAttributePreferredLocationType), cudaMemLocationTypeDevice);
     /* A batch: range 0 to the device, range 1 to the host. */
     {
         void *ptrs[2] = {m, m + 16 * MiB};
@@ -523,8 +516,7 @@ static void test_residency_and_meminfo(void) {
         struct cudaMemLocation locs[2] = {{.type = cudaMemLocationTypeHost},
                                           {.type = cudaMemLocationTypeDevice, .id = 0}};
 
-        CU_ASSERT_EQUAL(cudaMemPrefetchBatchAsync(ptrs, sizes, 2, locs, bad, 2, 0, NULL),
-                        cudaErrorInvalidValue);
+        CU_ASSERT_EQUAL(cudaMemPrefetchBatchAsync(ptrs, sizes, 2, locs, bad, 2, 0, NULL), cudaErrorInvalidValue);
         (void)cudaGetLastError();
         CU_ASSERT_EQUAL(cudaMemPrefetchBatchAsync(ptrs, sizes, 2, locs, idx, 2, 0, NULL), cudaSuccess);
         cudaDeviceSynchronize();
@@ -551,7 +543,7 @@ static void test_cudamalloc_evicts(void) {
     /* Device memory is never evicted: this needs more than every managed page gives back. */
     CU_ASSERT_EQUAL(cudaMalloc(&d2, 40 * MiB), cudaErrorMemoryAllocation);
     CU_ASSERT_EQUAL(cudaGetLastError(), cudaErrorMemoryAllocation);
-    CU_ASSERT_EQUAL(hoffdbl_device_resident(0), 32 * MiB); /* nothing evicted in vain */
+    CU_ASSERT_EQUAL(hoffdbl_device_resident(0), 32 * MiB);   /* nothing evicted in vain */
     CU_ASSERT_EQUAL(cudaMalloc(&d2, 32 * MiB), cudaSuccess); /* evicting all of them is enough */
     CU_ASSERT_EQUAL(hoffdbl_device_resident(0), 0);
     cudaFree(d);
@@ -602,8 +594,7 @@ static void test_discard_lazy_and_poison(void) {
     cudaFree(d);
     /* Discard-and-prefetch: populated on the device, no bytes moved, contents poisoned. */
     CU_ASSERT_EQUAL(prefetch(p, n, -1, NULL), cudaSuccess);
-    CU_ASSERT_EQUAL(cudaMemDiscardAndPrefetchBatchAsync(&p, &n, 1, &dev0, &idx, 1, 0, NULL),
-                    cudaSuccess);
+    CU_ASSERT_EQUAL(cudaMemDiscardAndPrefetchBatchAsync(&p, &n, 1, &dev0, &idx, 1, 0, NULL), cudaSuccess);
     cudaDeviceSynchronize();
     CU_ASSERT_EQUAL(hoffdbl_page_location(p), 0);
     CU_ASSERT_EQUAL(((unsigned char *)p)[12345], HOFFDBL_POISON);

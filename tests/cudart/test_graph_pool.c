@@ -130,8 +130,9 @@ int main(void) {
     c = cap_alloc(3, D);
     st = stats();
     check(c == a, "after the release a later capture reuses pool 1's block (%p, was %p)", c, a);
-    check(st.graph_private_bytes == st0.graph_private_bytes, "...with no new mapping (%" PRIu64 " MiB, was %" PRIu64
-          " MiB)", st.graph_private_bytes >> 20, st0.graph_private_bytes >> 20);
+    check(st.graph_private_bytes == st0.graph_private_bytes,
+          "...with no new mapping (%" PRIu64 " MiB, was %" PRIu64 " MiB)", st.graph_private_bytes >> 20,
+          st0.graph_private_bytes >> 20);
     check(st.free_fence_syncs == st0.free_fence_syncs + 1, "...after one device-wide synchronisation (%" PRIu64 ")",
           st.free_fence_syncs - st0.free_fence_syncs);
     c2 = cap_alloc(3, D);
@@ -160,8 +161,8 @@ int main(void) {
     release(0);
     hoff_torch_graph_pool_release(0, 5, 5);
     st = stats();
-    check(st.graph_pool_releases == st0.graph_pool_releases + 3 && st.graph_released_bytes ==
-          st0.graph_released_bytes && st.graph_private_bytes == st0.graph_private_bytes,
+    check(st.graph_pool_releases == st0.graph_pool_releases + 3 &&
+              st.graph_released_bytes == st0.graph_released_bytes && st.graph_private_bytes == st0.graph_private_bytes,
           "releases of unknown ids and of (0, 0) change nothing but the count");
 
     /* 6. Two graphs captured into one pool (pool 5): released only with the second release. */
@@ -177,7 +178,7 @@ int main(void) {
     release(5);
     st = stats();
     check(st.graph_released_bytes == st0.graph_released_bytes, "the first of a shared pool's two releases "
-          "reclaims nothing (its other graph lives)");
+                                                               "reclaims nothing (its other graph lives)");
     begin(6);
     p = cap_alloc(6, D);
     check(p != e1 && p != e2, "...and a capture does not get its blocks (%p)", p);
@@ -206,8 +207,9 @@ int main(void) {
     end(3);
 
     hoffdbl_stats(&ds);
-    check(ds.capture_refusals == 0 && ds.hard_errors == 0, "hoff made no call a capture forbids (%" PRIu64
-          " refusals, %" PRIu64 " hard errors)", ds.capture_refusals, ds.hard_errors);
+    check(ds.capture_refusals == 0 && ds.hard_errors == 0,
+          "hoff made no call a capture forbids (%" PRIu64 " refusals, %" PRIu64 " hard errors)", ds.capture_refusals,
+          ds.hard_errors);
     for (n = 0; n < ngraphs; n++)
         cudaGraphDestroy(graphs[n]);
     printf("# %d passed, %d failed\n", n_pass, n_fail);

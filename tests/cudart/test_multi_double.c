@@ -153,8 +153,9 @@ static int mode_streams(int fence) {
     hoffdbl_stats(&ds);
     hoff_stats_get(ctx, &st);
     printf("# fence=%s: first block %p, second %p; side-stream read saw %d foreign bytes; double: %llu device "
-           "races; hoff: %llu deferred frees\n", fence ? "device" : "stream", (void *)p, (void *)q, r.bad,
-           (unsigned long long)ds.device_races, (unsigned long long)st.deferred_frees);
+           "races; hoff: %llu deferred frees\n",
+           fence ? "device" : "stream", (void *)p, (void *)q, r.bad, (unsigned long long)ds.device_races,
+           (unsigned long long)st.deferred_frees);
     if (fence == HOFF_FENCE_DEVICE) {
         check(q != p, "HOFF_FREE_FENCE=device: the block the side stream still reads is not handed out again");
         check(r.bad == 0, "the side stream's read saw only its own bytes (%d foreign)", r.bad);
@@ -165,17 +166,20 @@ static int mode_streams(int fence) {
         hoff_free(ctx, q, a);
         hoff_empty_cache(ctx); /* a device-wide synchronisation: the deferred frees are safe now */
         hoff_stats_get(ctx, &st);
-        check(st.free_fence_syncs >= 1 && st.deferred_bytes == 0, "a device synchronisation released them (%llu "
-              "syncs, %llu bytes left)", (unsigned long long)st.free_fence_syncs,
-              (unsigned long long)st.deferred_bytes);
+        check(st.free_fence_syncs >= 1 && st.deferred_bytes == 0,
+              "a device synchronisation released them (%llu "
+              "syncs, %llu bytes left)",
+              (unsigned long long)st.free_fence_syncs, (unsigned long long)st.deferred_bytes);
         /* In a step, the step's end releases them. */
         hoff_step_begin(ctx);
         p = hoff_malloc_flags(ctx, 4 * MiB, a, HOFF_ALLOC_DEVICE);
         hoff_free(ctx, p, a);
         hoff_step_end(ctx);
         hoff_stats_get(ctx, &st);
-        check(st.deferred_bytes == 0 && st.free_fence_syncs >= 2, "the step's end released the step's deferred "
-              "frees (%llu syncs)", (unsigned long long)st.free_fence_syncs);
+        check(st.deferred_bytes == 0 && st.free_fence_syncs >= 2,
+              "the step's end released the step's deferred "
+              "frees (%llu syncs)",
+              (unsigned long long)st.free_fence_syncs);
     } else {
         check(q == p, "HOFF_FREE_FENCE=stream: the block is reused on its free's stream at once (%p)", (void *)q);
         check(ds.device_races >= 1, "...and the double's race checker finds the early reuse (%llu races)",
@@ -316,7 +320,8 @@ static int mode_capture(void) {
     hoff_stats_get(ctx, &st);
     check(st.device_foreign_bytes <= st.managed_pool_bytes - st.managed_in_use_bytes,
           "the graph-private blocks are hoff's own device memory: device_foreign_bytes %llu, at most the cached "
-          "managed mappings' %llu (graph_private_bytes %llu)", (unsigned long long)st.device_foreign_bytes,
+          "managed mappings' %llu (graph_private_bytes %llu)",
+          (unsigned long long)st.device_foreign_bytes,
           (unsigned long long)(st.managed_pool_bytes - st.managed_in_use_bytes),
           (unsigned long long)st.graph_private_bytes);
     hoffdbl_stats(&d1);
@@ -389,8 +394,7 @@ static int mode_rank(int k) {
     if (getenv("HWLOC_XMLFILE")) { /* the 8-GPU, 2-socket node of tests/data/topologies/eight-gpus.xml */
         int node = hoff__host_tier_nearest(ctx->mem.host_tier);
 
-        check(node == k / 4, "rank %d: the host tier is on NUMA node %d, its GPU's socket's (want %d)", k, node,
-              k / 4);
+        check(node == k / 4, "rank %d: the host tier is on NUMA node %d, its GPU's socket's (want %d)", k, node, k / 4);
     }
     if (spill && *spill) {
         snprintf(mine, sizeof mine, "%s/rank.%d", spill, k);

@@ -113,8 +113,8 @@ struct run {
     hoff_ctx *ctx;
     cudaStream_t s, side;
     uint64_t launch_errors;
-    uint32_t *acc;          /* side reductions: plain host memory (cudaMallocHost) */
-    struct kargs *kargs;    /* kept alive until the step's end: kernels read them later */
+    uint32_t *acc;       /* side reductions: plain host memory (cudaMallocHost) */
+    struct kargs *kargs; /* kept alive until the step's end: kernels read them later */
     size_t nkargs, maxkargs;
 };
 
@@ -180,8 +180,8 @@ static void step(struct run *r, uint32_t *loss, uint64_t *ghash) {
         hoff_access(r->ctx, x[i], 0, r->s);
         x[i + 1] = talloc(r, bytes);
         u[1].p = x[i + 1];
-        launch(r, r->s, u, 2, kput(r, (struct kargs){.x = x[i], .out = x[i + 1], .n = n, .layer = (uint32_t)i,
-                                                     .kind = 1}));
+        launch(r, r->s, u, 2,
+               kput(r, (struct kargs){.x = x[i], .out = x[i + 1], .n = n, .layer = (uint32_t)i, .kind = 1}));
         if (r->o.streams > 1 && i % 2 == 1) {
             /* A side stream reads the saved input too, after it is ready on
              * the main stream, and is joined only at the step's end. */
@@ -190,8 +190,8 @@ static void step(struct run *r, uint32_t *loss, uint64_t *ghash) {
             cudaEventRecord(ev, r->s);
             cudaStreamWaitEvent(r->side, ev, 0);
             hoff_access(r->ctx, x[i], 0, r->side);
-            launch(r, r->side, su, 1, kput(r, (struct kargs){.x = x[i], .acc = r->acc, .n = n,
-                                                             .layer = (uint32_t)i, .kind = 4}));
+            launch(r, r->side, su, 1,
+                   kput(r, (struct kargs){.x = x[i], .acc = r->acc, .n = n, .layer = (uint32_t)i, .kind = 4}));
             hoff_torch_record_stream(x[i], r->side);
             hoff_access(r->ctx, x[i], 0, r->s); /* the main stream's use is the last mark */
         }
@@ -219,8 +219,8 @@ static void step(struct run *r, uint32_t *loss, uint64_t *ghash) {
         hoff_access(r->ctx, g, 0, r->s);
         gin = talloc(r, bytes);
         u[2].p = gin;
-        launch(r, r->s, u, 3, kput(r, (struct kargs){.x = x[i], .g = g, .out = gin, .n = n, .layer = (uint32_t)i,
-                                                     .kind = 3}));
+        launch(r, r->s, u, 3,
+               kput(r, (struct kargs){.x = x[i], .g = g, .out = gin, .n = n, .layer = (uint32_t)i, .kind = 3}));
         /* the gradient's hash: copied out stream-ordered inside the op (its
          * window is open), hashed after a sync */
         if (cudaMemcpyAsync(host, gin, bytes, cudaMemcpyDefault, r->s) != cudaSuccess ||
@@ -291,7 +291,12 @@ static void reference(const struct opts *o, uint32_t *loss, uint64_t *ghash, uin
 static int parse(int argc, char **argv, struct opts *o) {
     int i;
 
-    *o = (struct opts){.planner = "timed", .budget_pct = 50, .streams = 1, .device = 0, .layers = 12, .steps = 4,
+    *o = (struct opts){.planner = "timed",
+                       .budget_pct = 50,
+                       .streams = 1,
+                       .device = 0,
+                       .layers = 12,
+                       .steps = 4,
                        .words = MiB}; /* 4 MiB activations */
     for (i = 1; i + 1 < argc; i += 2) {
         const char *k = argv[i], *v = argv[i + 1];
@@ -311,8 +316,8 @@ static int parse(int argc, char **argv, struct opts *o) {
         else
             return -1;
     }
-    if (i != argc || o->budget_pct < 0 || o->budget_pct > 100 || o->streams < 1 || o->streams > 2 ||
-        o->device < 0 || o->device > 7 || o->layers < 1 || o->layers > MAX_LAYERS || o->steps < 1)
+    if (i != argc || o->budget_pct < 0 || o->budget_pct > 100 || o->streams < 1 || o->streams > 2 || o->device < 0 ||
+        o->device > 7 || o->layers < 1 || o->layers > MAX_LAYERS || o->steps < 1)
         return -1;
     return 0;
 }
@@ -328,8 +333,10 @@ int main(int argc, char **argv) {
 
     memset(&r, 0, sizeof r);
     if (parse(argc, argv, &r.o) != 0) {
-        fprintf(stderr, "usage: %s [--planner greedy|timed] [--budget-pct 0..100] [--streams 1|2] [--device D] "
-                "[--layers 1..%d] [--steps N]\n", argv[0], MAX_LAYERS);
+        fprintf(stderr,
+                "usage: %s [--planner greedy|timed] [--budget-pct 0..100] [--streams 1|2] [--device D] "
+                "[--layers 1..%d] [--steps N]\n",
+                argv[0], MAX_LAYERS);
         return 2;
     }
     if (cudaGetDeviceCount(&n) != cudaSuccess || n <= r.o.device) {
@@ -379,7 +386,8 @@ int main(int argc, char **argv) {
             fail("cudaDeviceSynchronize after step %d", i + 1);
         if (loss != want_loss || h != want_h)
             fail("step %d: loss %08" PRIx32 " gradients %016" PRIx64 "; plain host memory gives %08" PRIx32
-                 " %016" PRIx64, i + 1, loss, h, want_loss, want_h);
+                 " %016" PRIx64,
+                 i + 1, loss, h, want_loss, want_h);
         if (r.o.streams > 1) {
             int k;
             for (k = 1; k < r.o.layers; k += 2)
@@ -395,11 +403,11 @@ int main(int argc, char **argv) {
            ", fence_syncs %" PRIu64 ", driver_drift_bytes %" PRIu64 "\n",
            st.evictions, st.prefetches, st.discards, st.faults, st.peak_resident_bytes >> 20, st.budget_bytes >> 20,
            st.replans, st.plan_state, st.fence_syncs, st.driver_drift_bytes);
-    printf("# double: hard errors %" PRIu64 ", access races %" PRIu64 ", discard races %" PRIu64 ", move races %" PRIu64 ", faults %" PRIu64
-           ", driver evictions %" PRIu64 ", stale launch errors %" PRIu64 ", contexts on device 0: %" PRIu64
-           ", device 1: %" PRIu64 "\n",
-           ds.hard_errors, ds.access_races, ds.discard_races, ds.move_races, ds.faults, ds.driver_evictions, ds.stale_launch_errors,
-           ds.contexts_created[0], ds.contexts_created[1]);
+    printf("# double: hard errors %" PRIu64 ", access races %" PRIu64 ", discard races %" PRIu64 ", move races %" PRIu64
+           ", faults %" PRIu64 ", driver evictions %" PRIu64 ", stale launch errors %" PRIu64
+           ", contexts on device 0: %" PRIu64 ", device 1: %" PRIu64 "\n",
+           ds.hard_errors, ds.access_races, ds.discard_races, ds.move_races, ds.faults, ds.driver_evictions,
+           ds.stale_launch_errors, ds.contexts_created[0], ds.contexts_created[1]);
     if (ds.hard_errors)
         fail("the double found %" PRIu64 " hard error(s) (see above)", ds.hard_errors);
     if (ds.access_races)
@@ -408,7 +416,8 @@ int main(int argc, char **argv) {
         fail("%" PRIu64 " discard(s) raced a kernel that used the range", ds.discard_races);
     if (ds.move_races)
         fail("%" PRIu64 " eviction(s)/prefetch(es) raced a kernel that used the range: a move not fenced after "
-             "every stream that used the block", ds.move_races);
+             "every stream that used the block",
+             ds.move_races);
     if (r.launch_errors || ds.stale_launch_errors)
         fail("%" PRIu64 " kernel launch check(s) failed on a stale error left by hoff (cudaErrorNotReady)",
              r.launch_errors);

@@ -86,8 +86,7 @@ static void put_bool(const char *probe, const char *key, int v) {
     printf("probe %s.%s: %s\n", probe, key, v ? "true" : "false");
 }
 
-static void put_str(const char *probe, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static void put_str(const char *probe, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void put_str(const char *probe, const char *key, const char *fmt, ...) {
     struct entry *e = add(probe, key, K_STR);
     char buf[96];
@@ -269,14 +268,14 @@ static double gbps(size_t bytes, double ms) {
     return ms > 0 ? (double)bytes / (ms / 1e3) / 1e9 : NAN;
 }
 
-#define TRY(probe, call)                                                                      \
-    do {                                                                                      \
-        cudaError_t e_ = (call);                                                              \
-        if (e_ != cudaSuccess) {                                                              \
-            (void)cudaGetLastError();                                                         \
-            rc = probe_fail(probe, "%s: %s", #call, cudaGetErrorName(e_));                    \
-            goto out;                                                                         \
-        }                                                                                     \
+#define TRY(probe, call)                                                   \
+    do {                                                                   \
+        cudaError_t e_ = (call);                                           \
+        if (e_ != cudaSuccess) {                                           \
+            (void)cudaGetLastError();                                      \
+            rc = probe_fail(probe, "%s: %s", #call, cudaGetErrorName(e_)); \
+            goto out;                                                      \
+        }                                                                  \
     } while (0)
 
 /* ---- (1) does cudaErrorNotReady stick? ----------------------------------------------- */
@@ -433,8 +432,7 @@ static int probe_malloc_evicts(size_t free0) {
     put_int(P, "free_after_malloc", f_malloc);
     (void)cudaGetLastError();
     put_bool(P, "malloc_succeeds", e == cudaSuccess);
-    if (cudaMemRangeGetAttribute(&lt, sizeof lt, cudaMemRangeAttributeLastPrefetchLocationType, m, n) ==
-        cudaSuccess)
+    if (cudaMemRangeGetAttribute(&lt, sizeof lt, cudaMemRangeAttributeLastPrefetchLocationType, m, n) == cudaSuccess)
         put_int(P, "last_prefetch_location_type", (long long)lt);
     else
         (void)cudaGetLastError();
@@ -471,8 +469,8 @@ out:
 
 /* One prefetch of (m, n) to loc on s: gated (behind a host function that
  * holds s) or not.  Host time in the call and device time of the transfer. */
-static int one_prefetch(const char *P, const char *dir, int gated, void *m, size_t n,
-                        struct cudaMemLocation loc, cudaStream_t s, cudaEvent_t t0, cudaEvent_t t1) {
+static int one_prefetch(const char *P, const char *dir, int gated, void *m, size_t n, struct cudaMemLocation loc,
+                        cudaStream_t s, cudaEvent_t t0, cudaEvent_t t1) {
     struct gate g = {0, 0};
     char key[48];
     uint64_t c0, c1;
@@ -534,8 +532,7 @@ static int probe_prefetch_blocks(size_t free0) {
     TRY(P, cudaStreamSynchronize(s));
     if (one_prefetch(P, "d2h", 1, m, n, host_loc(), s, t0, t1) ||
         one_prefetch(P, "h2d", 1, m, n, dev_loc(), s, t0, t1) ||
-        one_prefetch(P, "d2h", 0, m, n, host_loc(), s, t0, t1) ||
-        one_prefetch(P, "h2d", 0, m, n, dev_loc(), s, t0, t1))
+        one_prefetch(P, "d2h", 0, m, n, host_loc(), s, t0, t1) || one_prefetch(P, "h2d", 0, m, n, dev_loc(), s, t0, t1))
         rc = -1;
 out:
     if (s) {
@@ -650,8 +647,7 @@ int main(void) {
         return 77;
     }
     if (device < 0 || device >= n) {
-        snprintf(reason, sizeof reason, "HOFF_DEVICE=%d but there are %d devices (0 to %d)", device, n,
-                 n - 1);
+        snprintf(reason, sizeof reason, "HOFF_DEVICE=%d but there are %d devices (0 to %d)", device, n, n - 1);
         printf("# skip: %s\n", reason);
         write_json("skipped", reason);
         return 77;

@@ -25,10 +25,10 @@
 
 #define MiB ((size_t)1 << 20)
 #define GiB ((size_t)1 << 30)
-#define BLK (256 * MiB)      /* the block the checks move */
-#define BENCH (1 * GiB)      /* the block the bandwidth is measured on */
+#define BLK (256 * MiB)       /* the block the checks move */
+#define BENCH (1 * GiB)       /* the block the bandwidth is measured on */
 #define MAX_MANAGED (4 * GiB) /* never map more than this, nor more than half the free memory */
-#define TOL (24 * MiB)       /* slack on cudaMemGetInfo deltas */
+#define TOL (24 * MiB)        /* slack on cudaMemGetInfo deltas */
 #define GATE_MAX_NS (5ull * 1000000000ull)
 #define WATCHDOG_S 270
 
@@ -68,15 +68,23 @@ static struct {
     uint64_t total_bytes;
     int host_numa;
     uint64_t bench_bytes;
-    double evict_gbps, prefetch_gbps;     /* cudaEvent-timed transfer */
+    double evict_gbps, prefetch_gbps;         /* cudaEvent-timed transfer */
     double evict_issue_us, prefetch_issue_us; /* host time in the op call */
-    int issue_blocked;                    /* an op call waited for its "after" */
+    int issue_blocked;                        /* an op call waited for its "after" */
     int64_t alloc_drop, evict_rise, prefetch_drop, discard_rise, populate_drop;
     int64_t api_evict_rise;
-} R = {.host_numa = -2, .evict_gbps = NAN, .prefetch_gbps = NAN,
-       .evict_issue_us = NAN, .prefetch_issue_us = NAN, .issue_blocked = -1,
-       .alloc_drop = INT64_MIN, .evict_rise = INT64_MIN, .prefetch_drop = INT64_MIN,
-       .discard_rise = INT64_MIN, .populate_drop = INT64_MIN, .api_evict_rise = INT64_MIN};
+} R = {.host_numa = -2,
+       .evict_gbps = NAN,
+       .prefetch_gbps = NAN,
+       .evict_issue_us = NAN,
+       .prefetch_issue_us = NAN,
+       .issue_blocked = -1,
+       .alloc_drop = INT64_MIN,
+       .evict_rise = INT64_MIN,
+       .prefetch_drop = INT64_MIN,
+       .discard_rise = INT64_MIN,
+       .populate_drop = INT64_MIN,
+       .api_evict_rise = INT64_MIN};
 
 static void json_num(FILE *f, const char *k, double v, int last) {
     if (isnan(v))
@@ -237,8 +245,7 @@ static const char *loc_type_name(int t) {
 static int last_prefetch_type(void *p, size_t n) {
     enum cudaMemLocationType t = cudaMemLocationTypeInvalid;
 
-    if (cudaMemRangeGetAttribute(&t, sizeof t, cudaMemRangeAttributeLastPrefetchLocationType,
-                                 p, n) != cudaSuccess) {
+    if (cudaMemRangeGetAttribute(&t, sizeof t, cudaMemRangeAttributeLastPrefetchLocationType, p, n) != cudaSuccess) {
         (void)cudaGetLastError();
         return -1;
     }
@@ -246,8 +253,7 @@ static int last_prefetch_type(void *p, size_t n) {
 }
 
 static int is_host_type(int t) {
-    return t == cudaMemLocationTypeHost || t == cudaMemLocationTypeHostNuma ||
-           t == cudaMemLocationTypeHostNumaCurrent;
+    return t == cudaMemLocationTypeHost || t == cudaMemLocationTypeHostNuma || t == cudaMemLocationTypeHostNumaCurrent;
 }
 
 /* A gate: a host function that holds a stream until opened (or GATE_MAX_NS). */
@@ -301,8 +307,8 @@ typedef int (*xfer_fn)(struct hoff__backend *, void *, size_t, hoff__event *, ho
 
 /* Move (p, size) with op, after a gate on a user stream; measure the op call
  * and the transfer (cudaEvents).  Returns the op's rc; *gbps, *issue_us. */
-static int timed_transfer(struct hoff__backend *be, xfer_fn op, const char *what, void *p,
-                          size_t size, cudaStream_t us, double *gbps, double *issue_us) {
+static int timed_transfer(struct hoff__backend *be, xfer_fn op, const char *what, void *p, size_t size, cudaStream_t us,
+                          double *gbps, double *issue_us) {
     struct gate g = {0, 0};
     cudaEvent_t t0 = NULL, t1 = NULL;
     uint64_t c0, c1;
@@ -336,8 +342,7 @@ static int timed_transfer(struct hoff__backend *be, xfer_fn op, const char *what
     } else {
         if (R.issue_blocked < 0)
             R.issue_blocked = 0;
-        check(q == -EAGAIN, "%s: \"done\" waits for \"after\" (event_query = %d while the gate holds)",
-              what, q);
+        check(q == -EAGAIN, "%s: \"done\" waits for \"after\" (event_query = %d while the gate holds)", what, q);
     }
     __atomic_store_n(&g.open, 1, __ATOMIC_RELEASE);
     check(rc == 0, "%s of %zu MiB: rc %d (%s)", what, size / MiB, rc, rc ? hoff_last_error() : "");
@@ -346,8 +351,7 @@ static int timed_transfer(struct hoff__backend *be, xfer_fn op, const char *what
     cudaStreamSynchronize(us);
     if (rc == 0 && q == 0 && cudaEventElapsedTime(&ms, t0, t1) == cudaSuccess && ms > 0) {
         *gbps = (double)size / ((double)ms / 1e3) / 1e9;
-        note("%s: %.1f GB/s (%.2f ms on the copy stream), op call %.1f us", what, *gbps,
-             (double)ms, *issue_us);
+        note("%s: %.1f GB/s (%.2f ms on the copy stream), op call %.1f us", what, *gbps, (double)ms, *issue_us);
     } else {
         (void)cudaGetLastError();
     }
@@ -374,8 +378,7 @@ static void test_backend(int device, size_t cap) {
     cfg.backend = HOFF_BACKEND_CUDA;
     cfg.device = device;
     rc = hoff__backend_open_cuda(&cfg, &be);
-    if (!check(rc == 0 && be, "hoff__backend_open_cuda(device %d): rc %d %s", device, rc,
-               rc ? hoff_last_error() : ""))
+    if (!check(rc == 0 && be, "hoff__backend_open_cuda(device %d): rc %d %s", device, rc, rc ? hoff_last_error() : ""))
         return;
     check(strcmp(be->ops->name, "cuda") == 0, "backend name is \"%s\"", be->ops->name);
 
@@ -387,8 +390,7 @@ static void test_backend(int device, size_t cap) {
         cudaGetDeviceCount(&n);
         bad_cfg.device = n;
         rc = hoff__backend_open_cuda(&bad_cfg, &nb);
-        check(rc == -ENODEV && !nb, "open with device %d (does not exist): -ENODEV (%d): %s", n,
-              rc, hoff_last_error());
+        check(rc == -ENODEV && !nb, "open with device %d (does not exist): -ENODEV (%d): %s", n, rc, hoff_last_error());
     }
 
     rc = be->ops->mem_info(be, &bf, &bt);
@@ -397,8 +399,7 @@ static void test_backend(int device, size_t cap) {
           (unsigned long long)(bt / MiB), rt / MiB);
     check(bf > 0 && bf <= bt && (int64_t)bf - (int64_t)rf < (int64_t)(256 * MiB) &&
               (int64_t)rf - (int64_t)bf < (int64_t)(256 * MiB),
-          "mem_info: free %llu MiB (cudaMemGetInfo %zu MiB)", (unsigned long long)(bf / MiB),
-          rf / MiB);
+          "mem_info: free %llu MiB (cudaMemGetInfo %zu MiB)", (unsigned long long)(bf / MiB), rf / MiB);
 
     if (cudaStreamCreateWithFlags(&us, cudaStreamNonBlocking) != cudaSuccess) {
         (void)cudaGetLastError();
@@ -418,16 +419,14 @@ static void test_backend(int device, size_t cap) {
     f0 = dev_free();
     rc = be->ops->managed_alloc(be, BLK, &a);
     f1 = dev_free();
-    if (!check(rc == 0 && a, "managed_alloc(%zu MiB): rc %d %s", BLK / MiB, rc,
-               rc ? hoff_last_error() : ""))
+    if (!check(rc == 0 && a, "managed_alloc(%zu MiB): rc %d %s", BLK / MiB, rc, rc ? hoff_last_error() : ""))
         goto out;
     check(((uintptr_t)a % HOFF__MANAGED_GRAIN) == 0, "managed mapping %p is 2 MiB aligned", a);
     R.alloc_drop = f0 - f1;
     check(near(f0 - f1, BLK), "device free memory dropped by %.1f MiB after managed_alloc (want %zu +- %zu)",
           mib(f0 - f1), BLK / MiB, TOL / MiB);
     t = last_prefetch_type(a, BLK);
-    check(t == cudaMemLocationTypeDevice, "new mapping: last prefetch location is %s",
-          loc_type_name(t));
+    check(t == cudaMemLocationTypeDevice, "new mapping: last prefetch location is %s", loc_type_name(t));
     rc = fill(be_copy, be, a, BLK, 1);
     check(rc == 0, "memcpy op: fill %zu MiB with a pattern (rc %d)", BLK / MiB, rc);
     bad = verify(be_copy, be, a, BLK, 1);
@@ -474,8 +473,8 @@ static void test_backend(int device, size_t cap) {
             check(be->ops->event_sync(be, done) == 0, "evict: event_sync(done)");
             f1 = dev_free();
             R.evict_rise = f1 - f0;
-            check(near(f1 - f0, BLK), "device free memory rose by %.1f MiB after evict (want %zu +- %zu)",
-                  mib(f1 - f0), BLK / MiB, TOL / MiB);
+            check(near(f1 - f0, BLK), "device free memory rose by %.1f MiB after evict (want %zu +- %zu)", mib(f1 - f0),
+                  BLK / MiB, TOL / MiB);
             t = last_prefetch_type(a, BLK);
             check(is_host_type(t), "evicted: last prefetch location is %s", loc_type_name(t));
         } else {
@@ -487,16 +486,14 @@ static void test_backend(int device, size_t cap) {
     f0 = dev_free();
     check(be->ops->event_record(be, ev, us) == 0, "event_record on a user stream");
     rc = be->ops->prefetch(be, a, BLK, ev, done);
-    check(rc == 0, "prefetch(%zu MiB, after = that event): rc %d %s", BLK / MiB, rc,
-          rc ? hoff_last_error() : "");
+    check(rc == 0, "prefetch(%zu MiB, after = that event): rc %d %s", BLK / MiB, rc, rc ? hoff_last_error() : "");
     check(be->ops->event_sync(be, done) == 0, "prefetch: event_sync(done)");
     f1 = dev_free();
     R.prefetch_drop = f0 - f1;
-    check(near(f0 - f1, BLK), "device free memory dropped by %.1f MiB after prefetch (want %zu +- %zu)",
-          mib(f0 - f1), BLK / MiB, TOL / MiB);
+    check(near(f0 - f1, BLK), "device free memory dropped by %.1f MiB after prefetch (want %zu +- %zu)", mib(f0 - f1),
+          BLK / MiB, TOL / MiB);
     t = last_prefetch_type(a, BLK);
-    check(t == cudaMemLocationTypeDevice, "prefetched: last prefetch location is %s",
-          loc_type_name(t));
+    check(t == cudaMemLocationTypeDevice, "prefetched: last prefetch location is %s", loc_type_name(t));
     bad = verify(be_copy, be, a, BLK, 1);
     check(bad == 0, "every byte survived evict + prefetch (%lld)", (long long)bad);
 
@@ -518,11 +515,12 @@ static void test_backend(int device, size_t cap) {
     check(rc == 0, "prefetch with after = done = NULL: rc %d", rc);
     check(be->ops->sync(be) == 0, "sync after the prefetch");
     f1 = dev_free();
-    check(near(f0 - f1, BLK), "device free memory dropped by %.1f MiB after the prefetch with no events",
-          mib(f0 - f1));
+    check(near(f0 - f1, BLK), "device free memory dropped by %.1f MiB after the prefetch with no events", mib(f0 - f1));
     t = last_prefetch_type(a, BLK);
-    check(t == cudaMemLocationTypeDevice, "prefetched with no events: last prefetch location is %s "
-          "(the discard below starts from a resident block)", loc_type_name(t));
+    check(t == cudaMemLocationTypeDevice,
+          "prefetched with no events: last prefetch location is %s "
+          "(the discard below starts from a resident block)",
+          loc_type_name(t));
     bad = verify(be_copy, be, a, BLK, 1);
     check(bad == 0, "every byte survived a round trip with no events (%lld)", (long long)bad);
 
@@ -555,8 +553,7 @@ static void test_backend(int device, size_t cap) {
     note("device free memory changed by %+.1f MiB after populate (informational)", mib(f0 - f1));
     rc = fill(be_copy, be, a, BLK, 2);
     bad = verify(be_copy, be, a, BLK, 2);
-    check(rc == 0 && bad == 0, "a discarded, repopulated block holds new data (%d, %lld)", rc,
-          (long long)bad);
+    check(rc == 0 && bad == 0, "a discarded, repopulated block holds new data (%d, %lld)", rc, (long long)bad);
 
     /* managed_free. */
     check(be->ops->managed_free(be, a, BLK / 2) == -EINVAL, "managed_free with the wrong size: -EINVAL");
@@ -588,8 +585,7 @@ static void test_backend(int device, size_t cap) {
         void *huge = NULL;
 
         rc = be->ops->dev_alloc(be, (size_t)bt * 2, &huge);
-        check(rc == -ENOMEM && !huge, "dev_alloc of twice the device: -ENOMEM (%d): %s", rc,
-              hoff_last_error());
+        check(rc == -ENOMEM && !huge, "dev_alloc of twice the device: -ENOMEM (%d): %s", rc, hoff_last_error());
         check(cudaGetLastError() == cudaSuccess, "the failed call left no CUDA error behind");
     }
 
@@ -623,8 +619,7 @@ static void test_backend(int device, size_t cap) {
         timed_transfer(be, be->ops->prefetch, "prefetch", big, n, us, &R.prefetch_gbps, &issue);
         R.prefetch_issue_us = issue;
         bad = verify(be_copy, be, big, n, 4);
-        check(bad == 0, "every byte of %zu MiB survived the timed round trip (%lld)", n / MiB,
-              (long long)bad);
+        check(bad == 0, "every byte of %zu MiB survived the timed round trip (%lld)", n / MiB, (long long)bad);
         check(be->ops->managed_free(be, big, n) == 0, "managed_free(%zu MiB)", n / MiB);
         big = NULL;
     }
@@ -668,8 +663,7 @@ static void test_api(int device) {
     check(strcmp(hoff_backend_name(ctx), "cuda") == 0, "hoff_backend_name: %s", hoff_backend_name(ctx));
 
     p = hoff_malloc_flags(ctx, BLK, NULL, HOFF_ALLOC_MANAGED);
-    if (!check(p != NULL, "hoff_malloc_flags(%zu MiB, MANAGED): %p %s", BLK / MiB, p,
-               p ? "" : hoff_last_error()))
+    if (!check(p != NULL, "hoff_malloc_flags(%zu MiB, MANAGED): %p %s", BLK / MiB, p, p ? "" : hoff_last_error()))
         goto out;
     check(hoff_block_size(ctx, p) >= BLK, "hoff_block_size >= %zu MiB", BLK / MiB);
     r = hoff_residency(ctx, p);
@@ -696,8 +690,7 @@ static void test_api(int device) {
     check(hoff_sync(ctx) == 0, "hoff_sync");
     r = hoff_residency(ctx, p);
     check(r == HOFF_RES_DEVICE, "after hoff_prefetch + hoff_sync the block is on the device (%d)", r);
-    check(last_prefetch_type(p, BLK) == cudaMemLocationTypeDevice,
-          "the driver's last prefetch location is the device");
+    check(last_prefetch_type(p, BLK) == cudaMemLocationTypeDevice, "the driver's last prefetch location is the device");
     bad = verify(rt_copy, NULL, p, BLK, 5);
     check(bad == 0, "every byte survived hoff_evict + hoff_prefetch (%lld)", (long long)bad);
     rc = hoff_prefetch(ctx, p, NULL);
@@ -717,9 +710,8 @@ static void test_api(int device) {
     check(rc == 0, "hoff_stats_get: rc %d", rc);
     check(st.evictions >= 1 && st.bytes_evicted >= BLK, "stats: %llu evictions, %llu bytes evicted",
           (unsigned long long)st.evictions, (unsigned long long)st.bytes_evicted);
-    check(st.prefetches >= 1 && st.bytes_prefetched >= BLK,
-          "stats: %llu prefetches, %llu bytes prefetched", (unsigned long long)st.prefetches,
-          (unsigned long long)st.bytes_prefetched);
+    check(st.prefetches >= 1 && st.bytes_prefetched >= BLK, "stats: %llu prefetches, %llu bytes prefetched",
+          (unsigned long long)st.prefetches, (unsigned long long)st.bytes_prefetched);
     check(st.transfer_errors == 0, "stats: %llu transfer errors", (unsigned long long)st.transfer_errors);
     check(st.live_blocks >= 1, "stats: %llu live blocks", (unsigned long long)st.live_blocks);
 
@@ -764,13 +756,12 @@ int main(void) {
         R.host_numa = numa;
     (void)cudaGetLastError();
     R.total_bytes = t;
-    printf("# device %d: %s, %zu MiB free of %zu MiB, host NUMA node %d\n", device, R.device,
-           f / MiB, t / MiB, numa);
+    printf("# device %d: %s, %zu MiB free of %zu MiB, host NUMA node %d\n", device, R.device, f / MiB, t / MiB, numa);
 
     cap = f / 2 < MAX_MANAGED ? f / 2 : MAX_MANAGED;
     if (cap < 2 * BLK) {
-        printf("# skip: only %zu MiB free; the suite maps up to %zu MiB and never more than half\n",
-               f / MiB, (size_t)(BENCH + BLK) / MiB);
+        printf("# skip: only %zu MiB free; the suite maps up to %zu MiB and never more than half\n", f / MiB,
+               (size_t)(BENCH + BLK) / MiB);
         return 77;
     }
     hbuf = malloc(BLK);

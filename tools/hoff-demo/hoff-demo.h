@@ -23,8 +23,8 @@
 struct act_spec {
     const char *name;
     size_t bytes;
-    int candidate;  /* >= managed_min: goes to the managed pool (in a step) */
-    size_t usable;  /* bytes hoff hands out for it (probed), candidates only */
+    int candidate; /* >= managed_min: goes to the managed pool (in a step) */
+    size_t usable; /* bytes hoff hands out for it (probed), candidates only */
 };
 
 struct act {
@@ -38,14 +38,14 @@ enum demo_mode {
 };
 
 struct step_report {
-    int state;                    /* enum hoff_plan_state of the step (fallback if it diverged) */
-    int planned;                  /* a schedule was built at the end of this step, or (planning
-                                     thread) became ready for use at its start */
-    int planning;                 /* the step ran under the online policy while the plan was made */
-    int plan_after;               /* a plan is being made once the step is over (recorded) */
-    uint64_t host_ns;             /* host time of the training thread from step begin to end */
-    uint64_t plan_wait_ns;        /* ...of which it waited for planning */
-    struct hoff__drive_step c;    /* time, compute, stall, traffic and peak (hoff__drive_step_counters) */
+    int state;                 /* enum hoff_plan_state of the step (fallback if it diverged) */
+    int planned;               /* a schedule was built at the end of this step, or (planning
+                                  thread) became ready for use at its start */
+    int planning;              /* the step ran under the online policy while the plan was made */
+    int plan_after;            /* a plan is being made once the step is over (recorded) */
+    uint64_t host_ns;          /* host time of the training thread from step begin to end */
+    uint64_t plan_wait_ns;     /* ...of which it waited for planning */
+    struct hoff__drive_step c; /* time, compute, stall, traffic and peak (hoff__drive_step_counters) */
     uint64_t bytes_faulted, fired, skipped;
     uint64_t prefetch_issued, prefetch_resident, prefetch_nospace;
 };
@@ -62,27 +62,27 @@ struct bad_block {
 struct demo {
     /* options */
     unsigned layers, hidden, seq, batch, steps;
-    int mode;                     /* enum demo_mode */
-    unsigned lookahead;           /* manual: layers prefetched ahead in backward; 0 = budget room */
-    int corrupt;                  /* flip a byte after writing (checks the checker) */
+    int mode;           /* enum demo_mode */
+    unsigned lookahead; /* manual: layers prefetched ahead in backward; 0 = budget room */
+    int corrupt;        /* flip a byte after writing (checks the checker) */
     double tflops;
     int json;
-    int plan_thread;              /* the context plans on its planning thread (HOFF_PLAN_THREAD) */
+    int plan_thread; /* the context plans on its planning thread (HOFF_PLAN_THREAD) */
     /* workload */
     struct act_spec spec[DEMO_BLOCKS_PER_LAYER];
     int nspec;
     uint64_t param_bytes, nparams;
     uint64_t act_bytes_layer, cand_bytes_layer, cand_usable_layer;
-    uint64_t act_peak;            /* resident offload bytes without offload */
+    uint64_t act_peak; /* resident offload bytes without offload */
     uint64_t budget;
-    double budget_pct;            /* < 0: given as a size */
-    uint64_t fwd_ns, bwd_ns;      /* modelled compute per layer */
-    double step_compute_ns;       /* modelled compute per step */
+    double budget_pct;       /* < 0: given as a size */
+    uint64_t fwd_ns, bwd_ns; /* modelled compute per layer */
+    double step_compute_ns;  /* modelled compute per step */
     /* run */
     hoff_ctx *ctx;
     hoff_stream stream;
     int compute_modelled;
-    struct act *acts;             /* layers x nspec */
+    struct act *acts; /* layers x nspec */
     struct step_report *rep;
     uint64_t verified_blocks, verified_bytes;
     uint64_t prefetch_errors, access_errors;

@@ -115,8 +115,7 @@ static void prefetch_layer(struct demo *d, unsigned l, struct step_report *r, in
         if (res != HOFF_RES_HOST && res != HOFF_RES_DISCARDED)
             continue; /* still evicting: a later pass or the access brings it back */
         if (fit_only && d->budget &&
-            (hoff_stats_get(d->ctx, &st) != 0 ||
-             st.resident_bytes + d->spec[j].usable > d->budget)) {
+            (hoff_stats_get(d->ctx, &st) != 0 || st.resident_bytes + d->spec[j].usable > d->budget)) {
             r->prefetch_nospace++;
             continue;
         }
@@ -128,8 +127,7 @@ static void prefetch_layer(struct demo *d, unsigned l, struct step_report *r, in
         else if (rc == -HOFF_EBUDGET)
             r->prefetch_nospace++; /* comes back on demand instead */
         else if (d->prefetch_errors++ == 0)
-            fprintf(stderr, "hoff-demo: warning: hoff_prefetch: %s (%s)\n",
-                    hoff_strerror(rc), hoff_last_error());
+            fprintf(stderr, "hoff-demo: warning: hoff_prefetch: %s (%s)\n", hoff_strerror(rc), hoff_last_error());
     }
 }
 
@@ -185,8 +183,7 @@ int backward(struct demo *d, int step, struct step_report *r) {
 
                     if (need == 0)
                         continue;
-                    if (d->budget == 0 || hoff_stats_get(d->ctx, &st) != 0 ||
-                        st.resident_bytes + need > d->budget)
+                    if (d->budget == 0 || hoff_stats_get(d->ctx, &st) != 0 || st.resident_bytes + need > d->budget)
                         break; /* no room: it would only evict what is needed sooner */
                     prefetch_layer(d, (unsigned)k, r, 1);
                 }

@@ -15,13 +15,10 @@ void build_workload(struct demo *d, uint64_t managed_min) {
         const char *name;
         size_t bytes;
     } s[] = {
-        {"ln1_input", bsh * 2},
-        {"qkv", bsh * 3 * 2},
-        {"attn_out", bsh * 2},
-        {"attn_lse", (size_t)d->batch * heads * d->seq * 4}, /* fp32 */
-        {"attn_dropout_mask", bsh},                          /* 1 byte */
-        {"ln2_input", bsh * 2},
-        {"mlp_fc1", bsh * 4 * 2},
+        {"ln1_input", bsh * 2},     {"qkv", bsh * 3 * 2},
+        {"attn_out", bsh * 2},      {"attn_lse", (size_t)d->batch * heads * d->seq * 4}, /* fp32 */
+        {"attn_dropout_mask", bsh},                                                      /* 1 byte */
+        {"ln2_input", bsh * 2},     {"mlp_fc1", bsh * 4 * 2},
         {"mlp_gelu", bsh * 4 * 2},
     };
     double fwd_flops;
@@ -41,8 +38,8 @@ void build_workload(struct demo *d, uint64_t managed_min) {
     d->param_bytes = (uint64_t)d->layers * (12ull * d->hidden * d->hidden * 2 + 4ull * d->hidden * 2);
     d->nparams = (uint64_t)d->layers * 6;
     /* Forward FLOPs of a layer: 24*b*s*h^2 (matmuls) + 4*b*s^2*h (attention). */
-    fwd_flops = 24.0 * d->batch * d->seq * (double)d->hidden * d->hidden +
-                4.0 * d->batch * (double)d->seq * d->seq * d->hidden;
+    fwd_flops =
+        24.0 * d->batch * d->seq * (double)d->hidden * d->hidden + 4.0 * d->batch * (double)d->seq * d->seq * d->hidden;
     /* A step computes for 3 * layers * fwd; main refuses one past the
      * longest step hoff models (the sim clock must not saturate). */
     d->step_compute_ns = 3.0 * d->layers * (fwd_flops / (d->tflops * 1e3));

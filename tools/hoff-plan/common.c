@@ -130,17 +130,20 @@ void hp_floor_text(const struct hoff__trace *t, const struct hp_floor *f, uint64
     unsigned k;
 
     printf("%sworking-set floor: %s at event %" PRIu32 " (%" PRIu32 " blocks on the device): no plan goes below "
-           "it%s%s%s\n", indent, SZ(f->bytes), f->ev, f->w.blocks, budget && budget < f->bytes ? "; " : "",
+           "it%s%s%s\n",
+           indent, SZ(f->bytes), f->ev, f->w.blocks, budget && budget < f->bytes ? "; " : "",
            budget && budget < f->bytes ? budget_name : "",
            budget && budget < f->bytes ? " is below it, so the plan is for it" : "");
     if (f->bytes == 0)
         return;
     if (f->w.op_ev == UINT32_MAX)
         printf("%s  where: the step's end closes the use windows open there (no op mark after it; the mark "
-               "before: %s)\n", indent, hoff__plan_op_at(t, f->ev));
+               "before: %s)\n",
+               indent, hoff__plan_op_at(t, f->ev));
     else
         printf("%s  where: op %s, %s%s (its mark, event %" PRIu32 ", closes the use windows open there; the "
-               "mark before: %s)\n", indent, hoff__plan_op_name(t, f->w.op_ev),
+               "mark before: %s)\n",
+               indent, hoff__plan_op_name(t, f->w.op_ev),
                f->w.phase ? hoff_phase_name((int)f->w.phase) : "no phase recorded", f->w.phase ? " phase" : "",
                f->w.op_ev, hoff__plan_op_at(t, f->ev));
     printf("%s  largest blocks:", indent);

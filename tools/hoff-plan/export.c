@@ -18,9 +18,7 @@ static void usage(FILE *f) {
             "restores), and counter tracks for the bytes on the device, the host tier and the\n"
             "NVMe tier.  Times are the sim's virtual clock; every step is exported.\n"
             "\n"
-            "  --perfetto FILE      the JSON to write (required)\n"
-            PIC_FLAGS_HELP
-            "  -h, --help           this text\n"
+            "  --perfetto FILE      the JSON to write (required)\n" PIC_FLAGS_HELP "  -h, --help           this text\n"
             "\n"
             "Exit status: 0 ok, 1 unreadable trace, runtime error or unwritable file, 2 bad usage,\n"
             "3 refused: the machine has too little memory available now (--no-memory-check).\n");
@@ -35,7 +33,7 @@ static void usage(FILE *f) {
 struct ex {
     struct pic p;
     FILE *f;
-    int first;      /* no event written yet */
+    int first; /* no event written yet */
     size_t nslices;
 };
 
@@ -104,8 +102,7 @@ static void head(struct ex *x) {
         fprintf(x->f, "{\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":\"%s\"}}",
                 tracks[k].tid, tracks[k].name);
         sep(x);
-        fprintf(x->f,
-                "{\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%d}}",
+        fprintf(x->f, "{\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%d}}",
                 tracks[k].tid, k);
     }
 }

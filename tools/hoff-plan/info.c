@@ -10,16 +10,15 @@
 #include "mem/pool.h"
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: hoff-plan info TRACE [--json]\n"
-            "Summarises a trace: events by kind, blocks by pool, retained, pinned and kept\n"
-            "blocks, the peaks without offload, the working-set floor and where it comes from\n"
-            "(the op, its phase, the largest blocks), the step time and the header fields.\n"
-            "\n"
-            "  --json       print one JSON object\n"
-            "  -h, --help   this text\n"
-            "\n"
-            "Exit status: 0 ok, 1 unreadable trace, 2 bad usage.\n");
+    fprintf(f, "usage: hoff-plan info TRACE [--json]\n"
+               "Summarises a trace: events by kind, blocks by pool, retained, pinned and kept\n"
+               "blocks, the peaks without offload, the working-set floor and where it comes from\n"
+               "(the op, its phase, the largest blocks), the step time and the header fields.\n"
+               "\n"
+               "  --json       print one JSON object\n"
+               "  -h, --help   this text\n"
+               "\n"
+               "Exit status: 0 ok, 1 unreadable trace, 2 bad usage.\n");
 }
 
 /* The figures info prints. */
@@ -67,8 +66,7 @@ static int count(const struct hp_args *a, const struct hoff__trace *t, struct in
     n->tpeak_asked = hoff__trace_peak(t, NULL, HOFF__POOLS_ALL, NULL);
     hp_plan_opts(a, t->budget_bytes, &po);
     if ((rc = hoff__plan_floor(t, &po, &floor, &floor_ev)) != 0) {
-        fprintf(stderr, "%s info: the working-set floor of %s: %s\n", hp_cmd, a->trace_path,
-                hoff_strerror(rc));
+        fprintf(stderr, "%s info: the working-set floor of %s: %s\n", hp_cmd, a->trace_path, hoff_strerror(rc));
         return EXIT_FAIL;
     }
     return hp_floor("info", t, &po, floor, floor_ev, &n->floor);
@@ -112,15 +110,14 @@ static void print_text(const char *path, const struct hoff__trace *t, const stru
 
     printf("trace: %s (format version %" PRIu32 ", recorded on %s)\n", path, t->version,
            t->backend[0] ? t->backend : "?");
-    printf("events: %zu (%zu allocs, %zu frees, %zu accesses, %zu ops, %zu regions; %" PRIu32 " op names)\n",
-           t->nev, n->kinds[HOFF__TEV_ALLOC], n->kinds[HOFF__TEV_FREE], n->kinds[HOFF__TEV_ACCESS],
-           n->kinds[HOFF__TEV_OP], n->kinds[HOFF__TEV_REGION_BEGIN], t->nnames);
+    printf("events: %zu (%zu allocs, %zu frees, %zu accesses, %zu ops, %zu regions; %" PRIu32 " op names)\n", t->nev,
+           n->kinds[HOFF__TEV_ALLOC], n->kinds[HOFF__TEV_FREE], n->kinds[HOFF__TEV_ACCESS], n->kinds[HOFF__TEV_OP],
+           n->kinds[HOFF__TEV_REGION_BEGIN], t->nnames);
     printf("blocks: %" PRIu32 " (%" PRIu64 " managed, %s; %" PRIu64 " device pool, %s; %" PRIu64
            " pinned in regions)\n",
            t->nblocks, n->managed, SZ(n->managed_bytes), n->device, SZ(n->device_bytes), n->pinned);
     printf("retained at step end: %" PRIu64 " blocks, %s\n", n->retained, SZ(n->retained_bytes));
-    printf("kept (not activations; device memory for the plan): %" PRIu64 " blocks, %s\n", n->kept,
-           SZ(n->kept_bytes));
+    printf("kept (not activations; device memory for the plan): %" PRIu64 " blocks, %s\n", n->kept, SZ(n->kept_bytes));
     printf("access marks: %s\n", t->has_access_events ? "yes" : "no");
     printf("offload peak without offload: %s (event %zu)\n", SZ(n->offload_peak), n->peak_ev);
     printf("peak of all live bytes: %s (%s asked for)\n", SZ(n->tpeak), SZ(n->tpeak_asked));

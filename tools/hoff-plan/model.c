@@ -10,32 +10,31 @@
 #include "hoff-plan.h"
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: hoff-plan model TRACE --budget SIZE|PCT%% [options]\n"
-            "Prints what every planner starts from, for lower bounds on the stall (bench/bound.py):\n"
-            "each event's time on the clock 'simulate' models, the resident offload bytes at each\n"
-            "event with the planned releases and no offload, and every candidate gap (evict after\n"
-            "event a, back before event b).\n"
-            "\n"
-            "  --budget SIZE|PCT%%       resident offload bytes allowed: a size (512M, 2G; 0 = no\n"
-            "                           limit) or a percentage of the trace's offload peak\n"
-            "  --bandwidth GBPS         the H2D and D2H copy engines, GB/s (default 50)\n"
-            "  --compute-scale X        divide the trace's compute gaps by X (default 1)\n"
-            "  --gpu-step MS            scale the compute gaps so a step computes for MS ms\n"
-            "  --guard-after-alloc N    blocks without access marks: events after the alloc\n"
-            "                           before an eviction (default 1)\n"
-            "  --guard-before-free N    ...and events before the free by which they are back\n"
-            "                           (default 1)\n"
-            "  --json                   print the model as one JSON object (default: a summary)\n"
-            "  -h, --help               this text\n"
-            "\n"
-            "JSON fields: trace, budget_bytes, nopeak_bytes, offload_peak_bytes, h2d_gbps, d2h_gbps,\n"
-            "latency_ns, fault_gbps, fault_ns, nev, step_ns, t_ns[nev], resident[nev],\n"
-            "gaps[[a, b, size, block], ...] (b == nev: away to the step's end, no prefetch) and\n"
-            "runtime_gaps[[a, b, size, block], ...] (away on a+1 .. b-1 with no prefetch: what\n"
-            "evictions on demand can use besides the gaps).\n"
-            "\n"
-            "Exit status: 0 ok, 1 unreadable trace or out of memory, 2 bad usage.\n");
+    fprintf(f, "usage: hoff-plan model TRACE --budget SIZE|PCT%% [options]\n"
+               "Prints what every planner starts from, for lower bounds on the stall (bench/bound.py):\n"
+               "each event's time on the clock 'simulate' models, the resident offload bytes at each\n"
+               "event with the planned releases and no offload, and every candidate gap (evict after\n"
+               "event a, back before event b).\n"
+               "\n"
+               "  --budget SIZE|PCT%%       resident offload bytes allowed: a size (512M, 2G; 0 = no\n"
+               "                           limit) or a percentage of the trace's offload peak\n"
+               "  --bandwidth GBPS         the H2D and D2H copy engines, GB/s (default 50)\n"
+               "  --compute-scale X        divide the trace's compute gaps by X (default 1)\n"
+               "  --gpu-step MS            scale the compute gaps so a step computes for MS ms\n"
+               "  --guard-after-alloc N    blocks without access marks: events after the alloc\n"
+               "                           before an eviction (default 1)\n"
+               "  --guard-before-free N    ...and events before the free by which they are back\n"
+               "                           (default 1)\n"
+               "  --json                   print the model as one JSON object (default: a summary)\n"
+               "  -h, --help               this text\n"
+               "\n"
+               "JSON fields: trace, budget_bytes, nopeak_bytes, offload_peak_bytes, h2d_gbps, d2h_gbps,\n"
+               "latency_ns, fault_gbps, fault_ns, nev, step_ns, t_ns[nev], resident[nev],\n"
+               "gaps[[a, b, size, block], ...] (b == nev: away to the step's end, no prefetch) and\n"
+               "runtime_gaps[[a, b, size, block], ...] (away on a+1 .. b-1 with no prefetch: what\n"
+               "evictions on demand can use besides the gaps).\n"
+               "\n"
+               "Exit status: 0 ok, 1 unreadable trace or out of memory, 2 bad usage.\n");
 }
 
 /* The model of one trace. */
@@ -124,8 +123,8 @@ static void print_summary(const struct model *m) {
            m->po.budget_bytes ? SZ(m->po.budget_bytes) : "none", SZ(m->s.nopeak_bytes), SZ(max_res));
     printf("events over the budget: %" PRIu64 "\n", over);
     printf("gaps: %zu\n", m->ngaps);
-    printf("clock: step computes for %s; copy engines %g GB/s each way, %s per call\n", TM(m->step_ns),
-           m->a.bandwidth, TM(m->defaults.sim_latency_ns));
+    printf("clock: step computes for %s; copy engines %g GB/s each way, %s per call\n", TM(m->step_ns), m->a.bandwidth,
+           TM(m->defaults.sim_latency_ns));
 }
 
 /* The clock, the resident bytes and the gaps.  0 or EXIT_FAIL (reported). */

@@ -21,8 +21,8 @@ enum kind { K_BOOL, K_CLEAR, K_STR, K_U64, K_U32, K_DOUBLE, K_SIZE, K_BUDGET, K_
 struct flag {
     const char *name;
     char kind;
-    char short_name;  /* 0: long only */
-    size_t off;       /* offsetof(struct hp_args, ...) */
+    char short_name; /* 0: long only */
+    size_t off;      /* offsetof(struct hp_args, ...) */
     uint64_t umin, umax;
     double dmin, dmax;
 };
@@ -153,31 +153,22 @@ static int take(const char *sub, int f, const char *arg, struct hp_args *a) {
 
     snprintf(opt, sizeof opt, "--%s", d->name);
     switch (d->kind) {
-    case K_BOOL:
-        *(int *)at = 1;
-        return 0;
-    case K_CLEAR:
-        *(int *)at = 0;
-        return 0;
-    case K_STR:
-        *(const char **)at = arg;
-        return 0;
-    case K_U64:
-        return parse_u64(sub, opt, arg, d->umin, d->umax, (uint64_t *)at);
+    case K_BOOL: *(int *)at = 1; return 0;
+    case K_CLEAR: *(int *)at = 0; return 0;
+    case K_STR: *(const char **)at = arg; return 0;
+    case K_U64: return parse_u64(sub, opt, arg, d->umin, d->umax, (uint64_t *)at);
     case K_U32:
         if (parse_u64(sub, opt, arg, d->umin, d->umax, &v))
             return -1;
         *(uint32_t *)at = (uint32_t)v;
         return 0;
-    case K_DOUBLE:
-        return parse_double(sub, opt, arg, d->dmin, d->dmax, (double *)at);
+    case K_DOUBLE: return parse_double(sub, opt, arg, d->dmin, d->dmax, (double *)at);
     case K_SIZE:
         if (hoff__parse_size(arg, (uint64_t *)at) == 0)
             return 0;
         fprintf(stderr, "%s %s: %s: expected a size such as 4096, 512M or 2G, got '%s'\n", hp_cmd, sub, opt, arg);
         return -1;
-    case K_BUDGET:
-        return parse_budget(sub, arg, (struct budget_arg *)at);
+    case K_BUDGET: return parse_budget(sub, arg, (struct budget_arg *)at);
     case K_ONOFF:
         if (strcmp(arg, "on") == 0 || strcmp(arg, "off") == 0) {
             *(int *)at = arg[1] == 'n';
@@ -185,8 +176,7 @@ static int take(const char *sub, int f, const char *arg, struct hp_args *a) {
         }
         fprintf(stderr, "%s %s: %s: expected on or off, not '%s'\n", hp_cmd, sub, opt, arg);
         return -1;
-    default:
-        return -1;
+    default: return -1;
     }
 }
 
@@ -209,8 +199,7 @@ static void args_init(struct hp_args *a, const char *sub) {
     a->seed = 1;
 }
 
-int hp_parse(const char *sub, int argc, char **argv, uint64_t accepted, void (*usage_fn)(FILE *),
-             struct hp_args *a) {
+int hp_parse(const char *sub, int argc, char **argv, uint64_t accepted, void (*usage_fn)(FILE *), struct hp_args *a) {
     struct option longopts[HP_NFLAGS + 1];
     char shorts[8] = ":h";
     int i, n = 0, opt;
@@ -312,7 +301,7 @@ int hp_check_scale(const char *sub, const struct hoff__trace *t, double compute_
     if (gpu_step_ms > 0)
         fprintf(stderr, "%s %s: --gpu-step %g: %s\n", hp_cmd, sub, gpu_step_ms, why);
     else
-        fprintf(stderr, "%s %s: --compute-scale %g: %s; expected a scale that keeps the step within it\n", hp_cmd,
-                sub, compute_scale, why);
+        fprintf(stderr, "%s %s: --compute-scale %g: %s; expected a scale that keeps the step within it\n", hp_cmd, sub,
+                compute_scale, why);
     return EXIT_USAGE;
 }

@@ -31,27 +31,16 @@ static void rec_observe(void *arg, const struct hoff__xfer_obs *x) {
     struct recorder *r = arg;
 
     switch (x->kind) {
-    case HOFF__XF_EVICT:
-        span_add(r, REC_D2H, x->start, x->end, x->bytes);
-        break;
+    case HOFF__XF_EVICT: span_add(r, REC_D2H, x->start, x->end, x->bytes); break;
     case HOFF__XF_PREFETCH:
         if (x->bytes)
             span_add(r, REC_H2D, x->start, x->end, x->bytes);
         break;
-    case HOFF__XF_FAULT:
-        span_add(r, REC_FAULT, x->start, x->end, x->bytes);
-        break;
-    case HOFF__XF_WAIT:
-        span_add(r, REC_WAIT, x->start, x->end, 0);
-        break;
-    case HOFF__XF_SPILL:
-        span_add(r, REC_NVME_W, x->start, x->end, x->bytes);
-        break;
-    case HOFF__XF_RESTORE:
-        span_add(r, REC_NVME_R, x->start, x->end, x->bytes);
-        break;
-    default:
-        break;
+    case HOFF__XF_FAULT: span_add(r, REC_FAULT, x->start, x->end, x->bytes); break;
+    case HOFF__XF_WAIT: span_add(r, REC_WAIT, x->start, x->end, 0); break;
+    case HOFF__XF_SPILL: span_add(r, REC_NVME_W, x->start, x->end, x->bytes); break;
+    case HOFF__XF_RESTORE: span_add(r, REC_NVME_R, x->start, x->end, x->bytes); break;
+    default: break;
     }
 }
 

@@ -12,26 +12,25 @@
 #include "mem/pool.h"
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: hoff-plan show TRACE --budget SIZE|PCT%% [options]\n"
-            "Runs a planner on TRACE and prints the schedule: every event with the actions\n"
-            "planned before and after it, then a summary, with where the working-set floor\n"
-            "comes from (the op, its phase, the largest blocks in use there).\n"
-            "\n"
-            "  --budget SIZE|PCT%%       resident offload bytes allowed: a size (512M, 2G) or a\n"
-            "                           percentage of the trace's offload peak\n"
-            "  --planner NAME           planner (default timed)\n"
-            "  --host-cap SIZE          host-tier bytes (default: no limit)\n"
-            "  --bandwidth GBPS         H2D and D2H bandwidth for timed planners (default 50)\n"
-            "  --guard-after-alloc N    blocks without access marks: events after the alloc\n"
-            "                           before an eviction (default 1)\n"
-            "  --guard-before-free N    ...and events before the free by which they are back\n"
-            "                           (default 1)\n"
-            "  --actions-only           list only the events that have actions\n"
-            "  --json                   print one JSON object\n"
-            "  -h, --help               this text\n"
-            "\n"
-            "Planners:\n");
+    fprintf(f, "usage: hoff-plan show TRACE --budget SIZE|PCT%% [options]\n"
+               "Runs a planner on TRACE and prints the schedule: every event with the actions\n"
+               "planned before and after it, then a summary, with where the working-set floor\n"
+               "comes from (the op, its phase, the largest blocks in use there).\n"
+               "\n"
+               "  --budget SIZE|PCT%%       resident offload bytes allowed: a size (512M, 2G) or a\n"
+               "                           percentage of the trace's offload peak\n"
+               "  --planner NAME           planner (default timed)\n"
+               "  --host-cap SIZE          host-tier bytes (default: no limit)\n"
+               "  --bandwidth GBPS         H2D and D2H bandwidth for timed planners (default 50)\n"
+               "  --guard-after-alloc N    blocks without access marks: events after the alloc\n"
+               "                           before an eviction (default 1)\n"
+               "  --guard-before-free N    ...and events before the free by which they are back\n"
+               "                           (default 1)\n"
+               "  --actions-only           list only the events that have actions\n"
+               "  --json                   print one JSON object\n"
+               "  -h, --help               this text\n"
+               "\n"
+               "Planners:\n");
     hp_list_planners(f);
     fprintf(f, "\nExit status: 0 ok, 1 unreadable trace or planner error, 2 bad usage.\n");
 }
@@ -48,24 +47,16 @@ static const char *ev_text(const struct hoff__trace *t, size_t i, char *buf, siz
                  b && b->pinned ? " pinned" : "", b && b->retained ? " retained" : "");
         break;
     case HOFF__TEV_FREE:
-    case HOFF__TEV_ACCESS:
-        snprintf(buf, len, "%s b%" PRIu32, hoff__tev_kind_name(e), e->block);
-        break;
+    case HOFF__TEV_ACCESS: snprintf(buf, len, "%s b%" PRIu32, hoff__tev_kind_name(e), e->block); break;
     case HOFF__TEV_OP:
         if (hoff__tev_phase(e))
             snprintf(buf, len, "op %s (%s)", hoff__tev_op_name(t, e), hoff_phase_name((int)hoff__tev_phase(e)));
         else
             snprintf(buf, len, "op %s", hoff__tev_op_name(t, e));
         break;
-    case HOFF__TEV_REGION_BEGIN:
-        snprintf(buf, len, "region begin");
-        break;
-    case HOFF__TEV_REGION_END:
-        snprintf(buf, len, "region end");
-        break;
-    default:
-        snprintf(buf, len, "kind %d", e->kind);
-        break;
+    case HOFF__TEV_REGION_BEGIN: snprintf(buf, len, "region begin"); break;
+    case HOFF__TEV_REGION_END: snprintf(buf, len, "region end"); break;
+    default: snprintf(buf, len, "kind %d", e->kind); break;
     }
     return buf;
 }
@@ -192,12 +183,12 @@ static void print_summary(const struct show *w) {
         return;
     }
     printf("summary:\n");
-    printf("  feasible: %s\n", s->feasible ? "yes" : "NO (the budget cannot be met; the peak below is the lowest "
-                                                     "the planner reached)");
+    printf("  feasible: %s\n", s->feasible ? "yes"
+                                           : "NO (the budget cannot be met; the peak below is the lowest "
+                                             "the planner reached)");
     hp_floor_text(t, &w->floor, s->budget_bytes, "the budget", "  ");
     printf("  peak: %s at event %" PRIu32 " (%s); without offload %s at event %zu\n", SZ(s->peak_bytes), s->peak_ev,
-           s->peak_ev < t->nev ? ev_text(t, s->peak_ev, buf, sizeof buf) : "-", SZ(w->ht.offload_peak),
-           w->ht.peak_ev);
+           s->peak_ev < t->nev ? ev_text(t, s->peak_ev, buf, sizeof buf) : "-", SZ(w->ht.offload_peak), w->ht.peak_ev);
     printf("  actions: %zu (%zu evictions, %zu prefetches, %zu releases)\n", s->nact, nk[HOFF__ACT_EVICT],
            nk[HOFF__ACT_PREFETCH], nk[HOFF__ACT_RELEASE]);
     printf("  bytes planned: %s D2H, %s H2D\n", SZ(s->bytes_d2h), SZ(s->bytes_h2d));
@@ -248,8 +239,8 @@ int hp_cmd_show(int argc, char **argv) {
             hp_json_str(stdout, w.pl->name);
             printf(",\"budget_bytes\":%" PRIu64 ",\"events\":[", w.ht.budget);
         } else {
-            printf("trace %s: %zu events, %" PRIu32 " blocks; planner %s, budget %s\n", w.a.trace_path,
-                   w.ht.t.nev, w.ht.t.nblocks, w.pl->name, w.ht.budget ? SZ(w.ht.budget) : "none");
+            printf("trace %s: %zu events, %" PRIu32 " blocks; planner %s, budget %s\n", w.a.trace_path, w.ht.t.nev,
+                   w.ht.t.nblocks, w.pl->name, w.ht.budget ? SZ(w.ht.budget) : "none");
             printf("%8s  %-40s %10s  %s\n", "event", "what", "resident", "actions");
         }
         print_events(&w);

@@ -81,8 +81,10 @@ int hp_sim_size(const char *sub, const struct hoff__trace *t, uint64_t budget, u
     if (no_check || z->avail_bytes == 0 || z->mem_bytes <= z->avail_bytes)
         return 0;
     if (live / 2 > asked)
-        snprintf(grain, sizeof grain, " (%s asked for: every offload block takes whole 2 MiB grains, and small "
-                 "ones take size classes)", SZ(asked));
+        snprintf(grain, sizeof grain,
+                 " (%s asked for: every offload block takes whole 2 MiB grains, and small "
+                 "ones take size classes)",
+                 SZ(asked));
     fprintf(stderr,
             "%s %s: this simulation needs about %s of memory and the machine has %s available (%s): the sim "
             "backs the trace's blocks with real memory, %s a peak of %s of live blocks%s%s%s; refusing.  "

@@ -11,32 +11,31 @@
 #include "hoff-plan.h"
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: hoff-plan simulate TRACE --budget SIZE|PCT%% [options]\n"
-            "Replays TRACE on the sim backend under a budget: a warmup step that records and plans,\n"
-            "then replay steps that fire the plan, every block stamped and checked; and the same\n"
-            "trace without a budget for the step time it is compared with.\n"
-            "\n"
-            "  --budget SIZE|PCT%%  resident offload bytes allowed: a size (512M, 2G; 0 = no limit)\n"
-            "                      or a percentage of the trace's offload peak without offload\n"
-            "  --host-cap SIZE     host-tier bytes (default: no limit)\n"
-            "  --spill-dir DIR     NVMe tier: spill what passes the host cap to files in DIR\n"
-            "  --bandwidth GBPS    the sim's H2D and D2H copy engines, and what the planner\n"
-            "                      assumes, GB/s (default 50)\n"
-            "  --planner NAME      planner (default timed; 'hoff-plan show --help' lists them)\n"
-            "  --groups on|off     co-located groups: blocks the plan prefetches together share one\n"
-            "                      mapping and move with one call (default on, as HOFF_GROUPS)\n"
-            "  --steps N           steps to run, the first being the warmup (default 3, >= 2)\n"
-            "  --compute-scale X   divide the trace's compute gaps by X (default 1)\n"
-            "  --gpu-step MS       scale the compute gaps so a step computes for MS milliseconds\n"
-            "  --no-memory-check   run even when the machine's available memory looks too small\n"
-            "                      for the simulation (the sim backs every block with real memory)\n"
-            "  --json              print one JSON object instead of the report\n"
-            "  -h, --help          this text\n"
-            "\n"
-            "Exit status: 0 ok, 1 integrity failure, replay peak above the budget, unreadable\n"
-            "trace or runtime error, 2 bad usage, 3 refused: the machine has too little memory\n"
-            "available now (--no-memory-check).\n");
+    fprintf(f, "usage: hoff-plan simulate TRACE --budget SIZE|PCT%% [options]\n"
+               "Replays TRACE on the sim backend under a budget: a warmup step that records and plans,\n"
+               "then replay steps that fire the plan, every block stamped and checked; and the same\n"
+               "trace without a budget for the step time it is compared with.\n"
+               "\n"
+               "  --budget SIZE|PCT%%  resident offload bytes allowed: a size (512M, 2G; 0 = no limit)\n"
+               "                      or a percentage of the trace's offload peak without offload\n"
+               "  --host-cap SIZE     host-tier bytes (default: no limit)\n"
+               "  --spill-dir DIR     NVMe tier: spill what passes the host cap to files in DIR\n"
+               "  --bandwidth GBPS    the sim's H2D and D2H copy engines, and what the planner\n"
+               "                      assumes, GB/s (default 50)\n"
+               "  --planner NAME      planner (default timed; 'hoff-plan show --help' lists them)\n"
+               "  --groups on|off     co-located groups: blocks the plan prefetches together share one\n"
+               "                      mapping and move with one call (default on, as HOFF_GROUPS)\n"
+               "  --steps N           steps to run, the first being the warmup (default 3, >= 2)\n"
+               "  --compute-scale X   divide the trace's compute gaps by X (default 1)\n"
+               "  --gpu-step MS       scale the compute gaps so a step computes for MS milliseconds\n"
+               "  --no-memory-check   run even when the machine's available memory looks too small\n"
+               "                      for the simulation (the sim backs every block with real memory)\n"
+               "  --json              print one JSON object instead of the report\n"
+               "  -h, --help          this text\n"
+               "\n"
+               "Exit status: 0 ok, 1 integrity failure, replay peak above the budget, unreadable\n"
+               "trace or runtime error, 2 bad usage, 3 refused: the machine has too little memory\n"
+               "available now (--no-memory-check).\n");
 }
 
 struct sim_run {
@@ -62,8 +61,8 @@ static void merge(struct hoff__drive_result *dst, const struct hoff__drive_resul
 
     for (k = 0; k < src->steps; k++)
         dst->step[dst->steps++] = src->step[k];
-    dst->peak_device_bytes = src->peak_device_bytes > dst->peak_device_bytes ? src->peak_device_bytes
-                                                                             : dst->peak_device_bytes;
+    dst->peak_device_bytes =
+        src->peak_device_bytes > dst->peak_device_bytes ? src->peak_device_bytes : dst->peak_device_bytes;
     dst->blocks_verified += src->blocks_verified;
     dst->bytes_verified += src->bytes_verified;
     dst->integrity_errors += src->integrity_errors;
@@ -146,8 +145,8 @@ static void report_json(const struct sim *m) {
     hp_json_str(stdout, m->a.trace_path);
     printf(",\"planner\":");
     hp_json_str(stdout, m->a.planner);
-    printf(",\"events\":%zu,\"blocks\":%" PRIu32 ",\"steps\":%d,\"bandwidth_gbps\":%g", m->ht.t.nev,
-           m->ht.t.nblocks, run->r.steps, m->a.bandwidth);
+    printf(",\"events\":%zu,\"blocks\":%" PRIu32 ",\"steps\":%d,\"bandwidth_gbps\":%g", m->ht.t.nev, m->ht.t.nblocks,
+           run->r.steps, m->a.bandwidth);
     printf(",\"offload_peak_bytes\":%" PRIu64 ",\"budget_bytes\":%" PRIu64, m->ht.offload_peak, m->ht.budget);
     if (m->a.budget.pct >= 0)
         printf(",\"budget_pct\":%g", m->a.budget.pct);
@@ -205,12 +204,12 @@ static void report_head(const struct sim *m) {
     const struct hoff_stats *st = &m->run.last;
     uint64_t budget = m->ht.budget;
 
-    printf("trace: %s (%zu events, %" PRIu32 " blocks, backend %s)\n", m->a.trace_path, m->ht.t.nev,
-           m->ht.t.nblocks, m->ht.t.backend[0] ? m->ht.t.backend : "?");
+    printf("trace: %s (%zu events, %" PRIu32 " blocks, backend %s)\n", m->a.trace_path, m->ht.t.nev, m->ht.t.nblocks,
+           m->ht.t.backend[0] ? m->ht.t.backend : "?");
     printf("sim: copy engines %g GB/s H2D and D2H, device %s; planner %s; %d steps (warmup + %d replays); "
            "memory about %s (%s available)\n",
-           m->a.bandwidth, SZ(m->z.device_bytes), m->a.planner, m->run.r.steps, m->run.r.steps - 1,
-           SZ(m->z.mem_bytes), m->z.avail_bytes ? SZ(m->z.avail_bytes) : "unknown");
+           m->a.bandwidth, SZ(m->z.device_bytes), m->a.planner, m->run.r.steps, m->run.r.steps - 1, SZ(m->z.mem_bytes),
+           m->z.avail_bytes ? SZ(m->z.avail_bytes) : "unknown");
     printf("offload peak without offload: %s (event %zu)\n", SZ(m->ht.offload_peak), m->ht.peak_ev);
     if (budget == 0)
         printf("budget: none\n");
@@ -220,8 +219,8 @@ static void report_head(const struct sim *m) {
         printf("budget: %s\n", SZ(budget));
     printf("plan: %" PRIu64 " actions, %s, plan peak %s, planned in %s; predicted stall %s a step; "
            "%" PRIu64 " co-located groups\n",
-           st->plan_actions, st->plan_feasible ? "feasible" : "NOT feasible", SZ(st->plan_peak_bytes),
-           TM(st->plan_ns), TM(st->plan_stall_ns), st->plan_groups);
+           st->plan_actions, st->plan_feasible ? "feasible" : "NOT feasible", SZ(st->plan_peak_bytes), TM(st->plan_ns),
+           TM(st->plan_stall_ns), st->plan_groups);
     printf("working-set floor: %s (the blocks one op uses and the ones that cannot move; no plan goes "
            "below it)%s\n",
            SZ(st->plan_floor_bytes), m->below_floor ? ": the budget is infeasible" : "");
@@ -232,9 +231,8 @@ static void report_text(const struct sim *m) {
     const struct hoff_stats *st = &run->last;
     int last = run->r.steps - 1, k;
     const struct hoff__drive_step *ls = &run->r.step[last];
-    double slow = m->no_offload_ns
-                      ? 100.0 * ((double)ls->step_ns - (double)m->no_offload_ns) / (double)m->no_offload_ns
-                      : 0.0;
+    double slow =
+        m->no_offload_ns ? 100.0 * ((double)ls->step_ns - (double)m->no_offload_ns) / (double)m->no_offload_ns : 0.0;
 
     report_head(m);
     for (k = 0; k < run->r.steps; k++)
@@ -278,7 +276,8 @@ static int judge(struct sim *m) {
      * plan's figures say so); the run then keeps the floor, not the budget. */
     m->below_floor = budget != 0 && budget < st->plan_floor_bytes;
     if (m->below_floor)
-        fprintf(stderr, "%s simulate: the budget of %s is infeasible: below the working-set floor of %s "
+        fprintf(stderr,
+                "%s simulate: the budget of %s is infeasible: below the working-set floor of %s "
                 "(the blocks one op uses and the ones that cannot move); planned and checked at the floor\n",
                 hp_cmd, SZ(budget), SZ(st->plan_floor_bytes));
     if (st->window_violations)

@@ -14,22 +14,20 @@
 #include "mem/pool.h"
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: hoff-plan timeline TRACE --budget SIZE|PCT%% -o FILE.svg [options]\n"
-            "Draws resident offload bytes over the step, events on the x axis: without offload,\n"
-            "and with the plan (on the device, the host tier and the NVMe tier stacked), the\n"
-            "replay's own resident bytes as the sim measured them, the budget line, and marks\n"
-            "where prefetches were late.  The last step of a replay on the sim backend is shown.\n"
-            "No dependencies: the SVG is written by hand.\n"
-            "\n"
-            "  -o, --output FILE    the SVG to write (required)\n"
-            PIC_FLAGS_HELP
-            "  --width PX           picture width (default 1200, >= 400)\n"
-            "  --height PX          picture height (default 640, >= 300)\n"
-            "  -h, --help           this text\n"
-            "\n"
-            "Exit status: 0 ok, 1 unreadable trace, runtime error or unwritable file, 2 bad usage,\n"
-            "3 refused: the machine has too little memory available now (--no-memory-check).\n");
+    fprintf(f, "usage: hoff-plan timeline TRACE --budget SIZE|PCT%% -o FILE.svg [options]\n"
+               "Draws resident offload bytes over the step, events on the x axis: without offload,\n"
+               "and with the plan (on the device, the host tier and the NVMe tier stacked), the\n"
+               "replay's own resident bytes as the sim measured them, the budget line, and marks\n"
+               "where prefetches were late.  The last step of a replay on the sim backend is shown.\n"
+               "No dependencies: the SVG is written by hand.\n"
+               "\n"
+               "  -o, --output FILE    the SVG to write (required)\n" PIC_FLAGS_HELP
+               "  --width PX           picture width (default 1200, >= 400)\n"
+               "  --height PX          picture height (default 640, >= 300)\n"
+               "  -h, --help           this text\n"
+               "\n"
+               "Exit status: 0 ok, 1 unreadable trace, runtime error or unwritable file, 2 bad usage,\n"
+               "3 refused: the machine has too little memory available now (--no-memory-check).\n");
 }
 
 enum { S_NOOFF, S_DEV, S_HOST, S_NVME, S_REAL, S_LATE, S_COUNT };
@@ -67,8 +65,8 @@ static int series(struct tl *g) {
      * (the same events as TRACE, as the replay did not diverge), in the
      * library's one walk of the tiers. */
     if (!p->have_plan || p->planned.nev != g->nev ||
-        hoff__schedule_tiers(&p->planned, &p->sched, g->ev[S_DEV], g->ev[S_HOST], g->ev[S_NVME], &peak,
-                             &peak_ev) != 0) {
+        hoff__schedule_tiers(&p->planned, &p->sched, g->ev[S_DEV], g->ev[S_HOST], g->ev[S_NVME], &peak, &peak_ev) !=
+            0) {
         memcpy(g->ev[S_DEV], g->ev[S_NOOFF], g->nev * sizeof *g->ev[S_DEV]);
         memset(g->ev[S_HOST], 0, g->nev * sizeof *g->ev[S_HOST]);
         memset(g->ev[S_NVME], 0, g->nev * sizeof *g->ev[S_NVME]);
@@ -151,18 +149,10 @@ static int columns(struct tl *g) {
 static void xml_text(FILE *f, const char *s) {
     for (; s && *s; s++) {
         switch (*s) {
-        case '<':
-            fputs("&lt;", f);
-            break;
-        case '>':
-            fputs("&gt;", f);
-            break;
-        case '&':
-            fputs("&amp;", f);
-            break;
-        case '"':
-            fputs("&quot;", f);
-            break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
         default:
             if ((unsigned char)*s >= 0x20 || *s == '\n' || *s == '\t')
                 fputc(*s, f);
@@ -212,13 +202,11 @@ static void svg_head(FILE *f, const struct tl *g) {
     fprintf(f, "<title>hoff-plan timeline: ");
     xml_text(f, hp_base_name(p->a.trace_path));
     fprintf(f, "</title>\n<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"#ffffff\"/>\n", g->W, g->H);
-    fprintf(f,
-            "<text x=\"%.0f\" y=\"28\" font-size=\"18\" font-weight=\"bold\">Resident offload bytes over the step: ",
+    fprintf(f, "<text x=\"%.0f\" y=\"28\" font-size=\"18\" font-weight=\"bold\">Resident offload bytes over the step: ",
             g->L);
     xml_text(f, hp_base_name(p->a.trace_path));
     fprintf(f, "</text>\n");
-    fprintf(f, "<text x=\"%.0f\" y=\"50\" fill=\"#444444\">planner %s, budget %s", g->L, p->planner,
-            SZ(p->ht.budget));
+    fprintf(f, "<text x=\"%.0f\" y=\"50\" fill=\"#444444\">planner %s, budget %s", g->L, p->planner, SZ(p->ht.budget));
     if (p->a.budget.pct >= 0)
         fprintf(f, " (%g%% of the %s peak)", p->a.budget.pct, SZ(p->ht.offload_peak));
     fprintf(f, ", copy engines %g GB/s; step %d of %d simulated on sim (", p->a.bandwidth, g->last, p->rec.steps);
@@ -234,8 +222,8 @@ static void svg_plot(FILE *f, const struct tl *g) {
 
     fprintf(f, "<g stroke=\"#e4e4e4\" stroke-width=\"1\">\n");
     for (v = 0; v <= g->ymax / g->unit + 1e-9; v += g->ystep)
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", g->x0,
-                g->y0 - v * g->unit * g->yscale, g->x0 + g->pw, g->y0 - v * g->unit * g->yscale);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", g->x0, g->y0 - v * g->unit * g->yscale,
+                g->x0 + g->pw, g->y0 - v * g->unit * g->yscale);
     fprintf(f, "</g>\n<g text-anchor=\"end\" fill=\"#333333\">\n");
     for (v = 0; v <= g->ymax / g->unit + 1e-9; v += g->ystep)
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%g</text>\n", g->x0 - 8, g->y0 - v * g->unit * g->yscale + 4, v);
@@ -310,8 +298,8 @@ static void svg_axes(FILE *f, const struct tl *g) {
 
         if (g->col[S_LATE][c] <= 0)
             continue;
-        fprintf(f, "<path d=\"M%.1f,%.1f l-5,9 l10,0 Z\"><title>%.0f late prefetch%s</title></path>\n", xc,
-                g->y0 + 3, g->col[S_LATE][c], g->col[S_LATE][c] == 1 ? "" : "es");
+        fprintf(f, "<path d=\"M%.1f,%.1f l-5,9 l10,0 Z\"><title>%.0f late prefetch%s</title></path>\n", xc, g->y0 + 3,
+                g->col[S_LATE][c], g->col[S_LATE][c] == 1 ? "" : "es");
     }
     fprintf(f, "</g>\n");
     fprintf(f,
@@ -329,8 +317,9 @@ static void svg_axes(FILE *f, const struct tl *g) {
                 g->y0 + 5);
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%.0f</text>\n", xv, g->y0 + 28, v);
     }
-    fprintf(f, "</g>\n<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#333333\">trace event "
-               "(allocations, frees, accesses and op marks of one step, in order)</text>\n",
+    fprintf(f,
+            "</g>\n<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#333333\">trace event "
+            "(allocations, frees, accesses and op marks of one step, in order)</text>\n",
             g->x0 + g->pw / 2, g->y0 + 50);
 }
 
@@ -362,8 +351,8 @@ static void svg_legend(FILE *f, const struct tl *g) {
         else if (!strcmp(items[k].kind, "late"))
             fprintf(f, "<path d=\"M%.1f,%.1f l-5,9 l10,0 Z\" fill=\"%s\"/>", lx + 11, yy - 10, items[k].color);
         else
-            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"%s/>",
-                    lx, yy - 4, lx + 22, yy - 4, items[k].color,
+            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"%s/>", lx,
+                    yy - 4, lx + 22, yy - 4, items[k].color,
                     !strcmp(items[k].kind, "budget") ? " stroke-dasharray=\"10,5\"" : "");
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">", lx + 30, yy);
         xml_text(f, items[k].text);

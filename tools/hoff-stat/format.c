@@ -132,8 +132,9 @@ void print_floor_json(FILE *f, const struct hoff_stats *st, const char *floor_op
     for (i = 0; i + 1 < sizeof op && floor_op && floor_op[i]; i++)
         op[i] = floor_op[i] >= 0x20 && floor_op[i] < 0x7f ? floor_op[i] : '?';
     op[i] = '\0';
-    fprintf(f, ",\"floor\":{\"bytes\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"phase\":\"%s\",\"op\":",
-            st->plan_floor_bytes, st->plan_floor_blocks,
+    fprintf(f,
+            ",\"floor\":{\"bytes\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"phase\":\"%s\",\"op\":", st->plan_floor_bytes,
+            st->plan_floor_blocks,
             hoff_phase_name(st->plan_floor_phase < HOFF_PHASE_COUNT ? (int)st->plan_floor_phase : -1));
     json_str(f, op);
     fputc('}', f);

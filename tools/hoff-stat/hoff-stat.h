@@ -22,11 +22,11 @@
 extern const char *cmd; /* "hoff-stat", for messages (main.c) */
 
 struct opts {
-    const char *dir;       /* where the segments are */
-    const char *target;    /* -p: "PID" or "PID.K" */
-    const char *job;       /* --job: a job id */
-    double interval;       /* seconds */
-    long count;            /* samples; -1 = until the process ends */
+    const char *dir;    /* where the segments are */
+    const char *target; /* -p: "PID" or "PID.K" */
+    const char *job;    /* --job: a job id */
+    double interval;    /* seconds */
+    long count;         /* samples; -1 = until the process ends */
     int json, clean;
 };
 
@@ -37,8 +37,7 @@ void on_sigbus(int sig);
 /* hoff__pub_read_floor, but a segment truncated after it was checked
  * (SIGBUS on the mapping) is an error (-EFAULT), not a crash.  floor_op:
  * HOFF__PUB_FLOOR_OP bytes, or NULL. */
-int read_guarded(const struct hoff__pub_reader *r, struct hoff_stats *st, char *floor_op, uint64_t *un,
-                 uint64_t *up);
+int read_guarded(const struct hoff__pub_reader *r, struct hoff_stats *st, char *floor_op, uint64_t *un, uint64_t *up);
 /* What a read_guarded error means, in words. */
 const char *read_error(int rc);
 /* A printable copy of a fixed-size name from the segment. */
@@ -48,11 +47,11 @@ void proc_comm(pid_t pid, const struct hoff__pub_header *h, char *buf, size_t le
 
 struct entry {
     char name[256];
-    pid_t pid;                  /* in the writer's pid namespace */
-    uint64_t ns;                /* that namespace (from the name) */
-    int ok;                     /* opened and read */
-    int alive;                  /* HOFF__PUB_ALIVE, _GONE or _UNKNOWN */
-    int rc;                     /* refusal */
+    pid_t pid;   /* in the writer's pid namespace */
+    uint64_t ns; /* that namespace (from the name) */
+    int ok;      /* opened and read */
+    int alive;   /* HOFF__PUB_ALIVE, _GONE or _UNKNOWN */
+    int rc;      /* refusal */
     char why[256];
     struct hoff__pub_header h;
     struct hoff_stats st;
@@ -74,11 +73,11 @@ int remove_stale(const char *dir, const struct entry *e);
 
 /* --- formatting (format.c) ------------------------------------------------------ */
 
-const char *hsize(uint64_t v, char *buf, size_t len);    /* bytes in at most 5 characters */
-const char *hcount(double v, char *buf, size_t len);     /* a count in at most 5 characters */
-const char *htime(uint64_t ns, char *buf, size_t len);   /* a duration in at most 6 characters */
-const char *huptime(uint64_t s, char *buf, size_t len);  /* seconds as 12s, 3m05s, 2h10m, 4d03h */
-void json_str(FILE *f, const char *s);                   /* a JSON string, quotes included */
+const char *hsize(uint64_t v, char *buf, size_t len);   /* bytes in at most 5 characters */
+const char *hcount(double v, char *buf, size_t len);    /* a count in at most 5 characters */
+const char *htime(uint64_t ns, char *buf, size_t len);  /* a duration in at most 6 characters */
+const char *huptime(uint64_t s, char *buf, size_t len); /* seconds as 12s, 3m05s, 2h10m, 4d03h */
+void json_str(FILE *f, const char *s);                  /* a JSON string, quotes included */
 /* stats.plan_floor_phase in the trace format's word: fwd, bwd, loss, opt; "-" for none (not said, or no plan),
  * "mixed" for FLOOR_PHASE_MIXED (a job's total over ranks whose floors are in different phases), "?" past the
  * enum. */
@@ -89,7 +88,7 @@ const char *floor_text(const struct hoff_stats *st, char *buf, size_t len);
 /* ',"floor":{"bytes":N,"blocks":N,"phase":"forward","op":"..."}' for a process's JSON: the op printable ASCII
  * (other bytes as '?'), "" before the first plan. */
 void print_floor_json(FILE *f, const struct hoff_stats *st, const char *floor_op);
-double now_s(void);                                      /* the wall clock, seconds */
+double now_s(void); /* the wall clock, seconds */
 
 #define HS(x) hsize((x), (char[16]){0}, 16)
 /* stats.plan_state read from a segment, named ("unknown" past the enum) */

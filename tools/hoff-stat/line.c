@@ -30,13 +30,13 @@ struct col {
 };
 
 static const struct col cols[] = {
-    {"plan", "state", -8},   {"plan", "steps", 5},    {"plan", "step", 6},
-    {"floor", "bytes", 6},   {"floor", "phase", 5},
-    {"offload bytes", "budget", 6}, {"offload bytes", "resid", 6}, {"offload bytes", "peak", 6},
-    {"offload bytes", "host", 6},   {"offload bytes", "nvme", 6},  {"offload bytes", "cap%", 4},
-    {"bytes/s", "d2h", 6},   {"bytes/s", "h2d", 6},   {"bytes/s", "spill", 6}, {"bytes/s", "restor", 6},
-    {"interval", "evict", 5}, {"interval", "late", 5}, {"interval", "fault", 5},
-    {"pools", "hit%", 5},    {"pools", "mapped", 6},
+    {"plan", "state", -8},         {"plan", "steps", 5},         {"plan", "step", 6},
+    {"floor", "bytes", 6},         {"floor", "phase", 5},        {"offload bytes", "budget", 6},
+    {"offload bytes", "resid", 6}, {"offload bytes", "peak", 6}, {"offload bytes", "host", 6},
+    {"offload bytes", "nvme", 6},  {"offload bytes", "cap%", 4}, {"bytes/s", "d2h", 6},
+    {"bytes/s", "h2d", 6},         {"bytes/s", "spill", 6},      {"bytes/s", "restor", 6},
+    {"interval", "evict", 5},      {"interval", "late", 5},      {"interval", "fault", 5},
+    {"pools", "hit%", 5},          {"pools", "mapped", 6},
 };
 #define NCOLS ((int)(sizeof cols / sizeof cols[0]))
 
@@ -159,8 +159,8 @@ void print_json(const char *name, const struct sample *s, const struct sample *p
     json_str(stdout, pl);
     printf(",\"state\":\"%s\",\"alive\":%s,\"started\":%.6f,\"updated\":%.6f,\"updates\":%" PRIu64
            ",\"interval_s\":%.6f",
-           PSTATE(a->plan_state), ALIVE_JSON(alive), (double)s->h.start_ns / 1e9,
-           (double)s->update_ns / 1e9, s->updates, secs);
+           PSTATE(a->plan_state), ALIVE_JSON(alive), (double)s->h.start_ns / 1e9, (double)s->update_ns / 1e9,
+           s->updates, secs);
     printf(",\"rates\":{\"bytes_evicted_per_s\":%.1f,\"bytes_prefetched_per_s\":%.1f,\"bytes_spilled_per_s\":%.1f"
            ",\"bytes_restored_per_s\":%.1f,\"evictions_per_s\":%.3f,\"prefetches_per_s\":%.3f,\"allocs_per_s\":%.3f"
            ",\"frees_per_s\":%.3f,\"steps_per_s\":%.3f}",

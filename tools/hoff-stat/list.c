@@ -18,7 +18,7 @@
 struct job_total {
     size_t ranks;
     uint64_t world_size, steps_min, last_step_max, resident, budget, host, nvme, mapped, evictions, faults;
-    int state;          /* the ranks' common plan state, or -1 when they differ */
+    int state;               /* the ranks' common plan state, or -1 when they differ */
     struct hoff_stats floor; /* plans, plan_floor_bytes (summed over the ranks with a plan) and plan_floor_phase
                                 (their common phase, or FLOOR_PHASE_MIXED): for floor_text */
 };
@@ -46,7 +46,8 @@ static void job_add(struct job_total *t, const struct hoff_stats *st) {
     t->faults += st->faults;
     if (st->plans) {
         t->floor.plan_floor_phase = !t->floor.plans || t->floor.plan_floor_phase == st->plan_floor_phase
-                                        ? st->plan_floor_phase : FLOOR_PHASE_MIXED;
+                                        ? st->plan_floor_phase
+                                        : FLOOR_PHASE_MIXED;
         t->floor.plans++;
         t->floor.plan_floor_bytes += st->plan_floor_bytes;
     }
@@ -77,9 +78,9 @@ static void print_job_total(const struct entry *v, size_t n, const char *job) {
     char fl[32];
 
     printf("%7s  %-15.15s %-7s %-8s %-8s %6" PRIu64 " %6s %6s %10s %7s  job total (%zu ranks here; steps: the "
-           "fewest; bytes: summed)\n", "total", job, "", "", t.state < 0 ? "mixed" : PSTATE((uint64_t)t.state),
-           t.steps_min, HS(t.resident), t.budget ? HS(t.budget) : "none", floor_text(&t.floor, fl, sizeof fl), "",
-           t.ranks);
+           "fewest; bytes: summed)\n",
+           "total", job, "", "", t.state < 0 ? "mixed" : PSTATE((uint64_t)t.state), t.steps_min, HS(t.resident),
+           t.budget ? HS(t.budget) : "none", floor_text(&t.floor, fl, sizeof fl), "", t.ranks);
 }
 
 static void print_jobs_json(const struct entry *v, size_t n) {
@@ -118,8 +119,8 @@ static void print_list_json(const struct entry *v, size_t n) {
         proc_comm(e->ns == hoff__pub_self_ns() ? e->pid : 0, e->ok ? &e->h : NULL, comm, sizeof comm);
         printf("%s{\"segment\":", i ? "," : "");
         json_str(stdout, e->name);
-        printf(",\"pid\":%d,\"pid_namespace\":%" PRIu64 ",\"same_namespace\":%s,\"command\":", (int)e->pid,
-               e->ns, e->ns == hoff__pub_self_ns() ? "true" : "false");
+        printf(",\"pid\":%d,\"pid_namespace\":%" PRIu64 ",\"same_namespace\":%s,\"command\":", (int)e->pid, e->ns,
+               e->ns == hoff__pub_self_ns() ? "true" : "false");
         json_str(stdout, comm);
         printf(",\"alive\":%s,\"readable\":%s", ALIVE_JSON(e->alive), e->ok ? "true" : "false");
         if (e->ok) {
@@ -131,8 +132,8 @@ static void print_list_json(const struct entry *v, size_t n) {
             json_str(stdout, b);
             printf(",\"planner\":");
             json_str(stdout, p);
-            printf(",\"state\":\"%s\",\"steps\":%" PRIu64 ",\"resident_bytes\":%" PRIu64
-                   ",\"budget_bytes\":%" PRIu64 ",\"started\":%.3f",
+            printf(",\"state\":\"%s\",\"steps\":%" PRIu64 ",\"resident_bytes\":%" PRIu64 ",\"budget_bytes\":%" PRIu64
+                   ",\"started\":%.3f",
                    PSTATE(e->st.plan_state), e->st.steps, e->st.resident_bytes, e->st.budget_bytes,
                    (double)e->h.start_ns / 1e9);
             print_floor_json(stdout, &e->st, e->floor_op);
@@ -145,7 +146,8 @@ static void print_list_json(const struct entry *v, size_t n) {
                 else
                     printf("null");
                 printf(",\"rank\":%" PRIu64 ",\"world_size\":%" PRIu64 ",\"local_rank\":%" PRIu64
-                       ",\"device\":%" PRIu64, e->st.rank, e->st.world_size, e->st.local_rank, e->st.device);
+                       ",\"device\":%" PRIu64,
+                       e->st.rank, e->st.world_size, e->st.local_rank, e->st.device);
             }
         } else {
             printf(",\"error\":");
@@ -168,7 +170,7 @@ static void print_list_row(const struct entry *v, size_t n, size_t i, uint64_t n
     if (entry_job(e, job, sizeof job)[0] && (i == 0 || strcmp(entry_job(&v[i - 1], pj, sizeof pj), job)))
         print_job_heading(v + i, n - i, job);
     char comm[64], b[32], p[32], up[32], fl[32];
-    const char *status = e->alive == HOFF__PUB_ALIVE    ? "alive"
+    const char *status = e->alive == HOFF__PUB_ALIVE     ? "alive"
                          : e->alive == HOFF__PUB_UNKNOWN ? "other pid namespace (cannot tell if alive)"
                                                          : "stale (process gone)";
     char pidcol[32];
@@ -180,9 +182,8 @@ static void print_list_row(const struct entry *v, size_t n, size_t i, uint64_t n
         snprintf(pidcol, sizeof pidcol, "%d@ns", (int)e->pid);
     proc_comm(e->ns == hoff__pub_self_ns() ? e->pid : 0, e->ok ? &e->h : NULL, comm, sizeof comm);
     if (!e->ok) {
-        printf("%7s  %-15.15s %-7s %-8s %-8s %6s %6s %6s %10s %7s  refused: %s%s\n", pidcol, comm, "-",
-               "-", "-", "-", "-", "-", "-", "-", e->why,
-               e->alive == HOFF__PUB_GONE ? " (process gone: stale)" : "");
+        printf("%7s  %-15.15s %-7s %-8s %-8s %6s %6s %6s %10s %7s  refused: %s%s\n", pidcol, comm, "-", "-", "-", "-",
+               "-", "-", "-", "-", e->why, e->alive == HOFF__PUB_GONE ? " (process gone: stale)" : "");
         return;
     }
     clean_name(b, sizeof b, e->h.backend, sizeof e->h.backend);
@@ -190,10 +191,10 @@ static void print_list_row(const struct entry *v, size_t n, size_t i, uint64_t n
     huptime(now_ns > e->h.start_ns ? (now_ns - e->h.start_ns) / 1000000000ull : 0, up, sizeof up);
     floor_text(&e->st, fl, sizeof fl);
     if (job[0]) /* a rank: its rank and device in the status column */
-        printf("%7s  %-15.15s %-7.7s %-8.8s %-8s %6" PRIu64 " %6s %6s %10s %7s  rank %" PRIu64
-               " on GPU %" PRIu64 ", %s\n", pidcol, comm, b, p, PSTATE(e->st.plan_state), e->st.steps,
-               HS(e->st.resident_bytes), e->st.budget_bytes ? HS(e->st.budget_bytes) : "none", fl, up,
-               e->st.rank, e->st.device, status);
+        printf("%7s  %-15.15s %-7.7s %-8.8s %-8s %6" PRIu64 " %6s %6s %10s %7s  rank %" PRIu64 " on GPU %" PRIu64
+               ", %s\n",
+               pidcol, comm, b, p, PSTATE(e->st.plan_state), e->st.steps, HS(e->st.resident_bytes),
+               e->st.budget_bytes ? HS(e->st.budget_bytes) : "none", fl, up, e->st.rank, e->st.device, status);
     else
         printf("%7s  %-15.15s %-7.7s %-8.8s %-8s %6" PRIu64 " %6s %6s %10s %7s  %s\n", pidcol, comm, b, p,
                PSTATE(e->st.plan_state), e->st.steps, HS(e->st.resident_bytes),
@@ -243,8 +244,8 @@ int cmd_list(const struct opts *o) {
         printf("no hoff processes of uid %u (no %s/" HOFF__PUB_PREFIX "%u.* segments)\n", (unsigned)getuid(), o->dir,
                (unsigned)getuid());
     } else {
-        printf("%7s  %-15s %-7s %-8s %-8s %6s %6s %6s %10s %7s  %s\n", "PID", "COMMAND", "BACKEND", "PLANNER",
-               "STATE", "STEPS", "RESID", "BUDGET", "FLOOR", "UPTIME", "STATUS");
+        printf("%7s  %-15s %-7s %-8s %-8s %6s %6s %6s %10s %7s  %s\n", "PID", "COMMAND", "BACKEND", "PLANNER", "STATE",
+               "STEPS", "RESID", "BUDGET", "FLOOR", "UPTIME", "STATUS");
         for (i = 0; i < n; i++)
             print_list_row(v, n, i, now_ns);
     }

@@ -16,33 +16,32 @@
 const char *cmd = "hoff-stat";
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: hoff-stat [--json] [--clean]          list the hoff processes of this user\n"
-            "       hoff-stat -p PID [-i SECONDS] [-c COUNT] [--once] [--json]\n"
-            "                                             watch one, a line per interval\n"
-            "       hoff-stat --job ID [-i SECONDS] [-c COUNT] [--once] [--json]\n"
-            "                                             watch the ranks of a job on this node\n"
-            "\n"
-            "  -p, --pid PID         the process to watch (PID.K for its K-th context)\n"
-            "      --job ID          every rank of job ID on this node (the list names the jobs:\n"
-            "                        TORCHELASTIC_RUN_ID, else MASTER_ADDR:MASTER_PORT), a line\n"
-            "                        each and the job's total per interval\n"
-            "  -i, --interval SECS   seconds between lines (default 1; fractions allowed)\n"
-            "  -c, --count N         stop after N lines (default: until the process ends)\n"
-            "      --once            one sample (-c 1)\n"
-            "      --json            one JSON object per sample (doc/hoff-stat.schema.json)\n"
-            "      --clean           remove the segments of processes that are gone\n"
-            "      --dir DIR         where the segments are (default " HOFF__PUB_DIR ")\n"
-            "  -h, --help            this text\n"
-            "      --version         the version\n"
-            "\n"
-            "Sizes are in bytes with K, M, G (powers of 1024); d2h, h2d, spill and restor are\n"
-            "bytes moved per second; evict, late and fault count the events of the interval.\n"
-            "floor: the plan's working-set floor and the phase it is in (fwd, bwd, loss, opt;\n"
-            "its op in --json).\n"
-            "A process publishes unless HOFF_STATS=0.\n"
-            "Exit status: 0 ok; 1 the segments cannot be listed, or (-p) the segment is missing,\n"
-            "refused or stale; 2 bad usage.  See hoff-stat(1).\n");
+    fprintf(f, "usage: hoff-stat [--json] [--clean]          list the hoff processes of this user\n"
+               "       hoff-stat -p PID [-i SECONDS] [-c COUNT] [--once] [--json]\n"
+               "                                             watch one, a line per interval\n"
+               "       hoff-stat --job ID [-i SECONDS] [-c COUNT] [--once] [--json]\n"
+               "                                             watch the ranks of a job on this node\n"
+               "\n"
+               "  -p, --pid PID         the process to watch (PID.K for its K-th context)\n"
+               "      --job ID          every rank of job ID on this node (the list names the jobs:\n"
+               "                        TORCHELASTIC_RUN_ID, else MASTER_ADDR:MASTER_PORT), a line\n"
+               "                        each and the job's total per interval\n"
+               "  -i, --interval SECS   seconds between lines (default 1; fractions allowed)\n"
+               "  -c, --count N         stop after N lines (default: until the process ends)\n"
+               "      --once            one sample (-c 1)\n"
+               "      --json            one JSON object per sample (doc/hoff-stat.schema.json)\n"
+               "      --clean           remove the segments of processes that are gone\n"
+               "      --dir DIR         where the segments are (default " HOFF__PUB_DIR ")\n"
+               "  -h, --help            this text\n"
+               "      --version         the version\n"
+               "\n"
+               "Sizes are in bytes with K, M, G (powers of 1024); d2h, h2d, spill and restor are\n"
+               "bytes moved per second; evict, late and fault count the events of the interval.\n"
+               "floor: the plan's working-set floor and the phase it is in (fwd, bwd, loss, opt;\n"
+               "its op in --json).\n"
+               "A process publishes unless HOFF_STATS=0.\n"
+               "Exit status: 0 ok; 1 the segments cannot be listed, or (-p) the segment is missing,\n"
+               "refused or stale; 2 bad usage.  See hoff-stat(1).\n");
 }
 
 static int usage_error(const char *fmt, ...) HOFF__PRINTF(1, 2);
@@ -69,13 +68,17 @@ static int valid_target(const char *s) {
 }
 
 int main(int argc, char **argv) {
-    static const struct option longopts[] = {
-        {"pid", required_argument, NULL, 'p'},  {"interval", required_argument, NULL, 'i'},
-        {"count", required_argument, NULL, 'c'}, {"once", no_argument, NULL, 'o'},
-        {"json", no_argument, NULL, 'j'},       {"clean", no_argument, NULL, 'C'},
-        {"dir", required_argument, NULL, 'd'},  {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},    {"job", required_argument, NULL, 'J'},
-        {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"pid", required_argument, NULL, 'p'},
+                                             {"interval", required_argument, NULL, 'i'},
+                                             {"count", required_argument, NULL, 'c'},
+                                             {"once", no_argument, NULL, 'o'},
+                                             {"json", no_argument, NULL, 'j'},
+                                             {"clean", no_argument, NULL, 'C'},
+                                             {"dir", required_argument, NULL, 'd'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {"version", no_argument, NULL, 'V'},
+                                             {"job", required_argument, NULL, 'J'},
+                                             {NULL, 0, NULL, 0}};
     struct opts o;
     struct sigaction sa;
     int opt, once = 0, have_count = 0, have_interval = 0;
@@ -107,34 +110,21 @@ int main(int argc, char **argv) {
                 return usage_error("-c: expected a count >= 1, got '%s'", optarg);
             have_count = 1;
             break;
-        case 'o':
-            once = 1;
-            break;
-        case 'j':
-            o.json = 1;
-            break;
-        case 'C':
-            o.clean = 1;
-            break;
+        case 'o': once = 1; break;
+        case 'j': o.json = 1; break;
+        case 'C': o.clean = 1; break;
         case 'J':
             if (!*optarg || strlen(optarg) >= sizeof((struct hoff__pub_header *)0)->job)
                 return usage_error("--job: expected a job id of 1 to %zu characters (as 'hoff-stat' lists them), "
-                                   "got '%s'", sizeof((struct hoff__pub_header *)0)->job - 1, optarg);
+                                   "got '%s'",
+                                   sizeof((struct hoff__pub_header *)0)->job - 1, optarg);
             o.job = optarg;
             break;
-        case 'd':
-            o.dir = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        case 'V':
-            printf("hoff-stat %d.%d.%d\n", HOFF_VERSION_MAJOR, HOFF_VERSION_MINOR, HOFF_VERSION_PATCH);
-            return 0;
-        case ':':
-            return usage_error("option '%s' needs a value", argv[optind - 1]);
-        default:
-            return usage_error("unknown option '%s'", argv[optind - 1]);
+        case 'd': o.dir = optarg; break;
+        case 'h': usage(stdout); return 0;
+        case 'V': printf("hoff-stat %d.%d.%d\n", HOFF_VERSION_MAJOR, HOFF_VERSION_MINOR, HOFF_VERSION_PATCH); return 0;
+        case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
+        default: return usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc)

@@ -32,8 +32,7 @@ void on_sigbus(int sig) {
 
 /* hoff__pub_read_floor, but a segment truncated after it was checked (SIGBUS on
  * the mapping) is an error, not a crash. */
-int read_guarded(const struct hoff__pub_reader *r, struct hoff_stats *st, char *floor_op, uint64_t *un,
-                 uint64_t *up) {
+int read_guarded(const struct hoff__pub_reader *r, struct hoff_stats *st, char *floor_op, uint64_t *un, uint64_t *up) {
     int rc;
 
     if (sigsetjmp(bus_jmp, 1)) {
@@ -48,14 +47,10 @@ int read_guarded(const struct hoff__pub_reader *r, struct hoff_stats *st, char *
 
 const char *read_error(int rc) {
     switch (rc) {
-    case -EFAULT:
-        return "the segment was truncated while being read";
-    case -EAGAIN:
-        return "the writer kept the segment busy (no consistent copy after 10000 tries)";
-    case -EPROTO:
-        return "the counters in the segment are not of this stats version";
-    default:
-        return strerror(-rc);
+    case -EFAULT: return "the segment was truncated while being read";
+    case -EAGAIN: return "the writer kept the segment busy (no consistent copy after 10000 tries)";
+    case -EPROTO: return "the counters in the segment are not of this stats version";
+    default: return strerror(-rc);
     }
 }
 
@@ -141,8 +136,9 @@ static void probe(const char *dir, struct entry *e) {
     }
     if (e->h.pid != e->pid || e->h.pid_ns != e->ns) {
         e->rc = -EPROTO;
-        snprintf(e->why, sizeof e->why, "written by pid %d of pid namespace %" PRIu64 ", but named for pid %d of %" PRIu64,
-                 (int)e->h.pid, e->h.pid_ns, (int)e->pid, e->ns);
+        snprintf(e->why, sizeof e->why,
+                 "written by pid %d of pid namespace %" PRIu64 ", but named for pid %d of %" PRIu64, (int)e->h.pid,
+                 e->h.pid_ns, (int)e->pid, e->ns);
         e->alive = hoff__pub_name_alive(e->ns, e->pid);
         return;
     }

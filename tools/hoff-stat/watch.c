@@ -61,8 +61,8 @@ int cmd_watch(const struct opts *o) {
 
     /* PID is a pid of our namespace: the segment named for it there. */
     if (dot)
-        snprintf(name, sizeof name, HOFF__PUB_PREFIX "%u.%" PRIu64 ".%.*s.%s", (unsigned)getuid(),
-                 hoff__pub_self_ns(), (int)(dot - o->target), o->target, dot + 1);
+        snprintf(name, sizeof name, HOFF__PUB_PREFIX "%u.%" PRIu64 ".%.*s.%s", (unsigned)getuid(), hoff__pub_self_ns(),
+                 (int)(dot - o->target), o->target, dot + 1);
     else
         snprintf(name, sizeof name, HOFF__PUB_PREFIX "%u.%" PRIu64 ".%s", (unsigned)getuid(), hoff__pub_self_ns(),
                  o->target);
@@ -190,8 +190,10 @@ int cmd_job(const struct opts *o) {
         if (!found) {
             free(slot);
             if (i == 0) {
-                fprintf(stderr, "%s: no hoff process of job '%s' of uid %u on this node ('hoff-stat' lists the "
-                        "jobs)\n", cmd, o->job, (unsigned)getuid());
+                fprintf(stderr,
+                        "%s: no hoff process of job '%s' of uid %u on this node ('hoff-stat' lists the "
+                        "jobs)\n",
+                        cmd, o->job, (unsigned)getuid());
                 return EXIT_FAIL;
             }
             fprintf(stderr, "%s: job %s has ended (no segment of it is left)\n", cmd, o->job);
