@@ -1,5 +1,14 @@
 /* residency.h — where each offload candidate's bytes are: the state machine, budget accounting and the actions
- * (evict, prefetch, discard, fault) issued through the issuing thread.  Threading: caller holds the context lock. */
+ * (evict, prefetch, discard, fault) issued through the issuing thread.  Threading: caller holds the context lock.
+ *
+ * Where each entry point lives and what it may call: the residency files are ordered lowest first, each calling
+ * only the files before it (res_internal.h; tests/layers.sh checks it):
+ *   res_fence.c  (calls none of them)                 hoff__res_note_stream, _close_windows, _end_use
+ *   res_state.c  (may call res_fence.c)               hoff__res_next, _state_name, _event_name, _on_free
+ *   res_xfer.c   (may call res_state.c, res_fence.c)  hoff__res_stream_wait, _settle, _poll, _wait_all, _cmd_done
+ *   res_room.c   (may call the three above)           hoff__res_budget_room, _host_room, _fit_device
+ *   residency.c  (may call all four)                  hoff__res_on_alloc, _keep, _evict, _prefetch, _discard,
+ *                                                     _group, _access, _spill, _restore, _check */
 #ifndef HOFF_RESIDENCY_H
 #define HOFF_RESIDENCY_H
 
