@@ -85,11 +85,6 @@ int main(void) {
         {NULL, NULL},
     };
 
-    /* The torch contexts read the environment. */
-    setenv("HOFF_BACKEND", "sim", 1);
-    setenv("HOFF_SIM_DEVICE", "4G", 1);
-    setenv("HOFF_LOG_LEVEL", "off", 1);
-    setenv("HOFF_PLAN_THREAD", "0", 1); /* plans at the step's end: the counts below are exact */
-    unsetenv("HOFF_BUDGET");
+    hoff_test_torch_env();
     return hoff_test_run("torch_abort", tests);
 }

@@ -139,3 +139,11 @@ int hoff_test_stamped(const void *p, size_t n, size_t stride, uint64_t v) {
             return 0;
     return 1;
 }
+
+void hoff_test_torch_env(void) {
+    setenv("HOFF_BACKEND", "sim", 1);
+    setenv("HOFF_SIM_DEVICE", "4G", 1);
+    setenv("HOFF_LOG_LEVEL", "off", 1);
+    setenv("HOFF_PLAN_THREAD", "0", 1);
+    unsetenv("HOFF_BUDGET");
+}

@@ -78,6 +78,10 @@ struct hoff_stats hoff_test_stats(hoff_ctx *ctx);
  * suite left it empty, as every context does at shutdown).  Exits 99 when none can be made. */
 const char *hoff_test_spill_dir(const char *tag);
 
+/* The environment the torch entry points' contexts read (they take no config): the sim with a 4 GiB device, no
+ * log, plans made at the step's end (so a suite's counts are exact), no budget.  Call from main before the tests. */
+void hoff_test_torch_env(void);
+
 /* --- the planner suites (testplan.c; a program that uses these links it) -------------------------------------
  * Steps built event by event, as the recorder would write them: hoff_test_trace_begin starts an empty trace (and
  * closes every region), hoff_test_al / hoff_test_al_pool append an allocation (pool 1, the managed pool, for
