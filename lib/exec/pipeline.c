@@ -354,9 +354,28 @@ int hoff__pipe_kept_next(const struct hoff_ctx *ctx, uint64_t size) {
     return t->kind == HOFF__TEV_ALLOC && (t->flags & HOFF__TEV_KEPT) != 0 && t->size == (size ? size : 1);
 }
 
+#ifdef HOFF_DEBUG
+/* The policy the memory layer acts on is the pipeline's and the context's state now: a change of either without
+ * its push (hoff__pipe_policy) would have the memory layer make room for an old step. */
+static void check_policy(const struct hoff_ctx *ctx) {
+    struct hoff__mem_policy want = ctx->mem.pol;
+
+    hoff__pipe_push_policy(&ctx->pipe, &want);
+    want.in_step = ctx->in_step;
+    want.steps = ctx->st.steps;
+    if (memcmp(&want, &ctx->mem.pol, sizeof want) != 0) {
+        hoff__log(HOFF_LOG_ERROR, "the memory layer's policy is stale (a pipeline change was not pushed)");
+        abort();
+    }
+}
+#else
+#define check_policy(ctx) ((void)0)
+#endif
+
 void hoff__pipe_before(struct hoff_ctx *ctx, struct hoff__event_info *e) {
     struct hoff__pipeline *p = &ctx->pipe;
 
+    check_policy(ctx);
     if (!in_trace(ctx, e))
         return;
     if (e->stream || e->kind == HOFF__TEV_ALLOC || e->kind == HOFF__TEV_FREE)
@@ -368,6 +387,7 @@ void hoff__pipe_before(struct hoff_ctx *ctx, struct hoff__event_info *e) {
 void hoff__pipe_after(struct hoff_ctx *ctx, struct hoff__event_info *e) {
     struct hoff__pipeline *p = &ctx->pipe;
 
+    check_policy(ctx);
     if (!in_trace(ctx, e) || (e->kind == HOFF__TEV_ALLOC && !e->b))
         return;
     if (e->kind == HOFF__TEV_ALLOC && e->b) {
