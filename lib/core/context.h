@@ -103,7 +103,8 @@ void hoff__ctx_push_limits(struct hoff_ctx *ctx);
 /* hoff_malloc_flags and hoff_free that also give the block's size (hoff's
  * size class, what hoff_block_size says) through bytes when it is not NULL,
  * without a second lookup: for the PyTorch entry points' statistics
- * (torch/memstats.c).  They take ctx->lock. */
+ * (torch/memstats.c).  flags are valid ones (hoff_malloc_flags checks what
+ * a caller gives).  They take ctx->lock. */
 void *hoff__malloc_sized(struct hoff_ctx *ctx, size_t size, hoff_stream stream, unsigned flags, size_t *bytes);
 int hoff__free_sized(struct hoff_ctx *ctx, void *ptr, hoff_stream stream, size_t *bytes);
 

@@ -154,10 +154,9 @@ void *hoff__malloc_sized(struct hoff_ctx *ctx, size_t size, hoff_stream stream, 
     struct hoff__pool *p;
     int kind, cls, err, kept;
 
-    if (!ctx || (flags & ~7u) || (flags & 3u) == 3u || ((flags & 4u) && (flags & 3u))) {
+    if (!ctx) {
         errno = EINVAL;
-        hoff__error(-EINVAL, "hoff_malloc: %s",
-                    ctx ? "flags must be AUTO, DEVICE, MANAGED or CANDIDATE" : "NULL context");
+        hoff__error(-EINVAL, "hoff_malloc: NULL context");
         return NULL;
     }
     LOCK(ctx);
