@@ -143,6 +143,13 @@ static inline void hoff__pipe_push_policy(const struct hoff__pipeline *p, struct
     pol->step = p->step;
 }
 
+/* The pipeline enters state st (enum hoff_plan_state): its statistic and the memory layer's policy follow. */
+static inline void hoff__pipe_set_state(struct hoff__pipeline *p, struct hoff__mem_policy *pol, int st) {
+    p->state = st;
+    HOFF__STAT_SET(&p->st, plan_state, (uint64_t)st);
+    hoff__pipe_push_policy(p, pol);
+}
+
 /* warmup (record.c) */
 void hoff__record_begin(struct hoff__pipeline *p, struct hoff__mem *mem);
 void hoff__record_event(struct hoff__pipeline *p, struct hoff__mem *mem, const struct hoff__event_info *e);

@@ -36,10 +36,15 @@ void hoff__pipe_init(struct hoff_ctx *ctx) {
     hoff__pipe_policy(ctx);
 }
 
+/* The policy of ctx's pipeline and step state now, into pol. */
+static void policy_of(const struct hoff_ctx *ctx, struct hoff__mem_policy *pol) {
+    hoff__pipe_push_policy(&ctx->pipe, pol);
+    pol->in_step = ctx->in_step;
+    pol->steps = ctx->st.steps;
+}
+
 void hoff__pipe_policy(struct hoff_ctx *ctx) {
-    hoff__pipe_push_policy(&ctx->pipe, &ctx->mem.pol);
-    ctx->mem.pol.in_step = ctx->in_step;
-    ctx->mem.pol.steps = ctx->st.steps;
+    policy_of(ctx, &ctx->mem.pol);
 }
 
 /* The plan's groups are done with: their regions go back to the pool (at
@@ -154,12 +159,6 @@ void hoff__pipe_destroy(struct hoff_ctx *ctx) {
     hoff__pipe_policy(ctx);
 }
 
-static void set_state(struct hoff_ctx *ctx, int st) {
-    ctx->pipe.state = st;
-    HOFF__STAT_SET(&ctx->pipe.st, plan_state, (uint64_t)st);
-    hoff__pipe_policy(ctx);
-}
-
 /* A step begins while a planning job runs: take its plan if it is ready
  * (never waiting for it).  A plan made for a budget, host cap or planner that
  * has changed since is dropped, and this step records again. */
@@ -214,7 +213,7 @@ int hoff__pipe_step_begin(struct hoff_ctx *ctx) {
         p->online = 1;
         p->lag++;
         HOFF__STAT_ADD(&ctx->pipe.st, plan_online_steps, 1);
-        set_state(ctx, HOFF_PLAN_WARMUP);
+        hoff__pipe_set_state(p, &ctx->mem.pol, HOFF_PLAN_WARMUP);
         return 0;
     }
     if (p->have_plan && !p->rerecord) {
@@ -225,7 +224,7 @@ int hoff__pipe_step_begin(struct hoff_ctx *ctx) {
             memset(p->map, 0, p->map_len * sizeof *p->map);
         if (groups_ready(ctx) != 0)
             hoff__log(HOFF_LOG_WARN, "no memory for the plan's groups: their blocks move one by one this step");
-        set_state(ctx, HOFF_PLAN_REPLAY);
+        hoff__pipe_set_state(p, &ctx->mem.pol, HOFF_PLAN_REPLAY);
         return 0;
     }
     /* Warmup: record this step. */
@@ -245,7 +244,7 @@ int hoff__pipe_step_begin(struct hoff_ctx *ctx) {
     p->trace.h2d_gbps = p->h2d_gbps;
     p->trace.d2h_gbps = p->d2h_gbps;
     snprintf(p->trace.backend, sizeof p->trace.backend, "%s", ctx->mem.be->ops->name);
-    set_state(ctx, HOFF_PLAN_WARMUP);
+    hoff__pipe_set_state(p, &ctx->mem.pol, HOFF_PLAN_WARMUP);
     hoff__record_begin(p, &ctx->mem);
     return 0;
 }
@@ -264,7 +263,7 @@ int hoff__pipe_step_end(struct hoff_ctx *ctx) {
                 : HOFF__TIME_UNKNOWN; /* record_finish fills it from events */
         {
             int rc = hoff__record_finish(p, &ctx->mem);
-            set_state(ctx, p->have_plan ? HOFF_PLAN_REPLAY : HOFF_PLAN_WARMUP);
+            hoff__pipe_set_state(p, &ctx->mem.pol, p->have_plan ? HOFF_PLAN_REPLAY : HOFF_PLAN_WARMUP);
             return rc;
         }
     case HOFF_PLAN_REPLAY:
@@ -282,7 +281,7 @@ int hoff__pipe_step_end(struct hoff_ctx *ctx) {
         } else {
             p->divergent_run = 0;
         }
-        set_state(ctx, HOFF_PLAN_REPLAY);
+        hoff__pipe_set_state(p, &ctx->mem.pol, HOFF_PLAN_REPLAY);
         return 0;
     default: return 0;
     }
@@ -306,7 +305,7 @@ int hoff__pipe_step_abort(struct hoff_ctx *ctx) {
         p->diverged = 1; /* fire nothing more */
         hoff__pipe_policy(ctx);
         hoff__replay_finish(p, &ctx->mem);
-        set_state(ctx, HOFF_PLAN_REPLAY);
+        hoff__pipe_set_state(p, &ctx->mem.pol, HOFF_PLAN_REPLAY);
         hoff__log(HOFF_LOG_INFO, "step %llu aborted during replay: %llu planned actions skipped",
                   (unsigned long long)p->step, (unsigned long long)p->skipped);
         return 0;
@@ -358,12 +357,12 @@ int hoff__pipe_kept_next(const struct hoff_ctx *ctx, uint64_t size) {
 /* The policy the memory layer acts on is the pipeline's and the context's state now: a change of either without
  * its push (hoff__pipe_policy) would have the memory layer make room for an old step. */
 static void check_policy(const struct hoff_ctx *ctx) {
-    struct hoff__mem_policy want = ctx->mem.pol;
+    const struct hoff__mem_policy *pol = &ctx->mem.pol;
+    struct hoff__mem_policy want;
 
-    hoff__pipe_push_policy(&ctx->pipe, &want);
-    want.in_step = ctx->in_step;
-    want.steps = ctx->st.steps;
-    if (memcmp(&want, &ctx->mem.pol, sizeof want) != 0) {
+    policy_of(ctx, &want);
+    if (want.in_step != pol->in_step || want.warmup != pol->warmup || want.replaying != pol->replaying ||
+        want.floor_bytes != pol->floor_bytes || want.step != pol->step || want.steps != pol->steps) {
         hoff__log(HOFF_LOG_ERROR, "the memory layer's policy is stale (a pipeline change was not pushed)");
         abort();
     }

@@ -33,9 +33,7 @@ static int matches(const struct hoff__pipeline *p, const struct hoff__event_info
 
 static void diverge(struct hoff__pipeline *p, struct hoff__mem *mem, const struct hoff__event_info *e) {
     p->diverged = 1;
-    p->state = HOFF_PLAN_FALLBACK;
-    HOFF__STAT_SET(&p->st, plan_state, HOFF_PLAN_FALLBACK);
-    hoff__pipe_push_policy(p, &mem->pol);
+    hoff__pipe_set_state(p, &mem->pol, HOFF_PLAN_FALLBACK);
     if (p->ev < p->trace.nev)
         hoff__log(HOFF_LOG_INFO,
                   "step %llu diverged from the plan at event %u (a %s where the plan has a %s); "
