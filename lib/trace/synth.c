@@ -52,7 +52,15 @@
  * Times: an op's time is its FLOPs / tflops.  Forward: 2 * parameters *
  * tokens for the projections, 4*b*s^2*h for attention (QK^T and PV), about 8
  * FLOPs per element for LayerNorm, activation and adds; backward is twice the
- * forward.  Every event of an op carries the op's start time (host and GPU
+ * forward.  With hbm_gbps (the roofline), an op takes at least the time its
+ * bytes take at that rate: what it reads and writes (inputs, outputs and
+ * weights; backward twice the forward's), so LayerNorm, the activation and
+ * the adds are memory-bound as on a GPU, and the projections stay compute-bound.
+ *
+ * Input reads (input_reads != 0): each forward op also marks a read of the
+ * inputs the hooks' marks miss (LayerNorm's input, the projections' results
+ * the residual adds take), so that the trace says what each op needs: what
+ * recomputing it needs (plan/recompute.c).  Every event of an op carries the op's start time (host and GPU
  * timelines are the same here), so the gap before the next op mark is the
  * op's compute.
  */
@@ -61,6 +69,7 @@ struct sb {
     struct hoff__trace *t;
     const struct hoff__synth_opts *o;
     uint64_t now, pending; /* start of the current op, its duration */
+    uint64_t rw;           /* bytes the next op reads and writes (sb_rw), for the roofline; 0: not said */
     int region;            /* inside a region */
     int rc;
 };
@@ -210,11 +219,39 @@ static uint64_t flops_ns(const struct sb *s, double flops) {
     return ns < 1.0 ? 1 : (uint64_t)(ns + 0.5);
 }
 
+/* The bytes the next op (sb_op) reads and writes: with hbm_gbps, its time is at least their time at that rate. */
+static void sb_rw(struct sb *s, uint64_t bytes) {
+    s->rw = bytes;
+}
+
+/* An op's time: its FLOPs at tflops, or with hbm_gbps and sb_rw's bytes, the longer of that and the bytes' time
+ * (the roofline); sb_rw's bytes are used once. */
+static uint64_t op_ns(struct sb *s, double flops) {
+    uint64_t ns = flops_ns(s, flops);
+
+    if (s->o->hbm_gbps > 0 && s->rw) {
+        double m = (double)s->rw / s->o->hbm_gbps; /* GB/s = bytes per ns */
+
+        if (m > (double)HOFF__STEP_NS_MAX)
+            ns = HOFF__STEP_NS_MAX + 1; /* sb_advance refuses it */
+        else if ((uint64_t)(m + 0.5) > ns)
+            ns = (uint64_t)(m + 0.5);
+    }
+    s->rw = 0;
+    return ns;
+}
+
 static void sb_op(struct sb *s, uint32_t layer, const char *what, double flops) {
     char name[64];
 
     snprintf(name, sizeof name, "L%u.%s", (unsigned)layer, what);
-    sb_op_ns(s, name, flops_ns(s, flops));
+    sb_op_ns(s, name, op_ns(s, flops));
+}
+
+/* With input_reads: a read of block id by the op now running (an input no saved-tensor hook marks). */
+static void sb_input(struct sb *s, uint32_t id) {
+    if (s->o->input_reads)
+        sb_block_ev(s, HOFF__TEV_ACCESS, id, 0);
 }
 
 /* Where a model's backward puts a weight gradient (retained: the optimizer reads it after the step's
@@ -264,6 +301,9 @@ static int synth_check(const struct hoff__trace *t, const struct hoff__synth_opt
     if (!(o->tflops >= HOFF__SYNTH_TFLOPS_MIN && o->tflops <= HOFF__SYNTH_TFLOPS_MAX))
         return hoff__error(-EINVAL, "synth: tflops is %g; expected %g to %g TFLOP/s", o->tflops, HOFF__SYNTH_TFLOPS_MIN,
                            HOFF__SYNTH_TFLOPS_MAX);
+    if (!(o->hbm_gbps >= 0 && o->hbm_gbps <= HOFF__SYNTH_HBM_GBPS_MAX))
+        return hoff__error(-EINVAL, "synth: hbm_gbps is %g; expected 0 (FLOPs only) to %g GB/s", o->hbm_gbps,
+                           HOFF__SYNTH_HBM_GBPS_MAX);
     if (o->layers > 100000 || o->hidden > (1u << 20) || o->seq > (1u << 24) || o->batch > (1u << 20))
         return hoff__error(-EINVAL, "synth: shape out of range (layers <= 100000, hidden <= 2^20, seq <= 2^24, "
                                     "batch <= 2^20)");
@@ -275,11 +315,13 @@ struct saved {
 };
 
 /* The coarse transformer's shape: sizes in bytes (bsh = b*s*h*e, wsb the
- * softmax statistics), whether attention is flash, each op's FLOPs. */
+ * softmax statistics), whether attention is flash, each op's FLOPs and the
+ * bytes its forward reads and writes (its backward: twice that), for the roofline. */
 struct tf {
     uint64_t h, e, T, heads, bsh, wsb;
     int flash;
     double f_ln, f_qkv, f_attn, f_proj, f_up, f_act, f_down, f_add;
+    uint64_t b_ln, b_qkv, b_attn, b_proj, b_up, b_act, b_down, b_add;
 };
 
 /* An op of layer l making a tensor of bytes (its id), then the mark of its input's read. */
@@ -296,6 +338,7 @@ static uint32_t tf_fwd(struct sb *s, uint32_t l, const char *name, double flops,
 static uint32_t tf_ln(struct sb *s, const struct tf *c, uint32_t l, const char *name, uint32_t *st) {
     uint32_t out;
 
+    sb_rw(s, c->b_ln);
     sb_op(s, l, name, c->f_ln);
     *st = sb_alloc(s, c->T * 8);
     out = sb_alloc(s, c->bsh);
@@ -310,7 +353,10 @@ static void tf_layer_fwd(struct sb *s, const struct tf *c, uint32_t l, struct sa
     v->x = *x_next;
     v->probs = v->lse = UINT32_MAX;
     v->ln1_out = tf_ln(s, c, l, "ln1", &v->ln1_st);
+    sb_input(s, v->x);
+    sb_rw(s, c->b_qkv);
     v->qkv = tf_fwd(s, l, "qkv", c->f_qkv, 3 * c->bsh, v->ln1_out);
+    sb_rw(s, c->b_attn);
     sb_op(s, l, "attn", c->f_attn);
     tmp = sb_alloc(s, c->wsb); /* workspace */
     if (c->flash) {
@@ -322,14 +368,23 @@ static void tf_layer_fwd(struct sb *s, const struct tf *c, uint32_t l, struct sa
     sb_free(s, tmp);
     sb_mark(s, v->qkv);
     sb_mark(s, c->flash ? v->lse : v->probs);
+    sb_rw(s, c->b_proj);
     tmp = tf_fwd(s, l, "proj", c->f_proj, c->bsh, v->ctx);
+    sb_rw(s, c->b_add);
     v->ln2_in = tf_fwd(s, l, "add1", c->f_add, c->bsh, v->x);
+    sb_input(s, tmp);
     sb_free(s, tmp);
     v->ln2_out = tf_ln(s, c, l, "ln2", &v->ln2_st);
+    sb_input(s, v->ln2_in);
+    sb_rw(s, c->b_up);
     v->up = tf_fwd(s, l, "mlp_up", c->f_up, 4 * c->bsh, v->ln2_out);
+    sb_rw(s, c->b_act);
     v->act = tf_fwd(s, l, "act", c->f_act, 4 * c->bsh, v->up);
+    sb_rw(s, c->b_down);
     tmp = tf_fwd(s, l, "mlp_down", c->f_down, c->bsh, v->act);
+    sb_rw(s, c->b_add);
     *x_next = tf_fwd(s, l, "add2", c->f_add, c->bsh, v->ln2_in);
+    sb_input(s, tmp);
     sb_free(s, tmp);
 }
 
@@ -339,9 +394,13 @@ static uint32_t tf_layer_bwd(struct sb *s, const struct tf *c, uint32_t l, struc
     uint32_t g_act, g_up, g_ln2out, g_mid, g_ctx, g_qkv, g_ln1out, g_in, tmp;
 
     /* dW_down, dW_up, dW_o and dW_qkv: weight gradients (retained) */
+    sb_rw(s, 2 * c->b_down);
     g_act = sb_bwd(s, l, "mlp_down.bwd", 2 * c->f_down, v->act, 4 * c->bsh, 4 * wh, SB_DW_DEVICE_FIRST, UINT32_MAX);
+    sb_rw(s, 2 * c->b_act);
     g_up = sb_bwd(s, l, "act.bwd", 2 * c->f_act, v->up, 4 * c->bsh, 0, SB_DW_DEVICE_FIRST, g_act);
+    sb_rw(s, 2 * c->b_up);
     g_ln2out = sb_bwd(s, l, "mlp_up.bwd", 2 * c->f_up, v->ln2_out, c->bsh, 4 * wh, SB_DW_DEVICE_FIRST, g_up);
+    sb_rw(s, 2 * c->b_ln);
     sb_op(s, l, "ln2.bwd", 2 * c->f_ln);
     sb_mark(s, v->ln2_in);
     sb_mark(s, v->ln2_st);
@@ -351,7 +410,9 @@ static uint32_t tf_layer_bwd(struct sb *s, const struct tf *c, uint32_t l, struc
     sb_free(s, g);
     sb_free(s, v->ln2_st);
     sb_free(s, v->ln2_in);
+    sb_rw(s, 2 * c->b_proj);
     g_ctx = sb_bwd(s, l, "proj.bwd", 2 * c->f_proj, v->ctx, c->bsh, wh, SB_DW_DEVICE_FIRST, UINT32_MAX);
+    sb_rw(s, 2 * c->b_attn);
     sb_op(s, l, "attn.bwd", 2 * c->f_attn);
     sb_mark(s, v->qkv);
     sb_mark(s, c->flash ? v->lse : v->probs);
@@ -361,7 +422,9 @@ static uint32_t tf_layer_bwd(struct sb *s, const struct tf *c, uint32_t l, struc
     sb_free(s, g_ctx);
     sb_free(s, c->flash ? v->lse : v->probs);
     sb_free(s, v->qkv);
+    sb_rw(s, 2 * c->b_qkv);
     g_ln1out = sb_bwd(s, l, "qkv.bwd", 2 * c->f_qkv, v->ln1_out, c->bsh, 3 * wh, SB_DW_DEVICE_FIRST, g_qkv);
+    sb_rw(s, 2 * c->b_ln);
     sb_op(s, l, "ln1.bwd", 2 * c->f_ln);
     sb_mark(s, v->x);
     sb_mark(s, v->ln1_st);
@@ -413,23 +476,39 @@ int hoff__synth_transformer(struct hoff__trace *t, const struct hoff__synth_opts
     c.f_act = 8.0 * Td * 4.0 * hd;
     c.f_down = c.f_up;
     c.f_add = Td * hd;
+    {
+        uint64_t wh = h * h * e;
+
+        c.b_ln = 2 * bsh + T * 8;
+        c.b_qkv = 4 * bsh + 3 * wh;
+        c.b_attn = 4 * bsh + c.wsb + (c.flash ? 0 : o->batch * c.heads * o->seq * o->seq * e);
+        c.b_proj = 2 * bsh + wh;
+        c.b_up = 5 * bsh + 4 * wh;
+        c.b_act = 8 * bsh;
+        c.b_down = 5 * bsh + 4 * wh;
+        c.b_add = 3 * bsh;
+    }
 
     /* --- forward --- */
-    sb_op_ns(&s, "embed", flops_ns(&s, c.f_add));
+    sb_rw(&s, bsh);
+    sb_op_ns(&s, "embed", op_ns(&s, c.f_add));
     x_next = sb_alloc(&s, bsh);
     for (l = 0; l < o->layers; l++)
         tf_layer_fwd(&s, &c, l, &sv[l], &x_next);
-    sb_op_ns(&s, "loss", flops_ns(&s, c.f_ln));
+    sb_rw(&s, bsh);
+    sb_op_ns(&s, "loss", op_ns(&s, c.f_ln));
     sb_mark(&s, x_next);
 
     /* --- backward --- */
-    sb_op_ns(&s, "loss.bwd", flops_ns(&s, 2 * c.f_ln));
+    sb_rw(&s, 2 * bsh);
+    sb_op_ns(&s, "loss.bwd", op_ns(&s, 2 * c.f_ln));
     sb_mark(&s, x_next);
     g = sb_alloc(&s, bsh);
     sb_free(&s, x_next);
     for (l = o->layers; l-- > 0;)
         g = tf_layer_bwd(&s, &c, l, &sv[l], g);
-    sb_op_ns(&s, "embed.bwd", flops_ns(&s, 2 * c.f_add));
+    sb_rw(&s, 2 * bsh);
+    sb_op_ns(&s, "embed.bwd", op_ns(&s, 2 * c.f_add));
     sb_free(&s, g);
     sb_advance(&s);
     free(sv);

@@ -11,6 +11,8 @@
  * --tflops), TFLOP/s: 1 GFLOP/s to 1 EFLOP/s. */
 #define HOFF__SYNTH_TFLOPS_MIN 0.001
 #define HOFF__SYNTH_TFLOPS_MAX 1e6
+/* The memory bandwidths a roofline may take (hbm_gbps), GB/s: up to 1 PB/s. */
+#define HOFF__SYNTH_HBM_GBPS_MAX 1e6
 
 struct hoff__synth_opts {
     uint32_t layers;      /* transformer layers */
@@ -21,6 +23,11 @@ struct hoff__synth_opts {
     int access_marks;     /* emit HOFF__TEV_ACCESS events (saved-tensor pack/unpack) */
     double tflops;        /* compute rate for the event times (e.g. 400) */
     uint64_t managed_min; /* in-step allocations of at least this go to the managed pool */
+    /* hoff__synth_transformer only: */
+    double hbm_gbps; /* > 0: an op takes max(FLOPs / tflops, bytes it reads and writes / hbm_gbps) (a roofline:
+                        elementwise ops are memory-bound); 0: FLOPs only */
+    int input_reads; /* mark a read of every forward input an op takes (not only the saved-tensor hooks' marks):
+                        what a recompute needs is then in the trace (hoff-plan advise) */
     /* hoff__synth_gpt only: */
     uint32_t heads; /* attention heads (0: hidden / 64) */
     int attention;  /* HOFF__SYNTH_ATTN_* */
@@ -33,8 +40,8 @@ enum {
     HOFF__SYNTH_ATTN_FLASH     /* flash attention: output and log-sum-exp saved */
 };
 
-/* Defaults: 8 layers, h 1024, s 2048, b 1, bf16, access marks on, 400 TFLOP/s, 1 MiB; heads 0 (h/64),
- * attention auto, vocab 8192. */
+/* Defaults: 8 layers, h 1024, s 2048, b 1, bf16, access marks on, 400 TFLOP/s, 1 MiB; hbm_gbps 0 (FLOPs only),
+ * input_reads off; heads 0 (h/64), attention auto, vocab 8192. */
 void hoff__synth_defaults(struct hoff__synth_opts *o);
 
 /* One step of a decoder-only transformer: per layer in forward, the saved

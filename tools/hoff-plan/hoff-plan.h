@@ -40,7 +40,8 @@ extern const char *const hp_cmd; /* "hoff-plan" */
     X(export, "TRACE --budget SIZE|PCT% --perfetto FILE.json", "the simulated replay as a Perfetto trace") \
     X(synth, "-o FILE", "write a synthetic transformer trace")                                             \
     X(info, "TRACE", "summarise a trace")                                                                  \
-    X(model, "TRACE --budget SIZE|PCT%", "times, resident bytes and gaps as JSON (for bounds)")
+    X(model, "TRACE --budget SIZE|PCT%", "times, resident bytes and gaps as JSON (for bounds)")            \
+    X(advise, "TRACE --budget SIZE|PCT%", "what to recompute instead of offloading, and the predicted steps")
 
 #define HP_DECLARE(name, synopsis, what) int hp_cmd_##name(int argc, char **argv);
 HOFF_PLAN_COMMANDS(HP_DECLARE)
@@ -82,6 +83,8 @@ enum hp_flag {
     HP_TFLOPS,
     HP_MANAGED_MIN,
     HP_NO_ACCESS,
+    HP_HBM_GBPS,
+    HP_INPUT_READS,
     HP_EVENTS,
     HP_SEED,
     HP_HELP,

@@ -30,6 +30,11 @@ static void usage(FILE *f) {
                "  --tflops T          compute rate for the event times, TFLOP/s (default 400)\n"
                "  --managed-min SIZE  tensors of at least SIZE are offload candidates (default 1M)\n"
                "  --no-access         no access marks (saved-tensor pack/unpack)\n"
+               "  --hbm-gbps G        transformer: an op takes at least the bytes it reads and\n"
+               "                      writes at G GB/s (a roofline: elementwise ops memory-bound);\n"
+               "                      default 0, FLOPs only\n"
+               "  --input-reads       transformer: also mark each forward op's reads of its inputs,\n"
+               "                      so that what recomputing an op needs is in the trace\n"
                "  --events N          instead: a random training-shaped trace of about N events\n"
                "  --seed S            its seed (default 1)\n"
                "  -o, --output FILE   where to write the trace (required)\n"
@@ -78,6 +83,8 @@ static int named_choices(struct hp_args *a, int *gpt) {
             return EXIT_USAGE;
         a->synth.attention = v == 1 ? HOFF__SYNTH_ATTN_MATH : v == 2 ? HOFF__SYNTH_ATTN_FLASH : HOFF__SYNTH_ATTN_AUTO;
     }
+    if (*gpt && (a->given & (HP_F(HBM_GBPS) | HP_F(INPUT_READS))))
+        return hp_usage_error(a->sub, "--hbm-gbps and --input-reads apply to the transformer model, not --model gpt");
     if (!*gpt && (a->given & HP_F(VOCAB)))
         return hp_usage_error(a->sub, "--vocab applies to --model gpt (the transformer model has no LM head)");
     return 0;
@@ -86,8 +93,8 @@ static int named_choices(struct hp_args *a, int *gpt) {
 int hp_cmd_synth(int argc, char **argv) {
     const uint64_t accepted = HP_F(MODEL) | HP_F(LAYERS) | HP_F(HIDDEN) | HP_F(SEQ) | HP_F(HEADS) | HP_F(BATCH) |
                               HP_F(DTYPE) | HP_F(ELEM_BYTES) | HP_F(ATTENTION) | HP_F(VOCAB) | HP_F(TFLOPS) |
-                              HP_F(MANAGED_MIN) | HP_F(NO_ACCESS) | HP_F(EVENTS) | HP_F(SEED) | HP_F(OUTPUT) |
-                              HP_F(HELP);
+                              HP_F(MANAGED_MIN) | HP_F(NO_ACCESS) | HP_F(HBM_GBPS) | HP_F(INPUT_READS) | HP_F(EVENTS) |
+                              HP_F(SEED) | HP_F(OUTPUT) | HP_F(HELP);
     struct hp_args a;
     struct hoff__trace t;
     int rc, gpt;

@@ -1,0 +1,395 @@
+/* recompute.c — the recompute model of a trace: its forward ops (the spans between op marks before the backward),
+ * the saved activations each allocates, what each reads and its time; and the rewrite of a trace into the step
+ * where chosen saved activations are freed after their last forward use and made again, by an inserted op that
+ * takes the recomputed ops' time, at the first backward op that uses them.
+ *
+ * Which op allocated a block: the span of events between the op marks around its allocation.  Its time is the
+ * span's (the time from the mark before to the mark after), whichever way a producer names its marks: hoff's
+ * recorders end an op with its mark (doc/trace-format.md), hoff-plan synth's transformer starts one with it (so
+ * the op's name is the mark after the span, or for a "synth" trace the mark before).
+ *
+ * The rewrite is the model of a lazy recompute: what checkpointing one module does (torch.utils.checkpoint of a
+ * LayerNorm or an activation: its saved tensors are made again when backward first unpacks one) and what
+ * Megatron-Core's fine-grained recompute does.  A recompute needs what the op reads: the model recomputes an op
+ * only when every block it reads is still allocated where it is made again (it never chains recomputes), and the
+ * trace must mark those reads (the Python package's op marks do; hoff-plan synth does with --input-reads).
+ * Threading: pure functions of their arguments. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "core/grow.h"
+#include "plan/recompute.h"
+
+#define NONE UINT32_MAX
+
+static int is_mark(const struct hoff__trace *t, size_t i) {
+    return t->ev[i].kind == HOFF__TEV_OP;
+}
+
+/* The first event of the backward: the span of the first op of phase backward, else the span of the offload peak
+ * (a trace without phases: the peak is where the forward ends). */
+static uint32_t backward_start(const struct hoff__trace *t, hoff__block_bytes_fn bytes) {
+    uint32_t prev = NONE, i;
+    size_t peak = 0;
+
+    for (i = 0; i < t->nev; i++) {
+        if (!is_mark(t, i))
+            continue;
+        if (hoff__tev_phase(&t->ev[i]) == HOFF_PHASE_BACKWARD)
+            return prev == NONE ? 0 : prev + 1;
+        prev = i;
+    }
+    hoff__trace_offload_peak(t, bytes, &peak);
+    prev = NONE;
+    for (i = 0; i < peak && i < t->nev; i++)
+        if (is_mark(t, i))
+            prev = i;
+    return prev == NONE ? 0 : prev + 1;
+}
+
+void hoff__rc_model_destroy(struct hoff__rc_model *m) {
+    uint32_t i;
+
+    if (!m)
+        return;
+    if (m->iv_key)
+        for (i = 0; i < m->niv; i++)
+            free(m->iv_key[i]);
+    free(m->iv_key);
+    free(m->u);
+    free(m->blk);
+    free(m->in);
+    free(m->fwd_close);
+    free(m->bwd_first);
+    free(m->iv_ns);
+    free(m->iv_begin);
+    memset(m, 0, sizeof *m);
+}
+
+/* The mark that names forward op j (its events iv_begin[j] .. end - 1). */
+static uint32_t name_mark(const struct hoff__trace *t, const struct hoff__rc_model *m, uint32_t j, uint32_t end) {
+    if (strcmp(t->backend, "synth") == 0) /* synth starts an op with its mark */
+        return m->iv_begin[j] > 0 ? m->iv_begin[j] - 1 : NONE;
+    return end < t->nev ? end : NONE;
+}
+
+const char *hoff__rc_unit_name(const struct hoff__trace *t, const struct hoff__rc_unit *u) {
+    return u->mark == NONE ? "" : hoff__tev_op_name(t, &t->ev[u->mark]);
+}
+
+/* Layer-like region key of an op name: the part before the first '.', when it has a digit ("L3" of "L3.mlp_up",
+ * "layers3"); else "" (no region: aten.mm.default's "aten" names no layer). */
+static char *region_key(const char *name) {
+    const char *dot = strchr(name, '.');
+    size_t n = dot ? (size_t)(dot - name) : 0, i;
+    char *k;
+
+    for (i = 0; i < n && !(name[i] >= '0' && name[i] <= '9'); i++)
+        ;
+    if (i == n)
+        n = 0;
+    if (!(k = malloc(n + 1)))
+        return NULL;
+    memcpy(k, name, n);
+    k[n] = '\0';
+    return k;
+}
+
+/* Per block: where its last forward use window closes and its first backward access; a candidate is movable, an
+ * activation (not kept), freed in the step, allocated in the forward and used on both sides of bwd_ev. */
+static void block_uses(const struct hoff__trace *t, struct hoff__rc_model *m) {
+    uint32_t b, k;
+
+    for (b = 0; b < t->nblocks; b++) {
+        const struct hoff__tblock *tb = &t->blocks[b];
+        uint32_t close = NONE, first = NONE;
+
+        m->fwd_close[b] = m->bwd_first[b] = NONE;
+        if (!hoff__plan_movable(tb) || tb->kept || tb->retained || tb->alloc_ev >= m->bwd_ev)
+            continue;
+        for (k = 0; k < tb->naccess; k++) {
+            const struct hoff__tacc *a = &t->acc[tb->first_access + k];
+
+            if (a->ev < m->bwd_ev)
+                close = a->close;
+            else if (first == NONE)
+                first = a->ev;
+        }
+        if (close == NONE || first == NONE || close > m->bwd_ev)
+            continue;
+        m->fwd_close[b] = close;
+        m->bwd_first[b] = first;
+    }
+}
+
+/* Grow-append v to a uint32 array. */
+static int push32(uint32_t **a, size_t *n, size_t *cap, uint32_t v) {
+    if (*n == *cap && HOFF__GROW(*a, *cap, *n + 1))
+        return -ENOMEM;
+    (*a)[(*n)++] = v;
+    return 0;
+}
+
+int hoff__rc_model_build(const struct hoff__trace *t, const uint64_t *T, hoff__block_bytes_fn bytes,
+                         struct hoff__rc_model *m) {
+    uint32_t *start_of = NULL, *iv_mark = NULL, i, j, nm = 0, prev;
+    size_t cap_u = 0, cap_blk = 0, cap_in = 0;
+    int rc = -ENOMEM;
+
+    memset(m, 0, sizeof *m);
+    for (i = 0; i < t->nev; i++)
+        nm += is_mark(t, i);
+    if (nm == 0)
+        return hoff__error(-EINVAL, "recompute: the trace has no op marks, so no op to recompute (record it with "
+                                    "op marks: the Python package's, or hoff_op_mark)");
+    m->bwd_ev = backward_start(t, bytes);
+    m->compute_ns = t->nev ? T[t->nev - 1] - T[0] : 0;
+    start_of = malloc((t->nev + 1) * sizeof *start_of); /* first event of the op span of each event */
+    iv_mark = malloc((nm + 1) * sizeof *iv_mark);       /* the mark that names each forward op */
+    m->fwd_close = malloc(((size_t)t->nblocks + 1) * sizeof *m->fwd_close);
+    m->bwd_first = malloc(((size_t)t->nblocks + 1) * sizeof *m->bwd_first);
+    m->iv_ns = malloc((nm + 1) * sizeof *m->iv_ns);
+    m->iv_begin = malloc((nm + 1) * sizeof *m->iv_begin);
+    m->iv_key = calloc(nm + 1, sizeof *m->iv_key);
+    if (!iv_mark || !start_of || !m->fwd_close || !m->bwd_first || !m->iv_ns || !m->iv_begin || !m->iv_key)
+        goto out;
+    /* Forward ops: the spans that end with a mark before bwd_ev. */
+    prev = 0;
+    for (i = 0; i < t->nev; i++) {
+        start_of[i] = prev;
+        if (is_mark(t, i)) {
+            if (i < m->bwd_ev) {
+                j = m->niv++;
+                m->iv_begin[j] = prev;
+                m->iv_ns[j] = T[i] - T[prev > 0 ? prev - 1 : 0];
+                iv_mark[j] = name_mark(t, m, j, i);
+                if (!(m->iv_key[j] = region_key(iv_mark[j] == NONE ? "" : hoff__tev_op_name(t, &t->ev[iv_mark[j]]))))
+                    goto out;
+            }
+            prev = i + 1;
+        }
+    }
+    block_uses(t, m);
+    /* Units: the forward ops that allocate candidates, with what they read. */
+    for (j = 0; j < m->niv; j++) {
+        struct hoff__rc_unit u;
+        uint32_t e, k;
+
+        memset(&u, 0, sizeof u);
+        u.interval = j;
+        u.begin = m->iv_begin[j];
+        for (u.end = u.begin; u.end < t->nev && !is_mark(t, u.end); u.end++)
+            ;
+        u.mark = iv_mark[j];
+        u.cost_ns = m->iv_ns[j];
+        u.regen_ev = NONE;
+        u.first_blk = (uint32_t)m->nblk;
+        u.first_in = (uint32_t)m->nin;
+        for (e = u.begin; e < u.end; e++) {
+            const struct hoff__tev *ev = &t->ev[e];
+
+            if (ev->kind == HOFF__TEV_ALLOC && m->fwd_close[ev->block] != NONE) {
+                uint32_t at = start_of[m->bwd_first[ev->block]];
+
+                if (push32(&m->blk, &m->nblk, &cap_blk, ev->block))
+                    goto out;
+                u.nblk++;
+                u.bytes += hoff__plan_bytes(bytes, &t->blocks[ev->block]);
+                if (at < u.regen_ev)
+                    u.regen_ev = at;
+            } else if ((ev->kind == HOFF__TEV_ACCESS || ev->kind == HOFF__TEV_FREE) &&
+                       t->blocks[ev->block].alloc_ev < u.begin) {
+                for (k = u.first_in; k < m->nin && m->in[k] != ev->block; k++)
+                    ;
+                if (k == m->nin) {
+                    if (push32(&m->in, &m->nin, &cap_in, ev->block))
+                        goto out;
+                    u.nin++;
+                }
+            }
+        }
+        if (!u.nblk)
+            continue;
+        u.ok = u.cost_ns > 0 || u.bytes > 0;
+        for (k = 0; k < u.nin; k++) {
+            const struct hoff__tblock *in = &t->blocks[m->in[u.first_in + k]];
+
+            if (!in->retained && in->free_ev < u.regen_ev)
+                u.ok = 0; /* freed before it is needed again: it would have to be recomputed too */
+        }
+        for (k = 0; k < j; k++) /* its occurrence among the forward ops with its name */
+            if ((iv_mark[k] == NONE) == (u.mark == NONE) &&
+                (u.mark == NONE || t->ev[iv_mark[k]].name == t->ev[u.mark].name))
+                u.occurrence++;
+        if (m->nu == cap_u && HOFF__GROW(m->u, cap_u, m->nu + 1))
+            goto out;
+        m->u[m->nu++] = u;
+    }
+    rc = 0;
+out:
+    free(iv_mark);
+    free(start_of);
+    if (rc) {
+        hoff__rc_model_destroy(m);
+        return hoff__error(rc, "recompute: out of memory");
+    }
+    return 0;
+}
+
+/* --- the rewrite ------------------------------------------------------------ */
+
+struct rw {
+    struct hoff__trace *o;
+    uint64_t shift; /* time inserted so far */
+    int rc;
+};
+
+static void rw_put(struct rw *w, struct hoff__tev e, uint64_t tcpu, uint64_t tgpu) {
+    int rc;
+
+    if (w->rc)
+        return;
+    e.t_cpu_ns = tcpu + w->shift;
+    e.t_gpu_ns = tgpu == HOFF__TIME_UNKNOWN ? tgpu : tgpu + w->shift;
+    if ((rc = hoff__trace_append(w->o, &e)) != 0)
+        w->rc = rc;
+}
+
+static int by_ev(const void *a, const void *b) {
+    const uint64_t *x = a, *y = b;
+
+    return *x < *y ? -1 : *x > *y;
+}
+
+int hoff__rc_rewrite(const struct hoff__trace *t, const struct hoff__rc_model *m, const struct hoff__rc_group *g,
+                     size_t ng, struct hoff__trace *out) {
+    uint32_t *first_id = NULL, *second_id = NULL, *regen_of = NULL, i, k, name;
+    uint64_t *frees = NULL, *regens = NULL; /* (event << 32 | block), (event << 32 | group) */
+    size_t nfree = 0, nregen = 0, fi = 0, ri = 0, q;
+    int phases = 0;
+    struct rw w = {out, 0, 0};
+
+    hoff__trace_init(out);
+    for (q = 0; q < ng; q++)
+        nfree += g[q].nblk;
+    first_id = malloc(((size_t)t->nblocks + 1) * sizeof *first_id);
+    second_id = malloc(((size_t)t->nblocks + 1) * sizeof *second_id);
+    regen_of = malloc(((size_t)t->nblocks + 1) * sizeof *regen_of);
+    frees = malloc((nfree + 1) * sizeof *frees);
+    regens = malloc((ng + 1) * sizeof *regens);
+    if (!first_id || !second_id || !regen_of || !frees || !regens) {
+        w.rc = hoff__error(-ENOMEM, "recompute: out of memory");
+        goto done;
+    }
+    for (i = 0; i < t->nblocks; i++)
+        first_id[i] = second_id[i] = regen_of[i] = NONE;
+    nfree = 0;
+    for (q = 0; q < ng; q++) {
+        if (g[q].regen_ev < m->bwd_ev || g[q].regen_ev >= t->nev) {
+            w.rc = hoff__error(-EINVAL, "recompute: a recompute at event %u is not in the backward (events %u to %zu)",
+                               (unsigned)g[q].regen_ev, (unsigned)m->bwd_ev, t->nev - 1);
+            goto done;
+        }
+        for (k = 0; k < g[q].nblk; k++) {
+            uint32_t b = g[q].blk[k];
+
+            if (b >= t->nblocks || m->fwd_close[b] == NONE || regen_of[b] != NONE || g[q].regen_ev > m->bwd_first[b]) {
+                w.rc = hoff__error(-EINVAL,
+                                   "recompute: block %u cannot be recomputed at event %u (not a saved activation, "
+                                   "named twice, or used in the backward before that)",
+                                   (unsigned)b, (unsigned)g[q].regen_ev);
+                goto done;
+            }
+            regen_of[b] = g[q].regen_ev;
+            frees[nfree++] = (uint64_t)m->fwd_close[b] << 32 | b;
+        }
+        regens[nregen++] = (uint64_t)g[q].regen_ev << 32 | q;
+    }
+    qsort(frees, nfree, sizeof *frees, by_ev);
+    qsort(regens, nregen, sizeof *regens, by_ev);
+    /* The header and the names, with the same indices. */
+    out->version = t->version;
+    out->budget_bytes = t->budget_bytes;
+    out->host_cap_bytes = t->host_cap_bytes;
+    out->h2d_gbps = t->h2d_gbps;
+    out->d2h_gbps = t->d2h_gbps;
+    memcpy(out->backend, t->backend, sizeof out->backend);
+    for (i = 0; i < t->nnames; i++)
+        if (hoff__trace_name(out, t->names[i]) != i) {
+            w.rc = hoff__error(-ENOMEM, "recompute: out of memory");
+            goto done;
+        }
+    if ((name = hoff__trace_name(out, "hoff.recompute")) == NONE) {
+        w.rc = hoff__error(-ENOMEM, "recompute: out of memory");
+        goto done;
+    }
+    for (i = 0; i < t->nev; i++)
+        phases |= is_mark(t, i) && hoff__tev_phase(&t->ev[i]) != 0;
+    for (i = 0; i < t->nev && !w.rc; i++) {
+        const struct hoff__tev *ev = &t->ev[i];
+        struct hoff__tev e;
+
+        /* The first halves end where their last forward use window closes. */
+        for (; fi < nfree && (uint32_t)(frees[fi] >> 32) == i; fi++) {
+            uint32_t b = (uint32_t)frees[fi];
+
+            memset(&e, 0, sizeof e);
+            e.kind = HOFF__TEV_FREE;
+            e.block = first_id[b];
+            e.name = NONE;
+            e.stream = t->ev[t->blocks[b].alloc_ev].stream;
+            rw_put(&w, e, ev->t_cpu_ns, ev->t_gpu_ns);
+        }
+        /* The recomputes of this backward op: its blocks made again, then the op's end at their time. */
+        if (ri < nregen && (uint32_t)(regens[ri] >> 32) == i) {
+            uint64_t cost = 0;
+
+            for (; ri < nregen && (uint32_t)(regens[ri] >> 32) == i; ri++) {
+                const struct hoff__rc_group *gr = &g[(uint32_t)regens[ri]];
+
+                cost += gr->cost_ns;
+                for (k = 0; k < gr->nblk; k++) {
+                    uint32_t b = gr->blk[k];
+
+                    e = t->ev[t->blocks[b].alloc_ev];
+                    e.flags &= (uint8_t)~HOFF__TEV_PINNED;
+                    e.block = second_id[b] = out->nblocks;
+                    rw_put(&w, e, ev->t_cpu_ns, ev->t_gpu_ns);
+                }
+            }
+            w.shift += cost;
+            memset(&e, 0, sizeof e);
+            e.kind = HOFF__TEV_OP;
+            e.block = NONE;
+            e.name = name;
+            if (phases)
+                e.flags = (uint8_t)(HOFF_PHASE_BACKWARD << HOFF__TEV_PHASE_SHIFT);
+            rw_put(&w, e, ev->t_cpu_ns, ev->t_gpu_ns);
+        }
+        e = *ev;
+        if (ev->kind == HOFF__TEV_ALLOC) {
+            e.block = first_id[ev->block] = out->nblocks;
+        } else if (ev->kind == HOFF__TEV_FREE || ev->kind == HOFF__TEV_ACCESS) {
+            uint32_t b = ev->block;
+
+            e.block = regen_of[b] != NONE && i >= regen_of[b] ? second_id[b] : first_id[b];
+        }
+        rw_put(&w, e, ev->t_cpu_ns, ev->t_gpu_ns);
+    }
+    if (w.rc)
+        goto done;
+    out->step_ns = t->step_ns + w.shift;
+    out->step_gpu_ns = t->step_gpu_ns ? t->step_gpu_ns + w.shift : 0;
+    w.rc = hoff__trace_finish(out);
+done:
+    free(first_id);
+    free(second_id);
+    free(regen_of);
+    free(frees);
+    free(regens);
+    return w.rc;
+}

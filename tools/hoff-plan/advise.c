@@ -1,0 +1,151 @@
+/* advise.c — hoff-plan advise: which forward ops to recompute instead of offloading their saved activations under
+ * a budget (lib/plan/advise.c), against offload only, full activation checkpointing and no offload, with the
+ * predicted step of each and a lower bound; as text or one JSON object (what hoff.recompute and bench/pareto.py
+ * read).  Threading: single-threaded. */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hoff-plan.h"
+#include "plan/recompute.h"
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: hoff-plan advise TRACE --budget SIZE|PCT%% [options]\n"
+               "Advises which forward ops to recompute in the backward instead of keeping or\n"
+               "offloading what they save, where the link cannot carry the budget: plans and\n"
+               "predicts offload only, full activation checkpointing (per layer, from op names\n"
+               "like L3.mlp_up) and the recompute choice combined with offload, and prints each\n"
+               "predicted step with a lower bound on any keep/offload/recompute plan.\n"
+               "\n"
+               "  --budget SIZE|PCT%%       resident offload bytes allowed: a size (512M, 2G) or a\n"
+               "                           percentage of the trace's offload peak\n"
+               "  --bandwidth GBPS         the H2D and D2H copy engines, GB/s (default 50)\n"
+               "  --planner NAME           the planner of the offloads (default timed)\n"
+               "  --groups on|off          co-located groups (default on)\n"
+               "  --host-cap SIZE          the host tier's cap (default none)\n"
+               "  --json                   print one JSON object\n"
+               "  -h, --help               this text\n"
+               "\n"
+               "JSON fields: trace, budget_bytes, peak_bytes, compute_ns, h2d_gbps, d2h_gbps, bound_ns,\n"
+               "no_offload {step_ns, feasible}, offload_only, full_checkpoint (null without layer\n"
+               "regions) and combined {step_ns, stall_ns, recompute_ns, feasible, floor_bytes,\n"
+               "peak_bytes, bytes_d2h, units}, chosen, evaluated, recompute [{op, occurrence,\n"
+               "interval, event, cost_ns, bytes}] (combined's ops, forward order; occurrence: the\n"
+               "op's index among the forward ops of its name).\n"
+               "\n"
+               "Exit status: 0 ok, 1 unreadable trace or out of memory, 2 bad usage.\n");
+}
+
+static void alt_json(const char *key, const struct hoff__rc_alt *x) {
+    if (!x->have) {
+        printf(",\"%s\":null", key);
+        return;
+    }
+    printf(",\"%s\":{\"step_ns\":%" PRIu64 ",\"stall_ns\":%" PRIu64 ",\"recompute_ns\":%" PRIu64
+           ",\"feasible\":%s,\"floor_bytes\":%" PRIu64 ",\"peak_bytes\":%" PRIu64 ",\"bytes_d2h\":%" PRIu64
+           ",\"units\":%" PRIu32 "}",
+           key, x->step_ns, x->stall_ns, x->recompute_ns, hp_yes(x->feasible), x->floor_bytes, x->peak_bytes,
+           x->bytes_d2h, x->units);
+}
+
+static void alt_text(const char *name, const struct hoff__rc_alt *x, uint64_t compute) {
+    if (!x->have) {
+        printf("  %-16s not modelled (no layer regions in the op names)\n", name);
+        return;
+    }
+    printf("  %-16s %10.3f ms  %+6.1f%%  stall %8.3f ms  recompute %8.3f ms  peak %8.1f MiB  %s\n", name,
+           x->step_ns / 1e6, compute ? 100.0 * ((double)x->step_ns / (double)compute - 1) : 0.0, x->stall_ns / 1e6,
+           x->recompute_ns / 1e6, x->peak_bytes / 1048576.0, x->feasible ? "feasible" : "over the budget");
+}
+
+int hp_cmd_advise(int argc, char **argv) {
+    const uint64_t accepted =
+        HP_F(BUDGET) | HP_F(BANDWIDTH) | HP_F(PLANNER) | HP_F(GROUPS) | HP_F(HOST_CAP) | HP_F(JSON) | HP_F(HELP);
+    struct hp_args a;
+    struct hp_trace ht;
+    struct hoff__plan_opts po;
+    struct hoff__rc_model m;
+    struct hoff__rc_advice ad;
+    uint64_t *T;
+    size_t i;
+    int rc;
+
+    rc = hp_parse("advise", argc, argv, accepted, usage, &a);
+    if (rc)
+        return rc == HP_HELP_SHOWN ? 0 : rc;
+    if ((rc = hp_trace_operand(&a, argc, argv, 1, 1)) != 0)
+        return rc;
+    if ((rc = hp_trace_load(&a, 0, &ht)) != 0)
+        return rc;
+    hp_plan_opts(&a, ht.budget, &po);
+    po.groups = a.groups;
+    if (!(T = hoff__plan_times(&ht.t))) {
+        fprintf(stderr, "%s advise: out of memory\n", hp_cmd);
+        hoff__trace_destroy(&ht.t);
+        return EXIT_FAIL;
+    }
+    rc = hoff__rc_model_build(&ht.t, T, po.block_bytes, &m);
+    free(T);
+    if (rc == 0) {
+        rc = hoff__rc_advise(&ht.t, &m, &po, hoff__planner_find(a.planner), &ad);
+        if (rc)
+            hoff__rc_model_destroy(&m);
+    }
+    if (rc) {
+        fprintf(stderr, "%s advise: %s: %s\n", hp_cmd, a.trace_path,
+                hoff_last_error()[0] ? hoff_last_error() : hoff_strerror(rc));
+        hoff__trace_destroy(&ht.t);
+        return rc == -EINVAL ? EXIT_USAGE : EXIT_FAIL;
+    }
+    if (a.json) {
+        printf("{\"trace\":");
+        hp_json_str(stdout, a.trace_path);
+        printf(",\"budget_bytes\":%" PRIu64 ",\"peak_bytes\":%" PRIu64 ",\"compute_ns\":%" PRIu64
+               ",\"h2d_gbps\":%.17g,\"d2h_gbps\":%.17g,\"bound_ns\":%" PRIu64 ",\"no_offload\":{\"step_ns\":%" PRIu64
+               ",\"feasible\":%s}",
+               ad.budget_bytes, ad.peak_bytes, ad.compute_ns, po.h2d_gbps, po.d2h_gbps, ad.bound_ns, ad.compute_ns,
+               hp_yes(ad.peak_bytes <= ad.budget_bytes));
+        alt_json("offload_only", &ad.offload_only);
+        alt_json("full_checkpoint", &ad.full);
+        alt_json("combined", &ad.combined);
+        printf(",\"chosen\":\"%s\",\"evaluated\":%" PRIu32 ",\"recompute\":[", ad.chosen, ad.evaluated);
+        for (i = 0; i < ad.nunits; i++) {
+            const struct hoff__rc_unit *u = &m.u[ad.units[i]];
+
+            printf("%s{\"op\":", i ? "," : "");
+            hp_json_str(stdout, hoff__rc_unit_name(&ht.t, u));
+            printf(",\"occurrence\":%" PRIu32 ",\"interval\":%" PRIu32 ",\"event\":%" PRIu32 ",\"cost_ns\":%" PRIu64
+                   ",\"bytes\":%" PRIu64 "}",
+                   u->occurrence, u->interval, u->mark == UINT32_MAX ? u->begin : u->mark, u->cost_ns, u->bytes);
+        }
+        printf("]}\n");
+    } else {
+        printf("trace: %s\nbudget: %.1f MiB of an offload peak of %.1f MiB, %g GB/s each way\n", a.trace_path,
+               ad.budget_bytes / 1048576.0, ad.peak_bytes / 1048576.0, po.d2h_gbps);
+        printf("predicted step (x no offload):\n");
+        printf("  %-16s %10.3f ms  %s\n", "no offload", ad.compute_ns / 1e6,
+               ad.peak_bytes <= ad.budget_bytes ? "fits the budget" : "over the budget");
+        alt_text("offload only", &ad.offload_only, ad.compute_ns);
+        alt_text("full checkpoint", &ad.full, ad.compute_ns);
+        alt_text("combined", &ad.combined, ad.compute_ns);
+        printf("  %-16s %10.3f ms  (no keep/offload/recompute plan of hoff's model is faster)\n", "lower bound",
+               ad.bound_ns / 1e6);
+        printf("advice: %s", strcmp(ad.chosen, "combined") == 0 ? "recompute these forward ops, offload the rest"
+                             : strcmp(ad.chosen, "full_checkpoint") == 0 ? "checkpoint every layer"
+                                                                         : "offload only: no recompute pays");
+        printf(" (%" PRIu32 " choices planned)\n", ad.evaluated);
+        for (i = 0; i < ad.nunits; i++) {
+            const struct hoff__rc_unit *u = &m.u[ad.units[i]];
+
+            printf("  %-32s occurrence %-4" PRIu32 " %8.1f MiB  %8.3f ms\n", hoff__rc_unit_name(&ht.t, u),
+                   u->occurrence, u->bytes / 1048576.0, u->cost_ns / 1e6);
+        }
+    }
+    hoff__rc_advice_destroy(&ad);
+    hoff__rc_model_destroy(&m);
+    hoff__trace_destroy(&ht.t);
+    return 0;
+}
