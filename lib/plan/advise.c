@@ -372,3 +372,30 @@ out:
         hoff__rc_advice_destroy(a);
     return rc;
 }
+
+int hoff__rc_advice_rewrite(const struct hoff__trace *t, const struct hoff__rc_model *m,
+                            const struct hoff__rc_advice *a, struct hoff__trace *out) {
+    struct hoff__rc_group *g = NULL;
+    uint32_t *blk = NULL;
+    size_t ng = 0, u;
+    int rc;
+
+    if (a->chosen && strcmp(a->chosen, "full_checkpoint") == 0) {
+        rc = full_groups(t, m, &g, &ng, &blk);
+    } else {
+        rc = (g = malloc((a->nunits + 1) * sizeof *g)) ? 0 : hoff__error(-ENOMEM, "recompute: out of memory");
+        for (u = 0; !rc && u < a->nunits; u++) {
+            const struct hoff__rc_unit *un = &m->u[a->units[u]];
+
+            g[u] = (struct hoff__rc_group){un->regen_ev, un->cost_ns, m->blk + un->first_blk, un->nblk};
+        }
+        ng = a->nunits;
+    }
+    if (!rc)
+        rc = ng ? hoff__rc_rewrite(t, m, g, ng, out) : hoff__trace_copy(out, t);
+    else
+        hoff__trace_init(out);
+    free(g);
+    free(blk);
+    return rc;
+}

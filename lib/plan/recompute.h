@@ -101,5 +101,9 @@ struct hoff__rc_advice {
 int hoff__rc_advise(const struct hoff__trace *t, const struct hoff__rc_model *m, const struct hoff__plan_opts *po,
                     const struct hoff__planner *pl, struct hoff__rc_advice *a);
 void hoff__rc_advice_destroy(struct hoff__rc_advice *a);
+/* out = t rewritten with the recomputes of a's chosen alternative (none for offload only: a copy), as
+ * hoff__rc_rewrite; what hoff-plan advise -o writes for a replay of the advice.  0, -ENOMEM, -EINVAL. */
+int hoff__rc_advice_rewrite(const struct hoff__trace *t, const struct hoff__rc_model *m,
+                            const struct hoff__rc_advice *a, struct hoff__trace *out);
 
 #endif

@@ -27,6 +27,8 @@ static void usage(FILE *f) {
                "  --groups on|off          co-located groups (default on)\n"
                "  --host-cap SIZE          the host tier's cap (default none)\n"
                "  --json                   print one JSON object\n"
+               "  -o, --output FILE        also write the trace of the step with the advice's\n"
+               "                           recomputes (for 'hoff-plan simulate' to replay it)\n"
                "  -h, --help               this text\n"
                "\n"
                "JSON fields: trace, budget_bytes, peak_bytes, compute_ns, h2d_gbps, d2h_gbps, bound_ns,\n"
@@ -62,8 +64,8 @@ static void alt_text(const char *name, const struct hoff__rc_alt *x, uint64_t co
 }
 
 int hp_cmd_advise(int argc, char **argv) {
-    const uint64_t accepted =
-        HP_F(BUDGET) | HP_F(BANDWIDTH) | HP_F(PLANNER) | HP_F(GROUPS) | HP_F(HOST_CAP) | HP_F(JSON) | HP_F(HELP);
+    const uint64_t accepted = HP_F(BUDGET) | HP_F(BANDWIDTH) | HP_F(PLANNER) | HP_F(GROUPS) | HP_F(HOST_CAP) |
+                              HP_F(JSON) | HP_F(OUTPUT) | HP_F(HELP);
     struct hp_args a;
     struct hp_trace ht;
     struct hoff__plan_opts po;
@@ -99,6 +101,22 @@ int hp_cmd_advise(int argc, char **argv) {
                 hoff_last_error()[0] ? hoff_last_error() : hoff_strerror(rc));
         hoff__trace_destroy(&ht.t);
         return rc == -EINVAL ? EXIT_USAGE : EXIT_FAIL;
+    }
+    if (a.output) {
+        struct hoff__trace r;
+
+        rc = hoff__rc_advice_rewrite(&ht.t, &m, &ad, &r);
+        if (!rc)
+            rc = hoff__trace_save(&r, a.output);
+        hoff__trace_destroy(&r);
+        if (rc) {
+            fprintf(stderr, "%s advise: %s: %s\n", hp_cmd, a.output,
+                    hoff_last_error()[0] ? hoff_last_error() : hoff_strerror(rc));
+            hoff__rc_advice_destroy(&ad);
+            hoff__rc_model_destroy(&m);
+            hoff__trace_destroy(&ht.t);
+            return EXIT_FAIL;
+        }
     }
     if (a.json) {
         printf("{\"trace\":");
