@@ -11,6 +11,7 @@
 
 #include "hoff-plan.h"
 #include "plan/recompute.h"
+#include "trace/drive.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: hoff-plan advise TRACE --budget SIZE|PCT%% [options]\n"
@@ -26,6 +27,9 @@ static void usage(FILE *f) {
                "  --planner NAME           the planner of the offloads (default timed)\n"
                "  --groups on|off          co-located groups (default on)\n"
                "  --host-cap SIZE          the host tier's cap (default none)\n"
+               "  --compute-scale X        divide the trace's compute gaps by X (default 1): a step\n"
+               "                           recorded on the CPU (--sim) at a GPU's speed\n"
+               "  --gpu-step MS            scale the compute gaps so a step computes for MS ms\n"
                "  --json                   print one JSON object\n"
                "  -o, --output FILE        also write the trace of the step with the advice's\n"
                "                           recomputes (for 'hoff-plan simulate' to replay it)\n"
@@ -63,9 +67,32 @@ static void alt_text(const char *name, const struct hoff__rc_alt *x, uint64_t co
            x->recompute_ns / 1e6, x->peak_bytes / 1048576.0, x->feasible ? "feasible" : "over the budget");
 }
 
+/* The trace's times on the clock 'simulate' drives it on under --compute-scale or --gpu-step (lib/trace/drive.c):
+ * what the runtime would record and plan from at that speed.  0 or EXIT_FAIL (reported). */
+static int rescale(const struct hp_args *a, struct hoff__trace *t) {
+    struct hoff__drive_opts o;
+    uint64_t *t_ns, step;
+    size_t i;
+
+    memset(&o, 0, sizeof o);
+    o.compute_scale = a->compute_scale;
+    o.gpu_step_ns = hp_gpu_step_ns(a->gpu_step_ms);
+    t_ns = calloc(t->nev ? t->nev : 1, sizeof *t_ns);
+    if (!t_ns || hoff__drive_clock(t, &o, t_ns, &step) != 0) {
+        fprintf(stderr, "%s advise: %s\n", hp_cmd, t_ns ? hoff_last_error() : "out of memory");
+        free(t_ns);
+        return EXIT_FAIL;
+    }
+    for (i = 0; i < t->nev; i++)
+        t->ev[i].t_cpu_ns = t->ev[i].t_gpu_ns = t_ns[i];
+    t->step_ns = t->step_gpu_ns = step;
+    free(t_ns);
+    return 0;
+}
+
 int hp_cmd_advise(int argc, char **argv) {
     const uint64_t accepted = HP_F(BUDGET) | HP_F(BANDWIDTH) | HP_F(PLANNER) | HP_F(GROUPS) | HP_F(HOST_CAP) |
-                              HP_F(JSON) | HP_F(OUTPUT) | HP_F(HELP);
+                              HP_F(JSON) | HP_F(OUTPUT) | HP_F(COMPUTE_SCALE) | HP_F(GPU_STEP) | HP_F(HELP);
     struct hp_args a;
     struct hp_trace ht;
     struct hoff__plan_opts po;
@@ -80,8 +107,12 @@ int hp_cmd_advise(int argc, char **argv) {
         return rc == HP_HELP_SHOWN ? 0 : rc;
     if ((rc = hp_trace_operand(&a, argc, argv, 1, 1)) != 0)
         return rc;
-    if ((rc = hp_trace_load(&a, 0, &ht)) != 0)
+    if ((rc = hp_trace_load(&a, 1, &ht)) != 0)
         return rc;
+    if ((a.compute_scale != 1.0 || a.gpu_step_ms > 0) && (rc = rescale(&a, &ht.t)) != 0) {
+        hoff__trace_destroy(&ht.t);
+        return rc;
+    }
     hp_plan_opts(&a, ht.budget, &po);
     po.groups = a.groups;
     if (!(T = hoff__plan_times(&ht.t))) {
