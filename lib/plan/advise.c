@@ -13,7 +13,8 @@
  * offloaded (its copy to the host must land before the peak, on a D2H link that starts with the step).  So the step
  * is at least compute + min over r of [ R(r) + max(0, (over - r) / D2H - the compute before the peak) ], R(r) the
  * least recompute time that frees r bytes there (a fractional knapsack over the recomputable ops' bytes at the
- * peak: a relaxation, which drops the inputs rule and lets an op be part recomputed).  Threading: pure functions. */
+ * peak and the checkpoint regions' bytes there: a relaxation, which drops the inputs rule, lets an op or a region be
+ * part recomputed and lets the two overlap, so it holds for every alternative above).  Threading: pure functions. */
 #include "config.h"
 
 #include <errno.h>
@@ -186,8 +187,21 @@ static int by_ratio(const void *a, const void *b) {
 }
 
 /* The bound (the file's comment), on the original trace. */
+/* The bytes of blocks blk[0..n) away at event p when recomputed: freed after their last forward use by p, and
+ * allocated there otherwise. */
+static uint64_t away_at(const struct hoff__trace *t, const struct hoff__rc_model *m, const struct hoff__plan_opts *po,
+                        const uint32_t *blk, uint32_t n, size_t p) {
+    uint64_t b = 0;
+    uint32_t k;
+
+    for (k = 0; k < n; k++)
+        if (m->fwd_close[blk[k]] <= p && t->blocks[blk[k]].free_ev > p)
+            b += hoff__plan_bytes(po->block_bytes, &t->blocks[blk[k]]);
+    return b;
+}
+
 static uint64_t bound(const struct hoff__trace *t, const struct hoff__rc_model *m, const struct hoff__plan_opts *po,
-                      uint64_t peak, uint64_t budget) {
+                      uint64_t peak, uint64_t budget, const struct hoff__rc_group *fg, size_t nfg) {
     struct byratio *v;
     uint64_t *T, to_peak, best, over, r = 0, cost = 0;
     size_t p = 0, u, n = 0;
@@ -201,26 +215,23 @@ static uint64_t bound(const struct hoff__trace *t, const struct hoff__rc_model *
         return m->compute_ns; /* out of memory: the trivial bound */
     to_peak = T[p] - T[0];
     free(T);
-    v = malloc((m->nu + 1) * sizeof *v);
+    /* The items: each recomputable op, and each region full checkpointing recomputes (they overlap: a relaxation
+     * that lets the knapsack take either, so the bound is under both kinds of plan). */
+    v = malloc((m->nu + nfg + 1) * sizeof *v);
     if (!v)
         return m->compute_ns;
-    for (u = 0; u < m->nu; u++) {
-        const struct hoff__rc_unit *un = &m->u[u];
-        uint64_t b = 0;
-        uint32_t k;
+    for (u = 0; u < m->nu + nfg; u++) {
+        const struct hoff__rc_unit *un = u < m->nu ? &m->u[u] : NULL;
+        uint64_t b, c = un ? un->cost_ns : fg[u - m->nu].cost_ns;
 
-        if (!un->ok)
+        if (un && !un->ok)
             continue;
-        for (k = 0; k < un->nblk; k++) { /* its bytes away at the peak */
-            uint32_t bl = m->blk[un->first_blk + k];
-
-            if (m->fwd_close[bl] <= p && t->blocks[bl].free_ev > p)
-                b += hoff__plan_bytes(po->block_bytes, &t->blocks[bl]);
-        }
+        b = un ? away_at(t, m, po, m->blk + un->first_blk, un->nblk, p)
+               : away_at(t, m, po, fg[u - m->nu].blk, fg[u - m->nu].nblk, p);
         if (p >= m->bwd_ev)
-            to_peak += un->cost_ns; /* recomputes may run before a peak in the backward: more time to copy */
+            to_peak += c; /* recomputes may run before a peak in the backward: more time to copy */
         if (b)
-            v[n++] = (struct byratio){(uint32_t)u, (double)un->cost_ns / (double)b, b};
+            v[n++] = (struct byratio){(uint32_t)u, (double)c / (double)b, b};
     }
     qsort(v, n, sizeof *v, by_ratio);
     /* f(r) = R(r) + max(0, (over - r) / d2h - to_peak): convex, piecewise linear; its minimum is at a breakpoint of
@@ -275,10 +286,10 @@ int hoff__rc_advise(const struct hoff__trace *t, const struct hoff__rc_model *m,
     a->budget_bytes = po->budget_bytes;
     a->peak_bytes = hoff__trace_offload_peak(t, po->block_bytes, NULL);
     a->compute_ns = m->compute_ns;
-    a->bound_ns = bound(t, m, po, a->peak_bytes, po->budget_bytes);
-    if ((rc = evaluate(t, m, NULL, 0, po, pl, &a->offload_only)) != 0)
-        return rc;
     if ((rc = full_groups(t, m, &fg, &nfg, &fblk)) != 0)
+        goto out;
+    a->bound_ns = bound(t, m, po, a->peak_bytes, po->budget_bytes, fg, nfg);
+    if ((rc = evaluate(t, m, NULL, 0, po, pl, &a->offload_only)) != 0)
         goto out;
     if (nfg && (rc = evaluate(t, m, fg, nfg, po, pl, &a->full)) != 0)
         goto out;
