@@ -111,6 +111,23 @@ PEERS = [
      "verified": True},
 ]
 
+# Looked for and not drawn: no memory-saved / step-cost pair at a comparable shape.
+NOT_DRAWN = [
+    {"source": "https://github.com/pytorch/torchtitan/pull/3429 (FSDP4 + TP2 table)",
+     "why": "same PR as the full-AC point, but TP2: a different per-GPU shape (full: -33.0% peak, -10.2% TPS)"},
+    {"source": "pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md",
+     "why": "TPS and memory per configuration with selective or full AC, never both on the same configuration, "
+            "so no AC trade-off can be read from it"},
+    {"source": "https://github.com/pytorch/torchtitan/pull/4636 (auto_perf_maxing)",
+     "why": "its table (full 68.56 GiB, 1,406 TPS; auto_perf_maxing +5.2-5.8% TPS over full) does not state the "
+            "model and shape in the part found here, and its baseline is full AC"},
+    {"source": "https://github.com/NVIDIA/Megatron-LM/pull/1752 (zero-overhead activation offload)",
+     "why": "MoE model at dp4 ep4 pp2: 1.44 GB offloaded at about +0.3% iteration time, not a dense 8B shape"},
+    {"source": "MEMO, SIGMOD 2025, https://arxiv.org/abs/2407.12117",
+     "why": "reports MFU against Megatron-LM and DeepSpeed for a 7B model up to 1M tokens on 8 A800s, not memory "
+            "saved against step time at a comparable shape"},
+]
+
 
 def peer_points():
     out = []
@@ -412,7 +429,8 @@ def main():
                         "not GPU measurements; the peers' points are GPU measurements. The llama shape's activations "
                         "are hoff's synthetic GPT layer (4h GELU MLP, MHA) at h 4096, s 8192, scaled from 4 to 32 "
                         "layers; FSDP's communication is not modelled."),
-               "rows": rows, "peers": peers}
+               "hoff_plan_version": run([a.hoff_plan, "--version"]).strip(),
+               "rows": rows, "peers": peers, "peers_not_drawn": NOT_DRAWN}
         with open(a.results, "w") as f:
             json.dump(res, f, indent=1)
             f.write("\n")
