@@ -223,13 +223,17 @@ static uint64_t bound(const struct hoff__trace *t, const struct hoff__rc_model *
     for (u = 0; u < m->nu + nfg; u++) {
         const struct hoff__rc_unit *un = u < m->nu ? &m->u[u] : NULL;
         uint64_t b, c = un ? un->cost_ns : fg[u - m->nu].cost_ns;
+        uint32_t regen = un ? un->regen_ev : fg[u - m->nu].regen_ev;
 
         if (un && !un->ok)
             continue;
+
+        if (regen <= p) { /* made again before the peak: nothing away there, but its time may come before it */
+            to_peak += c;
+            continue;
+        }
         b = un ? away_at(t, m, po, m->blk + un->first_blk, un->nblk, p)
                : away_at(t, m, po, fg[u - m->nu].blk, fg[u - m->nu].nblk, p);
-        if (p >= m->bwd_ev)
-            to_peak += c; /* recomputes may run before a peak in the backward: more time to copy */
         if (b)
             v[n++] = (struct byratio){(uint32_t)u, (double)c / (double)b, b};
     }
