@@ -39,7 +39,7 @@ H100_BF16_DENSE_TFLOPS = 989.4  # H100 SXM5 bf16 dense tensor-core peak
 DEFAULT_TFLOPS = 400.0  # the synth's compute rate: 40.4% MFU of the peak above
 DEFAULT_HBM_GBPS = 3350.0  # H100 SXM5 HBM3
 DEFAULT_LINK_GBPS = 50.0  # PCIe Gen5 x16 each way with both directions busy (shared/FACTS.md: 49-52 GB/s)
-DEFAULT_BUDGETS = (90, 80, 70, 60, 50, 40, 30, 20)
+DEFAULT_BUDGETS = (90, 80, 75, 70, 60, 50, 40, 30, 25, 20)  # with bench/shapes' 75, 50 and 25
 GiB = float(1 << 30)
 
 # --- Llama-3-8B under FSDP2 on 8 GPUs, torchtitan's llama3_8b config ---------------------------------------------
