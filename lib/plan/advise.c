@@ -274,12 +274,51 @@ void hoff__rc_advice_destroy(struct hoff__rc_advice *a) {
     memset(a, 0, sizeof *a);
 }
 
+/* The recomputable ops into order[0..*n), cheapest time per byte first, leaving out an op that reads what an op
+ * before it recomputes or that an op before it reads (recomputes never chain).  0 or -ENOMEM. */
+static int greedy_order(const struct hoff__trace *t, const struct hoff__rc_model *m, uint32_t *order, size_t *n) {
+    struct byratio *v = malloc((m->nu + 1) * sizeof *v);
+    uint8_t *gone = calloc((size_t)t->nblocks + 1, 1); /* recomputed by an op in the order */
+    uint8_t *read = calloc((size_t)t->nblocks + 1, 1); /* read by an op in the order */
+    size_t nv = 0, k, u;
+
+    *n = 0;
+    if (!v || !gone || !read) {
+        free(v);
+        free(gone);
+        free(read);
+        return -ENOMEM;
+    }
+    for (u = 0; u < m->nu; u++)
+        if (m->u[u].ok && m->u[u].bytes)
+            v[nv++] = (struct byratio){(uint32_t)u, (double)m->u[u].cost_ns / (double)m->u[u].bytes, m->u[u].bytes};
+    qsort(v, nv, sizeof *v, by_ratio);
+    for (k = 0; k < nv; k++) {
+        const struct hoff__rc_unit *un = &m->u[v[k].u];
+        uint32_t i, clash = 0;
+
+        for (i = 0; i < un->nin; i++)
+            clash |= gone[m->in[un->first_in + i]];
+        for (i = 0; i < un->nblk; i++)
+            clash |= read[m->blk[un->first_blk + i]];
+        if (clash)
+            continue;
+        for (i = 0; i < un->nin; i++)
+            read[m->in[un->first_in + i]] = 1;
+        for (i = 0; i < un->nblk; i++)
+            gone[m->blk[un->first_blk + i]] = 1;
+        order[(*n)++] = v[k].u;
+    }
+    free(v);
+    free(gone);
+    free(read);
+    return 0;
+}
+
 int hoff__rc_advise(const struct hoff__trace *t, const struct hoff__rc_model *m, const struct hoff__plan_opts *po,
                     const struct hoff__planner *pl, struct hoff__rc_advice *a) {
     struct hoff__rc_group *fg = NULL, *g = NULL;
     uint32_t *fblk = NULL, *order = NULL;
-    uint8_t *gone = NULL, *read = NULL;
-    struct byratio *v = NULL;
     size_t nfg = 0, n = 0, u, k, best_k = 0;
     struct hoff__rc_alt best, alt;
     int rc;
@@ -297,37 +336,12 @@ int hoff__rc_advise(const struct hoff__trace *t, const struct hoff__rc_model *m,
         goto out;
     if (nfg && (rc = evaluate(t, m, fg, nfg, po, pl, &a->full)) != 0)
         goto out;
-    /* The greedy order of the recomputable ops. */
-    v = malloc((m->nu + 1) * sizeof *v);
     order = malloc((m->nu + 1) * sizeof *order);
     g = malloc((m->nu + 1) * sizeof *g);
-    gone = calloc((size_t)t->nblocks + 1, 1); /* recomputed by an op in the order */
-    read = calloc((size_t)t->nblocks + 1, 1); /* read by an op in the order */
-    if (!v || !order || !g || !gone || !read) {
+    if (!order || !g || greedy_order(t, m, order, &n)) {
         rc = hoff__error(-ENOMEM, "recompute: out of memory");
         goto out;
     }
-    for (u = 0; u < m->nu; u++)
-        if (m->u[u].ok && m->u[u].bytes)
-            v[n++] = (struct byratio){(uint32_t)u, (double)m->u[u].cost_ns / (double)m->u[u].bytes, m->u[u].bytes};
-    qsort(v, n, sizeof *v, by_ratio);
-    for (k = 0, u = 0; k < n; k++) {
-        const struct hoff__rc_unit *un = &m->u[v[k].u];
-        uint32_t i, clash = 0;
-
-        for (i = 0; i < un->nin; i++)
-            clash |= gone[m->in[un->first_in + i]];
-        for (i = 0; i < un->nblk; i++)
-            clash |= read[m->blk[un->first_blk + i]];
-        if (clash)
-            continue;
-        for (i = 0; i < un->nin; i++)
-            read[m->in[un->first_in + i]] = 1;
-        for (i = 0; i < un->nblk; i++)
-            gone[m->blk[un->first_blk + i]] = 1;
-        order[u++] = v[k].u;
-    }
-    n = u;
     best = a->offload_only;
     for (k = 1; k <= n; k = next_prefix(k, n)) {
         for (u = 0; u < k; u++) {
@@ -378,11 +392,8 @@ int hoff__rc_advise(const struct hoff__trace *t, const struct hoff__rc_model *m,
 out:
     free(fg);
     free(fblk);
-    free(v);
     free(order);
     free(g);
-    free(gone);
-    free(read);
     if (rc)
         hoff__rc_advice_destroy(a);
     return rc;

@@ -134,10 +134,77 @@ static int push32(uint32_t **a, size_t *n, size_t *cap, uint32_t v) {
     return 0;
 }
 
+/* The capacities of the model's arrays while it is built. */
+struct caps {
+    size_t u, blk, in;
+};
+
+/* Forward op j as a unit, when it allocates a candidate: its blocks, inputs, cost, where it is made again, whether
+ * it can be, its occurrence.  start_of: each event's op span start; iv_mark: each forward op's naming mark.
+ * 0 or -ENOMEM. */
+static int add_unit(const struct hoff__trace *t, struct hoff__rc_model *m, struct caps *c, const uint32_t *start_of,
+                    const uint32_t *iv_mark, hoff__block_bytes_fn bytes, uint32_t j) {
+    struct hoff__rc_unit u;
+    uint32_t e, k;
+
+    memset(&u, 0, sizeof u);
+    u.interval = j;
+    u.begin = m->iv_begin[j];
+    for (u.end = u.begin; u.end < t->nev && !is_mark(t, u.end); u.end++)
+        ;
+    u.mark = iv_mark[j];
+    u.cost_ns = m->iv_ns[j];
+    u.regen_ev = NONE;
+    u.first_blk = (uint32_t)m->nblk;
+    u.first_in = (uint32_t)m->nin;
+    for (e = u.begin; e < u.end; e++) {
+        const struct hoff__tev *ev = &t->ev[e];
+
+        if (ev->kind == HOFF__TEV_ALLOC && m->fwd_close[ev->block] != NONE) {
+            uint32_t at = start_of[m->bwd_first[ev->block]];
+
+            if (push32(&m->blk, &m->nblk, &c->blk, ev->block))
+                return -ENOMEM;
+            u.nblk++;
+            u.bytes += hoff__plan_bytes(bytes, &t->blocks[ev->block]);
+            if (at < u.regen_ev)
+                u.regen_ev = at;
+        } else if ((ev->kind == HOFF__TEV_ACCESS || ev->kind == HOFF__TEV_FREE) &&
+                   t->blocks[ev->block].alloc_ev < u.begin) {
+            for (k = u.first_in; k < m->nin && m->in[k] != ev->block; k++)
+                ;
+            if (k == m->nin) {
+                if (push32(&m->in, &m->nin, &c->in, ev->block))
+                    return -ENOMEM;
+                u.nin++;
+            }
+        }
+    }
+    if (!u.nblk) {
+        m->nin = u.first_in; /* not a unit: its inputs are nobody's */
+        return 0;
+    }
+    u.ok = u.cost_ns > 0 || u.bytes > 0;
+    for (k = 0; k < u.nin; k++) {
+        const struct hoff__tblock *in = &t->blocks[m->in[u.first_in + k]];
+
+        if (!in->retained && in->free_ev < u.regen_ev)
+            u.ok = 0; /* freed before it is needed again: it would have to be recomputed too */
+    }
+    for (k = 0; k < j; k++) /* its occurrence among the forward ops with its name */
+        if ((iv_mark[k] == NONE) == (u.mark == NONE) &&
+            (u.mark == NONE || t->ev[iv_mark[k]].name == t->ev[u.mark].name))
+            u.occurrence++;
+    if (m->nu == c->u && HOFF__GROW(m->u, c->u, m->nu + 1))
+        return -ENOMEM;
+    m->u[m->nu++] = u;
+    return 0;
+}
+
 int hoff__rc_model_build(const struct hoff__trace *t, const uint64_t *T, hoff__block_bytes_fn bytes,
                          struct hoff__rc_model *m) {
     uint32_t *start_of = NULL, *iv_mark = NULL, i, j, nm = 0, prev;
-    size_t cap_u = 0, cap_blk = 0, cap_in = 0;
+    struct caps caps = {0, 0, 0};
     int rc = -ENOMEM;
 
     memset(m, 0, sizeof *m);
@@ -175,60 +242,9 @@ int hoff__rc_model_build(const struct hoff__trace *t, const uint64_t *T, hoff__b
     }
     block_uses(t, m);
     /* Units: the forward ops that allocate candidates, with what they read. */
-    for (j = 0; j < m->niv; j++) {
-        struct hoff__rc_unit u;
-        uint32_t e, k;
-
-        memset(&u, 0, sizeof u);
-        u.interval = j;
-        u.begin = m->iv_begin[j];
-        for (u.end = u.begin; u.end < t->nev && !is_mark(t, u.end); u.end++)
-            ;
-        u.mark = iv_mark[j];
-        u.cost_ns = m->iv_ns[j];
-        u.regen_ev = NONE;
-        u.first_blk = (uint32_t)m->nblk;
-        u.first_in = (uint32_t)m->nin;
-        for (e = u.begin; e < u.end; e++) {
-            const struct hoff__tev *ev = &t->ev[e];
-
-            if (ev->kind == HOFF__TEV_ALLOC && m->fwd_close[ev->block] != NONE) {
-                uint32_t at = start_of[m->bwd_first[ev->block]];
-
-                if (push32(&m->blk, &m->nblk, &cap_blk, ev->block))
-                    goto out;
-                u.nblk++;
-                u.bytes += hoff__plan_bytes(bytes, &t->blocks[ev->block]);
-                if (at < u.regen_ev)
-                    u.regen_ev = at;
-            } else if ((ev->kind == HOFF__TEV_ACCESS || ev->kind == HOFF__TEV_FREE) &&
-                       t->blocks[ev->block].alloc_ev < u.begin) {
-                for (k = u.first_in; k < m->nin && m->in[k] != ev->block; k++)
-                    ;
-                if (k == m->nin) {
-                    if (push32(&m->in, &m->nin, &cap_in, ev->block))
-                        goto out;
-                    u.nin++;
-                }
-            }
-        }
-        if (!u.nblk)
-            continue;
-        u.ok = u.cost_ns > 0 || u.bytes > 0;
-        for (k = 0; k < u.nin; k++) {
-            const struct hoff__tblock *in = &t->blocks[m->in[u.first_in + k]];
-
-            if (!in->retained && in->free_ev < u.regen_ev)
-                u.ok = 0; /* freed before it is needed again: it would have to be recomputed too */
-        }
-        for (k = 0; k < j; k++) /* its occurrence among the forward ops with its name */
-            if ((iv_mark[k] == NONE) == (u.mark == NONE) &&
-                (u.mark == NONE || t->ev[iv_mark[k]].name == t->ev[u.mark].name))
-                u.occurrence++;
-        if (m->nu == cap_u && HOFF__GROW(m->u, cap_u, m->nu + 1))
+    for (j = 0; j < m->niv; j++)
+        if (add_unit(t, m, &caps, start_of, iv_mark, bytes, j))
             goto out;
-        m->u[m->nu++] = u;
-    }
     rc = 0;
 out:
     free(iv_mark);
@@ -244,7 +260,13 @@ out:
 
 struct rw {
     struct hoff__trace *o;
-    uint64_t shift; /* time inserted so far */
+    const struct hoff__rc_group *g;
+    uint64_t shift;                            /* time inserted so far */
+    uint32_t *first_id, *second_id, *regen_of; /* per block of t: its ids in o, where it is made again */
+    uint64_t *frees, *regens;                  /* (event << 32 | block), (event << 32 | group), by event */
+    size_t nfree, nregen, fi, ri;
+    uint32_t name; /* "hoff.recompute" */
+    int phases;    /* t's op marks have phases */
     int rc;
 };
 
@@ -265,131 +287,140 @@ static int by_ev(const void *a, const void *b) {
     return *x < *y ? -1 : *x > *y;
 }
 
-int hoff__rc_rewrite(const struct hoff__trace *t, const struct hoff__rc_model *m, const struct hoff__rc_group *g,
-                     size_t ng, struct hoff__trace *out) {
-    uint32_t *first_id = NULL, *second_id = NULL, *regen_of = NULL, i, k, name;
-    uint64_t *frees = NULL, *regens = NULL; /* (event << 32 | block), (event << 32 | group) */
-    size_t nfree = 0, nregen = 0, fi = 0, ri = 0, q;
-    int phases = 0;
-    struct rw w = {out, 0, 0};
+/* The groups checked against the model, and their frees and recomputes in event order.  0, -ENOMEM, -EINVAL. */
+static int rw_collect(struct rw *w, const struct hoff__trace *t, const struct hoff__rc_model *m, size_t ng) {
+    const struct hoff__rc_group *g = w->g;
+    size_t q, n = 0;
+    uint32_t i, k;
 
-    hoff__trace_init(out);
     for (q = 0; q < ng; q++)
-        nfree += g[q].nblk;
-    first_id = malloc(((size_t)t->nblocks + 1) * sizeof *first_id);
-    second_id = malloc(((size_t)t->nblocks + 1) * sizeof *second_id);
-    regen_of = malloc(((size_t)t->nblocks + 1) * sizeof *regen_of);
-    frees = malloc((nfree + 1) * sizeof *frees);
-    regens = malloc((ng + 1) * sizeof *regens);
-    if (!first_id || !second_id || !regen_of || !frees || !regens) {
-        w.rc = hoff__error(-ENOMEM, "recompute: out of memory");
-        goto done;
-    }
+        n += g[q].nblk;
+    w->first_id = malloc(((size_t)t->nblocks + 1) * sizeof *w->first_id);
+    w->second_id = malloc(((size_t)t->nblocks + 1) * sizeof *w->second_id);
+    w->regen_of = malloc(((size_t)t->nblocks + 1) * sizeof *w->regen_of);
+    w->frees = malloc((n + 1) * sizeof *w->frees);
+    w->regens = malloc((ng + 1) * sizeof *w->regens);
+    if (!w->first_id || !w->second_id || !w->regen_of || !w->frees || !w->regens)
+        return hoff__error(-ENOMEM, "recompute: out of memory");
     for (i = 0; i < t->nblocks; i++)
-        first_id[i] = second_id[i] = regen_of[i] = NONE;
-    nfree = 0;
+        w->first_id[i] = w->second_id[i] = w->regen_of[i] = NONE;
     for (q = 0; q < ng; q++) {
-        if (g[q].regen_ev < m->bwd_ev || g[q].regen_ev >= t->nev) {
-            w.rc = hoff__error(-EINVAL, "recompute: a recompute at event %u is not in the backward (events %u to %zu)",
+        if (g[q].regen_ev < m->bwd_ev || g[q].regen_ev >= t->nev)
+            return hoff__error(-EINVAL, "recompute: a recompute at event %u is not in the backward (events %u to %zu)",
                                (unsigned)g[q].regen_ev, (unsigned)m->bwd_ev, t->nev - 1);
-            goto done;
-        }
         for (k = 0; k < g[q].nblk; k++) {
             uint32_t b = g[q].blk[k];
 
-            if (b >= t->nblocks || m->fwd_close[b] == NONE || regen_of[b] != NONE || g[q].regen_ev > m->bwd_first[b]) {
-                w.rc = hoff__error(-EINVAL,
+            if (b >= t->nblocks || m->fwd_close[b] == NONE || w->regen_of[b] != NONE || g[q].regen_ev > m->bwd_first[b])
+                return hoff__error(-EINVAL,
                                    "recompute: block %u cannot be recomputed at event %u (not a saved activation, "
                                    "named twice, or used in the backward before that)",
                                    (unsigned)b, (unsigned)g[q].regen_ev);
-                goto done;
-            }
-            regen_of[b] = g[q].regen_ev;
-            frees[nfree++] = (uint64_t)m->fwd_close[b] << 32 | b;
+            w->regen_of[b] = g[q].regen_ev;
+            w->frees[w->nfree++] = (uint64_t)m->fwd_close[b] << 32 | b;
         }
-        regens[nregen++] = (uint64_t)g[q].regen_ev << 32 | q;
+        w->regens[w->nregen++] = (uint64_t)g[q].regen_ev << 32 | q;
     }
-    qsort(frees, nfree, sizeof *frees, by_ev);
-    qsort(regens, nregen, sizeof *regens, by_ev);
-    /* The header and the names, with the same indices. */
-    out->version = t->version;
-    out->budget_bytes = t->budget_bytes;
-    out->host_cap_bytes = t->host_cap_bytes;
-    out->h2d_gbps = t->h2d_gbps;
-    out->d2h_gbps = t->d2h_gbps;
-    memcpy(out->backend, t->backend, sizeof out->backend);
+    qsort(w->frees, w->nfree, sizeof *w->frees, by_ev);
+    qsort(w->regens, w->nregen, sizeof *w->regens, by_ev);
+    return 0;
+}
+
+/* o's header and names as t's (the same indices), and the recompute op's name.  0 or -ENOMEM. */
+static int rw_header(struct rw *w, const struct hoff__trace *t) {
+    struct hoff__trace *o = w->o;
+    uint32_t i;
+
+    o->version = t->version;
+    o->budget_bytes = t->budget_bytes;
+    o->host_cap_bytes = t->host_cap_bytes;
+    o->h2d_gbps = t->h2d_gbps;
+    o->d2h_gbps = t->d2h_gbps;
+    memcpy(o->backend, t->backend, sizeof o->backend);
     for (i = 0; i < t->nnames; i++)
-        if (hoff__trace_name(out, t->names[i]) != i) {
-            w.rc = hoff__error(-ENOMEM, "recompute: out of memory");
-            goto done;
-        }
-    if ((name = hoff__trace_name(out, "hoff.recompute")) == NONE) {
-        w.rc = hoff__error(-ENOMEM, "recompute: out of memory");
-        goto done;
-    }
+        if (hoff__trace_name(o, t->names[i]) != i)
+            return hoff__error(-ENOMEM, "recompute: out of memory");
+    if ((w->name = hoff__trace_name(o, "hoff.recompute")) == NONE)
+        return hoff__error(-ENOMEM, "recompute: out of memory");
     for (i = 0; i < t->nev; i++)
-        phases |= is_mark(t, i) && hoff__tev_phase(&t->ev[i]) != 0;
-    for (i = 0; i < t->nev && !w.rc; i++) {
-        const struct hoff__tev *ev = &t->ev[i];
-        struct hoff__tev e;
+        w->phases |= is_mark(t, i) && hoff__tev_phase(&t->ev[i]) != 0;
+    return 0;
+}
 
-        /* The first halves end where their last forward use window closes. */
-        for (; fi < nfree && (uint32_t)(frees[fi] >> 32) == i; fi++) {
-            uint32_t b = (uint32_t)frees[fi];
+/* Event i of t into o: first the frees of the first halves whose last forward use window it closes, then the
+ * recomputes made again before it (their blocks, then the inserted op's end at their time), then the event with
+ * its block's id in o. */
+static void rw_event(struct rw *w, const struct hoff__trace *t, uint32_t i) {
+    const struct hoff__tev *ev = &t->ev[i];
+    struct hoff__tev e;
+    uint32_t k;
 
-            memset(&e, 0, sizeof e);
-            e.kind = HOFF__TEV_FREE;
-            e.block = first_id[b];
-            e.name = NONE;
-            e.stream = t->ev[t->blocks[b].alloc_ev].stream;
-            rw_put(&w, e, ev->t_cpu_ns, ev->t_gpu_ns);
-        }
-        /* The recomputes of this backward op: its blocks made again, then the op's end at their time. */
-        if (ri < nregen && (uint32_t)(regens[ri] >> 32) == i) {
-            uint64_t cost = 0;
+    for (; w->fi < w->nfree && (uint32_t)(w->frees[w->fi] >> 32) == i; w->fi++) {
+        uint32_t b = (uint32_t)w->frees[w->fi];
 
-            for (; ri < nregen && (uint32_t)(regens[ri] >> 32) == i; ri++) {
-                const struct hoff__rc_group *gr = &g[(uint32_t)regens[ri]];
-
-                cost += gr->cost_ns;
-                for (k = 0; k < gr->nblk; k++) {
-                    uint32_t b = gr->blk[k];
-
-                    e = t->ev[t->blocks[b].alloc_ev];
-                    e.flags &= (uint8_t)~HOFF__TEV_PINNED;
-                    e.block = second_id[b] = out->nblocks;
-                    rw_put(&w, e, ev->t_cpu_ns, ev->t_gpu_ns);
-                }
-            }
-            w.shift += cost;
-            memset(&e, 0, sizeof e);
-            e.kind = HOFF__TEV_OP;
-            e.block = NONE;
-            e.name = name;
-            if (phases)
-                e.flags = (uint8_t)(HOFF_PHASE_BACKWARD << HOFF__TEV_PHASE_SHIFT);
-            rw_put(&w, e, ev->t_cpu_ns, ev->t_gpu_ns);
-        }
-        e = *ev;
-        if (ev->kind == HOFF__TEV_ALLOC) {
-            e.block = first_id[ev->block] = out->nblocks;
-        } else if (ev->kind == HOFF__TEV_FREE || ev->kind == HOFF__TEV_ACCESS) {
-            uint32_t b = ev->block;
-
-            e.block = regen_of[b] != NONE && i >= regen_of[b] ? second_id[b] : first_id[b];
-        }
-        rw_put(&w, e, ev->t_cpu_ns, ev->t_gpu_ns);
+        memset(&e, 0, sizeof e);
+        e.kind = HOFF__TEV_FREE;
+        e.block = w->first_id[b];
+        e.name = NONE;
+        e.stream = t->ev[t->blocks[b].alloc_ev].stream;
+        rw_put(w, e, ev->t_cpu_ns, ev->t_gpu_ns);
     }
-    if (w.rc)
-        goto done;
-    out->step_ns = t->step_ns + w.shift;
-    out->step_gpu_ns = t->step_gpu_ns ? t->step_gpu_ns + w.shift : 0;
-    w.rc = hoff__trace_finish(out);
-done:
-    free(first_id);
-    free(second_id);
-    free(regen_of);
-    free(frees);
-    free(regens);
+    if (w->ri < w->nregen && (uint32_t)(w->regens[w->ri] >> 32) == i) {
+        uint64_t cost = 0;
+
+        for (; w->ri < w->nregen && (uint32_t)(w->regens[w->ri] >> 32) == i; w->ri++) {
+            const struct hoff__rc_group *gr = &w->g[(uint32_t)w->regens[w->ri]];
+
+            cost += gr->cost_ns;
+            for (k = 0; k < gr->nblk; k++) {
+                uint32_t b = gr->blk[k];
+
+                e = t->ev[t->blocks[b].alloc_ev];
+                e.flags &= (uint8_t)~HOFF__TEV_PINNED;
+                e.block = w->second_id[b] = w->o->nblocks;
+                rw_put(w, e, ev->t_cpu_ns, ev->t_gpu_ns);
+            }
+        }
+        w->shift += cost;
+        memset(&e, 0, sizeof e);
+        e.kind = HOFF__TEV_OP;
+        e.block = NONE;
+        e.name = w->name;
+        if (w->phases)
+            e.flags = (uint8_t)(HOFF_PHASE_BACKWARD << HOFF__TEV_PHASE_SHIFT);
+        rw_put(w, e, ev->t_cpu_ns, ev->t_gpu_ns);
+    }
+    e = *ev;
+    if (ev->kind == HOFF__TEV_ALLOC)
+        e.block = w->first_id[ev->block] = w->o->nblocks;
+    else if (ev->kind == HOFF__TEV_FREE || ev->kind == HOFF__TEV_ACCESS)
+        e.block = w->regen_of[ev->block] != NONE && i >= w->regen_of[ev->block] ? w->second_id[ev->block]
+                                                                                : w->first_id[ev->block];
+    rw_put(w, e, ev->t_cpu_ns, ev->t_gpu_ns);
+}
+
+int hoff__rc_rewrite(const struct hoff__trace *t, const struct hoff__rc_model *m, const struct hoff__rc_group *g,
+                     size_t ng, struct hoff__trace *out) {
+    struct rw w;
+    uint32_t i;
+
+    memset(&w, 0, sizeof w);
+    w.o = out;
+    w.g = g;
+    hoff__trace_init(out);
+    if ((w.rc = rw_collect(&w, t, m, ng)) == 0 && (w.rc = rw_header(&w, t)) == 0) {
+        for (i = 0; i < t->nev && !w.rc; i++)
+            rw_event(&w, t, i);
+        if (!w.rc) {
+            out->step_ns = t->step_ns + w.shift;
+            out->step_gpu_ns = t->step_gpu_ns ? t->step_gpu_ns + w.shift : 0;
+            w.rc = hoff__trace_finish(out);
+        }
+    }
+    free(w.first_id);
+    free(w.second_id);
+    free(w.regen_of);
+    free(w.frees);
+    free(w.regens);
     return w.rc;
 }

@@ -90,6 +90,61 @@ static int rescale(const struct hp_args *a, struct hoff__trace *t) {
     return 0;
 }
 
+/* The advice as one JSON object. */
+static void print_json(const struct hp_args *a, const struct hoff__trace *t, const struct hoff__plan_opts *po,
+                       const struct hoff__rc_model *m, const struct hoff__rc_advice *ad) {
+    size_t i;
+
+    printf("{\"trace\":");
+    hp_json_str(stdout, a->trace_path);
+    printf(",\"budget_bytes\":%" PRIu64 ",\"peak_bytes\":%" PRIu64 ",\"compute_ns\":%" PRIu64
+           ",\"h2d_gbps\":%.17g,\"d2h_gbps\":%.17g,\"bound_ns\":%" PRIu64 ",\"no_offload\":{\"step_ns\":%" PRIu64
+           ",\"feasible\":%s}",
+           ad->budget_bytes, ad->peak_bytes, ad->compute_ns, po->h2d_gbps, po->d2h_gbps, ad->bound_ns, ad->compute_ns,
+           hp_yes(ad->peak_bytes <= ad->budget_bytes));
+    alt_json("offload_only", &ad->offload_only);
+    alt_json("full_checkpoint", &ad->full);
+    alt_json("combined", &ad->combined);
+    printf(",\"chosen\":\"%s\",\"evaluated\":%" PRIu32 ",\"recompute\":[", ad->chosen, ad->evaluated);
+    for (i = 0; i < ad->nunits; i++) {
+        const struct hoff__rc_unit *u = &m->u[ad->units[i]];
+
+        printf("%s{\"op\":", i ? "," : "");
+        hp_json_str(stdout, hoff__rc_unit_name(t, u));
+        printf(",\"occurrence\":%" PRIu32 ",\"interval\":%" PRIu32 ",\"event\":%" PRIu32 ",\"cost_ns\":%" PRIu64
+               ",\"bytes\":%" PRIu64 "}",
+               u->occurrence, u->interval, u->mark == UINT32_MAX ? u->begin : u->mark, u->cost_ns, u->bytes);
+    }
+    printf("]}\n");
+}
+
+/* The advice as text. */
+static void print_text(const struct hp_args *a, const struct hoff__trace *t, const struct hoff__plan_opts *po,
+                       const struct hoff__rc_model *m, const struct hoff__rc_advice *ad) {
+    size_t i;
+
+    printf("trace: %s\nbudget: %.1f MiB of an offload peak of %.1f MiB, %g GB/s each way\n", a->trace_path,
+           ad->budget_bytes / 1048576.0, ad->peak_bytes / 1048576.0, po->d2h_gbps);
+    printf("predicted step (x no offload):\n");
+    printf("  %-16s %10.3f ms  %s\n", "no offload", ad->compute_ns / 1e6,
+           ad->peak_bytes <= ad->budget_bytes ? "fits the budget" : "over the budget");
+    alt_text("offload only", &ad->offload_only, ad->compute_ns);
+    alt_text("full checkpoint", &ad->full, ad->compute_ns);
+    alt_text("combined", &ad->combined, ad->compute_ns);
+    printf("  %-16s %10.3f ms  (no keep/offload/recompute plan of hoff's model is faster)\n", "lower bound",
+           ad->bound_ns / 1e6);
+    printf("advice: %s", strcmp(ad->chosen, "combined") == 0          ? "recompute these forward ops, offload the rest"
+                         : strcmp(ad->chosen, "full_checkpoint") == 0 ? "checkpoint every layer"
+                                                                      : "offload only: no recompute pays");
+    printf(" (%" PRIu32 " choices planned)\n", ad->evaluated);
+    for (i = 0; i < ad->nunits; i++) {
+        const struct hoff__rc_unit *u = &m->u[ad->units[i]];
+
+        printf("  %-32s occurrence %-4" PRIu32 " %8.1f MiB  %8.3f ms\n", hoff__rc_unit_name(t, u), u->occurrence,
+               u->bytes / 1048576.0, u->cost_ns / 1e6);
+    }
+}
+
 int hp_cmd_advise(int argc, char **argv) {
     const uint64_t accepted = HP_F(BUDGET) | HP_F(BANDWIDTH) | HP_F(PLANNER) | HP_F(GROUPS) | HP_F(HOST_CAP) |
                               HP_F(JSON) | HP_F(OUTPUT) | HP_F(COMPUTE_SCALE) | HP_F(GPU_STEP) | HP_F(HELP);
@@ -99,7 +154,6 @@ int hp_cmd_advise(int argc, char **argv) {
     struct hoff__rc_model m;
     struct hoff__rc_advice ad;
     uint64_t *T;
-    size_t i;
     int rc;
 
     rc = hp_parse("advise", argc, argv, accepted, usage, &a);
@@ -149,50 +203,10 @@ int hp_cmd_advise(int argc, char **argv) {
             return EXIT_FAIL;
         }
     }
-    if (a.json) {
-        printf("{\"trace\":");
-        hp_json_str(stdout, a.trace_path);
-        printf(",\"budget_bytes\":%" PRIu64 ",\"peak_bytes\":%" PRIu64 ",\"compute_ns\":%" PRIu64
-               ",\"h2d_gbps\":%.17g,\"d2h_gbps\":%.17g,\"bound_ns\":%" PRIu64 ",\"no_offload\":{\"step_ns\":%" PRIu64
-               ",\"feasible\":%s}",
-               ad.budget_bytes, ad.peak_bytes, ad.compute_ns, po.h2d_gbps, po.d2h_gbps, ad.bound_ns, ad.compute_ns,
-               hp_yes(ad.peak_bytes <= ad.budget_bytes));
-        alt_json("offload_only", &ad.offload_only);
-        alt_json("full_checkpoint", &ad.full);
-        alt_json("combined", &ad.combined);
-        printf(",\"chosen\":\"%s\",\"evaluated\":%" PRIu32 ",\"recompute\":[", ad.chosen, ad.evaluated);
-        for (i = 0; i < ad.nunits; i++) {
-            const struct hoff__rc_unit *u = &m.u[ad.units[i]];
-
-            printf("%s{\"op\":", i ? "," : "");
-            hp_json_str(stdout, hoff__rc_unit_name(&ht.t, u));
-            printf(",\"occurrence\":%" PRIu32 ",\"interval\":%" PRIu32 ",\"event\":%" PRIu32 ",\"cost_ns\":%" PRIu64
-                   ",\"bytes\":%" PRIu64 "}",
-                   u->occurrence, u->interval, u->mark == UINT32_MAX ? u->begin : u->mark, u->cost_ns, u->bytes);
-        }
-        printf("]}\n");
-    } else {
-        printf("trace: %s\nbudget: %.1f MiB of an offload peak of %.1f MiB, %g GB/s each way\n", a.trace_path,
-               ad.budget_bytes / 1048576.0, ad.peak_bytes / 1048576.0, po.d2h_gbps);
-        printf("predicted step (x no offload):\n");
-        printf("  %-16s %10.3f ms  %s\n", "no offload", ad.compute_ns / 1e6,
-               ad.peak_bytes <= ad.budget_bytes ? "fits the budget" : "over the budget");
-        alt_text("offload only", &ad.offload_only, ad.compute_ns);
-        alt_text("full checkpoint", &ad.full, ad.compute_ns);
-        alt_text("combined", &ad.combined, ad.compute_ns);
-        printf("  %-16s %10.3f ms  (no keep/offload/recompute plan of hoff's model is faster)\n", "lower bound",
-               ad.bound_ns / 1e6);
-        printf("advice: %s", strcmp(ad.chosen, "combined") == 0 ? "recompute these forward ops, offload the rest"
-                             : strcmp(ad.chosen, "full_checkpoint") == 0 ? "checkpoint every layer"
-                                                                         : "offload only: no recompute pays");
-        printf(" (%" PRIu32 " choices planned)\n", ad.evaluated);
-        for (i = 0; i < ad.nunits; i++) {
-            const struct hoff__rc_unit *u = &m.u[ad.units[i]];
-
-            printf("  %-32s occurrence %-4" PRIu32 " %8.1f MiB  %8.3f ms\n", hoff__rc_unit_name(&ht.t, u),
-                   u->occurrence, u->bytes / 1048576.0, u->cost_ns / 1e6);
-        }
-    }
+    if (a.json)
+        print_json(&a, &ht.t, &po, &m, &ad);
+    else
+        print_text(&a, &ht.t, &po, &m, &ad);
     hoff__rc_advice_destroy(&ad);
     hoff__rc_model_destroy(&m);
     hoff__trace_destroy(&ht.t);
