@@ -114,6 +114,8 @@ static void test_rewrite(void) {
     g.cost_ns = 5000;
     g.blk = m.blk + m.u[1].first_blk;
     g.nblk = m.u[1].nblk;
+    g.tmp = NULL;
+    g.ntmp = 0;
     CU_ASSERT_EQUAL_FATAL(hoff__rc_rewrite(&t, &m, &g, 1, &r), 0);
     /* One free (a's first half, before the mark 7), one alloc and one mark (at 15) more. */
     CU_ASSERT_EQUAL_FATAL(r.nev, t.nev + 3);
@@ -164,6 +166,81 @@ static void test_rewrite(void) {
     CU_ASSERT_EQUAL(hoff__rc_model_build(&t, T, NULL, &m), -EINVAL);
     CU_ASSERT_PTR_NOT_NULL(strstr(hoff_last_error(), "no op marks"));
     free(T);
+    hoff__trace_destroy(&t);
+}
+
+/* A chain: op p makes a forward temporary c that op q reads (and frees) to make its saved d.  Recomputing q needs
+ * c, so it runs p too (cost p + q), makes c again and frees it once done.
+ *   0 x = alloc 100, 1 op p fwd (x: p's input)
+ *   2 c = alloc 50, 3 read x, 4 op p2 fwd       ("p2": the op that makes c)
+ *   5 d = alloc 80, 6 read c, 7 free c, 8 op q fwd
+ *   9 read d, 10 free d, 11 read x, 12 free x, 13 op q.bwd bwd */
+static void test_chain(void) {
+    struct hoff__trace t, r;
+    struct hoff__rc_model m;
+    struct hoff__rc_group g;
+    uint32_t x, c, d;
+    uint64_t *T;
+
+    hoff_test_trace_begin(&t);
+    x = hoff_test_al(&t, 100);
+    hoff_test_op_named(&t, "p");
+    phase(&t, HOFF_PHASE_FORWARD);
+    c = hoff_test_al(&t, 50);
+    hoff_test_ac(&t, x, 0);
+    hoff_test_op_named(&t, "p2");
+    phase(&t, HOFF_PHASE_FORWARD);
+    d = hoff_test_al(&t, 80);
+    hoff_test_ac(&t, c, 0);
+    hoff_test_fr(&t, c);
+    hoff_test_op_named(&t, "q");
+    phase(&t, HOFF_PHASE_FORWARD);
+    hoff_test_ac(&t, d, 0);
+    hoff_test_fr(&t, d);
+    hoff_test_ac(&t, x, 0);
+    hoff_test_fr(&t, x);
+    hoff_test_op_named(&t, "q.bwd");
+    phase(&t, HOFF_PHASE_BACKWARD);
+    hoff_test_fin(&t);
+    T = hoff__plan_times(&t);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(T);
+    CU_ASSERT_EQUAL_FATAL(hoff__rc_model_build(&t, T, NULL, &m), 0);
+    CU_ASSERT_EQUAL_FATAL(m.nu, 2); /* p (x) and q (d) */
+    CU_ASSERT_STRING_EQUAL(hoff__rc_unit_name(&t, &m.u[1]), "q");
+    CU_ASSERT(m.u[1].ok);
+    CU_ASSERT_EQUAL_FATAL(m.u[1].nop, 2); /* q, then p2 which makes c */
+    CU_ASSERT_EQUAL(m.ops[m.u[1].first_op], 2);
+    CU_ASSERT_EQUAL(m.ops[m.u[1].first_op + 1], 1);
+    CU_ASSERT_STRING_EQUAL(hoff__rc_op_name(&t, &m, 1), "p2");
+    CU_ASSERT_EQUAL(hoff__rc_op_occurrence(&t, &m, 1), 0);
+    CU_ASSERT_EQUAL_FATAL(m.u[1].ntmp, 1);
+    CU_ASSERT_EQUAL(m.tmp[m.u[1].first_tmp], c);
+    CU_ASSERT_EQUAL(m.u[1].cost_ns, m.iv_ns[2] + m.iv_ns[1]);
+    g = (struct hoff__rc_group){m.u[1].regen_ev, m.u[1].cost_ns,           m.blk + m.u[1].first_blk,
+                                m.u[1].nblk,     m.tmp + m.u[1].first_tmp, m.u[1].ntmp};
+    CU_ASSERT_EQUAL_FATAL(hoff__rc_rewrite(&t, &m, &g, 1, &r), 0);
+    /* d's last forward use (its alloc) closes at the mark 8: 8 free d; 9 op q; then at the backward's first op
+     * (event 9): 10 alloc d', 11 alloc c', 12 op hoff.recompute, 13 free c', 14 read d' ... */
+    CU_ASSERT_EQUAL_FATAL(r.nev, t.nev + 5);
+    CU_ASSERT_EQUAL(r.ev[8].kind, HOFF__TEV_FREE);
+    CU_ASSERT_EQUAL(r.ev[8].block, d);
+    CU_ASSERT_EQUAL(r.ev[10].kind, HOFF__TEV_ALLOC);
+    CU_ASSERT_EQUAL(r.ev[10].size, 80);
+    CU_ASSERT_EQUAL(r.ev[11].kind, HOFF__TEV_ALLOC);
+    CU_ASSERT_EQUAL(r.ev[11].size, 50);
+    CU_ASSERT_EQUAL(r.ev[12].kind, HOFF__TEV_OP);
+    CU_ASSERT_EQUAL(r.ev[13].kind, HOFF__TEV_FREE);
+    CU_ASSERT_EQUAL(r.ev[13].block, r.ev[11].block);
+    CU_ASSERT_EQUAL(r.ev[14].kind, HOFF__TEV_ACCESS);
+    CU_ASSERT_EQUAL(r.ev[14].block, r.ev[10].block);
+    CU_ASSERT_EQUAL(r.step_ns, t.step_ns + m.u[1].cost_ns);
+    hoff__trace_destroy(&r);
+    /* A temporary the model does not know as one is refused. */
+    g.tmp = &d;
+    CU_ASSERT_EQUAL(hoff__rc_rewrite(&t, &m, &g, 1, &r), -EINVAL);
+    hoff__trace_destroy(&r);
+    free(T);
+    hoff__rc_model_destroy(&m);
     hoff__trace_destroy(&t);
 }
 
@@ -252,10 +329,7 @@ static void test_advise(void) {
 
 int main(void) {
     static const struct hoff_test tests[] = {
-        {"model", test_model},
-        {"rewrite", test_rewrite},
-        {"advise", test_advise},
-        {NULL, NULL},
+        {"model", test_model}, {"rewrite", test_rewrite}, {"chain", test_chain}, {"advise", test_advise}, {NULL, NULL},
     };
     return hoff_test_run("recompute", tests);
 }

@@ -153,6 +153,8 @@ static int full_groups(const struct hoff__trace *t, const struct hoff__rc_model 
             (*g)[n].cost_ns = cost;
             (*g)[n].blk = *blk + first;
             (*g)[n].nblk = nb - first;
+            (*g)[n].tmp = NULL; /* a region's own temporaries come and go inside its recompute */
+            (*g)[n].ntmp = 0;
             n++;
         } else {
             nb = first;
@@ -347,10 +349,9 @@ int hoff__rc_advise(const struct hoff__trace *t, const struct hoff__rc_model *m,
         for (u = 0; u < k; u++) {
             const struct hoff__rc_unit *un = &m->u[order[u]];
 
-            g[u].regen_ev = un->regen_ev;
-            g[u].cost_ns = un->cost_ns;
-            g[u].blk = m->blk + un->first_blk;
-            g[u].nblk = un->nblk;
+            g[u] = (struct hoff__rc_group){
+                un->regen_ev, un->cost_ns, m->blk + un->first_blk, un->nblk, un->ntmp ? m->tmp + un->first_tmp : NULL,
+                un->ntmp};
         }
         if ((rc = evaluate(t, m, g, k, po, pl, &alt)) != 0)
             goto out;
@@ -413,7 +414,9 @@ int hoff__rc_advice_rewrite(const struct hoff__trace *t, const struct hoff__rc_m
         for (u = 0; !rc && u < a->nunits; u++) {
             const struct hoff__rc_unit *un = &m->u[a->units[u]];
 
-            g[u] = (struct hoff__rc_group){un->regen_ev, un->cost_ns, m->blk + un->first_blk, un->nblk};
+            g[u] = (struct hoff__rc_group){
+                un->regen_ev, un->cost_ns, m->blk + un->first_blk, un->nblk, un->ntmp ? m->tmp + un->first_tmp : NULL,
+                un->ntmp};
         }
         ng = a->nunits;
     }

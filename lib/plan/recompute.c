@@ -10,9 +10,11 @@
  *
  * The rewrite is the model of a lazy recompute: what checkpointing one module does (torch.utils.checkpoint of a
  * LayerNorm or an activation: its saved tensors are made again when backward first unpacks one) and what
- * Megatron-Core's fine-grained recompute does.  A recompute needs what the op reads: the model recomputes an op
- * only when every block it reads is still allocated where it is made again (it never chains recomputes), and the
- * trace must mark those reads (the Python package's op marks do; hoff-plan synth does with --input-reads).
+ * Megatron-Core's fine-grained recompute does.  A recompute needs what the op reads: a block still allocated where
+ * it is made again, or a forward temporary that the recompute makes again by running its producer too (a chain of
+ * at most HOFF__RC_CHAIN_MAX ops, as checkpointing a module of several ops runs them all); saved activations are
+ * never recomputed through each other.  The trace must mark those reads (the Python package's op marks do;
+ * hoff-plan synth does with --input-reads).
  * Threading: pure functions of their arguments. */
 #include "config.h"
 
@@ -63,10 +65,13 @@ void hoff__rc_model_destroy(struct hoff__rc_model *m) {
     free(m->u);
     free(m->blk);
     free(m->in);
+    free(m->ops);
+    free(m->tmp);
     free(m->fwd_close);
     free(m->bwd_first);
     free(m->iv_ns);
     free(m->iv_begin);
+    free(m->iv_mark);
     memset(m, 0, sizeof *m);
 }
 
@@ -79,6 +84,19 @@ static uint32_t name_mark(const struct hoff__trace *t, const struct hoff__rc_mod
 
 const char *hoff__rc_unit_name(const struct hoff__trace *t, const struct hoff__rc_unit *u) {
     return u->mark == NONE ? "" : hoff__tev_op_name(t, &t->ev[u->mark]);
+}
+
+const char *hoff__rc_op_name(const struct hoff__trace *t, const struct hoff__rc_model *m, uint32_t j) {
+    return m->iv_mark[j] == NONE ? "" : hoff__tev_op_name(t, &t->ev[m->iv_mark[j]]);
+}
+
+uint32_t hoff__rc_op_occurrence(const struct hoff__trace *t, const struct hoff__rc_model *m, uint32_t j) {
+    uint32_t k, n = 0, mk = m->iv_mark[j];
+
+    for (k = 0; k < j; k++)
+        if ((m->iv_mark[k] == NONE) == (mk == NONE) && (mk == NONE || t->ev[m->iv_mark[k]].name == t->ev[mk].name))
+            n++;
+    return n;
 }
 
 /* Layer-like region key of an op name: the part before the first '.', when it has a digit ("L3" of "L3.mlp_up",
@@ -136,27 +154,108 @@ static int push32(uint32_t **a, size_t *n, size_t *cap, uint32_t v) {
 
 /* The capacities of the model's arrays while it is built. */
 struct caps {
-    size_t u, blk, in;
+    size_t u, blk, in, ops, tmp;
 };
 
-/* Forward op j as a unit, when it allocates a candidate: its blocks, inputs, cost, where it is made again, whether
- * it can be, its occurrence.  start_of: each event's op span start; iv_mark: each forward op's naming mark.
- * 0 or -ENOMEM. */
+/* The events of forward op j: iv_begin[j] .. *end - 1 (*end its mark). */
+static uint32_t op_end(const struct hoff__trace *t, const struct hoff__rc_model *m, uint32_t j) {
+    uint32_t e;
+
+    for (e = m->iv_begin[j]; e < t->nev && !is_mark(t, e); e++)
+        ;
+    return e;
+}
+
+/* The forward op that holds event e (< bwd_ev, not a mark): the last op that begins at or before it. */
+static uint32_t op_of(const struct hoff__rc_model *m, uint32_t e) {
+    uint32_t lo = 0, hi = m->niv;
+
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+
+        if (m->iv_begin[mid] <= e)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Add to the list in[from ..] (*n entries after from) the blocks forward op j reads or frees that were allocated
+ * before it.  0 or -ENOMEM. */
+static int add_reads(const struct hoff__trace *t, struct hoff__rc_model *m, struct caps *c, uint32_t j, uint32_t from,
+                     uint32_t *n) {
+    uint32_t e, k, end = op_end(t, m, j);
+
+    for (e = m->iv_begin[j]; e < end; e++) {
+        const struct hoff__tev *ev = &t->ev[e];
+
+        if ((ev->kind != HOFF__TEV_ACCESS && ev->kind != HOFF__TEV_FREE) ||
+            t->blocks[ev->block].alloc_ev >= m->iv_begin[j])
+            continue;
+        for (k = from; k < m->nin && m->in[k] != ev->block; k++)
+            ;
+        if (k == m->nin) {
+            if (push32(&m->in, &m->nin, &c->in, ev->block))
+                return -ENOMEM;
+            (*n)++;
+        }
+    }
+    return 0;
+}
+
+/* The recompute of unit u: every block its ops read must be allocated at regen_ev; a forward temporary that is not
+ * (freed in the forward) is made again by running its producer too, whose reads then count, up to
+ * HOFF__RC_CHAIN_MAX ops.  Sets u's ops, temporaries, cost and ok.  0 or -ENOMEM. */
+static int chain(const struct hoff__trace *t, struct hoff__rc_model *m, struct caps *c, struct hoff__rc_unit *u) {
+    uint32_t k, i;
+
+    u->ok = 1;
+    for (k = 0; k < u->nin && u->ok; k++) { /* u->nin grows as producers join */
+        uint32_t x = m->in[u->first_in + k], p;
+        const struct hoff__tblock *in = &t->blocks[x];
+
+        if (in->retained || in->free_ev >= u->regen_ev)
+            continue; /* still there */
+        if (in->free_ev >= m->bwd_ev || in->alloc_ev >= m->bwd_ev || u->nop >= HOFF__RC_CHAIN_MAX) {
+            u->ok = 0; /* used and freed in the backward before the recompute, or too long a chain */
+            break;
+        }
+        p = op_of(m, in->alloc_ev);
+        for (i = 0; i < u->nop && m->ops[u->first_op + i] != p; i++)
+            ;
+        if (i == u->nop) {
+            if (push32(&m->ops, &m->nops, &c->ops, p) || add_reads(t, m, c, p, u->first_in, &u->nin))
+                return -ENOMEM;
+            u->nop++;
+            u->cost_ns += m->iv_ns[p];
+        }
+        if (push32(&m->tmp, &m->ntmp, &c->tmp, x))
+            return -ENOMEM;
+        u->ntmp++;
+    }
+    return 0;
+}
+
+/* Forward op j as a unit, when it allocates a candidate: its blocks, inputs, the ops its recompute runs and its
+ * cost, where it is made again, whether it can be, its occurrence.  start_of: each event's op span start; iv_mark:
+ * each forward op's naming mark.  0 or -ENOMEM. */
 static int add_unit(const struct hoff__trace *t, struct hoff__rc_model *m, struct caps *c, const uint32_t *start_of,
                     const uint32_t *iv_mark, hoff__block_bytes_fn bytes, uint32_t j) {
     struct hoff__rc_unit u;
-    uint32_t e, k;
+    uint32_t e;
 
     memset(&u, 0, sizeof u);
     u.interval = j;
     u.begin = m->iv_begin[j];
-    for (u.end = u.begin; u.end < t->nev && !is_mark(t, u.end); u.end++)
-        ;
+    u.end = op_end(t, m, j);
     u.mark = iv_mark[j];
     u.cost_ns = m->iv_ns[j];
     u.regen_ev = NONE;
     u.first_blk = (uint32_t)m->nblk;
     u.first_in = (uint32_t)m->nin;
+    u.first_op = (uint32_t)m->nops;
+    u.first_tmp = (uint32_t)m->ntmp;
     for (e = u.begin; e < u.end; e++) {
         const struct hoff__tev *ev = &t->ev[e];
 
@@ -169,32 +268,16 @@ static int add_unit(const struct hoff__trace *t, struct hoff__rc_model *m, struc
             u.bytes += hoff__plan_bytes(bytes, &t->blocks[ev->block]);
             if (at < u.regen_ev)
                 u.regen_ev = at;
-        } else if ((ev->kind == HOFF__TEV_ACCESS || ev->kind == HOFF__TEV_FREE) &&
-                   t->blocks[ev->block].alloc_ev < u.begin) {
-            for (k = u.first_in; k < m->nin && m->in[k] != ev->block; k++)
-                ;
-            if (k == m->nin) {
-                if (push32(&m->in, &m->nin, &c->in, ev->block))
-                    return -ENOMEM;
-                u.nin++;
-            }
         }
     }
-    if (!u.nblk) {
-        m->nin = u.first_in; /* not a unit: its inputs are nobody's */
+    if (!u.nblk)
         return 0;
-    }
-    u.ok = u.cost_ns > 0 || u.bytes > 0;
-    for (k = 0; k < u.nin; k++) {
-        const struct hoff__tblock *in = &t->blocks[m->in[u.first_in + k]];
-
-        if (!in->retained && in->free_ev < u.regen_ev)
-            u.ok = 0; /* freed before it is needed again: it would have to be recomputed too */
-    }
-    for (k = 0; k < j; k++) /* its occurrence among the forward ops with its name */
-        if ((iv_mark[k] == NONE) == (u.mark == NONE) &&
-            (u.mark == NONE || t->ev[iv_mark[k]].name == t->ev[u.mark].name))
-            u.occurrence++;
+    if (push32(&m->ops, &m->nops, &c->ops, j) || add_reads(t, m, c, j, u.first_in, &u.nin))
+        return -ENOMEM;
+    u.nop = 1;
+    if (chain(t, m, c, &u))
+        return -ENOMEM;
+    u.occurrence = hoff__rc_op_occurrence(t, m, j);
     if (m->nu == c->u && HOFF__GROW(m->u, c->u, m->nu + 1))
         return -ENOMEM;
     m->u[m->nu++] = u;
@@ -203,8 +286,8 @@ static int add_unit(const struct hoff__trace *t, struct hoff__rc_model *m, struc
 
 int hoff__rc_model_build(const struct hoff__trace *t, const uint64_t *T, hoff__block_bytes_fn bytes,
                          struct hoff__rc_model *m) {
-    uint32_t *start_of = NULL, *iv_mark = NULL, i, j, nm = 0, prev;
-    struct caps caps = {0, 0, 0};
+    uint32_t *start_of = NULL, *iv_mark, i, j, nm = 0, prev;
+    struct caps caps = {0, 0, 0, 0, 0};
     int rc = -ENOMEM;
 
     memset(m, 0, sizeof *m);
@@ -215,8 +298,8 @@ int hoff__rc_model_build(const struct hoff__trace *t, const uint64_t *T, hoff__b
                                     "op marks: the Python package's, or hoff_op_mark)");
     m->bwd_ev = backward_start(t, bytes);
     m->compute_ns = t->nev ? T[t->nev - 1] - T[0] : 0;
-    start_of = malloc((t->nev + 1) * sizeof *start_of); /* first event of the op span of each event */
-    iv_mark = malloc((nm + 1) * sizeof *iv_mark);       /* the mark that names each forward op */
+    start_of = malloc((t->nev + 1) * sizeof *start_of);        /* first event of the op span of each event */
+    iv_mark = m->iv_mark = malloc((nm + 1) * sizeof *iv_mark); /* the mark that names each forward op */
     m->fwd_close = malloc(((size_t)t->nblocks + 1) * sizeof *m->fwd_close);
     m->bwd_first = malloc(((size_t)t->nblocks + 1) * sizeof *m->bwd_first);
     m->iv_ns = malloc((nm + 1) * sizeof *m->iv_ns);
@@ -247,7 +330,6 @@ int hoff__rc_model_build(const struct hoff__trace *t, const uint64_t *T, hoff__b
             goto out;
     rc = 0;
 out:
-    free(iv_mark);
     free(start_of);
     if (rc) {
         hoff__rc_model_destroy(m);
@@ -264,6 +346,7 @@ struct rw {
     uint64_t shift;                            /* time inserted so far */
     uint32_t *first_id, *second_id, *regen_of; /* per block of t: its ids in o, where it is made again */
     uint64_t *frees, *regens;                  /* (event << 32 | block), (event << 32 | group), by event */
+    uint32_t *tmp_id;                          /* the temporaries made again at one event, their ids in o */
     size_t nfree, nregen, fi, ri;
     uint32_t name; /* "hoff.recompute" */
     int phases;    /* t's op marks have phases */
@@ -300,7 +383,10 @@ static int rw_collect(struct rw *w, const struct hoff__trace *t, const struct ho
     w->regen_of = malloc(((size_t)t->nblocks + 1) * sizeof *w->regen_of);
     w->frees = malloc((n + 1) * sizeof *w->frees);
     w->regens = malloc((ng + 1) * sizeof *w->regens);
-    if (!w->first_id || !w->second_id || !w->regen_of || !w->frees || !w->regens)
+    for (q = 0, i = 0; q < ng; q++)
+        i += g[q].ntmp;
+    w->tmp_id = malloc(((size_t)i + 1) * sizeof *w->tmp_id);
+    if (!w->first_id || !w->second_id || !w->regen_of || !w->frees || !w->regens || !w->tmp_id)
         return hoff__error(-ENOMEM, "recompute: out of memory");
     for (i = 0; i < t->nblocks; i++)
         w->first_id[i] = w->second_id[i] = w->regen_of[i] = NONE;
@@ -319,6 +405,9 @@ static int rw_collect(struct rw *w, const struct hoff__trace *t, const struct ho
             w->regen_of[b] = g[q].regen_ev;
             w->frees[w->nfree++] = (uint64_t)m->fwd_close[b] << 32 | b;
         }
+        for (k = 0; k < g[q].ntmp; k++)
+            if (g[q].tmp[k] >= t->nblocks || t->blocks[g[q].tmp[k]].free_ev >= m->bwd_ev)
+                return hoff__error(-EINVAL, "recompute: block %u is not a forward temporary", (unsigned)g[q].tmp[k]);
         w->regens[w->nregen++] = (uint64_t)g[q].regen_ev << 32 | q;
     }
     qsort(w->frees, w->nfree, sizeof *w->frees, by_ev);
@@ -367,6 +456,7 @@ static void rw_event(struct rw *w, const struct hoff__trace *t, uint32_t i) {
     }
     if (w->ri < w->nregen && (uint32_t)(w->regens[w->ri] >> 32) == i) {
         uint64_t cost = 0;
+        uint32_t ntmp = 0;
 
         for (; w->ri < w->nregen && (uint32_t)(w->regens[w->ri] >> 32) == i; w->ri++) {
             const struct hoff__rc_group *gr = &w->g[(uint32_t)w->regens[w->ri]];
@@ -380,6 +470,12 @@ static void rw_event(struct rw *w, const struct hoff__trace *t, uint32_t i) {
                 e.block = w->second_id[b] = w->o->nblocks;
                 rw_put(w, e, ev->t_cpu_ns, ev->t_gpu_ns);
             }
+            for (k = 0; k < gr->ntmp; k++) {
+                e = t->ev[t->blocks[gr->tmp[k]].alloc_ev];
+                e.flags &= (uint8_t)~HOFF__TEV_PINNED;
+                e.block = w->tmp_id[ntmp++] = w->o->nblocks;
+                rw_put(w, e, ev->t_cpu_ns, ev->t_gpu_ns);
+            }
         }
         w->shift += cost;
         memset(&e, 0, sizeof e);
@@ -389,6 +485,13 @@ static void rw_event(struct rw *w, const struct hoff__trace *t, uint32_t i) {
         if (w->phases)
             e.flags = (uint8_t)(HOFF_PHASE_BACKWARD << HOFF__TEV_PHASE_SHIFT);
         rw_put(w, e, ev->t_cpu_ns, ev->t_gpu_ns);
+        for (k = 0; k < ntmp; k++) { /* the temporaries die with the recompute */
+            memset(&e, 0, sizeof e);
+            e.kind = HOFF__TEV_FREE;
+            e.block = w->tmp_id[k];
+            e.name = NONE;
+            rw_put(w, e, ev->t_cpu_ns, ev->t_gpu_ns);
+        }
     }
     e = *ev;
     if (ev->kind == HOFF__TEV_ALLOC)
@@ -422,5 +525,6 @@ int hoff__rc_rewrite(const struct hoff__trace *t, const struct hoff__rc_model *m
     free(w.regen_of);
     free(w.frees);
     free(w.regens);
+    free(w.tmp_id);
     return w.rc;
 }

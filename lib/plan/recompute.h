@@ -15,6 +15,9 @@
 #include "plan/plan.h"
 #include "trace/trace.h"
 
+/* The most forward ops one recompute runs: the op and the producers of the forward temporaries it reads. */
+#define HOFF__RC_CHAIN_MAX 16
+
 /* One forward op that allocates saved activations: a recompute candidate. */
 struct hoff__rc_unit {
     uint32_t interval;        /* its index among the forward ops (the spans between op marks) */
@@ -26,8 +29,11 @@ struct hoff__rc_unit {
     uint32_t regen_ev;        /* where the rewrite makes them again: the first event of the backward op that first uses
                                  one of them */
     uint32_t first_blk, nblk; /* its saved activations: blk[first_blk ..] */
-    uint32_t first_in, nin;   /* the blocks it reads that it did not allocate: in[first_in ..] */
-    uint8_t ok;               /* recomputable: every block it reads is still allocated at regen_ev */
+    uint32_t first_in, nin;   /* the blocks its ops read that they did not allocate: in[first_in ..] */
+    uint32_t first_op, nop;   /* the forward ops recomputing it runs: ops[first_op ..], itself first, then the
+                                 producers of the forward temporaries it reads (HOFF__RC_CHAIN_MAX at most) */
+    uint32_t first_tmp, ntmp; /* those temporaries, made again for the recompute and freed after it: tmp[..] */
+    uint8_t ok; /* recomputable: every block its ops read is still allocated at regen_ev or made again by them */
 };
 
 struct hoff__rc_model {
@@ -36,12 +42,13 @@ struct hoff__rc_model {
     uint32_t niv;            /* forward ops (intervals) */
     struct hoff__rc_unit *u; /* candidates, in forward order */
     size_t nu;
-    uint32_t *blk, *in; /* block ids (see the units) */
-    size_t nblk, nin;
+    uint32_t *blk, *in, *ops, *tmp; /* block ids and forward ops (see the units) */
+    size_t nblk, nin, nops, ntmp;
     uint32_t *fwd_close; /* per block: where its last forward use window closes (UINT32_MAX: not a candidate) */
     uint32_t *bwd_first; /* per block: its first backward access (UINT32_MAX: none) */
     uint64_t *iv_ns;     /* per forward op: its time */
     uint32_t *iv_begin;  /* per forward op: its first event */
+    uint32_t *iv_mark;   /* per forward op: the mark that names it (UINT32_MAX: none) */
     char **iv_key;       /* per forward op: its region key (malloc'd; "" none) */
     uint64_t compute_ns; /* the step's compute */
 };
@@ -53,14 +60,20 @@ int hoff__rc_model_build(const struct hoff__trace *t, const uint64_t *T, hoff__b
 void hoff__rc_model_destroy(struct hoff__rc_model *m);
 /* The name of unit u's op ("" none). */
 const char *hoff__rc_unit_name(const struct hoff__trace *t, const struct hoff__rc_unit *u);
+/* Forward op j's name ("" none) and its occurrence: how many forward ops before it have its name. */
+const char *hoff__rc_op_name(const struct hoff__trace *t, const struct hoff__rc_model *m, uint32_t j);
+uint32_t hoff__rc_op_occurrence(const struct hoff__trace *t, const struct hoff__rc_model *m, uint32_t j);
 
 /* A recompute: blocks made again at regen_ev by an inserted op of cost_ns, after being freed where their last
- * forward use window closes (m->fwd_close). */
+ * forward use window closes (m->fwd_close); with the forward temporaries it needs made again there too, and freed
+ * when the inserted op ends. */
 struct hoff__rc_group {
     uint32_t regen_ev;
     uint64_t cost_ns;
     const uint32_t *blk;
     uint32_t nblk;
+    const uint32_t *tmp; /* forward temporaries the recompute makes again and frees once done (may be NULL) */
+    uint32_t ntmp;
 };
 
 /* out = t with the groups' recomputes (initialised here, finished; destroy it on success and on failure): events

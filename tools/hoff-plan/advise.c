@@ -39,8 +39,9 @@ static void usage(FILE *f) {
                "no_offload {step_ns, feasible}, offload_only, full_checkpoint (null without layer\n"
                "regions) and combined {step_ns, stall_ns, recompute_ns, feasible, floor_bytes,\n"
                "peak_bytes, bytes_d2h, units}, chosen, evaluated, recompute [{op, occurrence,\n"
-               "interval, event, cost_ns, bytes}] (combined's ops, forward order; occurrence: the\n"
-               "op's index among the forward ops of its name).\n"
+               "interval, event, cost_ns, bytes, ops [{op, occurrence, interval}]}] (combined's ops,\n"
+               "forward order; occurrence: the op's index among the forward ops of its name; ops:\n"
+               "the forward ops its recompute runs, itself first).\n"
                "\n"
                "Exit status: 0 ok, 1 unreadable trace or out of memory, 2 bad usage.\n");
 }
@@ -94,6 +95,7 @@ static int rescale(const struct hp_args *a, struct hoff__trace *t) {
 static void print_json(const struct hp_args *a, const struct hoff__trace *t, const struct hoff__plan_opts *po,
                        const struct hoff__rc_model *m, const struct hoff__rc_advice *ad) {
     size_t i;
+    uint32_t k;
 
     printf("{\"trace\":");
     hp_json_str(stdout, a->trace_path);
@@ -112,8 +114,16 @@ static void print_json(const struct hp_args *a, const struct hoff__trace *t, con
         printf("%s{\"op\":", i ? "," : "");
         hp_json_str(stdout, hoff__rc_unit_name(t, u));
         printf(",\"occurrence\":%" PRIu32 ",\"interval\":%" PRIu32 ",\"event\":%" PRIu32 ",\"cost_ns\":%" PRIu64
-               ",\"bytes\":%" PRIu64 "}",
+               ",\"bytes\":%" PRIu64 ",\"ops\":[",
                u->occurrence, u->interval, u->mark == UINT32_MAX ? u->begin : u->mark, u->cost_ns, u->bytes);
+        for (k = 0; k < u->nop; k++) {
+            uint32_t j = m->ops[u->first_op + k];
+
+            printf("%s{\"op\":", k ? "," : "");
+            hp_json_str(stdout, hoff__rc_op_name(t, m, j));
+            printf(",\"occurrence\":%" PRIu32 ",\"interval\":%" PRIu32 "}", hoff__rc_op_occurrence(t, m, j), j);
+        }
+        printf("]}");
     }
     printf("]}\n");
 }
@@ -140,8 +150,11 @@ static void print_text(const struct hp_args *a, const struct hoff__trace *t, con
     for (i = 0; i < ad->nunits; i++) {
         const struct hoff__rc_unit *u = &m->u[ad->units[i]];
 
-        printf("  %-32s occurrence %-4" PRIu32 " %8.1f MiB  %8.3f ms\n", hoff__rc_unit_name(t, u), u->occurrence,
+        printf("  %-32s occurrence %-4" PRIu32 " %8.1f MiB  %8.3f ms", hoff__rc_unit_name(t, u), u->occurrence,
                u->bytes / 1048576.0, u->cost_ns / 1e6);
+        if (u->nop > 1)
+            printf("  (and the %" PRIu32 " ops making the forward temporaries it reads)", u->nop - 1);
+        printf("\n");
     }
 }
 
