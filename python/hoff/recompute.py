@@ -11,29 +11,46 @@
 ``hoff-plan advise TRACE --budget B --json`` reads a recorded step and says
 which forward ops to recompute in backward rather than offload (issue 29).
 Its ``recompute`` list names each op as the trace's op marks do: the op
-(``aten.gelu.default`` with the Python marks, ``aten.gelu.default`` or
-``aten::gelu`` for the native marks' top-level ops), its ``occurrence`` (the
-K-th op of that name in the step's forward) and its ``interval`` (its index
-among all forward ops).  Two ways to apply it:
+(``aten.gelu.default``), its ``occurrence`` (the K-th op of that name in the
+step's forward) and its ``interval`` (its index among the forward's ops).
+The forward is every op of the step before the first backward op, the
+loss's included, and what the step ran before the model (the batch's
+``randint``, a ``loss.item()`` of the step before) too.  Two ways to apply it:
 
 * :func:`apply_recompute` (PyTorch 1.13 and 2.x): runs one forward of the
   model on example inputs under a ``TorchDispatchMode`` and forward hooks on
-  every submodule, counts the forward's ops by name in order (the Python
-  marks' ops, loss ops excluded as the marks' phases exclude them), finds
-  the leaf module running each advised op, and wraps that module's forward
-  in ``torch.utils.checkpoint.checkpoint(..., use_reentrant=False)`` for the
-  advised calls: the module's saved tensors are dropped after forward and
-  the whole module is recomputed at the first backward use of what it saved
-  (hoff's model of a recomputed op, at module granularity).  Ops that run in
-  a non-leaf module's own forward (a functional call there) are reported in
-  :attr:`RecomputeHandle.unmapped`, never dropped silently.
+  every submodule, with saved-tensor hooks as in a hoff step, so that it
+  sees the ops the Python marks (``HOFF_SHIM=0``) record, in their order; it
+  finds the (op, occurrence) of each advised op (``aten::gelu``, a native
+  RecordFunction name, matches every overload of ``gelu``) and the leaf
+  module running it, and wraps that module's forward in
+  ``torch.utils.checkpoint.checkpoint(..., use_reentrant=False)`` for the
+  advised calls: what the module saved is dropped after its forward and the
+  whole module runs again at the first backward use of it (hoff's model of
+  a recomputed op, at module granularity).  Ops run in a non-leaf module's
+  own forward (a functional call there) are listed in
+  :attr:`RecomputeHandle.unmapped`, never dropped silently.  The handle's
+  ``offsets`` (interval minus the op's index in the mapping forward) are one
+  number when the two forwards agree: how many ops the step ran before the
+  model's forward.  Occurrences count those ops too, so an op of the same
+  name run before the model (a data transform's) shifts them.
 * :func:`checkpoint_policy` (PyTorch 2.4+): a policy for selective
   activation checkpointing (``create_selective_checkpoint_contexts``):
   ``PREFER_RECOMPUTE`` for the advised (op, occurrence), ``MUST_SAVE`` for
-  every other op.  Op-exact, but SAC recomputes a checkpointed region at its
-  first backward use and keeps every ``MUST_SAVE`` output, temporaries
-  included, until then: checkpoint the whole forward as one region, or the
-  occurrences of the ops outside it are not counted.
+  the others (in-place, random and allocating ops are recomputed too, see
+  there).  Op-exact, but SAC recomputes a checkpointed region at its first
+  backward use and keeps every ``MUST_SAVE`` output, temporaries included,
+  until then; checkpoint the whole forward as one region, or the ops outside
+  it are not counted.
+
+What module checkpointing cannot do: free a tensor saved outside the module.
+An advised op whose output is the module's output (a ``Linear``'s
+``addmm``) is saved by the module that uses it next, and stays; the wrap
+then costs the module's recompute and frees only what the module saved
+itself (its input, unless saved elsewhere too).  The native marks (the
+shim's, the default) record top-level ops (``aten.linear.default``), which
+a dispatch mode never sees: record the trace with ``HOFF_SHIM=0`` for
+advice this module can map, or the composite ops are listed unmapped.
 """
 
 from __future__ import annotations
@@ -48,7 +65,6 @@ import warnings
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from .errors import HoffError
-from .grads import is_loss_op
 
 __all__ = ["AdvisedOp", "Advice", "RecomputeHandle", "RecomputePolicy", "WrappedModule", "Unmapped",
            "apply_recompute", "checkpoint_policy", "load_advice", "op_key"]
@@ -206,8 +222,9 @@ class _Op:
 
 
 def _trace_forward(model: Any, args: Sequence[Any], kwargs: Mapping[str, Any], grad: bool) -> List[_Op]:
-    """The forward ops (the Python marks' ops, loss ops left out) of one forward of model, each with the innermost
-    module running it.  The RNG states and the model's buffers (BatchNorm's running statistics) are put back."""
+    """The ops of one forward of model (as the Python marks see them in a step: aten ops below autograd, the loss's
+    included, none of the saved-tensor hooks'), each with the innermost module running it.  The RNG states and the
+    model's buffers (BatchNorm's running statistics) are put back."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
     from .opmarks import _op_name, _rewrap_numbers, _rewrap_result
@@ -216,15 +233,25 @@ def _trace_forward(model: Any, args: Sequence[Any], kwargs: Mapping[str, Any], g
     calls: Dict[str, int] = {}
     ops: List[_Op] = []
 
+    quiet = [0]
+
     class OpOrder(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
             kwargs = kwargs or {}
             out = _rewrap_result(func, func(*_rewrap_numbers(func, args), **kwargs))
-            name = _op_name(func)
-            if not is_loss_op(name):
+            if not quiet[0]:
                 mod, call = stack[-1] if stack else (None, 0)
-                ops.append(_Op(name, mod, call))
+                ops.append(_Op(_op_name(func), mod, call))
             return out
+
+    # hoff's saved-tensor hooks, as in a recorded step: autograd runs no detach of its own for a saved output, and
+    # the hooks' detach is no op of the model's (hoff.hooks.AccessHooks.pack).
+    def pack(t: Any) -> Any:
+        quiet[0] += 1
+        try:
+            return t.detach()
+        finally:
+            quiet[0] -= 1
 
     handles = []
     for mname, m in model.named_modules():
@@ -244,7 +271,7 @@ def _trace_forward(model: Any, args: Sequence[Any], kwargs: Mapping[str, Any], g
         devices = list(range(torch.cuda.device_count()))
     try:
         with torch.random.fork_rng(devices=devices), torch.set_grad_enabled(grad):
-            with OpOrder():
+            with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), OpOrder():
                 out = model(*args, **kwargs)
             del out
     finally:
@@ -370,9 +397,9 @@ def apply_recompute(model: Any, advice: AdviceSource, *example_args: Any, grad: 
     """Checkpoint the leaf modules of model that run the ops advice recomputes.
 
     One forward of model(*example_args, **example_kwargs) maps each advised op (by name and occurrence among the
-    forward's ops, loss ops excluded) to the innermost module running it; a leaf module (no children) gets its
-    forward wrapped in non-reentrant checkpointing for the calls (the n-th call of the module in a forward, counted
-    from the model's own forward) that ran an advised op.  The mapping forward runs with gradients on (grad=False:
+    forward's ops, as the Python marks record them) to the innermost module running it; a leaf module (no children)
+    gets its forward wrapped in non-reentrant checkpointing for the calls (the n-th call of the module in a forward,
+    counted from the model's own forward) that ran an advised op.  The mapping forward runs with gradients on (grad=False:
     under no_grad, less memory, right when the model's ops do not depend on the grad mode) and in the model's
     current mode (train()); it puts back the RNG states and the buffers, so training is as without it.  The
     example inputs must make the forward the recorded step ran (same shapes and branches).
@@ -491,8 +518,6 @@ class RecomputePolicy:
             self._recomputed = False
 
     def _advised(self, name: str) -> bool:
-        if is_loss_op(name):
-            return False
         try:
             key = op_key(name)
         except HoffError:  # not an op mark's name (no such op is advised)
@@ -545,8 +570,8 @@ class RecomputePolicy:
 
 def checkpoint_policy(advice: AdviceSource) -> RecomputePolicy:
     """A policy for PyTorch 2.4+'s selective activation checkpointing that recomputes exactly the advised ops
-    (PREFER_RECOMPUTE for each advised op and occurrence, counted over the forward ops the policy sees, loss ops
-    excluded; MUST_SAVE for every other op), with the same answer for each op when the region is recomputed:
+    (PREFER_RECOMPUTE for each advised op and occurrence, counted over the forward ops the policy sees; MUST_SAVE
+    for the others), with the same answer for each op when the region is recomputed:
 
         policy = hoff.recompute.checkpoint_policy("advice.json")
         out = torch.utils.checkpoint.checkpoint(model, x, use_reentrant=False, context_fn=policy.context_fn)
