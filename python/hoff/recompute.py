@@ -399,9 +399,9 @@ def apply_recompute(model: Any, advice: AdviceSource, *example_args: Any, grad: 
     One forward of model(*example_args, **example_kwargs) maps each advised op (by name and occurrence among the
     forward's ops, as the Python marks record them) to the innermost module running it; a leaf module (no children)
     gets its forward wrapped in non-reentrant checkpointing for the calls (the n-th call of the module in a forward,
-    counted from the model's own forward) that ran an advised op.  The mapping forward runs with gradients on (grad=False:
-    under no_grad, less memory, right when the model's ops do not depend on the grad mode) and in the model's
-    current mode (train()); it puts back the RNG states and the buffers, so training is as without it.  The
+    counted from the model's own forward) that ran an advised op.  The mapping forward runs with gradients on
+    (grad=False: under no_grad, less memory, right when the model's ops do not depend on the grad mode) and in the
+    model's current mode (train()); it puts back the RNG states and the buffers, so training is as without it.  The
     example inputs must make the forward the recorded step ran (same shapes and branches).
 
     Returns a RecomputeHandle (its summary() says what was wrapped and which ops were not applied); remove() undoes
