@@ -210,38 +210,89 @@ def load_advice(source: Union[str, "os.PathLike[str]", Mapping[str, Any], Advice
 # --- the mapping forward ------------------------------------------------------------------------------------------
 
 class _Op:
-    """An op of the mapping forward: its name, the module whose forward ran it (innermost) and that call's index."""
+    """An op of the mapping forward: its name, the module calls it ran in (path: (module name, call index) from the
+    model's own call inward; the last is the innermost), the storages it made (new ones, not its arguments') and the
+    ops that saved one of them for backward (savers, indices into the forward's ops)."""
 
-    __slots__ = ("name", "key", "module", "call")
+    __slots__ = ("name", "key", "path", "made", "savers")
 
-    def __init__(self, name: str, module: Optional[str], call: int) -> None:
+    def __init__(self, name: str, path: Tuple[Tuple[str, int], ...]) -> None:
         self.name = name
         self.key = op_key(name)
-        self.module = module
-        self.call = call
+        self.path = path
+        self.made: List[int] = []
+        self.savers: Set[int] = set()
+
+    @property
+    def module(self) -> Optional[str]:
+        return self.path[-1][0] if self.path else None
+
+    @property
+    def call(self) -> int:
+        return self.path[-1][1] if self.path else 0
+
+
+def _storages(x: Any) -> Set[int]:
+    from .opmarks import _tensors, storage_of
+    out = set()
+    for t in _tensors(x, []):
+        p, _ = storage_of(t)
+        if p is not None:
+            out.add(p)
+    return out
 
 
 def _trace_forward(model: Any, args: Sequence[Any], kwargs: Mapping[str, Any], grad: bool) -> List[_Op]:
     """The ops of one forward of model (as the Python marks see them in a step: aten ops below autograd, the loss's
-    included, none of the saved-tensor hooks'), each with the innermost module running it.  The RNG states and the
+    included, none of the saved-tensor hooks'), each with the module calls it ran in, the storages it made and the
+    ops that saved them (autograd saves an op's inputs before the op runs and its outputs after it: a tensor packed
+    before the next call of the Python API is the last op's, one packed after it the next op's when it is one of its
+    arguments).  The RNG states and the
     model's buffers (BatchNorm's running statistics) are put back."""
     import torch
+    from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode
     from .opmarks import _op_name, _rewrap_numbers, _rewrap_result
 
     stack: List[Tuple[str, int]] = []
     calls: Dict[str, int] = {}
     ops: List[_Op] = []
-
+    maker: Dict[int, int] = {}      # storage -> the op that made it (the latest: an address freed and reused)
+    pending: List[int] = []         # storages packed since the last op
     quiet = [0]
+
+    def settle(inputs: Optional[Set[int]]) -> None:
+        """Give the storages packed since the last op to their savers: the op about to run when an argument of
+        its (index len(ops)), else the last op; None: a Python-level call begins, so the last op's outputs."""
+        for p in pending:
+            saver = len(ops) if (inputs is not None and p in inputs) or not ops else len(ops) - 1
+            made_by = maker.get(p)
+            if made_by is not None:
+                ops[made_by].savers.add(saver)
+        del pending[:]
+
+    class Calls(TorchFunctionMode):
+        """A call of the Python API begins: what was packed until now is the last op's outputs (autograd saves
+        them as the op returns); its inputs' saves come after this."""
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            if not quiet[0]:
+                settle(None)
+            return func(*args, **(kwargs or {}))
 
     class OpOrder(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
             kwargs = kwargs or {}
+            if quiet[0]:
+                return _rewrap_result(func, func(*_rewrap_numbers(func, args), **kwargs))
+            inputs = _storages((args, kwargs))
+            settle(inputs)
             out = _rewrap_result(func, func(*_rewrap_numbers(func, args), **kwargs))
-            if not quiet[0]:
-                mod, call = stack[-1] if stack else (None, 0)
-                ops.append(_Op(_op_name(func), mod, call))
+            op = _Op(_op_name(func), tuple(stack))
+            for p in _storages(out) - inputs:
+                op.made.append(p)
+                maker[p] = len(ops)
+            ops.append(op)
             return out
 
     # hoff's saved-tensor hooks, as in a recorded step: autograd runs no detach of its own for a saved output, and
@@ -249,6 +300,7 @@ def _trace_forward(model: Any, args: Sequence[Any], kwargs: Mapping[str, Any], g
     def pack(t: Any) -> Any:
         quiet[0] += 1
         try:
+            pending.extend(_storages(t))
             return t.detach()
         finally:
             quiet[0] -= 1
@@ -271,8 +323,9 @@ def _trace_forward(model: Any, args: Sequence[Any], kwargs: Mapping[str, Any], g
         devices = list(range(torch.cuda.device_count()))
     try:
         with torch.random.fork_rng(devices=devices), torch.set_grad_enabled(grad):
-            with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), OpOrder():
+            with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), OpOrder(), Calls():
                 out = model(*args, **kwargs)
+                settle(None)
             del out
     finally:
         for h in handles:
@@ -284,7 +337,7 @@ def _trace_forward(model: Any, args: Sequence[Any], kwargs: Mapping[str, Any], g
 
 
 class WrappedModule:
-    """A leaf module apply_recompute wrapped: name (its qualified name in the model, '' for the model itself),
+    """A module apply_recompute wrapped: name (its qualified name in the model, '' for the model itself),
     type, calls (the indices of its calls in a forward that are checkpointed) and ops (the advised ops it runs)."""
 
     __slots__ = ("name", "type", "calls", "ops")
@@ -332,7 +385,7 @@ class RecomputeHandle:
 
     def summary(self) -> str:
         """One line per wrapped module and per unmapped op."""
-        lines = ["hoff recompute: %d leaf modules checkpointed, %d advised ops unmapped (of a %d-op forward)"
+        lines = ["hoff recompute: %d modules checkpointed, %d advised ops unmapped (of a %d-op forward)"
                  % (len(self.wrapped), len(self.unmapped), self.forward_ops)]
         for w in self.wrapped:
             lines.append("  checkpointed %s (%s), calls %s: %s" % (
@@ -392,28 +445,76 @@ def _find(ops: List[_Op], a: AdvisedOp) -> Tuple[Optional[int], int]:
 AdviceSource = Union[str, "os.PathLike[str]", Mapping[str, Any], Advice]
 
 
-def apply_recompute(model: Any, advice: AdviceSource, *example_args: Any, grad: bool = True,
-                    **example_kwargs: Any) -> RecomputeHandle:
-    """Checkpoint the leaf modules of model that run the ops advice recomputes.
+SCOPES = ("savers", "leaf")
 
-    One forward of model(*example_args, **example_kwargs) maps each advised op (by name and occurrence among the
-    forward's ops, as the Python marks record them) to the innermost module running it; a leaf module (no children)
-    gets its forward wrapped in non-reentrant checkpointing for the calls (the n-th call of the module in a forward,
-    counted from the model's own forward) that ran an advised op.  The mapping forward runs with gradients on
-    (grad=False: under no_grad, less memory, right when the model's ops do not depend on the grad mode) and in the
-    model's current mode (train()); it puts back the RNG states and the buffers, so training is as without it.  The
-    example inputs must make the forward the recorded step ran (same shapes and branches).
+
+def _place(ops: List[_Op], i: int, scope: str, mods: Mapping[str, Any],
+           leaf: Set[str]) -> Tuple[Optional[Tuple[Tuple[str, int], ...]], str]:
+    """The module call (its path) to checkpoint for forward op i, or None and why not."""
+    o = ops[i]
+    if not o.path:
+        return None, "it ran outside every module's forward"
+    if scope == "leaf":
+        if o.module not in leaf:
+            return None, ("it runs in the forward of %s (%s), which has submodules: only leaf modules are checkpointed"
+                          % (o.module or "<model>", type(mods[o.module]).__name__))
+        return o.path, ""
+    if not o.savers:
+        return None, "nothing in this forward saves what it makes for backward: recomputing it frees nothing"
+    path = o.path
+    for j in sorted(o.savers):  # the deepest call holding the op and every op that saves what it makes
+        q = ops[j].path
+        k = 0
+        while k < len(path) and k < len(q) and path[k] == q[k]:
+            k += 1
+        path = path[:k]
+    if len(path) <= 1:
+        far = max(o.savers, key=lambda j: abs(j - i))
+        return None, ("what it makes is saved by %s in %s: only the model's whole forward holds both, and "
+                      "checkpointing that recomputes it all" % (ops[far].name, ops[far].module or "<model>"))
+    return path, ""
+
+
+def apply_recompute(model: Any, advice: AdviceSource, *example_args: Any, grad: bool = True,
+                    scope: str = "savers", **example_kwargs: Any) -> RecomputeHandle:
+    """Checkpoint the modules of model whose recompute makes again what the advised ops made.
+
+    One forward of model(*example_args, **example_kwargs) finds each advised op (by name and occurrence among the
+    forward's ops, as the Python marks record them) and the module calls it runs in.  scope says which module call
+    gets its forward wrapped in non-reentrant checkpointing:
+
+    * "savers" (the default): the innermost module call that holds the op and every op that saves what it made
+      for backward (the SiLU's output saved by the MLP's multiply: the MLP).  Checkpointing a module frees only
+      what is saved inside it, so this is the smallest call whose recompute frees the op's outputs as hoff-plan
+      advise models it.  An op whose outputs only the model's whole forward holds with their savers (the loss's,
+      run in the model's own forward) is reported, not wrapped.
+    * "leaf": the leaf module (no children) running the op, as named; what it makes stays saved by any op
+      outside it (a Linear's output saved by the next module), so the wrap may free little.
+
+    A wrapped module is checkpointed for the calls (the n-th call in a forward, counted from the model's own
+    forward) that ran an advised op; a module inside another wrapped call is left alone (the outer recompute
+    covers it).  The mapping forward runs with gradients on (grad=False: under no_grad, for scope "leaf" only, as
+    nothing is saved then) and in the model's current mode (train()); it puts back the RNG states and the buffers,
+    so training is as without it (forward hooks do run in it).  The example inputs must make the forward the
+    recorded step ran (same shapes and branches).
 
     Returns a RecomputeHandle (its summary() says what was wrapped and which ops were not applied); remove() undoes
-    it.  A wrapped forward is the module's instance attribute, so its hooks keep running around it."""
+    it.  A wrapped forward is the module's instance attribute, so its hooks keep running around it.  HoffError
+    (EINVAL) for an unknown scope, or scope "savers" with grad=False."""
     import torch
     from torch.utils.checkpoint import checkpoint
 
+    if scope not in SCOPES:
+        raise HoffError("hoff: apply_recompute: scope %r; expected one of %s" % (scope, ", ".join(SCOPES)),
+                        errno.EINVAL)
+    if scope == "savers" and not grad:
+        raise HoffError("hoff: apply_recompute: scope 'savers' needs the mapping forward with gradients "
+                        "(grad=True): under no_grad nothing is saved, so no op's savers are known", errno.EINVAL)
     adv = load_advice(advice)
     ops = _trace_forward(model, example_args, example_kwargs, grad)
     mods = dict(model.named_modules())
     leaf = {n for n, m in mods.items() if next(iter(m.children()), None) is None}
-    plan: Dict[str, Tuple[Set[int], List[AdvisedOp]]] = {}
+    chosen: Dict[Tuple[Tuple[str, int], ...], List[AdvisedOp]] = {}
     unmapped: List[Unmapped] = []
     offsets: List[int] = []
     for a in adv.ops:
@@ -423,21 +524,27 @@ def apply_recompute(model: Any, advice: AdviceSource, *example_args: Any, grad: 
                                      % (n, a.op, a.occurrence) if n else "this forward never ran %s" % a.op))
             continue
         offsets.append(a.interval - i)
-        o = ops[i]
-        if o.module is None:
-            unmapped.append(Unmapped(a, "it ran outside every module's forward"))
-        elif o.module not in leaf:
-            unmapped.append(Unmapped(a, "it runs in the forward of %s (%s), which has submodules: only leaf modules "
-                                     "are checkpointed" % (o.module or "<model>", type(mods[o.module]).__name__)))
+        path, why = _place(ops, i, scope, mods, leaf)
+        if path is None:
+            unmapped.append(Unmapped(a, why))
         else:
-            calls, aops = plan.setdefault(o.module, (set(), []))
-            calls.add(o.call)
-            aops.append(a)
+            chosen.setdefault(path, []).append(a)
+    # A call inside another chosen call is covered by it: its ops go to the outer one.
+    for path in sorted(chosen, key=len):
+        outer = next((p for p in chosen if len(p) < len(path) and path[:len(p)] == p), None)
+        if outer is not None:
+            chosen[outer].extend(chosen.pop(path))
+    plan: Dict[str, Tuple[Set[int], List[AdvisedOp]]] = {}
+    for path, aops in chosen.items():
+        calls, got = plan.setdefault(path[-1][0], (set(), []))
+        calls.add(path[-1][1])
+        got.extend(aops)
     if len(set(offsets)) > 1:
         warnings.warn("hoff: recompute advice: the advised ops' intervals and this forward's op order disagree "
                       "(offsets %s): the example inputs may not make the recorded step's forward"
                       % sorted(set(offsets)), RuntimeWarning, stacklevel=2)
-    wrapped = [WrappedModule(n, type(mods[n]).__name__, calls, aops) for n, (calls, aops) in plan.items()]
+    wrapped = [WrappedModule(n, type(mods[n]).__name__, calls, sorted(aops, key=lambda o: o.interval))
+               for n, (calls, aops) in plan.items()]
     handle = RecomputeHandle(model, wrapped, unmapped, offsets, len(ops))
     counts = handle._calls
 

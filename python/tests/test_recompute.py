@@ -180,7 +180,7 @@ def at(names, op, k):
     return [i for i, n in enumerate(names) if n == op][k]
 
 
-def test_mapping(gelus):
+def test_mapping_leaf(gelus):
     torch.manual_seed(0)
     model, x = Net(), torch.randn(4, 16)
     names = forward_names(model, x)
@@ -191,7 +191,7 @@ def test_mapping(gelus):
                   ("aten.native_layer_norm.default", 5, n + 10),              # the forward runs two
                   ("aten::linear", 0, n + 11)])                              # never seen below autograd
     with _no_warning():
-        h = apply_recompute(model, adv, x)
+        h = apply_recompute(model, adv, x, scope="leaf")
     try:
         assert [(w.name, w.type, sorted(w.calls), [o.occurrence for o in w.ops]) for w in h.wrapped] == [
             ("blocks.1.act", "GELU", [0], [1]), ("act", "GELU", [1], [3])]
@@ -213,6 +213,43 @@ def test_mapping(gelus):
     gelus[0] = 0
     model(x).sum().backward()
     assert gelus[0] == 4
+
+
+def test_mapping_savers(gelus):
+    torch.manual_seed(0)
+    model, x = Net(), torch.randn(4, 16)
+    names = forward_names(model, x)
+    g = [at(names, "aten.gelu.default", k) for k in range(4)]
+    adv = advice([("aten.native_layer_norm.default", 0, 0),  # saved by itself and blocks.0.fc's addmm: blocks.0
+                  ("aten.gelu.default", 0, g[0]),             # saved by blocks.0.out's addmm: blocks.0
+                  ("aten.addmm.default", 1, 5),               # blocks.0.out's, whose output tanh does not save
+                  ("aten.tanh.default", 0, 6),                # saves its own output: blocks.0 (a functional call)
+                  ("aten.addmm.default", 2, 10),              # blocks.1.fc's, saved by blocks.1.act's gelu: blocks.1
+                  ("aten.gelu.default", 2, g[2]),             # act's first call, saved by its second call
+                  ("aten.gelu.default", 3, g[3])])            # act's second call: nothing saves the model's output
+    with _no_warning():
+        h = apply_recompute(model, adv, x)
+    try:
+        assert [(w.name, w.type, sorted(w.calls), [(o.op, o.occurrence) for o in w.ops]) for w in h.wrapped] == [
+            ("blocks.0", "Block", [0], [("aten.native_layer_norm.default", 0), ("aten.gelu.default", 0),
+                                        ("aten.tanh.default", 0)]),
+            ("blocks.1", "Block", [0], [("aten.addmm.default", 2)])]
+        why = {(u.op.op, u.op.occurrence): u.reason for u in h.unmapped}
+        assert why[("aten.addmm.default", 1)] == why[("aten.gelu.default", 3)] == (
+            "nothing in this forward saves what it makes for backward: recomputing it frees nothing")
+        assert why[("aten.gelu.default", 2)] == ("what it makes is saved by aten.gelu.default in act: only the "
+                                                 "model's whole forward holds both, and checkpointing that "
+                                                 "recomputes it all")
+        gelus[0] = 0
+        model(x).sum().backward()
+        assert gelus[0] == 4 + 2  # both blocks ran again in backward
+    finally:
+        h.remove()
+    assert "forward" not in model.blocks[0].__dict__
+    with pytest.raises(hoff.HoffError, match="scope 'savers' needs the mapping forward with gradients"):
+        apply_recompute(model, adv, x, grad=False)
+    with pytest.raises(hoff.HoffError, match="scope 'all'; expected one of savers, leaf"):
+        apply_recompute(model, adv, x, scope="all")
 
 
 def test_intervals_that_disagree_warn():
@@ -241,7 +278,7 @@ def test_hooks_kept_and_remove_exact():
     adv = advice([("aten.gelu.default", 1, at(names, "aten.gelu.default", 1)),
                   ("aten.gelu.default", 2, at(names, "aten.gelu.default", 2))])
     with _no_warning():  # the mapping forward under no_grad: the same ops, the same intervals
-        h = apply_recompute(model, adv, x, grad=False)
+        h = apply_recompute(model, adv, x, grad=False, scope="leaf")
     assert [w.name for w in h.wrapped] == ["blocks.1.act", "act"]
     assert fired == ["before"]  # the mapping forward ran the model, hooks and all
     del fired[:]
@@ -253,7 +290,8 @@ def test_hooks_kept_and_remove_exact():
     h.remove()
     h.remove()  # idempotent
     assert "forward" not in act.__dict__ and model.act.__dict__["forward"] is own
-    h = apply_recompute(model, advice([("aten.gelu.default", 1, at(names, "aten.gelu.default", 1))]), x)
+    h = apply_recompute(model, advice([("aten.gelu.default", 1, at(names, "aten.gelu.default", 1))]), x,
+                        scope="leaf")
     act.forward = lambda y: y
     with pytest.raises(hoff.HoffError, match="replaced after apply_recompute wrapped it") as e:
         h.remove()
@@ -284,27 +322,37 @@ def train(model, steps, seed):
     return losses, grads, [p.detach().clone() for p in model.parameters()] + [b.clone() for b in model.buffers()]
 
 
-def test_training_bitwise_equal(gelus):
+@pytest.mark.parametrize("scope", ["leaf", "savers"])
+def test_training_bitwise_equal(gelus, scope):
     torch.manual_seed(0)
     plain = Net(drop=0.25)
     torch.manual_seed(0)
     ours = Net(drop=0.25)
     ours.load_state_dict(plain.state_dict())
     x = torch.randn(8, 16)
-    # blocks.0.act, blocks.0.drop (its mask comes from the RNG), blocks.1.fc (addmm) and act's first call.
-    adv = advice(sorted([op_of(ours, x, m) for m in ("blocks.0.act", "blocks.0.drop", "blocks.1.fc", "act")],
-                        key=lambda e: e[2]))
+    # blocks.0.fc's addmm (saved by blocks.0.act's gelu), blocks.0.drop's first op (its mask: the RNG's; saved by
+    # the dropout's mul), blocks.1.fc's addmm and act's first gelu: those leaf modules, or (savers) blocks.0 (its fc,
+    # its act, its drop) and blocks.1, act's first call being saved by its second, in the model's own forward.
+    names = forward_names(ours, x)
+    drop = op_of(ours, x, "blocks.0.drop")
+    adv = advice([("aten.addmm.default", 0, at(names, "aten.addmm.default", 0)), drop,
+                  ("aten.addmm.default", 2, at(names, "aten.addmm.default", 2)),
+                  ("aten.gelu.default", 2, at(names, "aten.gelu.default", 2))])
     with _no_warning():
-        h = apply_recompute(ours, adv, x)
-    assert [w.name for w in h.wrapped] == ["blocks.0.act", "blocks.0.drop", "blocks.1.fc", "act"]
-    assert not h.unmapped
+        h = apply_recompute(ours, adv, x, scope=scope)
+    if scope == "leaf":
+        assert [w.name for w in h.wrapped] == ["blocks.0.fc", "blocks.0.drop", "blocks.1.fc", "act"]
+        assert not h.unmapped
+    else:
+        assert [(w.name, len(w.ops)) for w in h.wrapped] == [("blocks.0", 2), ("blocks.1", 1)]
+        assert [u.op.op for u in h.unmapped] == ["aten.gelu.default"]
     torch.manual_seed(1)
     want = train(plain, 3, 2)
     torch.manual_seed(1)
     gelus[0] = 0
     got = train(ours, 3, 2)
-    # Every step recomputed its wrapped calls in backward: gelu twice more.
-    assert gelus[0] == 3 * (4 + 2)
+    # Every step recomputed its wrapped calls in backward: act's first call (leaf), or both blocks with their gelu.
+    assert gelus[0] == 3 * (4 + (1 if scope == "leaf" else 2))
     for a, b in zip(want[0] + sum(want[1], []) + want[2], got[0] + sum(got[1], []) + got[2]):
         assert torch.equal(a, b)
     h.remove()
