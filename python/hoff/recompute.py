@@ -550,7 +550,8 @@ def apply_recompute(model: Any, advice: AdviceSource, *example_args: Any, grad: 
         got.extend(aops)
     if len(set(offsets)) > 1:
         warnings.warn("hoff: recompute advice: the advised ops' intervals and this forward's op order disagree "
-                      "(offsets %s): the example inputs may not make the recorded step's forward"
+                      "(offsets %s): the trace was recorded with the native op marks, which see top-level ops only "
+                      "(record it with HOFF_SHIM=0), or the example inputs do not make the recorded step's forward"
                       % sorted(set(offsets)), RuntimeWarning, stacklevel=2)
     wrapped = [WrappedModule(n, type(mods[n]).__name__, calls, sorted(aops, key=lambda o: o.interval))
                for n, (calls, aops) in plan.items()]
