@@ -305,6 +305,20 @@ def op_of(model, x, module):
     return ops[i].name, sum(1 for o in ops[:i] if o.name == ops[i].name), i
 
 
+def test_mapping_forward_leaves_no_trace():
+    torch.manual_seed(0)
+    model, x = Net(drop=0.5), torch.randn(8, 16)
+    rng = torch.get_rng_state()
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    h = apply_recompute(model, advice([("aten.gelu.default", 0, 3)]), x)
+    # The forward drew dropout masks and moved BatchNorm's statistics; both are as they were.
+    assert torch.equal(torch.get_rng_state(), rng)
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, state[k]), k
+    assert model.bn.num_batches_tracked.item() == 0
+    h.remove()
+
+
 # --- training with and without: bitwise equal -------------------------------------------------------------------
 
 def train(model, steps, seed):
