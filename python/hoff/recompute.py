@@ -106,11 +106,14 @@ def _packet(key: OpKey) -> OpKey:
 
 class AdvisedOp:
     """One forward op the advice recomputes: op (the mark's name), occurrence (its index among the step's forward
-    ops of that name), interval (its index among all forward ops), event, cost_ns, bytes; key is op_key(op)."""
+    ops of that name), interval (its index among all forward ops), event, cost_ns, bytes; key is op_key(op); chain
+    the other forward ops its recompute runs ((op, occurrence, interval): the producers of forward temporaries it
+    reads, from the advice's "ops")."""
 
-    __slots__ = ("op", "occurrence", "interval", "event", "cost_ns", "bytes", "key")
+    __slots__ = ("op", "occurrence", "interval", "event", "cost_ns", "bytes", "key", "chain")
 
-    def __init__(self, op: str, occurrence: int, interval: int, event: int, cost_ns: int, nbytes: int) -> None:
+    def __init__(self, op: str, occurrence: int, interval: int, event: int, cost_ns: int, nbytes: int,
+                 chain: Sequence[Tuple[str, int, int]] = ()) -> None:
         self.op = op
         self.occurrence = occurrence
         self.interval = interval
@@ -118,6 +121,7 @@ class AdvisedOp:
         self.cost_ns = cost_ns
         self.bytes = nbytes
         self.key = op_key(op)
+        self.chain = list(chain)
 
     def __repr__(self) -> str:
         return "AdvisedOp(%s #%d, interval %d, %d bytes)" % (self.op, self.occurrence, self.interval, self.bytes)
@@ -150,6 +154,25 @@ def _count(d: Mapping[str, Any], field: str, where: str) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
         raise _bad("%s: %r is %r; expected an integer >= 0" % (where, field, v))
     return v
+
+
+def _chain(e: Mapping[str, Any], where: str) -> List[Tuple[str, int, int]]:
+    """The (op, occurrence, interval) of each entry of an advised op's "ops" (optional: the ops its recompute
+    runs)."""
+    ops = e.get("ops", [])
+    if not isinstance(ops, list):
+        raise _bad("%s: 'ops' is a %s; expected a list of {op, occurrence, interval}" % (where, type(ops).__name__))
+    out = []
+    for k, o in enumerate(ops):
+        w = "%s: ops[%d]" % (where, k)
+        if not isinstance(o, dict) or not isinstance(o.get("op"), str):
+            raise _bad("%s is %r; expected an object {op, occurrence, interval} with op a string" % (w, o))
+        try:
+            op_key(o["op"])
+        except HoffError as err:
+            raise _bad("%s: %s" % (w, str(err).split(": ", 2)[-1]))
+        out.append((o["op"], _count(o, "occurrence", w), _count(o, "interval", w)))
+    return out
 
 
 def load_advice(source: Union[str, "os.PathLike[str]", Mapping[str, Any], Advice]) -> Advice:
@@ -202,7 +225,8 @@ def load_advice(source: Union[str, "os.PathLike[str]", Mapping[str, Any], Advice
         except HoffError as err:
             raise _bad("%s: %s" % (w, str(err).split(": ", 2)[-1]))
         a = AdvisedOp(op, _count(e, "occurrence", w), _count(e, "interval", w), _count(e, "event", w),
-                      _count(e, "cost_ns", w), _count(e, "bytes", w))
+                      _count(e, "cost_ns", w), _count(e, "bytes", w), _chain(e, w))
+        a.chain = [c for c in a.chain if (op_key(c[0]), c[1]) != (key, a.occurrence)]  # the op itself leads "ops"
         if ops and a.interval <= ops[-1].interval:
             raise _bad("%s: interval %d is not after the previous op's %d; the list is in forward order"
                        % (w, a.interval, ops[-1].interval))
@@ -439,13 +463,13 @@ class RecomputeHandle:
         return "RecomputeHandle(%d wrapped, %d unmapped)" % (len(self.wrapped), len(self.unmapped))
 
 
-def _find(ops: List[_Op], a: AdvisedOp) -> Tuple[Optional[int], int]:
-    """(index in ops of advised op a by name and occurrence, or None; how many ops of its name the forward ran)."""
-    exact = a.key[2] is not None
+def _find(ops: List[_Op], key: OpKey, occurrence: int) -> Tuple[Optional[int], int]:
+    """(index in ops of the occurrence-th op of key, or None; how many ops of that key the forward ran)."""
+    exact = key[2] is not None
     n = 0
     for i, o in enumerate(ops):
-        if (o.key if exact else _packet(o.key)) == a.key:
-            if n == a.occurrence:
+        if (o.key if exact else _packet(o.key)) == key:
+            if n == occurrence:
                 return i, n + 1
             n += 1
     return None, n
@@ -457,9 +481,10 @@ AdviceSource = Union[str, "os.PathLike[str]", Mapping[str, Any], Advice]
 SCOPES = ("savers", "leaf")
 
 
-def _place(ops: List[_Op], i: int, scope: str, mods: Mapping[str, Any],
+def _place(ops: List[_Op], i: int, chain: List[int], scope: str, mods: Mapping[str, Any],
            leaf: Set[str]) -> Tuple[Optional[Tuple[Tuple[str, int], ...]], str]:
-    """The module call (its path) to checkpoint for forward op i, or None and why not."""
+    """The module call (its path) to checkpoint for forward op i, whose recompute also runs the ops chain, or None
+    and why not."""
     o = ops[i]
     if not o.path:
         return None, "it ran outside every module's forward"
@@ -468,20 +493,26 @@ def _place(ops: List[_Op], i: int, scope: str, mods: Mapping[str, Any],
             return None, ("it runs in the forward of %s (%s), which has submodules: only leaf modules are checkpointed"
                           % (o.module or "<model>", type(mods[o.module]).__name__))
         return o.path, ""
-    if not o.savers:
+    savers = set(o.savers)
+    for j in chain:
+        savers |= ops[j].savers
+    if not savers:
         return None, "nothing in this forward saves what it makes for backward: recomputing it frees nothing"
     path = o.path
-    for j in sorted(o.savers):  # the deepest call holding the op and every op that saves what it makes
-        q = ops[j].path
-        k = 0
-        while k < len(path) and k < len(q) and path[k] == q[k]:
-            k += 1
-        path = path[:k]
+    for j in sorted(savers | set(chain)):  # the deepest call holding the ops it runs and every op saving theirs
+        path = path[:_common(path, ops[j].path)]
     if len(path) <= 1:
-        far = max(o.savers, key=lambda j: abs(j - i))
+        far = min(savers | set(chain), key=lambda j: (_common(ops[j].path, o.path), -abs(j - i)))
         return None, ("what it makes is saved by %s in %s: only the model's whole forward holds both, and "
                       "checkpointing that recomputes it all" % (ops[far].name, ops[far].module or "<model>"))
     return path, ""
+
+
+def _common(p: Tuple[Tuple[str, int], ...], q: Tuple[Tuple[str, int], ...]) -> int:
+    k = 0
+    while k < len(p) and k < len(q) and p[k] == q[k]:
+        k += 1
+    return k
 
 
 def apply_recompute(model: Any, advice: AdviceSource, *example_args: Any, grad: bool = True,
@@ -527,13 +558,23 @@ def apply_recompute(model: Any, advice: AdviceSource, *example_args: Any, grad: 
     unmapped: List[Unmapped] = []
     offsets: List[int] = []
     for a in adv.ops:
-        i, n = _find(ops, a)
+        i, n = _find(ops, a.key, a.occurrence)
         if i is None:
             unmapped.append(Unmapped(a, "this forward ran %d %s ops (occurrence %d is past them)"
                                      % (n, a.op, a.occurrence) if n else "this forward never ran %s" % a.op))
             continue
         offsets.append(a.interval - i)
-        path, why = _place(ops, i, scope, mods, leaf)
+        chain = []
+        for cop, cocc, _ in a.chain:
+            j, _n = _find(ops, op_key(cop), cocc)
+            if j is None:
+                break
+            chain.append(j)
+        if len(chain) < len(a.chain):
+            unmapped.append(Unmapped(a, "its recompute runs %s #%d, which this forward did not run"
+                                     % (a.chain[len(chain)][0], a.chain[len(chain)][1])))
+            continue
+        path, why = _place(ops, i, chain, scope, mods, leaf)
         if path is None:
             unmapped.append(Unmapped(a, why))
         else:

@@ -128,6 +128,12 @@ def test_op_keys_of_both_spellings():
     (lambda d: d["recompute"][1].update(op="aten.gelu.default", occurrence=0),
      r"aten.gelu.default occurrence 0 is already recompute\[0\]"),
     (lambda d: d.update(chosen="offload_only"), "'chosen' is offload_only but 'recompute' lists 2 ops"),
+    (lambda d: d["recompute"][0].update(ops={}), r"recompute\[0\]: 'ops' is a dict; expected a list"),
+    (lambda d: d["recompute"][0].update(ops=[{"op": 1}]), r"recompute\[0\]: ops\[0\] is \{'op': 1\}"),
+    (lambda d: d["recompute"][0].update(ops=[{"op": "x", "occurrence": 0, "interval": 0}]),
+     r"ops\[0\]: op 'x' is not an op mark's name"),
+    (lambda d: d["recompute"][0].update(ops=[{"op": "aten.mul.Tensor", "interval": 0}]),
+     r"recompute\[0\]: ops\[0\] has no 'occurrence'"),
 ])
 def test_load_advice_refuses(mutate, message):
     d = advice([("aten.gelu.default", 0, 3), ("aten::gelu", 1, 12)])
@@ -147,6 +153,10 @@ def test_load_advice_files(tmp_path):
     assert [(o.op, o.occurrence, o.interval, o.bytes) for o in a.ops] == [
         ("aten.gelu.default", 0, 3, 4096), ("aten::gelu", 1, 12, 4096)]
     assert load_advice(a) is a and load_advice(p).ops[1].key == ("aten", "gelu", None)
+    # "ops": the ops a recompute runs, itself first (hoff-plan advise since it recomputes chains).
+    good["recompute"][0]["ops"] = [{"op": "aten.gelu.default", "occurrence": 0, "interval": 3},
+                                   {"op": "aten.addmm.default", "occurrence": 0, "interval": 2}]
+    assert load_advice(good).ops[0].chain == [("aten.addmm.default", 0, 2)] and load_advice(good).ops[1].chain == []
     p.write_text("{not json")
     with pytest.raises(hoff.HoffError, match="is not JSON"):
         load_advice(p)
@@ -250,6 +260,26 @@ def test_mapping_savers(gelus):
         apply_recompute(model, adv, x, grad=False)
     with pytest.raises(hoff.HoffError, match="scope 'all'; expected one of savers, leaf"):
         apply_recompute(model, adv, x, scope="all")
+
+
+def test_mapping_chain():
+    torch.manual_seed(0)
+    model, x = Net(drop=0.25), torch.randn(8, 16)
+    names = forward_names(model, x)
+    op, k, i = op_of(model, x, "blocks.0.drop")  # what the dropout's mul saves: held by blocks.0.drop alone
+    gelu = {"op": "aten.gelu.default", "occurrence": 0, "interval": at(names, "aten.gelu.default", 0)}
+    alone = advice([(op, k, i)])
+    with_gelu = advice([(op, k, i)])
+    with_gelu["recompute"][0]["ops"] = [{"op": op, "occurrence": k, "interval": i}, gelu]  # blocks.0.act's too
+    missing = advice([(op, k, i)])
+    missing["recompute"][0]["ops"] = [{"op": "aten.cos.default", "occurrence": 0, "interval": 1}]
+    got = []
+    for adv in (alone, with_gelu, missing):
+        h = apply_recompute(model, adv, x)
+        got.append(([w.name for w in h.wrapped], [u.reason for u in h.unmapped]))
+        h.remove()
+    assert got == [(["blocks.0.drop"], []), (["blocks.0"], []),
+                   ([], ["its recompute runs aten.cos.default #0, which this forward did not run"])]
 
 
 def test_intervals_that_disagree_warn():
