@@ -661,6 +661,7 @@ class RecomputePolicy:
     def __init__(self, advice: Advice) -> None:
         self.advice = advice
         self._keys = {(a.key, a.occurrence) for a in advice.ops}
+        self._keys |= {(op_key(c[0]), c[1]) for a in advice.ops for c in a.chain}  # what their recomputes run
         self._lock = threading.Lock()
         self._counts: Dict[OpKey, int] = {}
         self._region = _Region()
@@ -728,8 +729,8 @@ class RecomputePolicy:
 
 def checkpoint_policy(advice: AdviceSource) -> RecomputePolicy:
     """A policy for PyTorch 2.4+'s selective activation checkpointing that recomputes exactly the advised ops
-    (PREFER_RECOMPUTE for each advised op and occurrence, counted over the forward ops the policy sees; MUST_SAVE
-    for the others), with the same answer for each op when the region is recomputed:
+    (PREFER_RECOMPUTE for each advised op and occurrence and the ops of its chain, counted over the forward ops the
+    policy sees; MUST_SAVE for the others), with the same answer for each op when the region is recomputed:
 
         policy = hoff.recompute.checkpoint_policy("advice.json")
         out = torch.utils.checkpoint.checkpoint(model, x, use_reentrant=False, context_fn=policy.context_fn)
