@@ -39,7 +39,9 @@ loss's included, and what the step ran before the model (the batch's
   in the mapping forward) are one number when the two forwards agree: how
   many ops the step ran before the model's forward.  Occurrences count those
   ops too, so an op of the same name run before the model (a data
-  transform's) shifts them.
+  transform's) shifts them.  An advised op's ``ops`` (the producers of the
+  forward temporaries its recompute reads, which it runs too) must lie in
+  the wrapped call as well.
 * :func:`checkpoint_policy` (PyTorch 2.4+): a policy for selective
   activation checkpointing (``create_selective_checkpoint_contexts``):
   ``PREFER_RECOMPUTE`` for the advised (op, occurrence), ``MUST_SAVE`` for
@@ -386,8 +388,8 @@ class WrappedModule:
 
 
 class Unmapped:
-    """An advised op apply_recompute could not give to a leaf module: op, and reason (where it ran, or that the
-    forward never ran it)."""
+    """An advised op apply_recompute left as it was: op, and reason (no module call holds it and what saves its
+    outputs, nothing saves them, a non-leaf module runs it under scope "leaf", or the forward never ran it)."""
 
     __slots__ = ("op", "reason")
 
@@ -400,7 +402,7 @@ class Unmapped:
 
 
 class RecomputeHandle:
-    """What apply_recompute did: wrapped (WrappedModule per leaf module checkpointed), unmapped (Unmapped per advised
+    """What apply_recompute did: wrapped (WrappedModule per module checkpointed), unmapped (Unmapped per advised
     op left as it was), offsets (interval minus the op's index in this forward, per mapped op: one value when the
     trace's forward and this one agree; it is the number of forward ops the step ran before the model's forward) and
     forward_ops (how many forward ops the mapping forward ran).  remove() puts every forward back."""
