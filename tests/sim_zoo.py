@@ -2,9 +2,11 @@
 # tests/sim_torch2.sh: a Hugging Face transformers GPT-2 or Llama built from a small config and a torchvision
 # ResNet-18, random init (HF_HUB_OFFLINE=1: nothing is downloaded), 4 steps of AdamW (SGD with momentum for the ResNet); writes digests of every step's
 # loss and gradients and of the final parameters (as bench/models/common.py --digest does).  --compile runs the
-# model through torch.compile (the default inductor backend, on CPU).  The launcher's optimizer marks make the steps.
+# model through torch.compile (the default inductor backend, on CPU).  --recompute ADVICE applies hoff-plan advise's
+# advice (hoff.recompute.apply_recompute, on a batch of its own) before the first step and prints what it wrapped.
+# The launcher's optimizer marks make the steps.
 # Threading: single-threaded; PyTorch's intra-op threads (OMP_NUM_THREADS) run inside the ops.
-"""usage: sim_zoo.py gpt2|llama|resnet DIGEST [--steps N] [--compile] [--json]"""
+"""usage: sim_zoo.py gpt2|llama|resnet DIGEST [--steps N] [--compile] [--json] [--recompute ADVICE.json]"""
 
 import argparse
 import hashlib
@@ -32,8 +34,8 @@ def gpt2():
     model = GPT2LMHeadModel(cfg)
     gen = torch.Generator().manual_seed(1)
 
-    def batch():
-        ids = torch.randint(0, cfg.vocab_size, (4, 256), generator=gen)
+    def batch(g=gen):
+        ids = torch.randint(0, cfg.vocab_size, (4, 256), generator=g)
         return {"input_ids": ids, "labels": ids}
     return model, batch, lambda out, _: out.loss
 
@@ -45,8 +47,8 @@ def llama():
     model = LlamaForCausalLM(cfg)
     gen = torch.Generator().manual_seed(1)
 
-    def batch():
-        ids = torch.randint(0, cfg.vocab_size, (4, 256), generator=gen)
+    def batch(g=gen):
+        ids = torch.randint(0, cfg.vocab_size, (4, 256), generator=g)
         return {"input_ids": ids, "labels": ids}
     return model, batch, lambda out, _: out.loss
 
@@ -56,9 +58,9 @@ def resnet():
     model = torchvision.models.resnet18(weights=None, num_classes=10)
     gen = torch.Generator().manual_seed(1)
 
-    def batch():
-        return {"x": torch.randn(8, 3, 128, 128, generator=gen),
-                "target": torch.randint(0, 10, (8,), generator=gen)}
+    def batch(g=gen):
+        return {"x": torch.randn(8, 3, 128, 128, generator=g),
+                "target": torch.randint(0, 10, (8,), generator=g)}
     return model, batch, lambda out, b: torch.nn.functional.cross_entropy(out, b["target"])
 
 
@@ -81,10 +83,20 @@ def main():
     ap.add_argument("--compile", action="store_true", help="torch.compile the model (inductor, CPU)")
     ap.add_argument("--json", action="store_true",
                     help="end with one JSON line of per-step times (bench/sim_overhead.py reads it)")
+    ap.add_argument("--recompute", metavar="ADVICE",
+                    help="hoff-plan advise --json's output: checkpoint the leaf modules running its ops")
     a = ap.parse_args()
     torch.manual_seed(0)
     model, batch, loss_fn = MODELS[a.model]()
     model.train()
+    if a.recompute:
+        import hoff.recompute
+        example = batch(torch.Generator().manual_seed(2))  # a batch of its own: the training batches stay as they are
+        args = (example["x"],) if "x" in example else ()
+        kwargs = {} if "x" in example else example
+        handle = hoff.recompute.apply_recompute(model, a.recompute, *args, **kwargs)
+        print(handle.summary(), flush=True)
+        print("recompute: " + json.dumps(handle.as_dict()), flush=True)
     run = torch.compile(model) if a.compile else model
     opt = optimizer(a.model, model.parameters())
     digest = {"loss": [], "grads": []}

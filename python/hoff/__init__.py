@@ -1,5 +1,6 @@
 # hoff — the PyTorch package of hoff, a CUDA allocator that keeps training activations inside a device-memory
-# budget: the allocator install, OffloadSession steps, skip_offload regions, access marks, CPU recording mode.
+# budget: the allocator install, OffloadSession steps, skip_offload regions, access marks, CPU recording mode,
+# hoff-plan advise's recompute advice applied to a model (hoff.recompute).
 # Threading: see each module; the public functions are safe to call from any thread unless noted.
 """hoff for PyTorch.
 
@@ -31,7 +32,8 @@ from .config import OffloadConfig
 from .hooks import AccessHooks, storage_ptr
 from .session import OffloadSession, implicit_session, mark, mark_op, region_depth, skip_offload, step
 from . import _record
-from . import swap
+from . import recompute, swap
+from .recompute import apply_recompute, checkpoint_policy, load_advice
 from . import _lib, _native
 
 
@@ -70,8 +72,8 @@ def record_stats() -> Dict[str, Any]:
 __version__: str = "0.1.0"
 
 __all__ = [
-    "AccessHooks", "HoffError", "LibraryNotFound", "OffloadConfig", "OffloadSession", "empty_cache",
-    "implicit_session", "install", "is_installed", "library_path", "mark", "mark_op", "memory_stats", "native_build",
-    "record_stats", "record_stream", "recording", "region_depth", "set_memory_fraction", "skip_offload",
-    "step", "storage_ptr", "swap",
+    "AccessHooks", "HoffError", "LibraryNotFound", "OffloadConfig", "OffloadSession", "apply_recompute",
+    "checkpoint_policy", "empty_cache", "implicit_session", "install", "is_installed", "library_path",
+    "load_advice", "mark", "mark_op", "memory_stats", "native_build", "record_stats", "record_stream", "recompute",
+    "recording", "region_depth", "set_memory_fraction", "skip_offload", "step", "storage_ptr", "swap",
 ]
