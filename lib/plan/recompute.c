@@ -417,19 +417,9 @@ static int rw_collect(struct rw *w, const struct hoff__trace *t, const struct ho
 
 /* o's header and names as t's (the same indices), and the recompute op's name.  0 or -ENOMEM. */
 static int rw_header(struct rw *w, const struct hoff__trace *t) {
-    struct hoff__trace *o = w->o;
     uint32_t i;
 
-    o->version = t->version;
-    o->budget_bytes = t->budget_bytes;
-    o->host_cap_bytes = t->host_cap_bytes;
-    o->h2d_gbps = t->h2d_gbps;
-    o->d2h_gbps = t->d2h_gbps;
-    memcpy(o->backend, t->backend, sizeof o->backend);
-    for (i = 0; i < t->nnames; i++)
-        if (hoff__trace_name(o, t->names[i]) != i)
-            return hoff__error(-ENOMEM, "recompute: out of memory");
-    if ((w->name = hoff__trace_name(o, "hoff.recompute")) == NONE)
+    if (hoff__trace_copy_header(w->o, t) != 0 || (w->name = hoff__trace_name(w->o, "hoff.recompute")) == NONE)
         return hoff__error(-ENOMEM, "recompute: out of memory");
     for (i = 0; i < t->nev; i++)
         w->phases |= is_mark(t, i) && hoff__tev_phase(&t->ev[i]) != 0;

@@ -476,17 +476,12 @@ const char *hoff__tev_op_name(const struct hoff__trace *t, const struct hoff__te
     return e->name != UINT32_MAX && e->name < t->nnames ? t->names[e->name] : "";
 }
 
-int hoff__trace_copy(struct hoff__trace *dst, const struct hoff__trace *src) {
-    size_t i;
-    int rc;
+int hoff__trace_copy_header(struct hoff__trace *dst, const struct hoff__trace *src) {
+    uint32_t i;
 
-    hoff__trace_init(dst);
     for (i = 0; i < src->nnames; i++)
-        if (hoff__trace_name(dst, src->names[i]) == UINT32_MAX)
+        if (hoff__trace_name(dst, src->names[i]) != i)
             return -ENOMEM;
-    for (i = 0; i < src->nev; i++)
-        if ((rc = hoff__trace_append(dst, &src->ev[i])) != 0)
-            return rc;
     dst->budget_bytes = src->budget_bytes;
     dst->host_cap_bytes = src->host_cap_bytes;
     dst->h2d_gbps = src->h2d_gbps;
@@ -494,6 +489,19 @@ int hoff__trace_copy(struct hoff__trace *dst, const struct hoff__trace *src) {
     dst->step_ns = src->step_ns;
     dst->step_gpu_ns = src->step_gpu_ns;
     memcpy(dst->backend, src->backend, sizeof dst->backend);
+    return 0;
+}
+
+int hoff__trace_copy(struct hoff__trace *dst, const struct hoff__trace *src) {
+    size_t i;
+    int rc;
+
+    hoff__trace_init(dst);
+    if ((rc = hoff__trace_copy_header(dst, src)) != 0)
+        return rc;
+    for (i = 0; i < src->nev; i++)
+        if ((rc = hoff__trace_append(dst, &src->ev[i])) != 0)
+            return rc;
     return hoff__trace_finish(dst);
 }
 

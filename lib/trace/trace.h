@@ -140,6 +140,9 @@ const char *hoff__tev_op_name(const struct hoff__trace *t, const struct hoff__te
  * dst is initialised here; on failure it holds what was copied (destroy it).
  * 0 or -ENOMEM, -EINVAL. */
 int hoff__trace_copy(struct hoff__trace *dst, const struct hoff__trace *src);
+/* dst's header (budget, host cap, bandwidths, step times, backend) and op names as src's, with the same name
+ * indices, into an empty dst (hoff__trace_init), before its events.  0 or -ENOMEM. */
+int hoff__trace_copy_header(struct hoff__trace *dst, const struct hoff__trace *src);
 
 /* The word an op line carries for a phase (enum hoff_phase 1..4: "fwd", "bwd",
  * "loss", "opt"; "" for 0 or out of range), and the phase of a word (-1 if none). */
