@@ -138,6 +138,8 @@ int hp_trace_operand(struct hp_args *a, int argc, char **argv, int need_budget, 
 int hp_resolve_budget(const char *sub, const struct budget_arg *b, uint64_t offload_peak, uint64_t *out);
 /* --gpu-step MS in ns (0: not given). */
 uint64_t hp_gpu_step_ns(double ms);
+/* o zeroed, with the clock --compute-scale and --gpu-step give (the driver's other fields are the caller's). */
+void hp_drive_opts(const struct hp_args *a, struct hoff__drive_opts *o);
 /* The compute scaling models a step the driver can model; else a message
  * naming the flag and EXIT_USAGE. */
 int hp_check_scale(const char *sub, const struct hoff__trace *t, double compute_scale, double gpu_step_ms);

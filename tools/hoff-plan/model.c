@@ -134,9 +134,7 @@ static int build(struct model *m) {
     int rc;
 
     /* The clock 'simulate' drives the trace on (lib/trace/drive.c). */
-    memset(&dopt, 0, sizeof dopt);
-    dopt.compute_scale = m->a.compute_scale;
-    dopt.gpu_step_ns = hp_gpu_step_ns(m->a.gpu_step_ms);
+    hp_drive_opts(&m->a, &dopt);
     m->t_ns = calloc(m->ht.t.nev ? m->ht.t.nev : 1, sizeof *m->t_ns);
     if (!m->t_ns || hoff__drive_clock(&m->ht.t, &dopt, m->t_ns, &m->step_ns) != 0) {
         fprintf(stderr, "%s model: out of memory\n", hp_cmd);

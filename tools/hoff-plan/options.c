@@ -291,6 +291,12 @@ uint64_t hp_gpu_step_ns(double ms) {
     return ms > 0 ? (uint64_t)(ms * 1e6 + 0.5) : 0;
 }
 
+void hp_drive_opts(const struct hp_args *a, struct hoff__drive_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->compute_scale = a->compute_scale;
+    o->gpu_step_ns = hp_gpu_step_ns(a->gpu_step_ms);
+}
+
 int hp_check_scale(const char *sub, const struct hoff__trace *t, double compute_scale, double gpu_step_ms) {
     struct hoff__drive_opts o;
     char why[256];

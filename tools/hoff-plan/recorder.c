@@ -128,11 +128,9 @@ static int run(struct pic *p) {
         return -1;
     }
 
-    memset(&o, 0, sizeof o);
+    hp_drive_opts(&p->a, &o);
     o.steps = r->steps;
     o.verify = 1;
-    o.compute_scale = p->a.compute_scale;
-    o.gpu_step_ns = hp_gpu_step_ns(p->a.gpu_step_ms);
     o.on_event = rec_on_event;
     o.on_event_arg = r;
     rc = hoff__trace_drive(ctx, &p->ht.t, &o, &res);

@@ -83,10 +83,8 @@ static int run_sim(hoff_ctx *ctx, const struct hoff__trace *t, const struct hp_a
     out->r.step = calloc((size_t)steps, sizeof *out->r.step);
     if (!out->r.step)
         return -ENOMEM;
-    memset(&o, 0, sizeof o);
+    hp_drive_opts(a, &o);
     o.verify = verify;
-    o.compute_scale = a->compute_scale;
-    o.gpu_step_ns = hp_gpu_step_ns(a->gpu_step_ms);
     for (k = 0; k < 2; k++) {
         o.steps = k == 0 ? steps - 1 : 1;
         if ((rc = hoff_stats_get(ctx, &s0)) != 0)
