@@ -116,7 +116,7 @@ int main(int argc, char **argv) {
             return 1;
         }
         peak = hoff__trace_offload_peak(&t, hoff__pool_block_bytes, &peak_ev);
-        compute = t.nev ? T[t.nev - 1] - T[0] : 0;
+        compute = hoff__plan_compute_ns(&t, T);
         to_peak = t.nev ? T[peak_ev] - T[0] : 0;
         hoff_bench_lp_trace(&lp_run, &t, shapes[i].name, pct, 3, lp);
         for (j = 0; j < sizeof pct / sizeof pct[0]; j++) {

@@ -78,9 +78,9 @@ static void test_model(void) {
     CU_ASSERT_EQUAL(m.bwd_ev, 12); /* after the last forward op's mark */
     CU_ASSERT_EQUAL(m.niv, 4);
     CU_ASSERT_EQUAL_FATAL(m.nu, 3); /* embed (x), gelu (a), mm (b); the second gelu saves nothing */
-    CU_ASSERT_STRING_EQUAL(hoff__rc_unit_name(&t, &m.u[0]), "embed");
-    CU_ASSERT_STRING_EQUAL(hoff__rc_unit_name(&t, &m.u[1]), "aten.gelu");
-    CU_ASSERT_STRING_EQUAL(hoff__rc_unit_name(&t, &m.u[2]), "aten.mm");
+    CU_ASSERT_STRING_EQUAL(hoff__rc_op_name(&t, &m, m.u[0].interval), "embed");
+    CU_ASSERT_STRING_EQUAL(hoff__rc_op_name(&t, &m, m.u[1].interval), "aten.gelu");
+    CU_ASSERT_STRING_EQUAL(hoff__rc_op_name(&t, &m, m.u[2].interval), "aten.mm");
     CU_ASSERT_EQUAL(m.u[1].occurrence, 0);
     CU_ASSERT_EQUAL(m.u[1].interval, 1);
     CU_ASSERT_EQUAL(m.u[1].bytes, 100);
@@ -206,7 +206,7 @@ static void test_chain(void) {
     CU_ASSERT_PTR_NOT_NULL_FATAL(T);
     CU_ASSERT_EQUAL_FATAL(hoff__rc_model_build(&t, T, NULL, &m), 0);
     CU_ASSERT_EQUAL_FATAL(m.nu, 2); /* p (x) and q (d) */
-    CU_ASSERT_STRING_EQUAL(hoff__rc_unit_name(&t, &m.u[1]), "q");
+    CU_ASSERT_STRING_EQUAL(hoff__rc_op_name(&t, &m, m.u[1].interval), "q");
     CU_ASSERT(m.u[1].ok);
     CU_ASSERT_EQUAL_FATAL(m.u[1].nop, 2); /* q, then p2 which makes c */
     CU_ASSERT_EQUAL(m.ops[m.u[1].first_op], 2);

@@ -26,11 +26,13 @@
 
 #define NONE UINT32_MAX
 
-/* The first event of the op span that holds event e. */
-static uint32_t span_start(const struct hoff__trace *t, uint32_t e) {
-    while (e > 0 && t->ev[e - 1].kind != HOFF__TEV_OP)
-        e--;
-    return e;
+/* Unit un's recompute as a group of the rewrite. */
+static struct hoff__rc_group unit_group(const struct hoff__rc_model *m, const struct hoff__rc_unit *un) {
+    struct hoff__rc_group g = {
+        un->regen_ev, un->cost_ns, m->blk + un->first_blk, un->nblk, un->ntmp ? m->tmp + un->first_tmp : NULL,
+        un->ntmp};
+
+    return g;
 }
 
 /* Plan and predict t rewritten with the groups under po; the figures into alt. */
@@ -69,7 +71,7 @@ static int evaluate(const struct hoff__trace *t, const struct hoff__rc_model *m,
     alt->have = 1;
     alt->feasible = s.feasible && pr.overruns == 0;
     alt->stall_ns = pr.stall_ns;
-    alt->step_ns = (x->nev ? T[x->nev - 1] - T[0] : 0) + pr.stall_ns;
+    alt->step_ns = hoff__plan_compute_ns(x, T) + pr.stall_ns;
     alt->floor_bytes = s.floor_bytes;
     alt->bytes_d2h = pr.bytes_d2h;
     alt->units = (uint32_t)ng;
@@ -135,7 +137,7 @@ static int full_groups(const struct hoff__trace *t, const struct hoff__rc_model 
                 if (a < tb->naccess)
                     continue;
                 (*blk)[nb++] = b;
-                at = span_start(t, m->bwd_first[b]);
+                at = m->span_start[m->bwd_first[b]];
                 if (at < regen)
                     regen = at;
             }
@@ -188,7 +190,6 @@ static int by_ratio(const void *a, const void *b) {
     return x->u < y->u ? -1 : x->u > y->u;
 }
 
-/* The bound (the file's comment), on the original trace. */
 /* The bytes of blocks blk[0..n) away at event p when recomputed: freed after their last forward use by p, and
  * allocated there otherwise. */
 static uint64_t away_at(const struct hoff__trace *t, const struct hoff__rc_model *m, const struct hoff__plan_opts *po,
@@ -202,17 +203,24 @@ static uint64_t away_at(const struct hoff__trace *t, const struct hoff__rc_model
     return b;
 }
 
+/* The stall of copying bytes out on a D2H link of d2h GB/s before a peak that comes after to_peak ns of compute. */
+static double link_stall(double bytes, double d2h, double to_peak) {
+    double s = bytes / d2h - to_peak;
+
+    return s > 0 ? s : 0;
+}
+
+/* The bound (the file's comment), on the original trace, whose offload peak is peak bytes at event p. */
 static uint64_t bound(const struct hoff__trace *t, const struct hoff__rc_model *m, const struct hoff__plan_opts *po,
-                      uint64_t peak, uint64_t budget, const struct hoff__rc_group *fg, size_t nfg) {
+                      uint64_t peak, size_t p, const struct hoff__rc_group *fg, size_t nfg) {
     struct byratio *v;
-    uint64_t *T, to_peak, best, over, r = 0, cost = 0;
-    size_t p = 0, u, n = 0;
+    uint64_t *T, to_peak, best, over, r = 0, cost = 0, budget = po->budget_bytes;
+    size_t u, n = 0;
     double d2h = po->d2h_gbps > 0 ? po->d2h_gbps : 1e-9;
 
     if (peak <= budget || !budget)
         return m->compute_ns;
     over = peak - budget;
-    hoff__trace_offload_peak(t, po->block_bytes, &p);
     if (!(T = hoff__plan_times(t)))
         return m->compute_ns; /* out of memory: the trivial bound */
     to_peak = T[p] - T[0];
@@ -243,10 +251,9 @@ static uint64_t bound(const struct hoff__trace *t, const struct hoff__rc_model *
     /* f(r) = R(r) + max(0, (over - r) / d2h - to_peak): convex, piecewise linear; its minimum is at a breakpoint of
      * R or where the offload term reaches 0. */
     {
-        double link0 = (double)over / d2h - (double)to_peak, bestd;
         double r_zero = (double)over - (double)to_peak * d2h; /* past it the copies hide behind compute */
+        double bestd = link_stall((double)over, d2h, (double)to_peak);
 
-        bestd = link0 > 0 ? link0 : 0;
         for (u = 0; u < n && r < over; u++) {
             uint64_t take = v[u].bytes < over - r ? v[u].bytes : over - r;
             double c0 = (double)cost, f;
@@ -258,8 +265,7 @@ static uint64_t bound(const struct hoff__trace *t, const struct hoff__rc_model *
             }
             r += take;
             cost += (uint64_t)((double)take * v[u].r + 0.5);
-            f = (double)cost +
-                ((double)(over - r) / d2h - (double)to_peak > 0 ? (double)(over - r) / d2h - (double)to_peak : 0);
+            f = (double)cost + link_stall((double)(over - r), d2h, (double)to_peak);
             if (f < bestd)
                 bestd = f;
         }
@@ -267,6 +273,12 @@ static uint64_t bound(const struct hoff__trace *t, const struct hoff__rc_model *
     }
     free(v);
     return m->compute_ns + best;
+}
+
+static int by_u32(const void *a, const void *b) {
+    const uint32_t *x = a, *y = b;
+
+    return *x < *y ? -1 : *x > *y;
 }
 
 void hoff__rc_advice_destroy(struct hoff__rc_advice *a) {
@@ -321,7 +333,7 @@ int hoff__rc_advise(const struct hoff__trace *t, const struct hoff__rc_model *m,
                     const struct hoff__planner *pl, struct hoff__rc_advice *a) {
     struct hoff__rc_group *fg = NULL, *g = NULL;
     uint32_t *fblk = NULL, *order = NULL;
-    size_t nfg = 0, n = 0, u, k, best_k = 0;
+    size_t nfg = 0, n = 0, u, k, best_k = 0, peak_ev = 0;
     struct hoff__rc_alt best, alt;
     int rc;
 
@@ -329,11 +341,11 @@ int hoff__rc_advise(const struct hoff__trace *t, const struct hoff__rc_model *m,
     if (!pl && !(pl = hoff__planner_find("timed")))
         return hoff__error(-EINVAL, "recompute: no timed planner");
     a->budget_bytes = po->budget_bytes;
-    a->peak_bytes = hoff__trace_offload_peak(t, po->block_bytes, NULL);
+    a->peak_bytes = hoff__trace_offload_peak(t, po->block_bytes, &peak_ev);
     a->compute_ns = m->compute_ns;
     if ((rc = full_groups(t, m, &fg, &nfg, &fblk)) != 0)
         goto out;
-    a->bound_ns = bound(t, m, po, a->peak_bytes, po->budget_bytes, fg, nfg);
+    a->bound_ns = bound(t, m, po, a->peak_bytes, peak_ev, fg, nfg);
     if ((rc = evaluate(t, m, NULL, 0, po, pl, &a->offload_only)) != 0)
         goto out;
     if (nfg && (rc = evaluate(t, m, fg, nfg, po, pl, &a->full)) != 0)
@@ -346,13 +358,8 @@ int hoff__rc_advise(const struct hoff__trace *t, const struct hoff__rc_model *m,
     }
     best = a->offload_only;
     for (k = 1; k <= n; k = next_prefix(k, n)) {
-        for (u = 0; u < k; u++) {
-            const struct hoff__rc_unit *un = &m->u[order[u]];
-
-            g[u] = (struct hoff__rc_group){
-                un->regen_ev, un->cost_ns, m->blk + un->first_blk, un->nblk, un->ntmp ? m->tmp + un->first_tmp : NULL,
-                un->ntmp};
-        }
+        for (u = 0; u < k; u++)
+            g[u] = unit_group(m, &m->u[order[u]]);
         if ((rc = evaluate(t, m, g, k, po, pl, &alt)) != 0)
             goto out;
         a->evaluated++;
@@ -379,14 +386,7 @@ int hoff__rc_advise(const struct hoff__trace *t, const struct hoff__rc_model *m,
             goto out;
         }
         memcpy(a->units, order, best_k * sizeof *a->units);
-        /* forward order */
-        for (u = 1; u < best_k; u++)
-            for (k = u; k > 0 && a->units[k - 1] > a->units[k]; k--) {
-                uint32_t x = a->units[k];
-
-                a->units[k] = a->units[k - 1];
-                a->units[k - 1] = x;
-            }
+        qsort(a->units, best_k, sizeof *a->units, by_u32); /* forward order */
         a->nunits = best_k;
     }
     a->full.units = (uint32_t)nfg;
@@ -411,13 +411,8 @@ int hoff__rc_advice_rewrite(const struct hoff__trace *t, const struct hoff__rc_m
         rc = full_groups(t, m, &g, &ng, &blk);
     } else {
         rc = (g = malloc((a->nunits + 1) * sizeof *g)) ? 0 : hoff__error(-ENOMEM, "recompute: out of memory");
-        for (u = 0; !rc && u < a->nunits; u++) {
-            const struct hoff__rc_unit *un = &m->u[a->units[u]];
-
-            g[u] = (struct hoff__rc_group){
-                un->regen_ev, un->cost_ns, m->blk + un->first_blk, un->nblk, un->ntmp ? m->tmp + un->first_tmp : NULL,
-                un->ntmp};
-        }
+        for (u = 0; !rc && u < a->nunits; u++)
+            g[u] = unit_group(m, &m->u[a->units[u]]);
         ng = a->nunits;
     }
     if (!rc)

@@ -298,6 +298,11 @@ int hoff__plan_gaps(const struct hoff__trace *t, const struct hoff__plan_opts *o
 /* Event times for the planners, non-decreasing: t_gpu_ns where every event
  * has one, else t_cpu_ns (malloc'd, nev values; NULL on -ENOMEM). */
 uint64_t *hoff__plan_times(const struct hoff__trace *t);
+/* The step's compute on those times: from its first event to its last (the no-offload step the planners and their
+ * predictions compare with). */
+static inline uint64_t hoff__plan_compute_ns(const struct hoff__trace *t, const uint64_t *T) {
+    return t->nev ? T[t->nev - 1] - T[0] : 0;
+}
 
 /* How hoff__plan_predict treats the schedule's prefetches. */
 enum hoff__place {

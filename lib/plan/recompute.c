@@ -33,14 +33,16 @@ static int is_mark(const struct hoff__trace *t, size_t i) {
 }
 
 /* The first event of the backward: the span of the first op of phase backward, else the span of the offload peak
- * (a trace without phases: the peak is where the forward ends). */
-static uint32_t backward_start(const struct hoff__trace *t, hoff__block_bytes_fn bytes) {
+ * (a trace without phases: the peak is where the forward ends).  *phases: the marks say phases. */
+static uint32_t backward_start(const struct hoff__trace *t, hoff__block_bytes_fn bytes, int *phases) {
     uint32_t prev = NONE, i;
     size_t peak = 0;
 
+    *phases = 0;
     for (i = 0; i < t->nev; i++) {
         if (!is_mark(t, i))
             continue;
+        *phases |= hoff__tev_phase(&t->ev[i]) != 0;
         if (hoff__tev_phase(&t->ev[i]) == HOFF_PHASE_BACKWARD)
             return prev == NONE ? 0 : prev + 1;
         prev = i;
@@ -72,6 +74,7 @@ void hoff__rc_model_destroy(struct hoff__rc_model *m) {
     free(m->iv_ns);
     free(m->iv_begin);
     free(m->iv_mark);
+    free(m->span_start);
     memset(m, 0, sizeof *m);
 }
 
@@ -80,10 +83,6 @@ static uint32_t name_mark(const struct hoff__trace *t, const struct hoff__rc_mod
     if (strcmp(t->backend, "synth") == 0) /* synth starts an op with its mark */
         return m->iv_begin[j] > 0 ? m->iv_begin[j] - 1 : NONE;
     return end < t->nev ? end : NONE;
-}
-
-const char *hoff__rc_unit_name(const struct hoff__trace *t, const struct hoff__rc_unit *u) {
-    return u->mark == NONE ? "" : hoff__tev_op_name(t, &t->ev[u->mark]);
 }
 
 const char *hoff__rc_op_name(const struct hoff__trace *t, const struct hoff__rc_model *m, uint32_t j) {
@@ -238,10 +237,9 @@ static int chain(const struct hoff__trace *t, struct hoff__rc_model *m, struct c
 }
 
 /* Forward op j as a unit, when it allocates a candidate: its blocks, inputs, the ops its recompute runs and its
- * cost, where it is made again, whether it can be, its occurrence.  start_of: each event's op span start; iv_mark:
- * each forward op's naming mark.  0 or -ENOMEM. */
-static int add_unit(const struct hoff__trace *t, struct hoff__rc_model *m, struct caps *c, const uint32_t *start_of,
-                    const uint32_t *iv_mark, hoff__block_bytes_fn bytes, uint32_t j) {
+ * cost, where it is made again, whether it can be, its occurrence.  0 or -ENOMEM. */
+static int add_unit(const struct hoff__trace *t, struct hoff__rc_model *m, struct caps *c, hoff__block_bytes_fn bytes,
+                    uint32_t j) {
     struct hoff__rc_unit u;
     uint32_t e;
 
@@ -249,7 +247,7 @@ static int add_unit(const struct hoff__trace *t, struct hoff__rc_model *m, struc
     u.interval = j;
     u.begin = m->iv_begin[j];
     u.end = op_end(t, m, j);
-    u.mark = iv_mark[j];
+    u.mark = m->iv_mark[j];
     u.cost_ns = m->iv_ns[j];
     u.regen_ev = NONE;
     u.first_blk = (uint32_t)m->nblk;
@@ -260,7 +258,7 @@ static int add_unit(const struct hoff__trace *t, struct hoff__rc_model *m, struc
         const struct hoff__tev *ev = &t->ev[e];
 
         if (ev->kind == HOFF__TEV_ALLOC && m->fwd_close[ev->block] != NONE) {
-            uint32_t at = start_of[m->bwd_first[ev->block]];
+            uint32_t at = m->span_start[m->bwd_first[ev->block]];
 
             if (push32(&m->blk, &m->nblk, &c->blk, ev->block))
                 return -ENOMEM;
@@ -286,7 +284,7 @@ static int add_unit(const struct hoff__trace *t, struct hoff__rc_model *m, struc
 
 int hoff__rc_model_build(const struct hoff__trace *t, const uint64_t *T, hoff__block_bytes_fn bytes,
                          struct hoff__rc_model *m) {
-    uint32_t *start_of = NULL, *iv_mark, i, j, nm = 0, prev;
+    uint32_t *iv_mark, i, j, nm = 0, prev;
     struct caps caps = {0, 0, 0, 0, 0};
     int rc = -ENOMEM;
 
@@ -296,21 +294,21 @@ int hoff__rc_model_build(const struct hoff__trace *t, const uint64_t *T, hoff__b
     if (nm == 0)
         return hoff__error(-EINVAL, "recompute: the trace has no op marks, so no op to recompute (record it with "
                                     "op marks: the Python package's, or hoff_op_mark)");
-    m->bwd_ev = backward_start(t, bytes);
-    m->compute_ns = t->nev ? T[t->nev - 1] - T[0] : 0;
-    start_of = malloc((t->nev + 1) * sizeof *start_of);        /* first event of the op span of each event */
+    m->bwd_ev = backward_start(t, bytes, &m->phases);
+    m->compute_ns = hoff__plan_compute_ns(t, T);
+    m->span_start = malloc((t->nev + 1) * sizeof *m->span_start);
     iv_mark = m->iv_mark = malloc((nm + 1) * sizeof *iv_mark); /* the mark that names each forward op */
     m->fwd_close = malloc(((size_t)t->nblocks + 1) * sizeof *m->fwd_close);
     m->bwd_first = malloc(((size_t)t->nblocks + 1) * sizeof *m->bwd_first);
     m->iv_ns = malloc((nm + 1) * sizeof *m->iv_ns);
     m->iv_begin = malloc((nm + 1) * sizeof *m->iv_begin);
     m->iv_key = calloc(nm + 1, sizeof *m->iv_key);
-    if (!iv_mark || !start_of || !m->fwd_close || !m->bwd_first || !m->iv_ns || !m->iv_begin || !m->iv_key)
+    if (!iv_mark || !m->span_start || !m->fwd_close || !m->bwd_first || !m->iv_ns || !m->iv_begin || !m->iv_key)
         goto out;
     /* Forward ops: the spans that end with a mark before bwd_ev. */
     prev = 0;
     for (i = 0; i < t->nev; i++) {
-        start_of[i] = prev;
+        m->span_start[i] = prev;
         if (is_mark(t, i)) {
             if (i < m->bwd_ev) {
                 j = m->niv++;
@@ -326,11 +324,10 @@ int hoff__rc_model_build(const struct hoff__trace *t, const uint64_t *T, hoff__b
     block_uses(t, m);
     /* Units: the forward ops that allocate candidates, with what they read. */
     for (j = 0; j < m->niv; j++)
-        if (add_unit(t, m, &caps, start_of, iv_mark, bytes, j))
+        if (add_unit(t, m, &caps, bytes, j))
             goto out;
     rc = 0;
 out:
-    free(start_of);
     if (rc) {
         hoff__rc_model_destroy(m);
         return hoff__error(rc, "recompute: out of memory");
@@ -349,7 +346,6 @@ struct rw {
     uint32_t *tmp_id;                          /* the temporaries made again at one event, their ids in o */
     size_t nfree, nregen, fi, ri;
     uint32_t name; /* "hoff.recompute" */
-    int phases;    /* t's op marks have phases */
     int rc;
 };
 
@@ -417,19 +413,39 @@ static int rw_collect(struct rw *w, const struct hoff__trace *t, const struct ho
 
 /* o's header and names as t's (the same indices), and the recompute op's name.  0 or -ENOMEM. */
 static int rw_header(struct rw *w, const struct hoff__trace *t) {
-    uint32_t i;
-
     if (hoff__trace_copy_header(w->o, t) != 0 || (w->name = hoff__trace_name(w->o, "hoff.recompute")) == NONE)
         return hoff__error(-ENOMEM, "recompute: out of memory");
-    for (i = 0; i < t->nev; i++)
-        w->phases |= is_mark(t, i) && hoff__tev_phase(&t->ev[i]) != 0;
     return 0;
+}
+
+/* Block b of t allocated again in o as a new block (its size, pool and stream; never pinned), at event ev's time;
+ * its id in o. */
+static uint32_t rw_again(struct rw *w, const struct hoff__trace *t, uint32_t b, const struct hoff__tev *ev) {
+    struct hoff__tev e = t->ev[t->blocks[b].alloc_ev];
+    uint32_t id = w->o->nblocks;
+
+    e.flags &= (uint8_t)~HOFF__TEV_PINNED;
+    e.block = id;
+    rw_put(w, e, ev->t_cpu_ns, ev->t_gpu_ns);
+    return id;
+}
+
+/* A free of block id of o on stream, at event ev's time. */
+static void rw_free(struct rw *w, uint32_t id, uint64_t stream, const struct hoff__tev *ev) {
+    struct hoff__tev e;
+
+    memset(&e, 0, sizeof e);
+    e.kind = HOFF__TEV_FREE;
+    e.block = id;
+    e.name = NONE;
+    e.stream = stream;
+    rw_put(w, e, ev->t_cpu_ns, ev->t_gpu_ns);
 }
 
 /* Event i of t into o: first the frees of the first halves whose last forward use window it closes, then the
  * recomputes made again before it (their blocks, then the inserted op's end at their time), then the event with
  * its block's id in o. */
-static void rw_event(struct rw *w, const struct hoff__trace *t, uint32_t i) {
+static void rw_event(struct rw *w, const struct hoff__trace *t, const struct hoff__rc_model *m, uint32_t i) {
     const struct hoff__tev *ev = &t->ev[i];
     struct hoff__tev e;
     uint32_t k;
@@ -437,12 +453,7 @@ static void rw_event(struct rw *w, const struct hoff__trace *t, uint32_t i) {
     for (; w->fi < w->nfree && (uint32_t)(w->frees[w->fi] >> 32) == i; w->fi++) {
         uint32_t b = (uint32_t)w->frees[w->fi];
 
-        memset(&e, 0, sizeof e);
-        e.kind = HOFF__TEV_FREE;
-        e.block = w->first_id[b];
-        e.name = NONE;
-        e.stream = t->ev[t->blocks[b].alloc_ev].stream;
-        rw_put(w, e, ev->t_cpu_ns, ev->t_gpu_ns);
+        rw_free(w, w->first_id[b], t->ev[t->blocks[b].alloc_ev].stream, ev);
     }
     if (w->ri < w->nregen && (uint32_t)(w->regens[w->ri] >> 32) == i) {
         uint64_t cost = 0;
@@ -452,36 +463,21 @@ static void rw_event(struct rw *w, const struct hoff__trace *t, uint32_t i) {
             const struct hoff__rc_group *gr = &w->g[(uint32_t)w->regens[w->ri]];
 
             cost += gr->cost_ns;
-            for (k = 0; k < gr->nblk; k++) {
-                uint32_t b = gr->blk[k];
-
-                e = t->ev[t->blocks[b].alloc_ev];
-                e.flags &= (uint8_t)~HOFF__TEV_PINNED;
-                e.block = w->second_id[b] = w->o->nblocks;
-                rw_put(w, e, ev->t_cpu_ns, ev->t_gpu_ns);
-            }
-            for (k = 0; k < gr->ntmp; k++) {
-                e = t->ev[t->blocks[gr->tmp[k]].alloc_ev];
-                e.flags &= (uint8_t)~HOFF__TEV_PINNED;
-                e.block = w->tmp_id[ntmp++] = w->o->nblocks;
-                rw_put(w, e, ev->t_cpu_ns, ev->t_gpu_ns);
-            }
+            for (k = 0; k < gr->nblk; k++)
+                w->second_id[gr->blk[k]] = rw_again(w, t, gr->blk[k], ev);
+            for (k = 0; k < gr->ntmp; k++)
+                w->tmp_id[ntmp++] = rw_again(w, t, gr->tmp[k], ev);
         }
         w->shift += cost;
         memset(&e, 0, sizeof e);
         e.kind = HOFF__TEV_OP;
         e.block = NONE;
         e.name = w->name;
-        if (w->phases)
+        if (m->phases)
             e.flags = (uint8_t)(HOFF_PHASE_BACKWARD << HOFF__TEV_PHASE_SHIFT);
         rw_put(w, e, ev->t_cpu_ns, ev->t_gpu_ns);
-        for (k = 0; k < ntmp; k++) { /* the temporaries die with the recompute */
-            memset(&e, 0, sizeof e);
-            e.kind = HOFF__TEV_FREE;
-            e.block = w->tmp_id[k];
-            e.name = NONE;
-            rw_put(w, e, ev->t_cpu_ns, ev->t_gpu_ns);
-        }
+        for (k = 0; k < ntmp; k++) /* the temporaries die with the recompute */
+            rw_free(w, w->tmp_id[k], 0, ev);
     }
     e = *ev;
     if (ev->kind == HOFF__TEV_ALLOC)
@@ -503,7 +499,7 @@ int hoff__rc_rewrite(const struct hoff__trace *t, const struct hoff__rc_model *m
     hoff__trace_init(out);
     if ((w.rc = rw_collect(&w, t, m, ng)) == 0 && (w.rc = rw_header(&w, t)) == 0) {
         for (i = 0; i < t->nev && !w.rc; i++)
-            rw_event(&w, t, i);
+            rw_event(&w, t, m, i);
         if (!w.rc) {
             out->step_ns = t->step_ns + w.shift;
             out->step_gpu_ns = t->step_gpu_ns ? t->step_gpu_ns + w.shift : 0;

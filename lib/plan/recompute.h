@@ -44,13 +44,15 @@ struct hoff__rc_model {
     size_t nu;
     uint32_t *blk, *in, *ops, *tmp; /* block ids and forward ops (see the units) */
     size_t nblk, nin, nops, ntmp;
-    uint32_t *fwd_close; /* per block: where its last forward use window closes (UINT32_MAX: not a candidate) */
-    uint32_t *bwd_first; /* per block: its first backward access (UINT32_MAX: none) */
-    uint64_t *iv_ns;     /* per forward op: its time */
-    uint32_t *iv_begin;  /* per forward op: its first event */
-    uint32_t *iv_mark;   /* per forward op: the mark that names it (UINT32_MAX: none) */
-    char **iv_key;       /* per forward op: its region key (malloc'd; "" none) */
-    uint64_t compute_ns; /* the step's compute */
+    uint32_t *fwd_close;  /* per block: where its last forward use window closes (UINT32_MAX: not a candidate) */
+    uint32_t *bwd_first;  /* per block: its first backward access (UINT32_MAX: none) */
+    uint64_t *iv_ns;      /* per forward op: its time */
+    uint32_t *iv_begin;   /* per forward op: its first event */
+    uint32_t *iv_mark;    /* per forward op: the mark that names it (UINT32_MAX: none) */
+    uint32_t *span_start; /* per event: the first event of the op span that holds it */
+    int phases;           /* the trace's op marks say their phases */
+    char **iv_key;        /* per forward op: its region key (malloc'd; "" none) */
+    uint64_t compute_ns;  /* the step's compute */
 };
 
 /* Build the model of finished trace t on event times T (hoff__plan_times), block bytes as bytes counts them.
@@ -58,8 +60,6 @@ struct hoff__rc_model {
 int hoff__rc_model_build(const struct hoff__trace *t, const uint64_t *T, hoff__block_bytes_fn bytes,
                          struct hoff__rc_model *m);
 void hoff__rc_model_destroy(struct hoff__rc_model *m);
-/* The name of unit u's op ("" none). */
-const char *hoff__rc_unit_name(const struct hoff__trace *t, const struct hoff__rc_unit *u);
 /* Forward op j's name ("" none) and its occurrence: how many forward ops before it have its name. */
 const char *hoff__rc_op_name(const struct hoff__trace *t, const struct hoff__rc_model *m, uint32_t j);
 uint32_t hoff__rc_op_occurrence(const struct hoff__trace *t, const struct hoff__rc_model *m, uint32_t j);

@@ -490,7 +490,7 @@ out:
 /* A hair of stall that fewer prefetch calls may cost over base: 2% of it,
  * or 0.5% of the step's compute, never past cap (when cap >= base). */
 static uint64_t allowance(const struct hoff__trace *t, const uint64_t *T, uint64_t base, uint64_t cap) {
-    uint64_t compute = t->nev ? T[t->nev - 1] - T[0] : 0;
+    uint64_t compute = hoff__plan_compute_ns(t, T);
     uint64_t limit = base + (base / 50 > compute / 200 ? base / 50 : compute / 200);
 
     return limit > cap && cap >= base ? cap : limit;

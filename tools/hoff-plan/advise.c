@@ -75,9 +75,7 @@ static int rescale(const struct hp_args *a, struct hoff__trace *t) {
     uint64_t *t_ns, step;
     size_t i;
 
-    memset(&o, 0, sizeof o);
-    o.compute_scale = a->compute_scale;
-    o.gpu_step_ns = hp_gpu_step_ns(a->gpu_step_ms);
+    hp_drive_opts(a, &o);
     t_ns = calloc(t->nev ? t->nev : 1, sizeof *t_ns);
     if (!t_ns || hoff__drive_clock(t, &o, t_ns, &step) != 0) {
         fprintf(stderr, "%s advise: %s\n", hp_cmd, t_ns ? hoff_last_error() : "out of memory");
@@ -112,7 +110,7 @@ static void print_json(const struct hp_args *a, const struct hoff__trace *t, con
         const struct hoff__rc_unit *u = &m->u[ad->units[i]];
 
         printf("%s{\"op\":", i ? "," : "");
-        hp_json_str(stdout, hoff__rc_unit_name(t, u));
+        hp_json_str(stdout, hoff__rc_op_name(t, m, u->interval));
         printf(",\"occurrence\":%" PRIu32 ",\"interval\":%" PRIu32 ",\"event\":%" PRIu32 ",\"cost_ns\":%" PRIu64
                ",\"bytes\":%" PRIu64 ",\"ops\":[",
                u->occurrence, u->interval, u->mark == UINT32_MAX ? u->begin : u->mark, u->cost_ns, u->bytes);
@@ -150,8 +148,8 @@ static void print_text(const struct hp_args *a, const struct hoff__trace *t, con
     for (i = 0; i < ad->nunits; i++) {
         const struct hoff__rc_unit *u = &m->u[ad->units[i]];
 
-        printf("  %-32s occurrence %-4" PRIu32 " %8.1f MiB  %8.3f ms", hoff__rc_unit_name(t, u), u->occurrence,
-               u->bytes / 1048576.0, u->cost_ns / 1e6);
+        printf("  %-32s occurrence %-4" PRIu32 " %8.1f MiB  %8.3f ms", hoff__rc_op_name(t, m, u->interval),
+               u->occurrence, u->bytes / 1048576.0, u->cost_ns / 1e6);
         if (u->nop > 1)
             printf("  (and the %" PRIu32 " ops making the forward temporaries it reads)", u->nop - 1);
         printf("\n");
