@@ -7,27 +7,12 @@ set -u
 
 cd "${builddir:-.}" || exit 99
 fail=0
+. "${srcdir:-.}/tests/clicheck.sh"
 tmp=${TMPDIR:-/tmp}/hoff-advise-test.$$
 trap 'rm -f "$tmp".*' EXIT INT TERM
 py=$(command -v python3) || {
     echo "SKIP: no python3 to read the JSON"
     exit 77
-}
-
-expect_rc() { # expect_rc RC WANT WHAT OUTFILE
-    if [ "$1" -ne "$2" ]; then
-        echo "FAIL: $3 exited $1, expected $2"
-        cat "$4"
-        fail=1
-    fi
-}
-
-check() { # check FILE PATTERN WHAT
-    if ! grep -qi -- "$2" "$1"; then
-        echo "FAIL: $3: no '$2' in the output:"
-        cat "$1"
-        fail=1
-    fi
 }
 
 # 1. A 2-layer step whose elementwise ops are memory-bound and whose reads are marked.

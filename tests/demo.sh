@@ -5,16 +5,9 @@ set -u
 
 cd "${builddir:-.}" || exit 99
 fail=0
+. "${srcdir:-.}/tests/clicheck.sh"
 out=${TMPDIR:-/tmp}/hoff-demo-test.$$
 trap 'rm -f "$out" "$out.json" "$out.bench"' EXIT INT TERM
-
-check() { # check FILE PATTERN WHAT
-    if ! grep -qi -- "$2" "$1"; then
-        echo "FAIL: $3: no '$2' in the output:"
-        cat "$1"
-        fail=1
-    fi
-}
 
 small="--layers 4 --hidden 512 --seq 2048 --steps 3"
 

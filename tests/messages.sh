@@ -6,29 +6,14 @@ set -u
 
 cd "${builddir:-.}" || exit 99
 fail=0
+. "${srcdir:-.}/tests/clicheck.sh"
 tmp=${TMPDIR:-/tmp}/hoff-msgs-test.$$
 trap 'rm -rf "$tmp".*' EXIT INT TERM
-
-check() { # check FILE PATTERN WHAT
-    if ! grep -qi -- "$2" "$1"; then
-        echo "FAIL: $3: no '$2' in the output:"
-        cat "$1"
-        fail=1
-    fi
-}
 
 absent() { # absent FILE PATTERN WHAT
     if grep -qi -- "$2" "$1"; then
         echo "FAIL: $3: '$2' in the output:"
         cat "$1"
-        fail=1
-    fi
-}
-
-expect_rc() { # expect_rc RC WANT WHAT OUTFILE
-    if [ "$1" -ne "$2" ]; then
-        echo "FAIL: $3 exited $1, expected $2"
-        cat "$4"
         fail=1
     fi
 }

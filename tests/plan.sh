@@ -5,25 +5,10 @@ set -u
 
 cd "${builddir:-.}" || exit 99
 fail=0
+. "${srcdir:-.}/tests/clicheck.sh"
 tmp=${TMPDIR:-/tmp}/hoff-plan-test.$$
 trap 'rm -f "$tmp".*' EXIT INT TERM
 . "${srcdir:-.}/tests/sim_memory.sh"
-
-check() { # check FILE PATTERN WHAT
-    if ! grep -qi -- "$2" "$1"; then
-        echo "FAIL: $3: no '$2' in the output:"
-        cat "$1"
-        fail=1
-    fi
-}
-
-expect_rc() { # expect_rc RC WANT WHAT OUTFILE
-    if [ "$1" -ne "$2" ]; then
-        echo "FAIL: $3 exited $1, expected $2"
-        cat "$4"
-        fail=1
-    fi
-}
 
 # A JSON number field's value (the first one, top level first in our output).
 field() { # field FILE NAME
